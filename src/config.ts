@@ -1,0 +1,122 @@
+/**
+ * Settings, read from environment variables once at start. A bad value stops the start with a
+ * message naming the variable; every setting has a default that makes the embedded mode work.
+ * The README's settings table is checked against `settingNames` by a test.
+ */
+import { resolve } from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  publicUrl: string;
+  webUrl: string | undefined;
+  trustedOrigins: string[];
+  trustProxy: boolean;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  environment: string;
+  rateLimitPerMinute: number;
+  validateResponses: boolean;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Every variable this module reads, for the documentation check. */
+export const settingNames = [
+  'PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'PUBLIC_URL', 'WEB_URL', 'TRUSTED_ORIGINS',
+  'TRUST_PROXY', 'LOG_LEVEL', 'NODE_ENV', 'RATE_LIMIT_PER_MINUTE', 'VALIDATE_RESPONSES',
+] as const;
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = integer(env, 'PORT', 3000, 0, 65535);
+  const host = text(env, 'HOST', '127.0.0.1');
+  const environment = text(env, 'NODE_ENV', 'development');
+  const publicUrl = url(env, 'PUBLIC_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  const webUrl = url(env, 'WEB_URL');
+  return {
+    port,
+    host,
+    dataDir: resolve(text(env, 'DATA_DIR', './.data')),
+    databaseUrl: databaseUrl(env),
+    publicUrl: publicUrl.replace(/\/+$/, ''),
+    webUrl: webUrl?.replace(/\/+$/, ''),
+    trustedOrigins: origins(env, 'TRUSTED_ORIGINS'),
+    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    environment,
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 300, 1, 1_000_000),
+    validateResponses: boolean(env, 'VALIDATE_RESPONSES', environment !== 'production'),
+  };
+}
+
+function raw(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === '' ? undefined : value;
+}
+
+function text(env: Env, name: string, fallback: string): string {
+  return raw(env, name) ?? fallback;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
+  }
+  return Number(value);
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const value = raw(env, name)?.toLowerCase();
+  if (value === undefined) return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(value)) return true;
+  if (['0', 'false', 'no', 'off'].includes(value)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${value}"`);
+  }
+  return value as T;
+}
+
+function url(env: Env, name: string): string | undefined {
+  const value = raw(env, name);
+  if (value === undefined) return undefined;
+  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${value}"`);
+  }
+  return value;
+}
+
+function databaseUrl(env: Env): string | undefined {
+  const value = raw(env, 'DATABASE_URL');
+  if (value === undefined) return undefined;
+  if (!URL.canParse(value) || !/^postgres(ql)?:$/.test(new URL(value).protocol)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
+  }
+  return value;
+}
+
+/** A comma-separated list of origins; each must be a bare origin (scheme, host, port). */
+function origins(env: Env, name: string): string[] {
+  const value = raw(env, name);
+  if (value === undefined) return [];
+  return value.split(',').map((item) => item.trim()).filter(Boolean).map((item) => {
+    if (!URL.canParse(item) || new URL(item).origin !== item.replace(/\/$/, '')) {
+      throw new ConfigError(`${name} must list origins like https://app.example.com, got "${item}"`);
+    }
+    return new URL(item).origin;
+  });
+}

@@ -1,0 +1,45 @@
+/**
+ * What a handler gets besides its input. Handlers know nothing about HTTP: no request, no
+ * response, only the caller, the request id for logs, and the services.
+ */
+import type { Config } from './config.ts';
+import type { Database } from './db/connection.ts';
+import type { Logger } from './logger.ts';
+import type { Memberships } from './auth/access.ts';
+import type { ProcedureInput, ProcedureName, ProcedureOutput } from '../generated/procedures.ts';
+
+/** The signed-in caller, resolved from the session cookie or bearer token. */
+export interface Principal {
+  userId: string;
+  email: string;
+  /** 'admin' marks a platform administrator. */
+  role: string | null;
+  sessionId: string;
+  impersonatedBy: string | null;
+}
+
+/** Long-lived services shared by every request; built once by the app factory. */
+export interface Services {
+  config: Config;
+  db: Database;
+  logger: Logger;
+  memberships: Memberships;
+  /** Resolves the caller from request headers; null when there is no valid session. */
+  authenticate(headers: Record<string, string | string[] | undefined>): Promise<Principal | null>;
+}
+
+export interface Context {
+  requestId: string;
+  log: Logger;
+  /** The client's address (x-forwarded-for only behind a trusted proxy). */
+  ip: string;
+  principal: Principal | null;
+  services: Services;
+}
+
+export type Handler<N extends ProcedureName> = (
+  input: ProcedureInput<N>,
+  ctx: Context,
+) => Promise<ProcedureOutput<N>> | ProcedureOutput<N>;
+
+export type Handlers = { [N in ProcedureName]?: Handler<N> };

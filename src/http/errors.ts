@@ -1,0 +1,79 @@
+/**
+ * The one error catalogue. Handlers and the binding layer throw ApiError values; the transports
+ * turn them into `{ defined, code, status, message, data? }` with the code's HTTP status.
+ * Anything else thrown becomes the generic 500 `{ error: 'internal_error', requestId }`.
+ * docs/errors.md lists the same table; a test keeps the two in step.
+ */
+export const errorCatalogue = {
+  BAD_REQUEST: { status: 400, message: 'Input validation failed.' },
+  UNAUTHORIZED: { status: 401, message: 'You must be signed in.' },
+  FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
+  LIMIT_REACHED: { status: 403, message: 'Your plan limit is reached.' },
+  NOT_FOUND: { status: 404, message: 'Not found.' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
+  CONFLICT: { status: 409, message: 'Conflict.' },
+  PRECONDITION_FAILED: { status: 412, message: 'Precondition failed.' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large.' },
+  TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests, try again in a minute.' },
+  SERVICE_UNAVAILABLE: { status: 503, message: 'The AI service is unavailable, try again later.' },
+} as const;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export interface ValidationIssue {
+  path: (string | number)[];
+  message: string;
+  params?: Record<string, unknown>;
+}
+
+/** Data carried by the codes that declare some; the others carry none. */
+export interface ErrorData {
+  BAD_REQUEST: { issues: ValidationIssue[] };
+  LIMIT_REACHED: { kind: 'workspaces' | 'members' | 'aiCredits' | 'storageBytes'; limit: number; plan: string };
+  PAYLOAD_TOO_LARGE: { maxBytes: number };
+}
+
+type ErrorOptions<C extends ErrorCode> = {
+  message?: string;
+  /** Extra response headers, e.g. Allow on a 405 or Retry-After on a 429. */
+  headers?: Record<string, string>;
+} & (C extends keyof ErrorData ? { data: ErrorData[C] } : { data?: never });
+
+export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
+  override name = 'ApiError';
+  readonly code: C;
+  readonly status: number;
+  readonly data: unknown;
+  readonly headers: Record<string, string>;
+
+  constructor(code: C, ...[options]: C extends keyof ErrorData ? [ErrorOptions<C>] : [ErrorOptions<C>?]) {
+    super(options?.message ?? errorCatalogue[code].message);
+    this.code = code;
+    this.status = errorCatalogue[code].status;
+    this.data = options?.data;
+    this.headers = options?.headers ?? {};
+  }
+
+  /** The wire body; `defined` tells whether the procedure declares this code. */
+  toBody(declared: readonly string[] = []): ApiErrorBody {
+    return {
+      defined: declared.includes(this.code),
+      code: this.code,
+      status: this.status,
+      message: this.message,
+      ...(this.data === undefined ? {} : { data: this.data }),
+    };
+  }
+}
+
+export interface ApiErrorBody {
+  defined: boolean;
+  code: string;
+  status: number;
+  message: string;
+  data?: unknown;
+}
+
+export function badRequest(issues: ValidationIssue[], message = errorCatalogue.BAD_REQUEST.message): ApiError<'BAD_REQUEST'> {
+  return new ApiError('BAD_REQUEST', { message, data: { issues } });
+}

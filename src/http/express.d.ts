@@ -1,0 +1,16 @@
+import type { Logger } from '../logger.ts';
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** X-Request-Id of this request (see request-id.ts). */
+      id: string;
+      /** The request's logger; every line carries the request id. */
+      log: Logger;
+      /** The client's address (see client-ip.ts). */
+      clientIp: string;
+    }
+  }
+}
+
+export {};

@@ -1,0 +1,46 @@
+/**
+ * The binding layer: the one path every procedure call takes, whichever transport carried it.
+ * Authenticate (401 first), validate the input (400), enforce the declared access (403), run
+ * the handler, and check the answer against the contract when response validation is on.
+ */
+import type { ProcedureDefinition } from '../../generated/procedures.ts';
+import type { Context, Handler, Services } from '../context.ts';
+import { enforceAccess } from '../auth/access.ts';
+import type { Logger } from '../logger.ts';
+import { ApiError } from './errors.ts';
+import { outputValidator, toIssues, validateInput } from './validation.ts';
+
+export interface CallRequest {
+  requestId: string;
+  log: Logger;
+  ip: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export async function callProcedure(
+  procedure: ProcedureDefinition,
+  handler: Handler<any> | undefined,
+  input: Record<string, unknown>,
+  request: CallRequest,
+  services: Services,
+): Promise<unknown> {
+  const principal = await services.authenticate(request.headers);
+  if (procedure.access !== 'public' && !principal) throw new ApiError('UNAUTHORIZED');
+  validateInput(procedure.name, input);
+  await enforceAccess(procedure.access, input, principal, services.memberships);
+  if (!handler) throw new Error(`no handler is registered for ${procedure.name}`);
+  const ctx: Context = { requestId: request.requestId, log: request.log, ip: request.ip, principal, services };
+  const output = await handler(input, ctx);
+  if (services.config.validateResponses) checkOutput(procedure, output);
+  return output;
+}
+
+/** A handler answer that breaks the contract is our bug: fail loudly (500) rather than mislead clients. */
+function checkOutput(procedure: ProcedureDefinition, output: unknown): void {
+  const validate = outputValidator(procedure.name, procedure.successStatus);
+  if (!validate) return;
+  const wire = JSON.parse(JSON.stringify(output ?? null));
+  if (!validate(wire)) {
+    throw new Error(`${procedure.name} answered outside its contract: ${JSON.stringify(toIssues(validate.errors ?? []))}`);
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The precompiled validators from generated/ (Ajv standalone output is CommonJS, see
+ * toolchain.md), and the mapping from Ajv's errors to the specification's `data.issues`.
+ */
+import { createRequire } from 'node:module';
+import { ApiError, badRequest, type ValidationIssue } from './errors.ts';
+
+export interface AjvError {
+  instancePath: string;
+  keyword: string;
+  params: Record<string, any>;
+  message?: string;
+}
+
+export interface ValidateFunction {
+  (data: unknown): boolean;
+  errors?: AjvError[] | null;
+}
+
+const require = createRequire(import.meta.url);
+const inputValidators = require('../../generated/validators-input.cjs') as Record<string, ValidateFunction>;
+const outputValidators = require('../../generated/validators-output.cjs') as Record<string, ValidateFunction>;
+
+export function inputValidator(procedure: string): ValidateFunction {
+  const validate = inputValidators[`input_${procedure.replace(/\./g, '_')}`];
+  if (!validate) throw new Error(`no input validator for ${procedure}: run make codegen`);
+  return validate;
+}
+
+/** The validator of one response body of a procedure, or undefined when that status has no JSON body. */
+export function outputValidator(procedure: string, status: number): ValidateFunction | undefined {
+  return outputValidators[`output_${procedure.replace(/\./g, '_')}_${status}`];
+}
+
+/** The validator of a named component schema (e.g. NotFoundError). */
+export function schemaValidator(component: string): ValidateFunction | undefined {
+  return outputValidators[`schema_${component}`];
+}
+
+/** Validates input in place (defaults are filled in) or throws 400 BAD_REQUEST with the issues. */
+export function validateInput(procedure: string, input: unknown): void {
+  const validate = inputValidator(procedure);
+  if (!validate(input)) throw badRequest(toIssues(validate.errors ?? []));
+}
+
+export function toIssues(errors: AjvError[]): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  const seen = new Set<string>();
+  for (const error of errors) {
+    // Ajv reports the failing branches of a oneOf as well as the oneOf itself; the branches say more.
+    if (error.keyword === 'oneOf' || error.keyword === 'anyOf' || error.keyword === 'if') continue;
+    const path = pointerToPath(error.instancePath);
+    if (error.keyword === 'required') path.push(error.params.missingProperty);
+    if (error.keyword === 'additionalProperties') path.push(error.params.additionalProperty);
+    const message = error.keyword === 'additionalProperties' ? 'is not a known field' : (error.message ?? 'is invalid');
+    const key = `${JSON.stringify(path)} ${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const params = error.keyword === 'required' || error.keyword === 'additionalProperties' ? undefined : error.params;
+    issues.push({ path, message, ...(params && Object.keys(params).length > 0 ? { params } : {}) });
+  }
+  return issues.length > 0 ? issues : [{ path: [], message: 'is invalid' }];
+}
+
+function pointerToPath(pointer: string): (string | number)[] {
+  if (pointer === '') return [];
+  return pointer.slice(1).split('/').map((part) => {
+    const key = part.replace(/~1/g, '/').replace(/~0/g, '~');
+    return /^\d+$/.test(key) ? Number(key) : key;
+  });
+}
+
+export { ApiError };
