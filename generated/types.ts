@@ -3135,7 +3135,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The input failed validation (BAD_REQUEST). */
+        /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -3282,6 +3282,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3304,6 +3305,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuthConfig"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3383,6 +3385,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
@@ -4305,6 +4308,7 @@ export interface operations {
                     "application/json": components["schemas"]["FeatureFlagList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
@@ -4439,6 +4443,7 @@ export interface operations {
                     "application/json": components["schemas"]["SystemStatus"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];

@@ -18,6 +18,8 @@ export interface Config {
   environment: string;
   rateLimitPerMinute: number;
   validateResponses: boolean;
+  requireEmailVerification: boolean;
+  contactEmail: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -32,6 +34,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const settingNames = [
   'PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'PUBLIC_URL', 'WEB_URL', 'TRUSTED_ORIGINS',
   'TRUST_PROXY', 'LOG_LEVEL', 'NODE_ENV', 'RATE_LIMIT_PER_MINUTE', 'VALIDATE_RESPONSES',
+  'REQUIRE_EMAIL_VERIFICATION', 'CONTACT_EMAIL',
 ] as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -53,6 +56,8 @@ export function loadConfig(env: Env = process.env): Config {
     environment,
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 300, 1, 1_000_000),
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', environment !== 'production'),
+    requireEmailVerification: boolean(env, 'REQUIRE_EMAIL_VERIFICATION', false),
+    contactEmail: email(env, 'CONTACT_EMAIL'),
   };
 }
 
@@ -97,6 +102,13 @@ function url(env: Env, name: string): string | undefined {
   if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) {
     throw new ConfigError(`${name} must be an http(s) URL, got "${value}"`);
   }
+  return value;
+}
+
+function email(env: Env, name: string): string | undefined {
+  const value = raw(env, name);
+  if (value === undefined) return undefined;
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) throw new ConfigError(`${name} must be an email address, got "${value}"`);
   return value;
 }
 

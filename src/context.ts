@@ -6,6 +6,8 @@ import type { Config } from './config.ts';
 import type { Database } from './db/connection.ts';
 import type { Logger } from './logger.ts';
 import type { Memberships } from './auth/access.ts';
+import type { Mailer } from './email/mailer.ts';
+import type { RateLimiter } from './http/rate-limit.ts';
 import type { ProcedureInput, ProcedureName, ProcedureOutput } from '../generated/procedures.ts';
 
 /** The signed-in caller, resolved from the session cookie or bearer token. */
@@ -24,6 +26,10 @@ export interface Services {
   db: Database;
   logger: Logger;
   memberships: Memberships;
+  /** The configured email provider, or null when none is (features that send mail answer 412). */
+  mailer: Mailer | null;
+  /** Per-route limiters kept in process memory (the specification sizes them for one instance). */
+  limiters: { contact: RateLimiter };
   /** Resolves the caller from request headers; null when there is no valid session. */
   authenticate(headers: Record<string, string | string[] | undefined>): Promise<Principal | null>;
 }

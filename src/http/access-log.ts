@@ -10,7 +10,7 @@ export function accessLog(): RequestHandler {
       logged = true;
       req.log.info({
         method: req.method,
-        path: req.path,
+        path: req.originalUrl.split('?')[0],
         status: res.statusCode,
         ms: Number(process.hrtime.bigint() - started) / 1e6,
         ip: req.clientIp,

@@ -74,6 +74,6 @@ export interface ApiErrorBody {
   data?: unknown;
 }
 
-export function badRequest(issues: ValidationIssue[], message = errorCatalogue.BAD_REQUEST.message): ApiError<'BAD_REQUEST'> {
+export function badRequest(issues: ValidationIssue[], message: string = errorCatalogue.BAD_REQUEST.message): ApiError<'BAD_REQUEST'> {
   return new ApiError('BAD_REQUEST', { message, data: { issues } });
 }

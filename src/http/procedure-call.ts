@@ -23,6 +23,8 @@ export async function callProcedure(
   input: Record<string, unknown>,
   request: CallRequest,
   services: Services,
+  /** Turns the validated JSON input into the handler's input (RPC revives Dates here). */
+  revive: (input: Record<string, unknown>) => Record<string, unknown> = (input) => input,
 ): Promise<unknown> {
   const principal = await services.authenticate(request.headers);
   if (procedure.access !== 'public' && !principal) throw new ApiError('UNAUTHORIZED');
@@ -30,7 +32,7 @@ export async function callProcedure(
   await enforceAccess(procedure.access, input, principal, services.memberships);
   if (!handler) throw new Error(`no handler is registered for ${procedure.name}`);
   const ctx: Context = { requestId: request.requestId, log: request.log, ip: request.ip, principal, services };
-  const output = await handler(input, ctx);
+  const output = await handler(revive(input), ctx);
   if (services.config.validateResponses) checkOutput(procedure, output);
   return output;
 }

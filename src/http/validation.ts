@@ -3,7 +3,7 @@
  * toolchain.md), and the mapping from Ajv's errors to the specification's `data.issues`.
  */
 import { createRequire } from 'node:module';
-import { ApiError, badRequest, type ValidationIssue } from './errors.ts';
+import { badRequest, type ValidationIssue } from './errors.ts';
 
 export interface AjvError {
   instancePath: string;
@@ -70,4 +70,3 @@ function pointerToPath(pointer: string): (string | number)[] {
   });
 }
 
-export { ApiError };

@@ -1,0 +1,32 @@
+/**
+ * contact.send: the public contact form. It needs a contact address and an email provider; until
+ * both are configured it answers 412. A filled `website` field is the honeypot bots fall into: the
+ * answer is the same `{ ok: true }`, and nothing is sent.
+ */
+import type { Handlers } from '../context.ts';
+import { ApiError } from '../http/errors.ts';
+
+export const contactProcedures = {
+  'contact.send': async (input, ctx) => {
+    const { contactEmail } = ctx.services.config;
+    const mailer = ctx.services.mailer;
+    if (!contactEmail || !mailer) {
+      throw new ApiError('PRECONDITION_FAILED', { message: 'The contact form is not configured on this deployment.' });
+    }
+    const result = ctx.services.limiters.contact.hit(ctx.ip);
+    if (!result.allowed) {
+      throw new ApiError('TOO_MANY_REQUESTS', { message: 'Too many messages, try again later.', headers: { 'Retry-After': String(result.retryAfterSeconds) } });
+    }
+    if (input.website) {
+      ctx.log.info({ honeypot: true }, 'contact form submission dropped');
+      return { ok: true };
+    }
+    await mailer.send({
+      to: contactEmail,
+      replyTo: input.name ? { name: input.name, address: input.email } : input.email,
+      subject: `Contact form: ${input.name ?? input.email}`,
+      text: input.message,
+    });
+    return { ok: true };
+  },
+} satisfies Handlers;

@@ -1,0 +1,16 @@
+/** What the service needs from an email provider. Providers (smtp, log) come with the identity work. */
+export interface MailAddress {
+  name: string;
+  address: string;
+}
+
+export interface MailMessage {
+  to: string;
+  replyTo?: string | MailAddress;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(message: MailMessage): Promise<void>;
+}

@@ -1,0 +1,18 @@
+/** The shared per-IP limiter on /rpc/* and /api/v1/* (300 per minute by default). */
+import type { RequestHandler } from 'express';
+import { ApiError } from './errors.ts';
+import { sendError } from './error-handler.ts';
+import { createRateLimiter } from './rate-limit.ts';
+
+export function ipLimiter(limitPerMinute: number, now?: () => number): RequestHandler {
+  const limiter = createRateLimiter({ limit: limitPerMinute, windowMs: 60_000, ...(now ? { now } : {}) });
+  return (req, res, next) => {
+    const result = limiter.hit(req.clientIp);
+    if (result.allowed) {
+      next();
+      return;
+    }
+    const headers = { 'Retry-After': String(result.retryAfterSeconds) };
+    sendError(req, res, new ApiError('TOO_MANY_REQUESTS', { message: 'Too many requests from this address, try again in a minute.', headers }));
+  };
+}

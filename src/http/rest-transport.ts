@@ -1,0 +1,89 @@
+/**
+ * REST under /api/v1. openapi-backend loads the contract and lists its operations (quick mode: it
+ * checks definitions as OpenAPI 3.0, see toolchain.md); each operation is registered once as an
+ * Express route, so matching is not rebuilt per request. Path and query strings are coerced to the
+ * contract's scalar types, merged with the body into the procedure's one input object, and handed
+ * to the binding layer.
+ */
+import express, { type Request, type Response, type Router } from 'express';
+import { OpenAPIBackend, type Document } from 'openapi-backend';
+import { procedures, type InputField, type ProcedureDefinition, type ProcedureName } from '../../generated/procedures.ts';
+import type { Handlers, Services } from '../context.ts';
+import { badRequest } from './errors.ts';
+import { sendError } from './error-handler.ts';
+import { callProcedure } from './procedure-call.ts';
+import { sendStream, type StreamHandlers } from './streams.ts';
+
+export async function restRouter(document: object, handlers: Handlers, streams: StreamHandlers, services: Services): Promise<Router> {
+  const backend = await new OpenAPIBackend({ definition: document as Document, quick: true, validate: false, apiRoot: '/' }).init();
+  const router = express.Router({ strict: true });
+  for (const operation of backend.getOperations()) {
+    const procedure = procedures[operation.operationId as ProcedureName] as ProcedureDefinition | undefined;
+    if (!procedure) throw new Error(`operation ${operation.operationId} is not in the procedure table: run make codegen`);
+    const method = operation.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+    router[method](toExpressPath(operation.path), async (req: Request, res: Response) => {
+      try {
+        const input = restInput(procedure, req);
+        if (procedure.produces === 'event-stream') {
+          await sendStream(procedure, streams, input, req, res, services);
+          return;
+        }
+        const output = await callProcedure(procedure, handlers[procedure.name as ProcedureName], input, callRequest(req), services);
+        res.status(procedure.successStatus).json(output);
+      } catch (error) {
+        sendError(req, res, error, procedure.errors);
+      }
+    });
+  }
+  return router;
+}
+
+export function callRequest(req: Request) {
+  return { requestId: req.id, log: req.log, ip: req.clientIp, headers: req.headers };
+}
+
+/** `/workspaces/{id}` -> `/workspaces/:id` */
+export function toExpressPath(path: string): string {
+  return path.replace(/\{([^}]+)\}/g, ':$1');
+}
+
+function restInput(procedure: ProcedureDefinition, req: Request): Record<string, unknown> {
+  const input: Record<string, unknown> = {};
+  if (procedure.hasBody && req.body !== undefined) {
+    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) {
+      throw badRequest([{ path: [], message: 'the request body must be a JSON object' }]);
+    }
+    Object.assign(input, req.body);
+  } else if (!procedure.hasBody && hasContent(req)) {
+    throw badRequest([{ path: [], message: 'this operation takes no request body' }]);
+  }
+  for (const [name, value] of Object.entries(req.query)) {
+    const field = procedure.fields.find((f) => f.name === name && f.in === 'query');
+    // Unknown query parameters go into the input too, where the validator refuses them by name.
+    input[name] = field ? coerce(field, value) : value;
+  }
+  for (const [name, value] of Object.entries(req.params)) {
+    const field = procedure.fields.find((f) => f.name === name && f.in === 'path');
+    if (field) input[name] = coerce(field, value);
+  }
+  return input;
+}
+
+function hasContent(req: Request): boolean {
+  return req.body !== undefined && !(typeof req.body === 'object' && req.body !== null && Object.keys(req.body).length === 0);
+}
+
+/** Query and path values arrive as strings; the contract says which are numbers or booleans. */
+function coerce(field: InputField, value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  switch (field.type) {
+    case 'integer':
+    case 'number':
+      return /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value;
+    case 'boolean':
+      return value === 'true' ? true : value === 'false' ? false : value;
+    default:
+      return value;
+  }
+}
+

@@ -1,0 +1,69 @@
+/**
+ * Server-sent events for streaming procedures (jobs.stream), on both transports. The call goes
+ * through the same authentication, validation and access checks as any procedure; the stream
+ * handler then writes events through a sink that knows nothing about Express.
+ */
+import type { Request, Response } from 'express';
+import type { ProcedureDefinition } from '../../generated/procedures.ts';
+import type { Context, Services } from '../context.ts';
+import { enforceAccess } from '../auth/access.ts';
+import { ApiError } from './errors.ts';
+import { validateInput } from './validation.ts';
+
+export interface EventSink {
+  /** `event:`, optional `id:` and one `data:` line of JSON (WHATWG HTML, server-sent events). */
+  send(event: string, data: unknown, id?: string): void;
+  comment(text: string): void;
+  close(): void;
+  /** Aborted when the client goes away or the stream is closed. */
+  readonly signal: AbortSignal;
+  /** The Last-Event-Id the client resumes from, if any. */
+  readonly lastEventId: string | undefined;
+}
+
+export type StreamHandler = (input: Record<string, unknown>, ctx: Context, sink: EventSink) => Promise<void>;
+export type StreamHandlers = Record<string, StreamHandler>;
+
+export async function sendStream(
+  procedure: ProcedureDefinition,
+  streams: StreamHandlers,
+  input: Record<string, unknown>,
+  req: Request,
+  res: Response,
+  services: Services,
+): Promise<void> {
+  const principal = await services.authenticate(req.headers);
+  if (procedure.access !== 'public' && !principal) throw new ApiError('UNAUTHORIZED');
+  validateInput(procedure.name, input);
+  await enforceAccess(procedure.access, input, principal, services.memberships);
+  const handler = streams[procedure.name];
+  if (!handler) throw new Error(`no stream handler is registered for ${procedure.name}`);
+
+  const controller = new AbortController();
+  res.status(procedure.successStatus);
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+  req.on('close', () => controller.abort());
+  const sink: EventSink = {
+    send(event, data, id) {
+      if (controller.signal.aborted) return;
+      res.write(`event: ${event}\n${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`);
+    },
+    comment(text) {
+      if (!controller.signal.aborted) res.write(`: ${text.replace(/[\r\n]/g, ' ')}\n\n`);
+    },
+    close() {
+      controller.abort();
+      res.end();
+    },
+    signal: controller.signal,
+    lastEventId: req.get('last-event-id'),
+  };
+  const ctx: Context = { requestId: req.id, log: req.log, ip: req.clientIp, principal, services };
+  try {
+    await handler(input, ctx, sink);
+  } finally {
+    if (!res.writableEnded) sink.close();
+  }
+}

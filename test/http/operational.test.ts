@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import packageJson from '../../package.json' with { type: 'json' };
+import type { Database } from '../../src/db/connection.ts';
+import { createReadinessCheck } from '../../src/http/readiness.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { createTestDatabase } from '../support/database.ts';
+
+describe('/healthz and /readyz', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  it('/healthz answers while the process runs', async () => {
+    const response = await server.fetch('/healthz');
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ok' });
+  });
+
+  it('/readyz answers 200 when the database answers', async () => {
+    const response = await server.fetch('/readyz');
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ok', checks: { database: 'ok' } });
+  });
+});
+
+describe('/readyz when the database does not answer', () => {
+  let db: Database;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db.close());
+
+  async function readyWith(ping: () => Promise<void>) {
+    const server = await startTestServer({ db: { ...db, ping } });
+    try {
+      const response = await server.fetch('/readyz');
+      return { status: response.status, body: await response.json(), cache: response.headers.get('cache-control') };
+    } finally {
+      await server.close();
+    }
+  }
+
+  it('answers 503 unreachable, exactly as specified', async () => {
+    const result = await readyWith(() => Promise.reject(new Error('ECONNREFUSED')));
+    expect(result).toEqual({ status: 503, body: { status: 'unavailable', checks: { database: 'unreachable' } }, cache: null });
+  });
+
+  it('answers 503 timeout after 2 seconds', async () => {
+    const result = await readyWith(() => new Promise(() => {}));
+    expect(result.status).toBe(503);
+    expect(result.body).toEqual({ status: 'unavailable', checks: { database: 'timeout' } });
+  });
+
+  it('answers 503 unreachable once the real database is gone', async () => {
+    const own = await createTestDatabase();
+    const server = await startTestServer({ db: own });
+    try {
+      await own.close();
+      const response = await server.fetch('/readyz');
+      expect(response.status).toBe(503);
+      expect(await response.json()).toEqual({ status: 'unavailable', checks: { database: 'unreachable' } });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('concurrent probes share one bounded check', async () => {
+    let pings = 0;
+    const check = createReadinessCheck(async () => {
+      pings += 1;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }, 2000);
+    const results = await Promise.all(Array.from({ length: 20 }, () => check()));
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(pings).toBe(1);
+    await check();
+    expect(pings).toBe(2); // a later probe checks again
+  });
+});
+
+describe('GET /api/v1/openapi.json', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  it('serves the contract with the package version, an ETag and no-cache', async () => {
+    const response = await server.fetch('/api/v1/openapi.json');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('no-cache');
+    expect(response.headers.get('etag')).toMatch(/^"[\w-]+"$/);
+    const document = await response.json();
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.version).toBe(packageJson.version);
+  });
+
+  it('answers 304 to a matching If-None-Match, and 200 otherwise', async () => {
+    const etag = (await server.fetch('/api/v1/openapi.json')).headers.get('etag')!;
+    for (const header of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const response = await server.fetch('/api/v1/openapi.json', { headers: { 'if-none-match': header } });
+      expect(response.status, header).toBe(304);
+      expect(response.headers.get('etag')).toBe(etag);
+    }
+    expect((await server.fetch('/api/v1/openapi.json', { headers: { 'if-none-match': '"stale"' } })).status).toBe(200);
+  });
+
+  it('system.health reports the same version', async () => {
+    const response = await server.fetch('/api/v1/health');
+    expect((await response.json()).version).toBe(packageJson.version);
+  });
+});

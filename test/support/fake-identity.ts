@@ -1,0 +1,25 @@
+/**
+ * A stand-in for the identity module until sessions exist: `Authorization: Bearer <userId>`
+ * signs in as that user, and `roles` says which organizations each user belongs to. It lets the
+ * binding layer's access rules be tested before the real session store is built.
+ */
+import type { Memberships } from '../../src/auth/access.ts';
+import type { OrganizationRole } from '../../src/auth/permissions.ts';
+import type { Principal } from '../../src/context.ts';
+
+export function fakeIdentity(options: {
+  users: Record<string, { role?: string | null; organizations?: Record<string, OrganizationRole> }>;
+  workspaces?: Record<string, string>;
+}) {
+  const authenticate = async (headers: Record<string, string | string[] | undefined>): Promise<Principal | null> => {
+    const match = /^Bearer (\S+)$/.exec(String(headers.authorization ?? ''));
+    const user = match ? options.users[match[1]!] : undefined;
+    if (!match || !user) return null;
+    return { userId: match[1]!, email: `${match[1]}@example.com`, role: user.role ?? null, sessionId: `ses_${match[1]}`, impersonatedBy: null };
+  };
+  const memberships: Memberships = {
+    roleIn: async (userId, organizationId) => options.users[userId]?.organizations?.[organizationId] ?? null,
+    workspaceOrganization: async (workspaceId) => options.workspaces?.[workspaceId] ?? null,
+  };
+  return { authenticate, memberships };
+}

@@ -1,0 +1,77 @@
+/**
+ * Starts the real app on a loopback port against an isolated embedded database, with a fetch
+ * that checks every answer against the contract and a log that tests can read.
+ */
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import type { Server } from 'node:http';
+import { loadConfig, type Config } from '../../src/config.ts';
+import type { Database } from '../../src/db/connection.ts';
+import { buildApp, type AppOptions } from '../../src/http/app.ts';
+import { createLogger } from '../../src/logger.ts';
+import type { Services } from '../../src/context.ts';
+import { createTestDatabase } from './database.ts';
+import { assertMatchesContract } from './contract-check.ts';
+
+export interface TestServer {
+  /** http://127.0.0.1:PORT */
+  origin: string;
+  services: Services;
+  db: Database;
+  /** Every pino line written so far, parsed. */
+  logs: Record<string, any>[];
+  /** fetch relative to origin; the answer is checked against the contract before it is returned. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  env?: Record<string, string>;
+  overrides?: AppOptions['overrides'];
+  /** Share a database between servers (e.g. to restart the app on the same data). */
+  db?: Database;
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const config: Config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'info', VALIDATE_RESPONSES: 'true', ...options.env });
+  const logs: Record<string, any>[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line));
+      done();
+    },
+  });
+  const logger = createLogger(config.logLevel, sink);
+  const db = options.db ?? (await createTestDatabase());
+  const { app, services } = await buildApp({ config, db, logger, ...(options.overrides ? { overrides: options.overrides } : {}) });
+  const server: Server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    origin,
+    services,
+    db,
+    logs,
+    async fetch(path, init = {}) {
+      const url = new URL(path, origin);
+      const response = await fetch(url, init);
+      const method = (init.method ?? 'GET').toUpperCase();
+      if (method === 'HEAD' || response.status === 304 || (response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+        if (response.status !== 200 || method !== 'GET') return response;
+        assertMatchesContract(method, url, response.status, response.headers.get('content-type'), undefined);
+        return response;
+      }
+      const text = await response.clone().text();
+      const body = text === '' ? undefined : JSON.parse(text);
+      assertMatchesContract(method, url, response.status, response.headers.get('content-type'), body);
+      return response;
+    },
+    async close() {
+      server.closeAllConnections();
+      server.close();
+      if (!options.db) await db.close();
+    },
+  };
+}
