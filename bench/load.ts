@@ -5,18 +5,28 @@
  * answers completed inside the measured window count. Plain node:http, no undici, so the client
  * side is the same for every target.
  *   node bench/load.ts <url> [connections=32] [warmupMs=1000] [durationMs=5000]
- * Prints one JSON line: LoadResult.
+ * Prints one JSON line: LoadResult. Forked with an IPC channel (see runLoad in support.ts), it
+ * instead serves one LoadRequest per message, so rounds reuse one warmed-up client process.
  */
 import { Agent, get } from 'node:http';
+
+export interface LoadRequest {
+  url: string;
+  connections: number;
+  warmupMs: number;
+  durationMs: number;
+}
 
 export interface LoadResult {
   requests: number;
   errors: number;
   seconds: number;
   rps: number;
+  /** This client's CPU time over the window per wall second: near 1 means the client, not the server, was the limit. */
+  clientCpu: number;
 }
 
-async function load(url: string, connections: number, warmupMs: number, durationMs: number): Promise<LoadResult> {
+async function load({ url, connections, warmupMs, durationMs }: LoadRequest): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: connections });
   let measuring = false;
   let stopping = false;
@@ -47,21 +57,26 @@ async function load(url: string, connections: number, warmupMs: number, duration
   await new Promise((r) => setTimeout(r, warmupMs));
   measuring = true;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   await new Promise((r) => setTimeout(r, durationMs));
   measuring = false;
   const seconds = (performance.now() - started) / 1000;
+  const { user, system } = process.cpuUsage(cpu);
   stopping = true;
   await Promise.all(running);
   agent.destroy();
-  return { requests, errors, seconds, rps: requests / seconds };
+  return { requests, errors, seconds, rps: requests / seconds, clientCpu: (user + system) / 1e6 / seconds };
 }
 
-if (import.meta.main) {
+if (import.meta.main && process.send) {
+  const send = process.send.bind(process);
+  process.on('message', (request: LoadRequest) => void load(request).then((result) => send(result)));
+} else if (import.meta.main) {
   const [url, connections = '32', warmupMs = '1000', durationMs = '5000'] = process.argv.slice(2);
   if (!url) {
     console.error('usage: node bench/load.ts <url> [connections] [warmupMs] [durationMs]');
     process.exit(2);
   }
-  const result = await load(url, Number(connections), Number(warmupMs), Number(durationMs));
+  const result = await load({ url, connections: Number(connections), warmupMs: Number(warmupMs), durationMs: Number(durationMs) });
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }

@@ -3,7 +3,7 @@
  * directory (test/support/database.ts needs vitest's inject, so it is not reused here), the real
  * app on a loopback port, a bare node:http server, and the child-process load generator.
  */
-import { spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -18,7 +18,7 @@ import { migrate } from '../src/db/migrations.ts';
 import { buildApp, type AppOptions } from '../src/http/app.ts';
 import { createLogger } from '../src/logger.ts';
 import { version } from '../src/version.ts';
-import type { LoadResult } from './load.ts';
+import type { LoadRequest, LoadResult } from './load.ts';
 
 // Production: no response validation, no logging I/O; the rate limit is lifted so that the
 // per-IP limiter still runs (its cost is part of the stack) but never answers 429.
@@ -74,18 +74,26 @@ export function startBareServer(): Promise<Running> {
   return served(server.listen(0, '127.0.0.1'));
 }
 
-const loader = fileURLToPath(new URL('./load.ts', import.meta.url));
-
-/** Runs bench/load.ts in its own process (process.execPath is the project's Node 24). */
-export async function runLoad(url: string, connections: number, warmupMs: number, durationMs: number): Promise<LoadResult> {
-  const child = spawn(process.execPath, [loader, url, String(connections), String(warmupMs), String(durationMs)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+/**
+ * A load generator in a child process (process.execPath is the project's Node 24), kept for a
+ * whole benchmark so each measurement reuses a client whose code is already optimised.
+ */
+export function startLoader(): { run(request: LoadRequest): Promise<LoadResult>; close(): void } {
+  const child = fork(fileURLToPath(new URL('./load.ts', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = once(child, 'exit').then(() => {
+    throw new Error('the load generator exited');
   });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  const [code] = (await once(child, 'close')) as [number | null];
-  if (code !== 0) throw new Error(`load generator exited with ${code}`);
-  return JSON.parse(out) as LoadResult;
+  exited.catch(() => {}); // after close() the exit is expected
+  return {
+    async run(request) {
+      child.send(request);
+      const [result] = (await Promise.race([once(child, 'message'), exited])) as [LoadResult];
+      return result;
+    },
+    close() {
+      child.disconnect();
+    },
+  };
 }
 
 export function median(values: number[]): number {
