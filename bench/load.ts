@@ -18,7 +18,10 @@ export interface LoadRequest {
 }
 
 export interface LoadResult {
+  /** 200 answers inside the measured window. */
   requests: number;
+  /** 200 answers in the whole run, warmup included (to divide the server's CPU time by). */
+  total: number;
   errors: number;
   seconds: number;
   rps: number;
@@ -31,6 +34,7 @@ async function load({ url, connections, warmupMs, durationMs }: LoadRequest): Pr
   let measuring = false;
   let stopping = false;
   let requests = 0;
+  let total = 0;
   let errors = 0;
 
   const connection = () => new Promise<void>((resolve) => {
@@ -40,6 +44,7 @@ async function load({ url, connections, warmupMs, durationMs }: LoadRequest): Pr
       const done = (ok: boolean) => {
         if (settled) return;
         settled = true;
+        if (ok) total++;
         if (measuring) {
           if (ok) requests++;
           else errors++;
@@ -65,7 +70,7 @@ async function load({ url, connections, warmupMs, durationMs }: LoadRequest): Pr
   stopping = true;
   await Promise.all(running);
   agent.destroy();
-  return { requests, errors, seconds, rps: requests / seconds, clientCpu: (user + system) / 1e6 / seconds };
+  return { requests, total, errors, seconds, rps: requests / seconds, clientCpu: (user + system) / 1e6 / seconds };
 }
 
 if (import.meta.main && process.send) {

@@ -2,86 +2,86 @@
 // PGlite, PostgreSQL compiled to WebAssembly, running in this process and served
 // over the PostgreSQL wire protocol on a loopback port, so the rest of the
 // service talks to it through the same driver as to a real server.
-import { mkdir } from 'node:fs/promises'
-import { join } from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
-import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto'
-import { vector } from '@electric-sql/pglite-pgvector'
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
-import { lockDataDir, type DataDirLock } from './data-dir-lock.ts'
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 
 export interface EmbeddedDatabaseOptions {
   /** The service's data directory; PostgreSQL's files go in `<dataDir>/pg`. */
-  dataDir: string
+  dataDir: string;
   /** A tarball from `dumpDataDir()` to start from (tests clone a migrated template); `<dataDir>/pg` must not hold a database yet. */
-  loadDataDir?: Blob
+  loadDataDir?: Blob;
 }
 
 export interface EmbeddedDatabase {
   /** postgres:// URL of the loopback server. It accepts one connection at a time. */
-  url: string
+  url: string;
   /** Stops accepting connections (end your clients first), then returns the data directory as an uncompressed tarball. Only close() may follow. */
-  dumpDataDir(): Promise<Blob>
+  dumpDataDir(): Promise<Blob>;
   /** Stops the server and PGlite. Safe to call more than once. */
-  close(): Promise<void>
+  close(): Promise<void>;
 }
 
 export function embeddedPgDataPath(dataDir: string): string {
-  return join(dataDir, 'pg')
+  return join(dataDir, 'pg');
 }
 
 export async function startEmbeddedDatabase(options: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase> {
-  const pgDataPath = embeddedPgDataPath(options.dataDir)
-  await mkdir(options.dataDir, { recursive: true })
-  const lock = await lockDataDir(`${pgDataPath}.lock`)
+  const pgDataPath = embeddedPgDataPath(options.dataDir);
+  await mkdir(options.dataDir, { recursive: true });
+  const lock = await lockDataDir(`${pgDataPath}.lock`);
 
-  let db: PGlite | undefined
-  let server: PGLiteSocketServer
+  let db: PGlite | undefined;
+  let server: PGLiteSocketServer;
   try {
     db = await PGlite.create(pgDataPath, {
       // Every extension a migration may create must be loaded here: PGlite
       // cannot load one later. Production servers ship both (pgcrypto is contrib).
       extensions: { vector, pgcrypto },
       ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    })
+    });
     // maxConnections 1: the socket multiplexer mixes up concurrent connections'
     // extended-protocol messages (pglite #1046, PR #977), so only one client
     // connection is allowed; port 0 lets the OS pick a free port.
-    server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 })
-    await server.start()
+    server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
+    await server.start();
   } catch (error) {
-    await db?.close().catch(() => undefined)
-    await lock.release()
-    throw error
+    await db?.close().catch(() => undefined);
+    await lock.release();
+    throw error;
   }
-  const pglite = db
+  const pglite = db;
 
-  let serving = true
+  let serving = true;
   const stopServing = async () => {
-    if (!serving) return
-    serving = false
-    await server.stop()
-  }
-  let closing: Promise<void> | undefined
+    if (!serving) return;
+    serving = false;
+    await server.stop();
+  };
+  let closing: Promise<void> | undefined;
 
   return {
     url: `postgres://postgres@${server.getServerConn()}/postgres`,
     async dumpDataDir() {
-      await stopServing()
-      return pglite.dumpDataDir('none')
+      await stopServing();
+      return pglite.dumpDataDir('none');
     },
     close() {
-      closing ??= shutDown(stopServing, pglite, lock)
-      return closing
+      closing ??= shutDown(stopServing, pglite, lock);
+      return closing;
     },
-  }
+  };
 }
 
 async function shutDown(stopServing: () => Promise<void>, db: PGlite, lock: DataDirLock): Promise<void> {
   try {
-    await stopServing()
-    await db.close()
+    await stopServing();
+    await db.close();
   } finally {
-    await lock.release()
+    await lock.release();
   }
 }

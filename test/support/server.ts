@@ -14,6 +14,11 @@ import type { Services } from '../../src/context.ts';
 import { createTestDatabase } from './database.ts';
 import { assertMatchesContract } from './contract-check.ts';
 
+/** A Response whose JSON body is typed loosely: tests assert on its shape. */
+export interface TestResponse extends Response {
+  json(): Promise<any>;
+}
+
 export interface TestServer {
   /** http://127.0.0.1:PORT */
   origin: string;
@@ -22,7 +27,7 @@ export interface TestServer {
   /** Every pino line written so far, parsed. */
   logs: Record<string, any>[];
   /** fetch relative to origin; the answer is checked against the contract before it is returned. */
-  fetch(path: string, init?: RequestInit): Promise<Response>;
+  fetch(path: string, init?: RequestInit): Promise<TestResponse>;
   close(): Promise<void>;
 }
 
@@ -54,7 +59,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     services,
     db,
     logs,
-    async fetch(path, init = {}) {
+    async fetch(path, init = {}): Promise<TestResponse> {
       const url = new URL(path, origin);
       const response = await fetch(url, init);
       const method = (init.method ?? 'GET').toUpperCase();

@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, settingNames } from '../../src/config.ts';
+
+describe('loadConfig', () => {
+  it('has defaults that make the embedded mode work', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ port: 3000, host: '127.0.0.1', databaseUrl: undefined, logLevel: 'info', rateLimitPerMinute: 300, trustProxy: false, trustedOrigins: [] });
+    expect(config.dataDir).toMatch(/\.data$/);
+    expect(config.publicUrl).toBe('http://127.0.0.1:3000');
+  });
+
+  const good = [
+    { given: { PORT: '8080' }, want: { port: 8080, publicUrl: 'http://127.0.0.1:8080' } },
+    { given: { PUBLIC_URL: 'https://api.example.com/' }, want: { publicUrl: 'https://api.example.com' } },
+    { given: { TRUSTED_ORIGINS: 'https://a.example.com, https://b.example.com:8443' }, want: { trustedOrigins: ['https://a.example.com', 'https://b.example.com:8443'] } },
+    { given: { TRUST_PROXY: 'yes', LOG_LEVEL: 'debug' }, want: { trustProxy: true, logLevel: 'debug' } },
+    { given: { DATABASE_URL: 'postgres://u:p@db:5432/app' }, want: { databaseUrl: 'postgres://u:p@db:5432/app' } },
+    { given: { NODE_ENV: 'production' }, want: { validateResponses: false } },
+    { given: { CONTACT_EMAIL: 'hello@example.com', REQUIRE_EMAIL_VERIFICATION: 'true' }, want: { contactEmail: 'hello@example.com', requireEmailVerification: true } },
+    { given: { PORT: '  ' }, want: { port: 3000 } },
+  ];
+  for (const { given, want } of good) {
+    it(`reads ${JSON.stringify(given)}`, () => {
+      expect(loadConfig(given)).toMatchObject(want);
+    });
+  }
+
+  const bad = [
+    { given: { PORT: 'eighty' }, names: 'PORT' },
+    { given: { PORT: '70000' }, names: 'PORT' },
+    { given: { TRUST_PROXY: 'maybe' }, names: 'TRUST_PROXY' },
+    { given: { LOG_LEVEL: 'loud' }, names: 'LOG_LEVEL' },
+    { given: { DATABASE_URL: 'mysql://db/app' }, names: 'DATABASE_URL' },
+    { given: { PUBLIC_URL: 'ftp://files' }, names: 'PUBLIC_URL' },
+    { given: { TRUSTED_ORIGINS: 'https://a.example.com/path' }, names: 'TRUSTED_ORIGINS' },
+    { given: { RATE_LIMIT_PER_MINUTE: '0' }, names: 'RATE_LIMIT_PER_MINUTE' },
+    { given: { CONTACT_EMAIL: 'not-an-email' }, names: 'CONTACT_EMAIL' },
+  ];
+  for (const { given, names } of bad) {
+    it(`stops on ${JSON.stringify(given)} naming ${names}`, () => {
+      expect(() => loadConfig(given)).toThrow(ConfigError);
+      expect(() => loadConfig(given)).toThrow(new RegExp(`^${names} `));
+    });
+  }
+
+  it('the README documents every setting', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    for (const name of settingNames) expect(readme, name).toContain(`\`${name}\``);
+  });
+});

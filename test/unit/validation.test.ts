@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { inputValidator, toIssues, validateInput } from '../../src/http/validation.ts';
+import { ApiError } from '../../src/http/errors.ts';
+
+function issuesOf(procedure: string, input: Record<string, unknown>) {
+  try {
+    validateInput(procedure, input);
+    return [];
+  } catch (error) {
+    expect(error).toBeInstanceOf(ApiError);
+    return ((error as ApiError).data as { issues: unknown[] }).issues;
+  }
+}
+
+describe('generated input validators', () => {
+  const base = { organizationId: 'org_1', name: 'Research', slug: 'research' };
+  const cases: { given: Record<string, unknown>; want: unknown[] }[] = [
+    { given: base, want: [] },
+    { given: { ...base, name: '' }, want: [expect.objectContaining({ path: ['name'] })] },
+    { given: { ...base, name: 'x'.repeat(81) }, want: [expect.objectContaining({ path: ['name'], params: { limit: 80 } })] },
+    { given: { ...base, name: 'tab\there' }, want: [{ path: ['name'], message: 'must not contain control characters', params: { reason: 'control_characters' } }] },
+    { given: { ...base, name: 'line\u2028separator' }, want: [expect.objectContaining({ params: { reason: 'control_characters' } })] },
+    { given: { ...base, name: 'C1 \u0085 next line' }, want: [expect.objectContaining({ params: { reason: 'control_characters' } })] },
+    { given: { ...base, slug: 'a' }, want: [expect.objectContaining({ path: ['slug'] })] },
+    { given: { ...base, slug: 'Upper' }, want: [expect.objectContaining({ path: ['slug'] })] },
+    { given: { ...base, slug: 'ends-' }, want: [expect.objectContaining({ path: ['slug'] })] },
+    { given: { ...base, teamId: null }, want: [] },
+    { given: { name: 'x', slug: 'ok' }, want: [{ path: ['organizationId'], message: "must have required property 'organizationId'" }] },
+    { given: { ...base, extra: 1 }, want: [{ path: ['extra'], message: 'is not a known field' }] },
+  ];
+  for (const { given, want } of cases) {
+    it(`workspaces.create ${JSON.stringify(given).slice(0, 70)}`, () => {
+      expect(issuesOf('workspaces.create', given)).toEqual(want);
+    });
+  }
+
+  it('the contact message allows tab, LF and CR only', () => {
+    const ok = { email: 'ada@example.com', message: 'Line one\r\nline\ttwo' };
+    expect(issuesOf('contact.send', ok)).toEqual([]);
+    expect(issuesOf('contact.send', { ...ok, message: 'Escape \u001b[31m red' })).toEqual([expect.objectContaining({ path: ['message'], params: { reason: 'control_characters' } })]);
+    expect(issuesOf('contact.send', { ...ok, email: 'nope' })).toEqual([expect.objectContaining({ path: ['email'], params: { format: 'email' } })]);
+  });
+
+  it('fills in defaults', () => {
+    const input: Record<string, unknown> = { workspaceId: 'ws_1', organizationId: 'org_1' };
+    expect(inputValidator('documents.list')(input)).toBe(true);
+    expect(input.limit).toBe(50);
+  });
+
+  it('maps array positions to numbers in issue paths', () => {
+    expect(toIssues([{ instancePath: '/input/texts/3', keyword: 'maxLength', params: { limit: 8000 }, message: 'too long' }])).toEqual([
+      { path: ['input', 'texts', 3], message: 'too long', params: { limit: 8000 } },
+    ]);
+  });
+});
