@@ -19,6 +19,8 @@ const stream: StreamHandler = async (_input, _ctx, sink) => {
 };
 
 let server: TestServer;
+/** Every answer the client gets is checked against the contract too. */
+const checked = (url: string | URL | Request, init?: RequestInit) => server.fetch(String(url), init);
 beforeAll(async () => {
   server = await startTestServer({
     overrides: {
@@ -34,26 +36,26 @@ afterAll(() => server.close());
 
 describe('createClient', () => {
   it('calls a public procedure and returns Date objects for date-time fields', async () => {
-    const client = createClient({ baseUrl: server.origin });
+    const client = createClient({ baseUrl: server.origin, fetch: checked });
     const health = await client.system.health();
     expect(health.status).toBe('ok');
     expect(health.time).toBeInstanceOf(Date);
   });
 
   it('sends the bearer token and revives dates inside arrays', async () => {
-    const client = createClient({ baseUrl: server.origin, token: 'usr_owner' });
+    const client = createClient({ baseUrl: server.origin, token: 'usr_owner', fetch: checked });
     const [workspace] = await client.workspaces.list({ organizationId: ORG });
     expect(workspace!.createdAt).toBeInstanceOf(Date);
     expect(workspace!.createdAt.toISOString()).toBe('2026-11-21T09:15:00.000Z');
   });
 
   it('throws one typed error class with code, status and data', async () => {
-    const anonymous = createClient({ baseUrl: server.origin });
+    const anonymous = createClient({ baseUrl: server.origin, fetch: checked });
     const denied = await anonymous.workspaces.list({ organizationId: ORG }).catch((error: unknown) => error);
     expect(denied).toBeInstanceOf(ApiClientError);
     expect(denied).toMatchObject({ code: 'UNAUTHORIZED', status: 401, defined: true });
 
-    const client = createClient({ baseUrl: server.origin, token: 'usr_owner' });
+    const client = createClient({ baseUrl: server.origin, token: 'usr_owner', fetch: checked });
     const invalid = await client.workspaces.create({ organizationId: ORG, name: 'x', slug: 'NOT A SLUG' }).catch((error: unknown) => error);
     expect(invalid).toMatchObject({ code: 'BAD_REQUEST', status: 400 });
     expect((invalid as ApiClientError).data).toMatchObject({ issues: [expect.objectContaining({ path: ['slug'] })] });
@@ -62,13 +64,13 @@ describe('createClient', () => {
 
   it('uses the fetch it is given', async () => {
     const seen: string[] = [];
-    const client = createClient({ baseUrl: server.origin, fetch: (url, init) => { seen.push(String(url)); return fetch(url, init); } });
+    const client = createClient({ baseUrl: server.origin, fetch: (url, init) => { seen.push(String(url)); return checked(url, init); } });
     await client.system.health();
     expect(seen).toEqual([`${server.origin}/rpc/system/health`]);
   });
 
   it('exposes jobs.stream as an async iterator of events with Dates', async () => {
-    const client = createClient({ baseUrl: server.origin, token: 'usr_owner' });
+    const client = createClient({ baseUrl: server.origin, token: 'usr_owner', fetch: checked });
     const events = [];
     for await (const event of client.jobs.stream({ organizationId: ORG })) events.push(event);
     expect(events.map((e) => e.event)).toEqual(['ready', 'job', 'job', 'end']);
@@ -80,7 +82,7 @@ describe('createClient', () => {
   });
 
   it('a refused stream throws before yielding', async () => {
-    const client = createClient({ baseUrl: server.origin });
+    const client = createClient({ baseUrl: server.origin, fetch: checked });
     const iterator = client.jobs.stream({ organizationId: ORG });
     await expect(iterator.next()).rejects.toMatchObject({ code: 'UNAUTHORIZED', status: 401 });
   });
