@@ -41,7 +41,7 @@ const list: Handler<'documents.list'> = () => ({ items: [], nextCursor: null, st
 
 /** Just enough of Express's req/res for the REST route: what the router, restInput and the route read and write. */
 function exchange(done: () => void) {
-  const req = { method: 'GET', url: path, headers: {}, id: 'req_1', log: logger, clientIp: '127.0.0.1', query: {} as object };
+  const req = { method: 'GET', url: path, headers: {}, id: 'req_1', log: logger, clientIp: '127.0.0.1', principal, query: {} as object };
   const res = {
     statusCode: 0,
     body: '',
@@ -60,7 +60,7 @@ function exchange(done: () => void) {
 export async function benchRoutingValidation(db: Database, { batches = 21, perBatch = 5000 } = {}): Promise<RoutingResult> {
   // buildApp wires the services (config, limiters, overrides) as in production; the server itself is not used.
   const app = await startFullApp(db, {
-    authenticate: async () => principal,
+    authenticate: async () => ({ principal, via: 'bearer' as const }),
     memberships: { roleIn: async () => 'owner', workspaceOrganization: async () => 'org_7Hq2mV9xK3pL' },
   });
   await app.close();

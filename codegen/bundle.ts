@@ -8,7 +8,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export function bundleContract(root: string, version: string, api = 'v1', entry = 'openapi/openapi.yaml'): Record<string, any> {
+/** `api` names an entry of openapi/redocly.yaml (`v1` or `auth`). */
+export function bundleContract(root: string, version: string, api: string): Record<string, any> {
   const dir = mkdtempSync(join(tmpdir(), 'bundle-'));
   try {
     const out = join(dir, 'openapi.json');
@@ -17,7 +18,7 @@ export function bundleContract(root: string, version: string, api = 'v1', entry 
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     const doc = JSON.parse(readFileSync(out, 'utf8'));
-    if (!doc.paths) throw new Error(`bundling ${entry} produced no paths`);
+    if (!doc.paths) throw new Error(`bundling ${api} produced no paths`);
     doc.info.version = version;
     return doc;
   } finally {

@@ -1,6 +1,10 @@
 /**
- * `make codegen`: bundle the contract, then write types, validators, the procedure table and the
- * typed client into generated/. With --check, writes nothing and fails when generated/ is stale.
+ * `make codegen`: bundle each contract, then write its types, validators and route table into
+ * generated/, plus the typed RPC client for the procedures. With --check, writes nothing and
+ * fails when generated/ is stale.
+ *
+ * Two documents: openapi/openapi.yaml (the 35 procedures, served at /api/v1/openapi.json) and
+ * openapi/auth.yaml (the identity routes, served at /api/auth/openapi.json).
  */
 import { readFileSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -9,25 +13,43 @@ import { bundleContract } from './bundle.ts';
 import { readOperations } from './operations.ts';
 import { buildTypes } from './types.ts';
 import { buildValidators } from './validators.ts';
-import { buildProcedures } from './procedures.ts';
+import { buildAuthRoutes, buildProcedures } from './procedures.ts';
 import { buildClient } from './client.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const check = process.argv.includes('--check');
 const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 
-const doc = bundleContract(root, version);
-const operations = readOperations(doc);
-const validators = buildValidators(doc, operations);
+const files: Record<string, string> = {};
+let count = 0;
 
-const files: Record<string, string> = {
-  'openapi.json': `${JSON.stringify(doc, null, 2)}\n`,
-  'types.ts': await buildTypes(doc),
-  'validators-input.cjs': validators.input,
-  'validators-output.cjs': validators.output,
-  'procedures.ts': buildProcedures(operations),
-  'client.ts': buildClient(doc, operations),
-};
+{
+  const doc = bundleContract(root, version, 'v1');
+  const operations = readOperations(doc);
+  const validators = buildValidators(doc, operations);
+  count += operations.length;
+  Object.assign(files, {
+    'openapi.json': `${JSON.stringify(doc, null, 2)}\n`,
+    'types.ts': await buildTypes(doc),
+    'validators-input.cjs': validators.input,
+    'validators-output.cjs': validators.output,
+    'procedures.ts': buildProcedures(operations),
+    'client.ts': buildClient(doc, operations),
+  });
+}
+{
+  const doc = bundleContract(root, version, 'auth');
+  const operations = readOperations(doc);
+  const validators = buildValidators(doc, operations);
+  count += operations.length;
+  Object.assign(files, {
+    'auth-openapi.json': `${JSON.stringify(doc, null, 2)}\n`,
+    'auth-types.ts': await buildTypes(doc),
+    'auth-validators-input.cjs': validators.input,
+    'auth-validators-output.cjs': validators.output,
+    'auth-routes.ts': buildAuthRoutes(operations),
+  });
+}
 
 const dir = join(root, 'generated');
 mkdirSync(dir, { recursive: true });
@@ -41,8 +63,8 @@ if (check) {
     console.error(`generated/ is stale (${stale.map(([name]) => name).join(', ')}): run \`make codegen\` and commit the result.`);
     process.exit(1);
   }
-  console.log(`generated/ is fresh (${operations.length} procedures).`);
+  console.log(`generated/ is fresh (${count} operations).`);
 } else {
   for (const [name, text] of stale) writeFileSync(join(dir, name), text);
-  console.log(`codegen: ${operations.length} procedures; wrote ${stale.length} of ${Object.keys(files).length} files.`);
+  console.log(`codegen: ${count} operations; wrote ${stale.length} of ${Object.keys(files).length} files.`);
 }

@@ -79,7 +79,11 @@ function readOperation(doc: Json, path: string, method: string, op: Json, shared
     required.push(...(bodySchema.required ?? []));
   }
 
-  const [successStatus, success] = Object.entries<Json>(op.responses).find(([status]) => status.startsWith('2'))!;
+  // The success answer: the 2xx, or for a route that only redirects (the OAuth callback) its 3xx.
+  const entries = Object.entries<Json>(op.responses);
+  const found = entries.find(([status]) => status.startsWith('2')) ?? entries.find(([status]) => status.startsWith('3'));
+  if (!found) throw new Error(`${name} declares no 2xx or 3xx answer`);
+  const [successStatus, success] = found;
   const content = deref(doc, success).content ?? {};
   const produces = content['text/event-stream'] ? 'event-stream' : 'json';
 

@@ -80,9 +80,9 @@ type SuccessOf<Op> = Op extends { responses: infer R }
     : never
   : never;
 
-/** A procedure's input: its path, query and body fields as one object (both transports). */
+/** The input: path, query and body fields as one object (both transports). */
 export type ProcedureInput<N extends ProcedureName> = Simplify<
   ParamsOf<operations[N], 'path'> & ParamsOf<operations[N], 'query'> & BodyOf<operations[N]>
 >;
-/** A procedure's successful answer; date-time fields are Date objects. */
+/** The successful answer; date-time fields are Date objects. */
 export type ProcedureOutput<N extends ProcedureName> = SuccessOf<operations[N]>;

@@ -14887,14 +14887,134 @@ return errors === 0;
 }
 validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_429 = validate103;
-const schema131 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.delete/output/429"};
+exports.output_admin_flags_delete_413 = validate103;
+const schema131 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.delete/output/413"};
 
 function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/429" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/413" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate103.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate103.errors = vErrors;
+return errors === 0;
+}
+validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_delete_429 = validate104;
+const schema133 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.delete/output/429"};
+
+function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate104.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15035,19 +15155,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate103.errors = vErrors;
+validate104.errors = vErrors;
 return errors === 0;
 }
-validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate104.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_500 = validate104;
-const schema133 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.delete/output/500"};
+exports.output_admin_flags_delete_500 = validate105;
+const schema135 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.delete/output/500"};
 
-function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate104.evaluated;
+const evaluated0 = validate105.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15133,19 +15253,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate104.errors = vErrors;
+validate105.errors = vErrors;
 return errors === 0;
 }
-validate104.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate105.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_200 = validate105;
-const schema135 = {"$ref":"https://contract.local/schemas/FeatureFlagList","$id":"https://contract.local/procedures/admin.flags.list/output/200"};
+exports.output_admin_flags_list_200 = validate106;
+const schema137 = {"$ref":"https://contract.local/schemas/FeatureFlagList","$id":"https://contract.local/procedures/admin.flags.list/output/200"};
 
-function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate106(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.list/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate105.evaluated;
+const evaluated0 = validate106.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15156,19 +15276,19 @@ if(!(validate91(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate91.errors : vErrors.concat(validate91.errors);
 errors = vErrors.length;
 }
-validate105.errors = vErrors;
+validate106.errors = vErrors;
 return errors === 0;
 }
-validate105.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+validate106.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_400 = validate107;
-const schema136 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.list/output/400"};
+exports.output_admin_flags_list_400 = validate108;
+const schema138 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.list/output/400"};
 
-function validate107(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate108(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.list/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate107.evaluated;
+const evaluated0 = validate108.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15179,19 +15299,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate107.errors = vErrors;
+validate108.errors = vErrors;
 return errors === 0;
 }
-validate107.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate108.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_401 = validate109;
-const schema137 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.list/output/401"};
+exports.output_admin_flags_list_401 = validate110;
+const schema139 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.list/output/401"};
 
-function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.list/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate109.evaluated;
+const evaluated0 = validate110.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15324,159 +15444,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate109.errors = vErrors;
-return errors === 0;
-}
-validate109.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_list_403 = validate110;
-const schema139 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.list/output/403"};
-
-function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate110.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -15490,11 +15457,11 @@ return errors === 0;
 }
 validate110.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_429 = validate111;
-const schema141 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.list/output/429"};
+exports.output_admin_flags_list_403 = validate111;
+const schema141 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.list/output/403"};
 
 function validate111(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/429" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate111.evaluated;
@@ -15506,7 +15473,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15516,7 +15483,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15526,7 +15493,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15536,7 +15503,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15547,7 +15514,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15559,7 +15526,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15572,7 +15539,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15581,8 +15548,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15595,7 +15562,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -15604,8 +15571,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -15617,7 +15584,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -15629,7 +15596,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -15643,14 +15610,287 @@ return errors === 0;
 }
 validate111.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_500 = validate112;
-const schema143 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.list/output/500"};
+exports.output_admin_flags_list_413 = validate112;
+const schema143 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.list/output/413"};
 
 function validate112(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/500" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/413" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate112.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate112.errors = vErrors;
+return errors === 0;
+}
+validate112.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_list_429 = validate113;
+const schema145 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.list/output/429"};
+
+function validate113(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate113.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate113.errors = vErrors;
+return errors === 0;
+}
+validate113.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_list_500 = validate114;
+const schema147 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.list/output/500"};
+
+function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate114.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15736,19 +15976,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate112.errors = vErrors;
+validate114.errors = vErrors;
 return errors === 0;
 }
-validate112.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate114.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_200 = validate113;
-const schema145 = {"$ref":"https://contract.local/schemas/FeatureFlag","$id":"https://contract.local/procedures/admin.flags.setOverride/output/200"};
+exports.output_admin_flags_setOverride_200 = validate115;
+const schema149 = {"$ref":"https://contract.local/schemas/FeatureFlag","$id":"https://contract.local/procedures/admin.flags.setOverride/output/200"};
 
-function validate113(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate115(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate113.evaluated;
+const evaluated0 = validate115.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15759,19 +15999,19 @@ if(!(validate90(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
 errors = vErrors.length;
 }
-validate113.errors = vErrors;
+validate115.errors = vErrors;
 return errors === 0;
 }
-validate113.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate115.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_400 = validate115;
-const schema146 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/400"};
+exports.output_admin_flags_setOverride_400 = validate117;
+const schema150 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/400"};
 
-function validate115(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate117(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate115.evaluated;
+const evaluated0 = validate117.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15782,19 +16022,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate115.errors = vErrors;
+validate117.errors = vErrors;
 return errors === 0;
 }
-validate115.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate117.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_401 = validate117;
-const schema147 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/401"};
+exports.output_admin_flags_setOverride_401 = validate119;
+const schema151 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/401"};
 
-function validate117(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate119(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate117.evaluated;
+const evaluated0 = validate119.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15927,312 +16167,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate117.errors = vErrors;
-return errors === 0;
-}
-validate117.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_setOverride_403 = validate118;
-const schema149 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/403"};
-
-function validate118(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate118.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate118.errors = vErrors;
-return errors === 0;
-}
-validate118.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_setOverride_404 = validate119;
-const schema151 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/404"};
-
-function validate119(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/404" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate119.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -16246,11 +16180,11 @@ return errors === 0;
 }
 validate119.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_413 = validate120;
-const schema153 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.setOverride/output/413"};
+exports.output_admin_flags_setOverride_403 = validate120;
+const schema153 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/403"};
 
 function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/413" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate120.evaluated;
@@ -16261,8 +16195,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16271,8 +16205,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16281,8 +16215,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16291,9 +16225,8 @@ vErrors.push(err2);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16302,11 +16235,9 @@ vErrors.push(err3);
 }
 errors++;
 }
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16315,8 +16246,10 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16326,9 +16259,10 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16337,10 +16271,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16350,14 +16282,49 @@ vErrors.push(err7);
 errors++;
 }
 }
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
 else {
 vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
 }
 errors++;
 }
@@ -16366,1340 +16333,14 @@ return errors === 0;
 }
 validate120.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_429 = validate121;
-const schema155 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/429"};
+exports.output_admin_flags_setOverride_404 = validate121;
+const schema155 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/404"};
 
 function validate121(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/429" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/404" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate121.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate121.errors = vErrors;
-return errors === 0;
-}
-validate121.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_setOverride_500 = validate122;
-const schema157 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.setOverride/output/500"};
-
-function validate122(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate122.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate122.errors = vErrors;
-return errors === 0;
-}
-validate122.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_200 = validate123;
-const schema159 = {"$ref":"https://contract.local/schemas/FeatureFlag","$id":"https://contract.local/procedures/admin.flags.upsert/output/200"};
-
-function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate123.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate90(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
-errors = vErrors.length;
-}
-validate123.errors = vErrors;
-return errors === 0;
-}
-validate123.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_400 = validate125;
-const schema160 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.upsert/output/400"};
-
-function validate125(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate125.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate125.errors = vErrors;
-return errors === 0;
-}
-validate125.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_401 = validate127;
-const schema161 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.upsert/output/401"};
-
-function validate127(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate127.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate127.errors = vErrors;
-return errors === 0;
-}
-validate127.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_403 = validate128;
-const schema163 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.upsert/output/403"};
-
-function validate128(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate128.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate128.errors = vErrors;
-return errors === 0;
-}
-validate128.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_413 = validate129;
-const schema165 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.upsert/output/413"};
-
-function validate129(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate129.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate129.errors = vErrors;
-return errors === 0;
-}
-validate129.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_429 = validate130;
-const schema167 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.upsert/output/429"};
-
-function validate130(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate130.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate130.errors = vErrors;
-return errors === 0;
-}
-validate130.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_500 = validate131;
-const schema169 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.upsert/output/500"};
-
-function validate131(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate131.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate131.errors = vErrors;
-return errors === 0;
-}
-validate131.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_200 = validate132;
-const schema171 = {"$ref":"https://contract.local/schemas/CancelSubscriptionResult","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/200"};
-
-function validate132(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate132.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate88(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate88.errors : vErrors.concat(validate88.errors);
-errors = vErrors.length;
-}
-validate132.errors = vErrors;
-return errors === 0;
-}
-validate132.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_400 = validate134;
-const schema172 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/400"};
-
-function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate134.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate134.errors = vErrors;
-return errors === 0;
-}
-validate134.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_401 = validate136;
-const schema173 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/401"};
-
-function validate136(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate136.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate136.errors = vErrors;
-return errors === 0;
-}
-validate136.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_403 = validate137;
-const schema175 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/403"};
-
-function validate137(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate137.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate137.errors = vErrors;
-return errors === 0;
-}
-validate137.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_404 = validate138;
-const schema177 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/404"};
-
-function validate138(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/404" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate138.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17840,19 +16481,1618 @@ vErrors.push(err11);
 }
 errors++;
 }
+validate121.errors = vErrors;
+return errors === 0;
+}
+validate121.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_setOverride_413 = validate122;
+const schema157 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.setOverride/output/413"};
+
+function validate122(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate122.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate122.errors = vErrors;
+return errors === 0;
+}
+validate122.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_setOverride_429 = validate123;
+const schema159 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/429"};
+
+function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate123.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate123.errors = vErrors;
+return errors === 0;
+}
+validate123.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_setOverride_500 = validate124;
+const schema161 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.setOverride/output/500"};
+
+function validate124(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate124.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate124.errors = vErrors;
+return errors === 0;
+}
+validate124.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_200 = validate125;
+const schema163 = {"$ref":"https://contract.local/schemas/FeatureFlag","$id":"https://contract.local/procedures/admin.flags.upsert/output/200"};
+
+function validate125(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate125.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate90(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
+errors = vErrors.length;
+}
+validate125.errors = vErrors;
+return errors === 0;
+}
+validate125.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_400 = validate127;
+const schema164 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.upsert/output/400"};
+
+function validate127(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate127.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate127.errors = vErrors;
+return errors === 0;
+}
+validate127.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_401 = validate129;
+const schema165 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.upsert/output/401"};
+
+function validate129(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate129.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate129.errors = vErrors;
+return errors === 0;
+}
+validate129.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_403 = validate130;
+const schema167 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.upsert/output/403"};
+
+function validate130(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate130.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate130.errors = vErrors;
+return errors === 0;
+}
+validate130.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_413 = validate131;
+const schema169 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.upsert/output/413"};
+
+function validate131(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate131.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate131.errors = vErrors;
+return errors === 0;
+}
+validate131.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_429 = validate132;
+const schema171 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.upsert/output/429"};
+
+function validate132(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate132.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate132.errors = vErrors;
+return errors === 0;
+}
+validate132.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_500 = validate133;
+const schema173 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.upsert/output/500"};
+
+function validate133(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate133.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate133.errors = vErrors;
+return errors === 0;
+}
+validate133.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_200 = validate134;
+const schema175 = {"$ref":"https://contract.local/schemas/CancelSubscriptionResult","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/200"};
+
+function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate134.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate88(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate88.errors : vErrors.concat(validate88.errors);
+errors = vErrors.length;
+}
+validate134.errors = vErrors;
+return errors === 0;
+}
+validate134.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_400 = validate136;
+const schema176 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/400"};
+
+function validate136(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate136.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate136.errors = vErrors;
+return errors === 0;
+}
+validate136.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_401 = validate138;
+const schema177 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/401"};
+
+function validate138(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate138.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
 validate138.errors = vErrors;
 return errors === 0;
 }
 validate138.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_412 = validate139;
-const schema179 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/412"};
+exports.output_admin_organizations_cancelSubscription_403 = validate139;
+const schema179 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/403"};
 
 function validate139(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/412" */;
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate139.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate139.errors = vErrors;
+return errors === 0;
+}
+validate139.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_404 = validate140;
+const schema181 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/404"};
+
+function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/404" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate140.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate140.errors = vErrors;
+return errors === 0;
+}
+validate140.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_412 = validate141;
+const schema183 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/412"};
+
+function validate141(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/412" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate141.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17993,19 +18233,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate139.errors = vErrors;
+validate141.errors = vErrors;
 return errors === 0;
 }
-validate139.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate141.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_413 = validate140;
-const schema181 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/413"};
+exports.output_admin_organizations_cancelSubscription_413 = validate142;
+const schema185 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/413"};
 
-function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate142(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate140.evaluated;
+const evaluated0 = validate142.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18113,19 +18353,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate140.errors = vErrors;
+validate142.errors = vErrors;
 return errors === 0;
 }
-validate140.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate142.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_429 = validate141;
-const schema183 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/429"};
+exports.output_admin_organizations_cancelSubscription_429 = validate143;
+const schema187 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/429"};
 
-function validate141(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate143(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate141.evaluated;
+const evaluated0 = validate143.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18266,19 +18506,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate141.errors = vErrors;
+validate143.errors = vErrors;
 return errors === 0;
 }
-validate141.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate143.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_500 = validate142;
-const schema185 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/500"};
+exports.output_admin_organizations_cancelSubscription_500 = validate144;
+const schema189 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/500"};
 
-function validate142(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate142.evaluated;
+const evaluated0 = validate144.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18364,19 +18604,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate142.errors = vErrors;
+validate144.errors = vErrors;
 return errors === 0;
 }
-validate142.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate144.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_200 = validate143;
-const schema187 = {"$ref":"https://contract.local/schemas/AdminOrganizationsDeleteResult","$id":"https://contract.local/procedures/admin.organizations.delete/output/200"};
+exports.output_admin_organizations_delete_200 = validate145;
+const schema191 = {"$ref":"https://contract.local/schemas/AdminOrganizationsDeleteResult","$id":"https://contract.local/procedures/admin.organizations.delete/output/200"};
 
-function validate143(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate145(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate143.evaluated;
+const evaluated0 = validate145.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18499,19 +18739,19 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate143.errors = vErrors;
+validate145.errors = vErrors;
 return errors === 0;
 }
-validate143.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate145.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_400 = validate144;
-const schema189 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.delete/output/400"};
+exports.output_admin_organizations_delete_400 = validate146;
+const schema193 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.delete/output/400"};
 
-function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate146(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate144.evaluated;
+const evaluated0 = validate146.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18522,19 +18762,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate144.errors = vErrors;
+validate146.errors = vErrors;
 return errors === 0;
 }
-validate144.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate146.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_401 = validate146;
-const schema190 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/401"};
+exports.output_admin_organizations_delete_401 = validate148;
+const schema194 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/401"};
 
-function validate146(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate148(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate146.evaluated;
+const evaluated0 = validate148.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18675,19 +18915,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate146.errors = vErrors;
+validate148.errors = vErrors;
 return errors === 0;
 }
-validate146.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate148.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_403 = validate147;
-const schema192 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.delete/output/403"};
+exports.output_admin_organizations_delete_403 = validate149;
+const schema196 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.delete/output/403"};
 
-function validate147(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate147.evaluated;
+const evaluated0 = validate149.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18828,19 +19068,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate147.errors = vErrors;
+validate149.errors = vErrors;
 return errors === 0;
 }
-validate147.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate149.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_404 = validate148;
-const schema194 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.organizations.delete/output/404"};
+exports.output_admin_organizations_delete_404 = validate150;
+const schema198 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.organizations.delete/output/404"};
 
-function validate148(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate150(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate148.evaluated;
+const evaluated0 = validate150.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18981,19 +19221,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate148.errors = vErrors;
+validate150.errors = vErrors;
 return errors === 0;
 }
-validate148.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate150.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_412 = validate149;
-const schema196 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/412"};
+exports.output_admin_organizations_delete_412 = validate151;
+const schema200 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/412"};
 
-function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate151(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate149.evaluated;
+const evaluated0 = validate151.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19134,19 +19374,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate149.errors = vErrors;
+validate151.errors = vErrors;
 return errors === 0;
 }
-validate149.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate151.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_413 = validate150;
-const schema198 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.delete/output/413"};
+exports.output_admin_organizations_delete_413 = validate152;
+const schema202 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.delete/output/413"};
 
-function validate150(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate150.evaluated;
+const evaluated0 = validate152.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19254,19 +19494,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate150.errors = vErrors;
+validate152.errors = vErrors;
 return errors === 0;
 }
-validate150.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate152.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_429 = validate151;
-const schema200 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.delete/output/429"};
+exports.output_admin_organizations_delete_429 = validate153;
+const schema204 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.delete/output/429"};
 
-function validate151(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate153(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate151.evaluated;
+const evaluated0 = validate153.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19407,19 +19647,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate151.errors = vErrors;
+validate153.errors = vErrors;
 return errors === 0;
 }
-validate151.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate153.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_500 = validate152;
-const schema202 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.delete/output/500"};
+exports.output_admin_organizations_delete_500 = validate154;
+const schema206 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.delete/output/500"};
 
-function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate154(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate152.evaluated;
+const evaluated0 = validate154.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19505,19 +19745,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate152.errors = vErrors;
+validate154.errors = vErrors;
 return errors === 0;
 }
-validate152.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate154.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_200 = validate153;
-const schema204 = {"$ref":"https://contract.local/schemas/OrganizationSummaryPage","$id":"https://contract.local/procedures/admin.organizations.list/output/200"};
+exports.output_admin_organizations_list_200 = validate155;
+const schema208 = {"$ref":"https://contract.local/schemas/OrganizationSummaryPage","$id":"https://contract.local/procedures/admin.organizations.list/output/200"};
 
-function validate153(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate155(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate153.evaluated;
+const evaluated0 = validate155.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19528,19 +19768,19 @@ if(!(validate83(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate83.errors : vErrors.concat(validate83.errors);
 errors = vErrors.length;
 }
-validate153.errors = vErrors;
+validate155.errors = vErrors;
 return errors === 0;
 }
-validate153.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate155.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_400 = validate155;
-const schema205 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.list/output/400"};
+exports.output_admin_organizations_list_400 = validate157;
+const schema209 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.list/output/400"};
 
-function validate155(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate155.evaluated;
+const evaluated0 = validate157.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19551,19 +19791,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate155.errors = vErrors;
+validate157.errors = vErrors;
 return errors === 0;
 }
-validate155.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate157.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_401 = validate157;
-const schema206 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.list/output/401"};
+exports.output_admin_organizations_list_401 = validate159;
+const schema210 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.list/output/401"};
 
-function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate159(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate157.evaluated;
+const evaluated0 = validate159.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19696,312 +19936,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate157.errors = vErrors;
-return errors === 0;
-}
-validate157.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_list_403 = validate158;
-const schema208 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.list/output/403"};
-
-function validate158(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate158.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate158.errors = vErrors;
-return errors === 0;
-}
-validate158.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_list_429 = validate159;
-const schema210 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.list/output/429"};
-
-function validate159(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate159.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -20015,11 +19949,11 @@ return errors === 0;
 }
 validate159.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_500 = validate160;
-const schema212 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.list/output/500"};
+exports.output_admin_organizations_list_403 = validate160;
+const schema212 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.list/output/403"};
 
 function validate160(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/500" */;
+/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate160.evaluated;
@@ -20030,6 +19964,432 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate160.errors = vErrors;
+return errors === 0;
+}
+validate160.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_list_413 = validate161;
+const schema214 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.list/output/413"};
+
+function validate161(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate161.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate161.errors = vErrors;
+return errors === 0;
+}
+validate161.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_list_429 = validate162;
+const schema216 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.list/output/429"};
+
+function validate162(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate162.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate162.errors = vErrors;
+return errors === 0;
+}
+validate162.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_list_500 = validate163;
+const schema218 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.list/output/500"};
+
+function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate163.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.error === undefined){
 const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
 if(vErrors === null){
@@ -20108,19 +20468,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate160.errors = vErrors;
+validate163.errors = vErrors;
 return errors === 0;
 }
-validate160.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate163.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_system_status_200 = validate161;
-const schema214 = {"$ref":"https://contract.local/schemas/SystemStatus","$id":"https://contract.local/procedures/admin.system.status/output/200"};
+exports.output_admin_system_status_200 = validate164;
+const schema220 = {"$ref":"https://contract.local/schemas/SystemStatus","$id":"https://contract.local/procedures/admin.system.status/output/200"};
 
-function validate161(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate164(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.system.status/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate161.evaluated;
+const evaluated0 = validate164.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20131,19 +20491,19 @@ if(!(validate96(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate96.errors : vErrors.concat(validate96.errors);
 errors = vErrors.length;
 }
-validate161.errors = vErrors;
+validate164.errors = vErrors;
 return errors === 0;
 }
-validate161.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate164.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_system_status_400 = validate163;
-const schema215 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.system.status/output/400"};
+exports.output_admin_system_status_400 = validate166;
+const schema221 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.system.status/output/400"};
 
-function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.system.status/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate163.evaluated;
+const evaluated0 = validate166.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20154,475 +20514,16 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate163.errors = vErrors;
-return errors === 0;
-}
-validate163.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_system_status_401 = validate165;
-const schema216 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.system.status/output/401"};
-
-function validate165(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate165.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate165.errors = vErrors;
-return errors === 0;
-}
-validate165.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_system_status_403 = validate166;
-const schema218 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.system.status/output/403"};
-
-function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate166.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
 validate166.errors = vErrors;
 return errors === 0;
 }
 validate166.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_system_status_429 = validate167;
-const schema220 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.system.status/output/429"};
-
-function validate167(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate167.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate167.errors = vErrors;
-return errors === 0;
-}
-validate167.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_system_status_500 = validate168;
-const schema222 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.system.status/output/500"};
+exports.output_admin_system_status_401 = validate168;
+const schema222 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.system.status/output/401"};
 
 function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/500" */;
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/401" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate168.evaluated;
@@ -20633,150 +20534,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate168.errors = vErrors;
-return errors === 0;
-}
-validate168.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_billing_status_200 = validate169;
-const schema224 = {"$ref":"https://contract.local/schemas/BillingStatus","$id":"https://contract.local/procedures/billing.status/output/200"};
-
-function validate169(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate169.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate49(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
-errors = vErrors.length;
-}
-validate169.errors = vErrors;
-return errors === 0;
-}
-validate169.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_billing_status_400 = validate171;
-const schema225 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/billing.status/output/400"};
-
-function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate171.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate171.errors = vErrors;
-return errors === 0;
-}
-validate171.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_billing_status_401 = validate173;
-const schema226 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/billing.status/output/401"};
-
-function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate173.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
 const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
@@ -20910,19 +20667,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate173.errors = vErrors;
+validate168.errors = vErrors;
 return errors === 0;
 }
-validate173.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate168.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_billing_status_403 = validate174;
-const schema228 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/billing.status/output/403"};
+exports.output_admin_system_status_403 = validate169;
+const schema224 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.system.status/output/403"};
 
-function validate174(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/403" */;
+function validate169(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate174.evaluated;
+const evaluated0 = validate169.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21063,19 +20820,139 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate174.errors = vErrors;
+validate169.errors = vErrors;
 return errors === 0;
 }
-validate174.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate169.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_billing_status_429 = validate175;
-const schema230 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/billing.status/output/429"};
+exports.output_admin_system_status_413 = validate170;
+const schema226 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.system.status/output/413"};
 
-function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/429" */;
+function validate170(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate175.evaluated;
+const evaluated0 = validate170.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate170.errors = vErrors;
+return errors === 0;
+}
+validate170.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_system_status_429 = validate171;
+const schema228 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.system.status/output/429"};
+
+function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate171.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21216,19 +21093,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate175.errors = vErrors;
+validate171.errors = vErrors;
 return errors === 0;
 }
-validate175.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate171.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_billing_status_500 = validate176;
-const schema232 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/billing.status/output/500"};
+exports.output_admin_system_status_500 = validate172;
+const schema230 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.system.status/output/500"};
 
-function validate176(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/500" */;
+function validate172(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate176.evaluated;
+const evaluated0 = validate172.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21314,19 +21191,742 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate176.errors = vErrors;
+validate172.errors = vErrors;
 return errors === 0;
 }
-validate176.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate172.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_200 = validate177;
-const schema234 = {"$ref":"https://contract.local/schemas/ContactSendResult","$id":"https://contract.local/procedures/contact.send/output/200"};
+exports.output_billing_status_200 = validate173;
+const schema232 = {"$ref":"https://contract.local/schemas/BillingStatus","$id":"https://contract.local/procedures/billing.status/output/200"};
+
+function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate173.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate49(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+errors = vErrors.length;
+}
+validate173.errors = vErrors;
+return errors === 0;
+}
+validate173.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_400 = validate175;
+const schema233 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/billing.status/output/400"};
+
+function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate175.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate175.errors = vErrors;
+return errors === 0;
+}
+validate175.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_401 = validate177;
+const schema234 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/billing.status/output/401"};
 
 function validate177(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/contact.send/output/200" */;
+/*# sourceURL="https://contract.local/procedures/billing.status/output/401" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate177.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate177.errors = vErrors;
+return errors === 0;
+}
+validate177.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_403 = validate178;
+const schema236 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/billing.status/output/403"};
+
+function validate178(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate178.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate178.errors = vErrors;
+return errors === 0;
+}
+validate178.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_413 = validate179;
+const schema238 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/billing.status/output/413"};
+
+function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate179.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate179.errors = vErrors;
+return errors === 0;
+}
+validate179.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_429 = validate180;
+const schema240 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/billing.status/output/429"};
+
+function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate180.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate180.errors = vErrors;
+return errors === 0;
+}
+validate180.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_500 = validate181;
+const schema242 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/billing.status/output/500"};
+
+function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate181.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate181.errors = vErrors;
+return errors === 0;
+}
+validate181.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_contact_send_200 = validate182;
+const schema244 = {"$ref":"https://contract.local/schemas/ContactSendResult","$id":"https://contract.local/procedures/contact.send/output/200"};
+
+function validate182(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/contact.send/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate182.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21390,19 +21990,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate177.errors = vErrors;
+validate182.errors = vErrors;
 return errors === 0;
 }
-validate177.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate182.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_400 = validate178;
-const schema236 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/contact.send/output/400"};
+exports.output_contact_send_400 = validate183;
+const schema246 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/contact.send/output/400"};
 
-function validate178(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate183(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate178.evaluated;
+const evaluated0 = validate183.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21413,19 +22013,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate178.errors = vErrors;
+validate183.errors = vErrors;
 return errors === 0;
 }
-validate178.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate183.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_412 = validate180;
-const schema237 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/contact.send/output/412"};
+exports.output_contact_send_412 = validate185;
+const schema247 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/contact.send/output/412"};
 
-function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate180.evaluated;
+const evaluated0 = validate185.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21566,19 +22166,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate180.errors = vErrors;
+validate185.errors = vErrors;
 return errors === 0;
 }
-validate180.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate185.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_413 = validate181;
-const schema239 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/contact.send/output/413"};
+exports.output_contact_send_413 = validate186;
+const schema249 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/contact.send/output/413"};
 
-function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate181.evaluated;
+const evaluated0 = validate186.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21686,19 +22286,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate181.errors = vErrors;
+validate186.errors = vErrors;
 return errors === 0;
 }
-validate181.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate186.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_429 = validate182;
-const schema241 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/contact.send/output/429"};
+exports.output_contact_send_429 = validate187;
+const schema251 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/contact.send/output/429"};
 
-function validate182(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate187(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate182.evaluated;
+const evaluated0 = validate187.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21839,19 +22439,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate182.errors = vErrors;
+validate187.errors = vErrors;
 return errors === 0;
 }
-validate182.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate187.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_500 = validate183;
-const schema243 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/contact.send/output/500"};
+exports.output_contact_send_500 = validate188;
+const schema253 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/contact.send/output/500"};
 
-function validate183(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate183.evaluated;
+const evaluated0 = validate188.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21937,19 +22537,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate183.errors = vErrors;
+validate188.errors = vErrors;
 return errors === 0;
 }
-validate183.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate188.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_200 = validate184;
-const schema245 = {"$ref":"https://contract.local/schemas/Document","$id":"https://contract.local/procedures/documents.complete/output/200"};
+exports.output_documents_complete_200 = validate189;
+const schema255 = {"$ref":"https://contract.local/schemas/Document","$id":"https://contract.local/procedures/documents.complete/output/200"};
 
-function validate184(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate184.evaluated;
+const evaluated0 = validate189.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21960,19 +22560,19 @@ if(!(validate59(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate59.errors : vErrors.concat(validate59.errors);
 errors = vErrors.length;
 }
-validate184.errors = vErrors;
+validate189.errors = vErrors;
 return errors === 0;
 }
-validate184.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate189.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_400 = validate186;
-const schema246 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.complete/output/400"};
+exports.output_documents_complete_400 = validate191;
+const schema256 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.complete/output/400"};
 
-function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate186.evaluated;
+const evaluated0 = validate191.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21983,19 +22583,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate186.errors = vErrors;
+validate191.errors = vErrors;
 return errors === 0;
 }
-validate186.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate191.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_401 = validate188;
-const schema247 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.complete/output/401"};
+exports.output_documents_complete_401 = validate193;
+const schema257 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.complete/output/401"};
 
-function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate188.evaluated;
+const evaluated0 = validate193.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22136,19 +22736,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate188.errors = vErrors;
+validate193.errors = vErrors;
 return errors === 0;
 }
-validate188.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate193.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_403 = validate189;
-const schema249 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/documents.complete/output/403"};
+exports.output_documents_complete_403 = validate194;
+const schema259 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/documents.complete/output/403"};
 
-function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate189.evaluated;
+const evaluated0 = validate194.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22584,20 +23184,20 @@ vErrors = null;
 }
 }
 }
-validate189.errors = vErrors;
+validate194.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate189.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate194.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_complete_404 = validate190;
-const schema252 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.complete/output/404"};
+exports.output_documents_complete_404 = validate195;
+const schema262 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.complete/output/404"};
 
-function validate190(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate195(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate190.evaluated;
+const evaluated0 = validate195.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22738,19 +23338,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate190.errors = vErrors;
+validate195.errors = vErrors;
 return errors === 0;
 }
-validate190.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate195.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_412 = validate191;
-const schema254 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/documents.complete/output/412"};
+exports.output_documents_complete_412 = validate196;
+const schema264 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/documents.complete/output/412"};
 
-function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate191.evaluated;
+const evaluated0 = validate196.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22891,19 +23491,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate191.errors = vErrors;
+validate196.errors = vErrors;
 return errors === 0;
 }
-validate191.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate196.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_413 = validate192;
-const schema256 = {"oneOf":[{"$ref":"https://contract.local/schemas/PayloadTooLargeError"},{"$ref":"https://contract.local/schemas/TransportErrorBody"}],"$id":"https://contract.local/procedures/documents.complete/output/413"};
+exports.output_documents_complete_413 = validate197;
+const schema266 = {"oneOf":[{"$ref":"https://contract.local/schemas/PayloadTooLargeError"},{"$ref":"https://contract.local/schemas/TransportErrorBody"}],"$id":"https://contract.local/procedures/documents.complete/output/413"};
 
-function validate192(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate197(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate192.evaluated;
+const evaluated0 = validate197.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23251,20 +23851,20 @@ vErrors = null;
 }
 }
 }
-validate192.errors = vErrors;
+validate197.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate192.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate197.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_complete_429 = validate193;
-const schema259 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.complete/output/429"};
+exports.output_documents_complete_429 = validate198;
+const schema269 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.complete/output/429"};
 
-function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate198(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate193.evaluated;
+const evaluated0 = validate198.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23405,19 +24005,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate193.errors = vErrors;
+validate198.errors = vErrors;
 return errors === 0;
 }
-validate193.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate198.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_500 = validate194;
-const schema261 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.complete/output/500"};
+exports.output_documents_complete_500 = validate199;
+const schema271 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.complete/output/500"};
 
-function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate194.evaluated;
+const evaluated0 = validate199.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23503,19 +24103,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate194.errors = vErrors;
+validate199.errors = vErrors;
 return errors === 0;
 }
-validate194.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate199.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_200 = validate195;
-const schema263 = {"$ref":"https://contract.local/schemas/DocumentUpload","$id":"https://contract.local/procedures/documents.createUpload/output/200"};
+exports.output_documents_createUpload_200 = validate200;
+const schema273 = {"$ref":"https://contract.local/schemas/DocumentUpload","$id":"https://contract.local/procedures/documents.createUpload/output/200"};
 
-function validate195(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate195.evaluated;
+const evaluated0 = validate200.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23526,19 +24126,19 @@ if(!(validate66(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate66.errors : vErrors.concat(validate66.errors);
 errors = vErrors.length;
 }
-validate195.errors = vErrors;
+validate200.errors = vErrors;
 return errors === 0;
 }
-validate195.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate200.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_400 = validate197;
-const schema264 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.createUpload/output/400"};
+exports.output_documents_createUpload_400 = validate202;
+const schema274 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.createUpload/output/400"};
 
-function validate197(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate202(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate197.evaluated;
+const evaluated0 = validate202.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23549,19 +24149,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate197.errors = vErrors;
+validate202.errors = vErrors;
 return errors === 0;
 }
-validate197.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate202.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_401 = validate199;
-const schema265 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.createUpload/output/401"};
+exports.output_documents_createUpload_401 = validate204;
+const schema275 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.createUpload/output/401"};
 
-function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate199.evaluated;
+const evaluated0 = validate204.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23702,19 +24302,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate199.errors = vErrors;
+validate204.errors = vErrors;
 return errors === 0;
 }
-validate199.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate204.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_403 = validate200;
-const schema267 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/documents.createUpload/output/403"};
+exports.output_documents_createUpload_403 = validate205;
+const schema277 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/documents.createUpload/output/403"};
 
-function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate205(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate200.evaluated;
+const evaluated0 = validate205.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24150,20 +24750,20 @@ vErrors = null;
 }
 }
 }
-validate200.errors = vErrors;
+validate205.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate200.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate205.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_createUpload_404 = validate201;
-const schema270 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.createUpload/output/404"};
+exports.output_documents_createUpload_404 = validate206;
+const schema280 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.createUpload/output/404"};
 
-function validate201(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate201.evaluated;
+const evaluated0 = validate206.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24304,19 +24904,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate201.errors = vErrors;
+validate206.errors = vErrors;
 return errors === 0;
 }
-validate201.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate206.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_413 = validate202;
-const schema272 = {"oneOf":[{"$ref":"https://contract.local/schemas/PayloadTooLargeError"},{"$ref":"https://contract.local/schemas/TransportErrorBody"}],"$id":"https://contract.local/procedures/documents.createUpload/output/413"};
+exports.output_documents_createUpload_413 = validate207;
+const schema282 = {"oneOf":[{"$ref":"https://contract.local/schemas/PayloadTooLargeError"},{"$ref":"https://contract.local/schemas/TransportErrorBody"}],"$id":"https://contract.local/procedures/documents.createUpload/output/413"};
 
-function validate202(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate207(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate202.evaluated;
+const evaluated0 = validate207.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24664,20 +25264,20 @@ vErrors = null;
 }
 }
 }
-validate202.errors = vErrors;
+validate207.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate202.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate207.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_createUpload_429 = validate203;
-const schema275 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.createUpload/output/429"};
+exports.output_documents_createUpload_429 = validate208;
+const schema285 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.createUpload/output/429"};
 
-function validate203(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate208(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate203.evaluated;
+const evaluated0 = validate208.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24818,19 +25418,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate203.errors = vErrors;
+validate208.errors = vErrors;
 return errors === 0;
 }
-validate203.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate208.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_500 = validate204;
-const schema277 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.createUpload/output/500"};
+exports.output_documents_createUpload_500 = validate209;
+const schema287 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.createUpload/output/500"};
 
-function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate204.evaluated;
+const evaluated0 = validate209.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24916,19 +25516,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate204.errors = vErrors;
+validate209.errors = vErrors;
 return errors === 0;
 }
-validate204.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate209.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_200 = validate205;
-const schema279 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/documents.delete/output/200"};
+exports.output_documents_delete_200 = validate210;
+const schema289 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/documents.delete/output/200"};
 
-function validate205(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate210(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate205.evaluated;
+const evaluated0 = validate210.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24981,19 +25581,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate205.errors = vErrors;
+validate210.errors = vErrors;
 return errors === 0;
 }
-validate205.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate210.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_400 = validate206;
-const schema281 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.delete/output/400"};
+exports.output_documents_delete_400 = validate211;
+const schema291 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.delete/output/400"};
 
-function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate211(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate206.evaluated;
+const evaluated0 = validate211.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25004,19 +25604,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate206.errors = vErrors;
+validate211.errors = vErrors;
 return errors === 0;
 }
-validate206.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate211.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_401 = validate208;
-const schema282 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.delete/output/401"};
+exports.output_documents_delete_401 = validate213;
+const schema292 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.delete/output/401"};
 
-function validate208(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate213(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate208.evaluated;
+const evaluated0 = validate213.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25157,19 +25757,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate208.errors = vErrors;
+validate213.errors = vErrors;
 return errors === 0;
 }
-validate208.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate213.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_403 = validate209;
-const schema284 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.delete/output/403"};
+exports.output_documents_delete_403 = validate214;
+const schema294 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.delete/output/403"};
 
-function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate209.evaluated;
+const evaluated0 = validate214.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25310,19 +25910,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate209.errors = vErrors;
+validate214.errors = vErrors;
 return errors === 0;
 }
-validate209.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate214.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_404 = validate210;
-const schema286 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.delete/output/404"};
+exports.output_documents_delete_404 = validate215;
+const schema296 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.delete/output/404"};
 
-function validate210(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate215(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate210.evaluated;
+const evaluated0 = validate215.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25463,19 +26063,139 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate210.errors = vErrors;
+validate215.errors = vErrors;
 return errors === 0;
 }
-validate210.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate215.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_429 = validate211;
-const schema288 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.delete/output/429"};
+exports.output_documents_delete_413 = validate216;
+const schema298 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.delete/output/413"};
 
-function validate211(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate216(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.delete/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate216.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate216.errors = vErrors;
+return errors === 0;
+}
+validate216.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_delete_429 = validate217;
+const schema300 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.delete/output/429"};
+
+function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate211.evaluated;
+const evaluated0 = validate217.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25616,19 +26336,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate211.errors = vErrors;
+validate217.errors = vErrors;
 return errors === 0;
 }
-validate211.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate217.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_500 = validate212;
-const schema290 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.delete/output/500"};
+exports.output_documents_delete_500 = validate218;
+const schema302 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.delete/output/500"};
 
-function validate212(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate212.evaluated;
+const evaluated0 = validate218.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25714,19 +26434,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate212.errors = vErrors;
+validate218.errors = vErrors;
 return errors === 0;
 }
-validate212.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate218.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_200 = validate213;
-const schema292 = {"$ref":"https://contract.local/schemas/DownloadUrl","$id":"https://contract.local/procedures/documents.downloadUrl/output/200"};
+exports.output_documents_downloadUrl_200 = validate219;
+const schema304 = {"$ref":"https://contract.local/schemas/DownloadUrl","$id":"https://contract.local/procedures/documents.downloadUrl/output/200"};
 
-function validate213(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate219(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate213.evaluated;
+const evaluated0 = validate219.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25827,19 +26547,19 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate213.errors = vErrors;
+validate219.errors = vErrors;
 return errors === 0;
 }
-validate213.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate219.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_400 = validate214;
-const schema294 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.downloadUrl/output/400"};
+exports.output_documents_downloadUrl_400 = validate220;
+const schema306 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.downloadUrl/output/400"};
 
-function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate214.evaluated;
+const evaluated0 = validate220.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25850,19 +26570,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate214.errors = vErrors;
+validate220.errors = vErrors;
 return errors === 0;
 }
-validate214.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate220.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_401 = validate216;
-const schema295 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/401"};
+exports.output_documents_downloadUrl_401 = validate222;
+const schema307 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/401"};
 
-function validate216(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate216.evaluated;
+const evaluated0 = validate222.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26003,19 +26723,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate216.errors = vErrors;
+validate222.errors = vErrors;
 return errors === 0;
 }
-validate216.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate222.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_403 = validate217;
-const schema297 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.downloadUrl/output/403"};
+exports.output_documents_downloadUrl_403 = validate223;
+const schema309 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.downloadUrl/output/403"};
 
-function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate223(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate217.evaluated;
+const evaluated0 = validate223.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26156,19 +26876,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate217.errors = vErrors;
+validate223.errors = vErrors;
 return errors === 0;
 }
-validate217.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate223.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_404 = validate218;
-const schema299 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.downloadUrl/output/404"};
+exports.output_documents_downloadUrl_404 = validate224;
+const schema311 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.downloadUrl/output/404"};
 
-function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate218.evaluated;
+const evaluated0 = validate224.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26309,19 +27029,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate218.errors = vErrors;
+validate224.errors = vErrors;
 return errors === 0;
 }
-validate218.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate224.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_412 = validate219;
-const schema301 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/412"};
+exports.output_documents_downloadUrl_412 = validate225;
+const schema313 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/412"};
 
-function validate219(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate225(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate219.evaluated;
+const evaluated0 = validate225.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26462,19 +27182,139 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate219.errors = vErrors;
+validate225.errors = vErrors;
 return errors === 0;
 }
-validate219.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate225.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_429 = validate220;
-const schema303 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.downloadUrl/output/429"};
+exports.output_documents_downloadUrl_413 = validate226;
+const schema315 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.downloadUrl/output/413"};
 
-function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate226(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate226.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate226.errors = vErrors;
+return errors === 0;
+}
+validate226.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_downloadUrl_429 = validate227;
+const schema317 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.downloadUrl/output/429"};
+
+function validate227(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate220.evaluated;
+const evaluated0 = validate227.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26607,456 +27447,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate220.errors = vErrors;
-return errors === 0;
-}
-validate220.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_downloadUrl_500 = validate221;
-const schema305 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.downloadUrl/output/500"};
-
-function validate221(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate221.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate221.errors = vErrors;
-return errors === 0;
-}
-validate221.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_200 = validate222;
-const schema307 = {"$ref":"https://contract.local/schemas/Document","$id":"https://contract.local/procedures/documents.get/output/200"};
-
-function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate222.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate59(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate59.errors : vErrors.concat(validate59.errors);
-errors = vErrors.length;
-}
-validate222.errors = vErrors;
-return errors === 0;
-}
-validate222.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_400 = validate224;
-const schema308 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.get/output/400"};
-
-function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate224.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate224.errors = vErrors;
-return errors === 0;
-}
-validate224.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_401 = validate226;
-const schema309 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.get/output/401"};
-
-function validate226(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate226.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate226.errors = vErrors;
-return errors === 0;
-}
-validate226.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_403 = validate227;
-const schema311 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.get/output/403"};
-
-function validate227(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate227.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -27070,320 +27460,14 @@ return errors === 0;
 }
 validate227.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_get_404 = validate228;
-const schema313 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.get/output/404"};
+exports.output_documents_downloadUrl_500 = validate228;
+const schema319 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.downloadUrl/output/500"};
 
 function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/404" */;
+/*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/500" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate228.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate228.errors = vErrors;
-return errors === 0;
-}
-validate228.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_429 = validate229;
-const schema315 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.get/output/429"};
-
-function validate229(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate229.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate229.errors = vErrors;
-return errors === 0;
-}
-validate229.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_500 = validate230;
-const schema317 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.get/output/500"};
-
-function validate230(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate230.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27469,42 +27553,42 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate230.errors = vErrors;
+validate228.errors = vErrors;
 return errors === 0;
 }
-validate230.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate228.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_200 = validate231;
-const schema319 = {"$ref":"https://contract.local/schemas/DocumentPage","$id":"https://contract.local/procedures/documents.list/output/200"};
+exports.output_documents_get_200 = validate229;
+const schema321 = {"$ref":"https://contract.local/schemas/Document","$id":"https://contract.local/procedures/documents.get/output/200"};
 
-function validate231(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/200" */;
+function validate229(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate231.evaluated;
+const evaluated0 = validate229.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
+if(!(validate59(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate59.errors : vErrors.concat(validate59.errors);
 errors = vErrors.length;
 }
-validate231.errors = vErrors;
+validate229.errors = vErrors;
 return errors === 0;
 }
-validate231.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate229.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_400 = validate233;
-const schema320 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.list/output/400"};
+exports.output_documents_get_400 = validate231;
+const schema322 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.get/output/400"};
 
-function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/400" */;
+function validate231(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate233.evaluated;
+const evaluated0 = validate231.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27515,19 +27599,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate233.errors = vErrors;
+validate231.errors = vErrors;
 return errors === 0;
 }
-validate233.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate231.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_401 = validate235;
-const schema321 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.list/output/401"};
+exports.output_documents_get_401 = validate233;
+const schema323 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.get/output/401"};
 
-function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/401" */;
+function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate235.evaluated;
+const evaluated0 = validate233.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27668,19 +27752,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate235.errors = vErrors;
+validate233.errors = vErrors;
 return errors === 0;
 }
-validate235.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate233.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_403 = validate236;
-const schema323 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.list/output/403"};
+exports.output_documents_get_403 = validate234;
+const schema325 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.get/output/403"};
 
-function validate236(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/403" */;
+function validate234(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate236.evaluated;
+const evaluated0 = validate234.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27821,19 +27905,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate236.errors = vErrors;
+validate234.errors = vErrors;
 return errors === 0;
 }
-validate236.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate234.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_404 = validate237;
-const schema325 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.list/output/404"};
+exports.output_documents_get_404 = validate235;
+const schema327 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.get/output/404"};
 
-function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/404" */;
+function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate237.evaluated;
+const evaluated0 = validate235.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27974,19 +28058,139 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate237.errors = vErrors;
+validate235.errors = vErrors;
 return errors === 0;
 }
-validate237.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate235.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_429 = validate238;
-const schema327 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.list/output/429"};
+exports.output_documents_get_413 = validate236;
+const schema329 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.get/output/413"};
 
-function validate238(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/429" */;
+function validate236(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate238.evaluated;
+const evaluated0 = validate236.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate236.errors = vErrors;
+return errors === 0;
+}
+validate236.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_get_429 = validate237;
+const schema331 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.get/output/429"};
+
+function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate237.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -28127,19 +28331,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate238.errors = vErrors;
+validate237.errors = vErrors;
 return errors === 0;
 }
-validate238.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate237.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_500 = validate239;
-const schema329 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.list/output/500"};
+exports.output_documents_get_500 = validate238;
+const schema333 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.get/output/500"};
 
-function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/500" */;
+function validate238(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate239.evaluated;
+const evaluated0 = validate238.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -28225,42 +28429,42 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate239.errors = vErrors;
+validate238.errors = vErrors;
 return errors === 0;
 }
-validate239.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate238.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_200 = validate240;
-const schema331 = {"$ref":"https://contract.local/schemas/SearchAnswer","$id":"https://contract.local/procedures/documents.search/output/200"};
+exports.output_documents_list_200 = validate239;
+const schema335 = {"$ref":"https://contract.local/schemas/DocumentPage","$id":"https://contract.local/procedures/documents.list/output/200"};
 
-function validate240(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/200" */;
+function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate240.evaluated;
+const evaluated0 = validate239.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate64(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
 errors = vErrors.length;
 }
-validate240.errors = vErrors;
+validate239.errors = vErrors;
 return errors === 0;
 }
-validate240.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate239.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_400 = validate242;
-const schema332 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.search/output/400"};
+exports.output_documents_list_400 = validate241;
+const schema336 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.list/output/400"};
 
-function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/400" */;
+function validate241(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate242.evaluated;
+const evaluated0 = validate241.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -28271,19 +28475,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate242.errors = vErrors;
+validate241.errors = vErrors;
 return errors === 0;
 }
-validate242.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate241.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_401 = validate244;
-const schema333 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.search/output/401"};
+exports.output_documents_list_401 = validate243;
+const schema337 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.list/output/401"};
 
-function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/401" */;
+function validate243(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate244.evaluated;
+const evaluated0 = validate243.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -28424,19 +28628,895 @@ vErrors.push(err11);
 }
 errors++;
 }
+validate243.errors = vErrors;
+return errors === 0;
+}
+validate243.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_list_403 = validate244;
+const schema339 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.list/output/403"};
+
+function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate244.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
 validate244.errors = vErrors;
 return errors === 0;
 }
 validate244.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_403 = validate245;
-const schema335 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/documents.search/output/403"};
+exports.output_documents_list_404 = validate245;
+const schema341 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.list/output/404"};
 
 function validate245(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/403" */;
+/*# sourceURL="https://contract.local/procedures/documents.list/output/404" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate245.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate245.errors = vErrors;
+return errors === 0;
+}
+validate245.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_list_413 = validate246;
+const schema343 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.list/output/413"};
+
+function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate246.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate246.errors = vErrors;
+return errors === 0;
+}
+validate246.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_list_429 = validate247;
+const schema345 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.list/output/429"};
+
+function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate247.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate247.errors = vErrors;
+return errors === 0;
+}
+validate247.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_list_500 = validate248;
+const schema347 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.list/output/500"};
+
+function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate248.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate248.errors = vErrors;
+return errors === 0;
+}
+validate248.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_search_200 = validate249;
+const schema349 = {"$ref":"https://contract.local/schemas/SearchAnswer","$id":"https://contract.local/procedures/documents.search/output/200"};
+
+function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.search/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate249.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate64(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+errors = vErrors.length;
+}
+validate249.errors = vErrors;
+return errors === 0;
+}
+validate249.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_search_400 = validate251;
+const schema350 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.search/output/400"};
+
+function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.search/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate251.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate251.errors = vErrors;
+return errors === 0;
+}
+validate251.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_search_401 = validate253;
+const schema351 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.search/output/401"};
+
+function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.search/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate253.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate253.errors = vErrors;
+return errors === 0;
+}
+validate253.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_search_403 = validate254;
+const schema353 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/documents.search/output/403"};
+
+function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.search/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate254.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -28872,20 +29952,20 @@ vErrors = null;
 }
 }
 }
-validate245.errors = vErrors;
+validate254.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate245.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate254.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_search_404 = validate246;
-const schema338 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.search/output/404"};
+exports.output_documents_search_404 = validate255;
+const schema356 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.search/output/404"};
 
-function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate246.evaluated;
+const evaluated0 = validate255.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -29026,19 +30106,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate246.errors = vErrors;
+validate255.errors = vErrors;
 return errors === 0;
 }
-validate246.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate255.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_413 = validate247;
-const schema340 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.search/output/413"};
+exports.output_documents_search_413 = validate256;
+const schema358 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.search/output/413"};
 
-function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate256(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate247.evaluated;
+const evaluated0 = validate256.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -29146,1037 +30226,16 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate247.errors = vErrors;
-return errors === 0;
-}
-validate247.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_search_429 = validate248;
-const schema342 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.search/output/429"};
-
-function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate248.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate248.errors = vErrors;
-return errors === 0;
-}
-validate248.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_search_500 = validate249;
-const schema344 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.search/output/500"};
-
-function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate249.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate249.errors = vErrors;
-return errors === 0;
-}
-validate249.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_search_503 = validate250;
-const schema346 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/documents.search/output/503"};
-
-function validate250(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/503" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate250.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("SERVICE_UNAVAILABLE" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(503 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate250.errors = vErrors;
-return errors === 0;
-}
-validate250.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_text_200 = validate251;
-const schema348 = {"$ref":"https://contract.local/schemas/DocumentText","$id":"https://contract.local/procedures/documents.text/output/200"};
-
-function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.text/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate251.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if((!(data && typeof data == "object" && !Array.isArray(data))) && (data !== null)){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/type",keyword:"type",params:{type: schema91.type},message:"must be object,null"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.text === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/required",keyword:"required",params:{missingProperty: "text"},message:"must have required property '"+"text"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.characters === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/required",keyword:"required",params:{missingProperty: "characters"},message:"must have required property '"+"characters"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.pages === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/required",keyword:"required",params:{missingProperty: "pages"},message:"must have required property '"+"pages"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "text") || (key0 === "characters")) || (key0 === "pages"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.text !== undefined){
-if(typeof data.text !== "string"){
-const err5 = {instancePath:instancePath+"/text",schemaPath:"https://contract.local/schemas/DocumentText/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.characters !== undefined){
-let data1 = data.characters;
-if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err6 = {instancePath:instancePath+"/characters",schemaPath:"https://contract.local/schemas/DocumentText/properties/characters/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if((typeof data1 == "number") && (isFinite(data1))){
-if(data1 < 0 || isNaN(data1)){
-const err7 = {instancePath:instancePath+"/characters",schemaPath:"https://contract.local/schemas/DocumentText/properties/characters/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-if(data.pages !== undefined){
-let data2 = data.pages;
-if((!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))) && (data2 !== null)){
-const err8 = {instancePath:instancePath+"/pages",schemaPath:"https://contract.local/schemas/DocumentText/properties/pages/type",keyword:"type",params:{type: schema91.properties.pages.type},message:"must be integer,null"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if((typeof data2 == "number") && (isFinite(data2))){
-if(data2 < 0 || isNaN(data2)){
-const err9 = {instancePath:instancePath+"/pages",schemaPath:"https://contract.local/schemas/DocumentText/properties/pages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-}
-validate251.errors = vErrors;
-return errors === 0;
-}
-validate251.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_text_400 = validate252;
-const schema350 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.text/output/400"};
-
-function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.text/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate252.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate252.errors = vErrors;
-return errors === 0;
-}
-validate252.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_text_401 = validate254;
-const schema351 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.text/output/401"};
-
-function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.text/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate254.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate254.errors = vErrors;
-return errors === 0;
-}
-validate254.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_text_403 = validate255;
-const schema353 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.text/output/403"};
-
-function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.text/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate255.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate255.errors = vErrors;
-return errors === 0;
-}
-validate255.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_text_404 = validate256;
-const schema355 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.text/output/404"};
-
-function validate256(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.text/output/404" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate256.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
 validate256.errors = vErrors;
 return errors === 0;
 }
 validate256.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_429 = validate257;
-const schema357 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.text/output/429"};
+exports.output_documents_search_429 = validate257;
+const schema360 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.search/output/429"};
 
 function validate257(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.text/output/429" */;
+/*# sourceURL="https://contract.local/procedures/documents.search/output/429" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate257.evaluated;
@@ -30325,11 +30384,11 @@ return errors === 0;
 }
 validate257.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_500 = validate258;
-const schema359 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.text/output/500"};
+exports.output_documents_search_500 = validate258;
+const schema362 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.search/output/500"};
 
 function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.text/output/500" */;
+/*# sourceURL="https://contract.local/procedures/documents.search/output/500" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate258.evaluated;
@@ -30423,11 +30482,11 @@ return errors === 0;
 }
 validate258.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_200 = validate259;
-const schema361 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.cancel/output/200"};
+exports.output_documents_search_503 = validate259;
+const schema364 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/documents.search/output/503"};
 
 function validate259(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/200" */;
+/*# sourceURL="https://contract.local/procedures/documents.search/output/503" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate259.evaluated;
@@ -30437,20 +30496,285 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate72(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate72.errors : vErrors.concat(validate72.errors);
-errors = vErrors.length;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("SERVICE_UNAVAILABLE" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(503 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
 }
 validate259.errors = vErrors;
 return errors === 0;
 }
 validate259.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_400 = validate261;
-const schema362 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.cancel/output/400"};
+exports.output_documents_text_200 = validate260;
+const schema366 = {"$ref":"https://contract.local/schemas/DocumentText","$id":"https://contract.local/procedures/documents.text/output/200"};
+
+function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.text/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate260.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if((!(data && typeof data == "object" && !Array.isArray(data))) && (data !== null)){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/type",keyword:"type",params:{type: schema91.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.text === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/required",keyword:"required",params:{missingProperty: "text"},message:"must have required property '"+"text"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.characters === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/required",keyword:"required",params:{missingProperty: "characters"},message:"must have required property '"+"characters"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.pages === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/required",keyword:"required",params:{missingProperty: "pages"},message:"must have required property '"+"pages"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "text") || (key0 === "characters")) || (key0 === "pages"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/DocumentText/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.text !== undefined){
+if(typeof data.text !== "string"){
+const err5 = {instancePath:instancePath+"/text",schemaPath:"https://contract.local/schemas/DocumentText/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.characters !== undefined){
+let data1 = data.characters;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err6 = {instancePath:instancePath+"/characters",schemaPath:"https://contract.local/schemas/DocumentText/properties/characters/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 < 0 || isNaN(data1)){
+const err7 = {instancePath:instancePath+"/characters",schemaPath:"https://contract.local/schemas/DocumentText/properties/characters/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+if(data.pages !== undefined){
+let data2 = data.pages;
+if((!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))) && (data2 !== null)){
+const err8 = {instancePath:instancePath+"/pages",schemaPath:"https://contract.local/schemas/DocumentText/properties/pages/type",keyword:"type",params:{type: schema91.properties.pages.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 < 0 || isNaN(data2)){
+const err9 = {instancePath:instancePath+"/pages",schemaPath:"https://contract.local/schemas/DocumentText/properties/pages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+}
+validate260.errors = vErrors;
+return errors === 0;
+}
+validate260.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_text_400 = validate261;
+const schema368 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.text/output/400"};
 
 function validate261(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/400" */;
+/*# sourceURL="https://contract.local/procedures/documents.text/output/400" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate261.evaluated;
@@ -30469,11 +30793,11 @@ return errors === 0;
 }
 validate261.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_401 = validate263;
-const schema363 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.cancel/output/401"};
+exports.output_documents_text_401 = validate263;
+const schema369 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.text/output/401"};
 
 function validate263(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/401" */;
+/*# sourceURL="https://contract.local/procedures/documents.text/output/401" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate263.evaluated;
@@ -30622,11 +30946,11 @@ return errors === 0;
 }
 validate263.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_403 = validate264;
-const schema365 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.cancel/output/403"};
+exports.output_documents_text_403 = validate264;
+const schema371 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.text/output/403"};
 
 function validate264(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/403" */;
+/*# sourceURL="https://contract.local/procedures/documents.text/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate264.evaluated;
@@ -30775,11 +31099,11 @@ return errors === 0;
 }
 validate264.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_404 = validate265;
-const schema367 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.cancel/output/404"};
+exports.output_documents_text_404 = validate265;
+const schema373 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.text/output/404"};
 
 function validate265(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/404" */;
+/*# sourceURL="https://contract.local/procedures/documents.text/output/404" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate265.evaluated;
@@ -30928,11 +31252,11 @@ return errors === 0;
 }
 validate265.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_409 = validate266;
-const schema369 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.cancel/output/409"};
+exports.output_documents_text_413 = validate266;
+const schema375 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.text/output/413"};
 
 function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/409" */;
+/*# sourceURL="https://contract.local/procedures/documents.text/output/413" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate266.evaluated;
@@ -30943,8 +31267,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -30953,8 +31277,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -30963,8 +31287,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -30973,8 +31297,9 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -30983,9 +31308,11 @@ vErrors.push(err3);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -30994,10 +31321,8 @@ vErrors.push(err4);
 }
 errors++;
 }
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ConflictError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -31007,10 +31332,9 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ConflictError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -31019,8 +31343,10 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("CONFLICT" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ConflictError/properties/code/const",keyword:"const",params:{allowedValue: "CONFLICT"},message:"must be equal to constant"};
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -31030,10 +31356,9 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ConflictError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -31042,50 +31367,16 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(409 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ConflictError/properties/status/const",keyword:"const",params:{allowedValue: 409},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ConflictError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
 validate266.errors = vErrors;
 return errors === 0;
 }
 validate266.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_429 = validate267;
-const schema371 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.cancel/output/429"};
+exports.output_documents_text_429 = validate267;
+const schema377 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.text/output/429"};
 
 function validate267(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/429" */;
+/*# sourceURL="https://contract.local/procedures/documents.text/output/429" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate267.evaluated;
@@ -31234,11 +31525,11 @@ return errors === 0;
 }
 validate267.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_500 = validate268;
-const schema373 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/500"};
+exports.output_documents_text_500 = validate268;
+const schema379 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.text/output/500"};
 
 function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/500" */;
+/*# sourceURL="https://contract.local/procedures/documents.text/output/500" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate268.evaluated;
@@ -31332,11 +31623,11 @@ return errors === 0;
 }
 validate268.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_200 = validate269;
-const schema375 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.create/output/200"};
+exports.output_jobs_cancel_200 = validate269;
+const schema381 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.cancel/output/200"};
 
 function validate269(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/200" */;
+/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/200" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate269.evaluated;
@@ -31355,11 +31646,11 @@ return errors === 0;
 }
 validate269.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_400 = validate271;
-const schema376 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.create/output/400"};
+exports.output_jobs_cancel_400 = validate271;
+const schema382 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.cancel/output/400"};
 
 function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/400" */;
+/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/400" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate271.evaluated;
@@ -31378,11 +31669,11 @@ return errors === 0;
 }
 validate271.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_401 = validate273;
-const schema377 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.create/output/401"};
+exports.output_jobs_cancel_401 = validate273;
+const schema383 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.cancel/output/401"};
 
 function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/401" */;
+/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/401" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate273.evaluated;
@@ -31531,11 +31822,11 @@ return errors === 0;
 }
 validate273.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_403 = validate274;
-const schema379 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/jobs.create/output/403"};
+exports.output_jobs_cancel_403 = validate274;
+const schema385 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.cancel/output/403"};
 
 function validate274(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/403" */;
+/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate274.evaluated;
@@ -31545,10 +31836,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-const _errs0 = errors;
-let valid0 = false;
-let passing0 = null;
-const _errs1 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
 const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
@@ -31683,308 +31970,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-var _valid0 = _errs1 === errors;
-if(_valid0){
-valid0 = true;
-passing0 = 0;
-var props0 = true;
-}
-const _errs13 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err12 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-if(data.code === undefined){
-const err13 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-if(data.status === undefined){
-const err14 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-if(data.message === undefined){
-const err15 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-if(data.data === undefined){
-const err16 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "data"},message:"must have required property '"+"data"+"'"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-for(const key1 in data){
-if(!(((((key1 === "defined") || (key1 === "code")) || (key1 === "status")) || (key1 === "message")) || (key1 === "data"))){
-const err17 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err18 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data5 = data.code;
-if(typeof data5 !== "string"){
-const err19 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-if("LIMIT_REACHED" !== data5){
-const err20 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/const",keyword:"const",params:{allowedValue: "LIMIT_REACHED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data6 = data.status;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err21 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-if(403 !== data6){
-const err22 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err23 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-}
-if(data.data !== undefined){
-let data8 = data.data;
-if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-if(data8.kind === undefined){
-const err24 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-if(data8.limit === undefined){
-const err25 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "limit"},message:"must have required property '"+"limit"+"'"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-if(data8.plan === undefined){
-const err26 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "plan"},message:"must have required property '"+"plan"+"'"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-for(const key2 in data8){
-if(!(((key2 === "kind") || (key2 === "limit")) || (key2 === "plan"))){
-const err27 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-}
-if(data8.kind !== undefined){
-let data9 = data8.kind;
-if(typeof data9 !== "string"){
-const err28 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err28];
-}
-else {
-vErrors.push(err28);
-}
-errors++;
-}
-if(!((((data9 === "workspaces") || (data9 === "members")) || (data9 === "aiCredits")) || (data9 === "storageBytes"))){
-const err29 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema37.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err29];
-}
-else {
-vErrors.push(err29);
-}
-errors++;
-}
-}
-if(data8.limit !== undefined){
-let data10 = data8.limit;
-if(!((typeof data10 == "number") && (isFinite(data10)))){
-const err30 = {instancePath:instancePath+"/data/limit",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
-if(vErrors === null){
-vErrors = [err30];
-}
-else {
-vErrors.push(err30);
-}
-errors++;
-}
-}
-if(data8.plan !== undefined){
-if(typeof data8.plan !== "string"){
-const err31 = {instancePath:instancePath+"/data/plan",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/plan/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err32];
-}
-else {
-vErrors.push(err32);
-}
-errors++;
-}
-}
-}
-else {
-const err33 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err33];
-}
-else {
-vErrors.push(err33);
-}
-errors++;
-}
-var _valid0 = _errs13 === errors;
-if(_valid0 && valid0){
-valid0 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid0 = true;
-passing0 = 1;
-if(props0 !== true){
-props0 = true;
-}
-}
-}
-if(!valid0){
-const err34 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
-if(vErrors === null){
-vErrors = [err34];
-}
-else {
-vErrors.push(err34);
-}
-errors++;
-}
-else {
-errors = _errs0;
-if(vErrors !== null){
-if(_errs0){
-vErrors.length = _errs0;
-}
-else {
-vErrors = null;
-}
-}
-}
 validate274.errors = vErrors;
-evaluated0.props = props0;
 return errors === 0;
 }
-validate274.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate274.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_404 = validate275;
-const schema382 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.create/output/404"};
+exports.output_jobs_cancel_404 = validate275;
+const schema387 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.cancel/output/404"};
 
 function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/404" */;
+/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/404" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate275.evaluated;
@@ -32133,11 +32128,11 @@ return errors === 0;
 }
 validate275.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_412 = validate276;
-const schema384 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/jobs.create/output/412"};
+exports.output_jobs_cancel_409 = validate276;
+const schema389 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.cancel/output/409"};
 
 function validate276(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/412" */;
+/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/409" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate276.evaluated;
@@ -32149,7 +32144,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -32159,7 +32154,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -32169,7 +32164,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -32179,7 +32174,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -32190,7 +32185,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -32202,7 +32197,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ConflictError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -32215,7 +32210,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ConflictError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -32224,8 +32219,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("PRECONDITION_FAILED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/const",keyword:"const",params:{allowedValue: "PRECONDITION_FAILED"},message:"must be equal to constant"};
+if("CONFLICT" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ConflictError/properties/code/const",keyword:"const",params:{allowedValue: "CONFLICT"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -32238,7 +32233,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ConflictError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -32247,8 +32242,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(412 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/const",keyword:"const",params:{allowedValue: 412},message:"must be equal to constant"};
+if(409 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ConflictError/properties/status/const",keyword:"const",params:{allowedValue: 409},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -32260,7 +32255,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ConflictError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -32272,7 +32267,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -32286,11 +32281,11 @@ return errors === 0;
 }
 validate276.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_413 = validate277;
-const schema386 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.create/output/413"};
+exports.output_jobs_cancel_413 = validate277;
+const schema391 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/413"};
 
 function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/413" */;
+/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/413" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate277.evaluated;
@@ -32406,11 +32401,11 @@ return errors === 0;
 }
 validate277.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_429 = validate278;
-const schema388 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.create/output/429"};
+exports.output_jobs_cancel_429 = validate278;
+const schema393 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.cancel/output/429"};
 
 function validate278(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/429" */;
+/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/429" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate278.evaluated;
@@ -32559,11 +32554,11 @@ return errors === 0;
 }
 validate278.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_500 = validate279;
-const schema390 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.create/output/500"};
+exports.output_jobs_cancel_500 = validate279;
+const schema395 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/500"};
 
 function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/500" */;
+/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/500" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate279.evaluated;
@@ -32657,11 +32652,11 @@ return errors === 0;
 }
 validate279.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_200 = validate280;
-const schema392 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.get/output/200"};
+exports.output_jobs_create_200 = validate280;
+const schema397 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.create/output/200"};
 
 function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.get/output/200" */;
+/*# sourceURL="https://contract.local/procedures/jobs.create/output/200" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate280.evaluated;
@@ -32680,11 +32675,11 @@ return errors === 0;
 }
 validate280.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_400 = validate282;
-const schema393 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.get/output/400"};
+exports.output_jobs_create_400 = validate282;
+const schema398 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.create/output/400"};
 
 function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.get/output/400" */;
+/*# sourceURL="https://contract.local/procedures/jobs.create/output/400" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate282.evaluated;
@@ -32703,11 +32698,11 @@ return errors === 0;
 }
 validate282.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_401 = validate284;
-const schema394 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.get/output/401"};
+exports.output_jobs_create_401 = validate284;
+const schema399 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.create/output/401"};
 
 function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.get/output/401" */;
+/*# sourceURL="https://contract.local/procedures/jobs.create/output/401" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate284.evaluated;
@@ -32856,1373 +32851,14 @@ return errors === 0;
 }
 validate284.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_403 = validate285;
-const schema396 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.get/output/403"};
+exports.output_jobs_create_403 = validate285;
+const schema401 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/jobs.create/output/403"};
 
 function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.get/output/403" */;
+/*# sourceURL="https://contract.local/procedures/jobs.create/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate285.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate285.errors = vErrors;
-return errors === 0;
-}
-validate285.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_get_404 = validate286;
-const schema398 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.get/output/404"};
-
-function validate286(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.get/output/404" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate286.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate286.errors = vErrors;
-return errors === 0;
-}
-validate286.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_get_429 = validate287;
-const schema400 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.get/output/429"};
-
-function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.get/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate287.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate287.errors = vErrors;
-return errors === 0;
-}
-validate287.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_get_500 = validate288;
-const schema402 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.get/output/500"};
-
-function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.get/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate288.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate288.errors = vErrors;
-return errors === 0;
-}
-validate288.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_list_200 = validate289;
-const schema404 = {"$ref":"https://contract.local/schemas/JobPage","$id":"https://contract.local/procedures/jobs.list/output/200"};
-
-function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.list/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate289.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate73(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate73.errors : vErrors.concat(validate73.errors);
-errors = vErrors.length;
-}
-validate289.errors = vErrors;
-return errors === 0;
-}
-validate289.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_list_400 = validate291;
-const schema405 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.list/output/400"};
-
-function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.list/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate291.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate291.errors = vErrors;
-return errors === 0;
-}
-validate291.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_list_401 = validate293;
-const schema406 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.list/output/401"};
-
-function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.list/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate293.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate293.errors = vErrors;
-return errors === 0;
-}
-validate293.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_list_403 = validate294;
-const schema408 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.list/output/403"};
-
-function validate294(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.list/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate294.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate294.errors = vErrors;
-return errors === 0;
-}
-validate294.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_list_429 = validate295;
-const schema410 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.list/output/429"};
-
-function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.list/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate295.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate295.errors = vErrors;
-return errors === 0;
-}
-validate295.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_list_500 = validate296;
-const schema412 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.list/output/500"};
-
-function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.list/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate296.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate296.errors = vErrors;
-return errors === 0;
-}
-validate296.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_retry_200 = validate297;
-const schema414 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.retry/output/200"};
-
-function validate297(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.retry/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate297.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate72(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate72.errors : vErrors.concat(validate72.errors);
-errors = vErrors.length;
-}
-validate297.errors = vErrors;
-return errors === 0;
-}
-validate297.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_retry_400 = validate299;
-const schema415 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.retry/output/400"};
-
-function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.retry/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate299.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate299.errors = vErrors;
-return errors === 0;
-}
-validate299.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_retry_401 = validate301;
-const schema416 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.retry/output/401"};
-
-function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.retry/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate301.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate301.errors = vErrors;
-return errors === 0;
-}
-validate301.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_retry_403 = validate302;
-const schema418 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/jobs.retry/output/403"};
-
-function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.retry/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate302.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -34658,20 +33294,20 @@ vErrors = null;
 }
 }
 }
-validate302.errors = vErrors;
+validate285.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate302.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate285.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_jobs_retry_404 = validate303;
-const schema421 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.retry/output/404"};
+exports.output_jobs_create_404 = validate286;
+const schema404 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.create/output/404"};
 
-function validate303(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.retry/output/404" */;
+function validate286(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.create/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate303.evaluated;
+const evaluated0 = validate286.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -34812,19 +33448,2943 @@ vErrors.push(err11);
 }
 errors++;
 }
+validate286.errors = vErrors;
+return errors === 0;
+}
+validate286.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_create_412 = validate287;
+const schema406 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/jobs.create/output/412"};
+
+function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.create/output/412" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate287.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("PRECONDITION_FAILED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/const",keyword:"const",params:{allowedValue: "PRECONDITION_FAILED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(412 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/const",keyword:"const",params:{allowedValue: 412},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate287.errors = vErrors;
+return errors === 0;
+}
+validate287.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_create_413 = validate288;
+const schema408 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.create/output/413"};
+
+function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.create/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate288.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate288.errors = vErrors;
+return errors === 0;
+}
+validate288.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_create_429 = validate289;
+const schema410 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.create/output/429"};
+
+function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.create/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate289.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate289.errors = vErrors;
+return errors === 0;
+}
+validate289.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_create_500 = validate290;
+const schema412 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.create/output/500"};
+
+function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.create/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate290.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate290.errors = vErrors;
+return errors === 0;
+}
+validate290.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_get_200 = validate291;
+const schema414 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.get/output/200"};
+
+function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.get/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate291.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate72(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate72.errors : vErrors.concat(validate72.errors);
+errors = vErrors.length;
+}
+validate291.errors = vErrors;
+return errors === 0;
+}
+validate291.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_get_400 = validate293;
+const schema415 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.get/output/400"};
+
+function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.get/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate293.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate293.errors = vErrors;
+return errors === 0;
+}
+validate293.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_get_401 = validate295;
+const schema416 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.get/output/401"};
+
+function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.get/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate295.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate295.errors = vErrors;
+return errors === 0;
+}
+validate295.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_get_403 = validate296;
+const schema418 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.get/output/403"};
+
+function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.get/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate296.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate296.errors = vErrors;
+return errors === 0;
+}
+validate296.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_get_404 = validate297;
+const schema420 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.get/output/404"};
+
+function validate297(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.get/output/404" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate297.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate297.errors = vErrors;
+return errors === 0;
+}
+validate297.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_get_413 = validate298;
+const schema422 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.get/output/413"};
+
+function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.get/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate298.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate298.errors = vErrors;
+return errors === 0;
+}
+validate298.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_get_429 = validate299;
+const schema424 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.get/output/429"};
+
+function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.get/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate299.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate299.errors = vErrors;
+return errors === 0;
+}
+validate299.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_get_500 = validate300;
+const schema426 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.get/output/500"};
+
+function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.get/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate300.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate300.errors = vErrors;
+return errors === 0;
+}
+validate300.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_list_200 = validate301;
+const schema428 = {"$ref":"https://contract.local/schemas/JobPage","$id":"https://contract.local/procedures/jobs.list/output/200"};
+
+function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.list/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate301.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate73(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate73.errors : vErrors.concat(validate73.errors);
+errors = vErrors.length;
+}
+validate301.errors = vErrors;
+return errors === 0;
+}
+validate301.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_list_400 = validate303;
+const schema429 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.list/output/400"};
+
+function validate303(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.list/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate303.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
 validate303.errors = vErrors;
 return errors === 0;
 }
 validate303.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_409 = validate304;
-const schema423 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.retry/output/409"};
+exports.output_jobs_list_401 = validate305;
+const schema430 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.list/output/401"};
 
-function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.list/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate305.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate305.errors = vErrors;
+return errors === 0;
+}
+validate305.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_list_403 = validate306;
+const schema432 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.list/output/403"};
+
+function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.list/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate306.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate306.errors = vErrors;
+return errors === 0;
+}
+validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_list_413 = validate307;
+const schema434 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.list/output/413"};
+
+function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.list/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate307.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate307.errors = vErrors;
+return errors === 0;
+}
+validate307.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_list_429 = validate308;
+const schema436 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.list/output/429"};
+
+function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.list/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate308.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate308.errors = vErrors;
+return errors === 0;
+}
+validate308.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_list_500 = validate309;
+const schema438 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.list/output/500"};
+
+function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.list/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate309.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate309.errors = vErrors;
+return errors === 0;
+}
+validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_retry_200 = validate310;
+const schema440 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.retry/output/200"};
+
+function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.retry/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate310.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate72(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate72.errors : vErrors.concat(validate72.errors);
+errors = vErrors.length;
+}
+validate310.errors = vErrors;
+return errors === 0;
+}
+validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_retry_400 = validate312;
+const schema441 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.retry/output/400"};
+
+function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.retry/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate312.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate312.errors = vErrors;
+return errors === 0;
+}
+validate312.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_retry_401 = validate314;
+const schema442 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.retry/output/401"};
+
+function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.retry/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate314.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate314.errors = vErrors;
+return errors === 0;
+}
+validate314.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_retry_403 = validate315;
+const schema444 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/jobs.retry/output/403"};
+
+function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.retry/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate315.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs0 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs1 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+var _valid0 = _errs1 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+var props0 = true;
+}
+const _errs13 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err12 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data.code === undefined){
+const err13 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data.status === undefined){
+const err14 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(data.message === undefined){
+const err15 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(data.data === undefined){
+const err16 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "data"},message:"must have required property '"+"data"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+for(const key1 in data){
+if(!(((((key1 === "defined") || (key1 === "code")) || (key1 === "status")) || (key1 === "message")) || (key1 === "data"))){
+const err17 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err18 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data5 = data.code;
+if(typeof data5 !== "string"){
+const err19 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if("LIMIT_REACHED" !== data5){
+const err20 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/const",keyword:"const",params:{allowedValue: "LIMIT_REACHED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data6 = data.status;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err21 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(403 !== data6){
+const err22 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err23 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.data !== undefined){
+let data8 = data.data;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(data8.kind === undefined){
+const err24 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data8.limit === undefined){
+const err25 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "limit"},message:"must have required property '"+"limit"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data8.plan === undefined){
+const err26 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "plan"},message:"must have required property '"+"plan"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+for(const key2 in data8){
+if(!(((key2 === "kind") || (key2 === "limit")) || (key2 === "plan"))){
+const err27 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data8.kind !== undefined){
+let data9 = data8.kind;
+if(typeof data9 !== "string"){
+const err28 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(!((((data9 === "workspaces") || (data9 === "members")) || (data9 === "aiCredits")) || (data9 === "storageBytes"))){
+const err29 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema37.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+if(data8.limit !== undefined){
+let data10 = data8.limit;
+if(!((typeof data10 == "number") && (isFinite(data10)))){
+const err30 = {instancePath:instancePath+"/data/limit",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data8.plan !== undefined){
+if(typeof data8.plan !== "string"){
+const err31 = {instancePath:instancePath+"/data/plan",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/plan/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+var _valid0 = _errs13 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+if(props0 !== true){
+props0 = true;
+}
+}
+}
+if(!valid0){
+const err34 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+else {
+errors = _errs0;
+if(vErrors !== null){
+if(_errs0){
+vErrors.length = _errs0;
+}
+else {
+vErrors = null;
+}
+}
+}
+validate315.errors = vErrors;
+evaluated0.props = props0;
+return errors === 0;
+}
+validate315.evaluated = {"dynamicProps":true,"dynamicItems":false};
+
+exports.output_jobs_retry_404 = validate316;
+const schema447 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.retry/output/404"};
+
+function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.retry/output/404" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate316.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate316.errors = vErrors;
+return errors === 0;
+}
+validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_retry_409 = validate317;
+const schema449 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.retry/output/409"};
+
+function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate304.evaluated;
+const evaluated0 = validate317.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -34965,1046 +36525,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate304.errors = vErrors;
-return errors === 0;
-}
-validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_retry_429 = validate305;
-const schema425 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.retry/output/429"};
-
-function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.retry/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate305.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate305.errors = vErrors;
-return errors === 0;
-}
-validate305.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_retry_500 = validate306;
-const schema427 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/500"};
-
-function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.retry/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate306.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate306.errors = vErrors;
-return errors === 0;
-}
-validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_400 = validate307;
-const schema429 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.stream/output/400"};
-
-function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate307.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate307.errors = vErrors;
-return errors === 0;
-}
-validate307.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_401 = validate309;
-const schema430 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.stream/output/401"};
-
-function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate309.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate309.errors = vErrors;
-return errors === 0;
-}
-validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_403 = validate310;
-const schema432 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.stream/output/403"};
-
-function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate310.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate310.errors = vErrors;
-return errors === 0;
-}
-validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_429 = validate311;
-const schema434 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.stream/output/429"};
-
-function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate311.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate311.errors = vErrors;
-return errors === 0;
-}
-validate311.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_500 = validate312;
-const schema436 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/500"};
-
-function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate312.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate312.errors = vErrors;
-return errors === 0;
-}
-validate312.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_200 = validate313;
-const schema438 = {"$ref":"https://contract.local/schemas/AuditLogPage","$id":"https://contract.local/procedures/organizations.auditLog/output/200"};
-
-function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate313.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate45(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate45.errors : vErrors.concat(validate45.errors);
-errors = vErrors.length;
-}
-validate313.errors = vErrors;
-return errors === 0;
-}
-validate313.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_400 = validate315;
-const schema439 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.auditLog/output/400"};
-
-function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate315.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate315.errors = vErrors;
-return errors === 0;
-}
-validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_401 = validate317;
-const schema440 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.auditLog/output/401"};
-
-function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate317.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
 validate317.errors = vErrors;
 return errors === 0;
 }
 validate317.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_403 = validate318;
-const schema442 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.auditLog/output/403"};
+exports.output_jobs_retry_413 = validate318;
+const schema451 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/413"};
 
 function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/403" */;
+/*# sourceURL="https://contract.local/procedures/jobs.retry/output/413" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate318.evaluated;
@@ -36015,8 +36545,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -36025,8 +36555,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -36035,8 +36565,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -36045,8 +36575,9 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -36055,9 +36586,11 @@ vErrors.push(err3);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -36066,10 +36599,8 @@ vErrors.push(err4);
 }
 errors++;
 }
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -36079,10 +36610,9 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -36091,8 +36621,10 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -36102,10 +36634,9 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -36114,50 +36645,16 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
 validate318.errors = vErrors;
 return errors === 0;
 }
 validate318.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_429 = validate319;
-const schema444 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.auditLog/output/429"};
+exports.output_jobs_retry_429 = validate319;
+const schema453 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.retry/output/429"};
 
 function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/429" */;
+/*# sourceURL="https://contract.local/procedures/jobs.retry/output/429" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate319.evaluated;
@@ -36306,11 +36803,11 @@ return errors === 0;
 }
 validate319.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_500 = validate320;
-const schema446 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/500"};
+exports.output_jobs_retry_500 = validate320;
+const schema455 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/500"};
 
 function validate320(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/500" */;
+/*# sourceURL="https://contract.local/procedures/jobs.retry/output/500" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate320.evaluated;
@@ -36404,37 +36901,14 @@ return errors === 0;
 }
 validate320.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_200 = validate321;
-const schema448 = {"$ref":"https://contract.local/schemas/Usage","$id":"https://contract.local/procedures/organizations.usage/output/200"};
+exports.output_jobs_stream_400 = validate321;
+const schema457 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.stream/output/400"};
 
 function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/200" */;
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/400" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate321.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate43(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
-errors = vErrors.length;
-}
-validate321.errors = vErrors;
-return errors === 0;
-}
-validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_usage_400 = validate323;
-const schema449 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.usage/output/400"};
-
-function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate323.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36445,19 +36919,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate323.errors = vErrors;
+validate321.errors = vErrors;
 return errors === 0;
 }
-validate323.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_401 = validate325;
-const schema450 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.usage/output/401"};
+exports.output_jobs_stream_401 = validate323;
+const schema458 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.stream/output/401"};
 
-function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/401" */;
+function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate325.evaluated;
+const evaluated0 = validate323.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36598,19 +37072,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate325.errors = vErrors;
+validate323.errors = vErrors;
 return errors === 0;
 }
-validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate323.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_403 = validate326;
-const schema452 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.usage/output/403"};
+exports.output_jobs_stream_403 = validate324;
+const schema460 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.stream/output/403"};
 
-function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/403" */;
+function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate326.evaluated;
+const evaluated0 = validate324.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36751,19 +37225,139 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate326.errors = vErrors;
+validate324.errors = vErrors;
 return errors === 0;
 }
-validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_429 = validate327;
-const schema454 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.usage/output/429"};
+exports.output_jobs_stream_413 = validate325;
+const schema462 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/413"};
 
-function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/429" */;
+function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate327.evaluated;
+const evaluated0 = validate325.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate325.errors = vErrors;
+return errors === 0;
+}
+validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_stream_429 = validate326;
+const schema464 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.stream/output/429"};
+
+function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate326.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36904,19 +37498,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate327.errors = vErrors;
+validate326.errors = vErrors;
 return errors === 0;
 }
-validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_500 = validate328;
-const schema456 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/500"};
+exports.output_jobs_stream_500 = validate327;
+const schema466 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/500"};
 
-function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/500" */;
+function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate328.evaluated;
+const evaluated0 = validate327.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37002,154 +37596,39 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate328.errors = vErrors;
+validate327.errors = vErrors;
 return errors === 0;
 }
-validate328.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_200 = validate329;
-const schema458 = {"$ref":"https://contract.local/schemas/AuthConfig","$id":"https://contract.local/procedures/system.authConfig/output/200"};
+exports.output_organizations_auditLog_200 = validate328;
+const schema468 = {"$ref":"https://contract.local/schemas/AuditLogPage","$id":"https://contract.local/procedures/organizations.auditLog/output/200"};
 
-function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.authConfig/output/200" */;
+function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate329.evaluated;
+const evaluated0 = validate328.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.socialProviders === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "socialProviders"},message:"must have required property '"+"socialProviders"+"'"};
-if(vErrors === null){
-vErrors = [err0];
+if(!(validate45(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate45.errors : vErrors.concat(validate45.errors);
+errors = vErrors.length;
 }
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requireEmailVerification === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "requireEmailVerification"},message:"must have required property '"+"requireEmailVerification"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "socialProviders") || (key0 === "requireEmailVerification"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/AuthConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.socialProviders !== undefined){
-let data0 = data.socialProviders;
-if(Array.isArray(data0)){
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-let data1 = data0[i0];
-if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/socialProviders/" + i0,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if(!((data1 === "github") || (data1 === "google"))){
-const err4 = {instancePath:instancePath+"/socialProviders/" + i0,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/enum",keyword:"enum",params:{allowedValues: schema48.properties.socialProviders.items.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-let i1 = data0.length;
-let j0;
-if(i1 > 1){
-const indices0 = {};
-for(;i1--;){
-let item0 = data0[i1];
-if(typeof item0 !== "string"){
-continue;
-}
-if(typeof indices0[item0] == "number"){
-j0 = indices0[item0];
-const err5 = {instancePath:instancePath+"/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-break;
-}
-indices0[item0] = i1;
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requireEmailVerification !== undefined){
-if(typeof data.requireEmailVerification !== "boolean"){
-const err7 = {instancePath:instancePath+"/requireEmailVerification",schemaPath:"https://contract.local/schemas/AuthConfig/properties/requireEmailVerification/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/AuthConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate329.errors = vErrors;
+validate328.errors = vErrors;
 return errors === 0;
 }
-validate329.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate328.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_400 = validate330;
-const schema460 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.authConfig/output/400"};
+exports.output_organizations_auditLog_400 = validate330;
+const schema469 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.auditLog/output/400"};
 
 function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.authConfig/output/400" */;
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/400" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate330.evaluated;
@@ -37168,377 +37647,14 @@ return errors === 0;
 }
 validate330.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_429 = validate332;
-const schema461 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.authConfig/output/429"};
+exports.output_organizations_auditLog_401 = validate332;
+const schema470 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.auditLog/output/401"};
 
 function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.authConfig/output/429" */;
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/401" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate332.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate332.errors = vErrors;
-return errors === 0;
-}
-validate332.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_system_authConfig_500 = validate333;
-const schema463 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/500"};
-
-function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.authConfig/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate333.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate333.errors = vErrors;
-return errors === 0;
-}
-validate333.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_system_flags_200 = validate334;
-const schema465 = {"$ref":"https://contract.local/schemas/FlagValues","$id":"https://contract.local/procedures/system.flags/output/200"};
-
-function validate334(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.flags/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate334.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-const _errs2 = errors;
-if(typeof key0 === "string"){
-if(func1(key0) > 64){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/propertyNames/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",propertyName:key0};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(func1(key0) < 2){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/propertyNames/minLength",keyword:"minLength",params:{limit: 2},message:"must NOT have fewer than 2 characters",propertyName:key0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(!pattern4.test(key0)){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9._-]*$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9._-]*$"+"\"",propertyName:key0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-var valid1 = _errs2 === errors;
-if(!valid1){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-for(const key1 in data){
-if(typeof data[key1] !== "boolean"){
-const err4 = {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"https://contract.local/schemas/FlagValues/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-}
-else {
-const err5 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-validate334.errors = vErrors;
-return errors === 0;
-}
-validate334.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_system_flags_400 = validate335;
-const schema467 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.flags/output/400"};
-
-function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.flags/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate335.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate335.errors = vErrors;
-return errors === 0;
-}
-validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_system_flags_401 = validate337;
-const schema468 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/system.flags/output/401"};
-
-function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.flags/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate337.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37679,19 +37795,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate337.errors = vErrors;
+validate332.errors = vErrors;
 return errors === 0;
 }
-validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate332.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_403 = validate338;
-const schema470 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/system.flags/output/403"};
+exports.output_organizations_auditLog_403 = validate333;
+const schema472 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.auditLog/output/403"};
 
-function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.flags/output/403" */;
+function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate338.evaluated;
+const evaluated0 = validate333.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37832,19 +37948,139 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate338.errors = vErrors;
+validate333.errors = vErrors;
 return errors === 0;
 }
-validate338.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate333.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_429 = validate339;
-const schema472 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.flags/output/429"};
+exports.output_organizations_auditLog_413 = validate334;
+const schema474 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/413"};
 
-function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.flags/output/429" */;
+function validate334(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate339.evaluated;
+const evaluated0 = validate334.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate334.errors = vErrors;
+return errors === 0;
+}
+validate334.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_auditLog_429 = validate335;
+const schema476 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.auditLog/output/429"};
+
+function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate335.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37985,19 +38221,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate339.errors = vErrors;
+validate335.errors = vErrors;
 return errors === 0;
 }
-validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_500 = validate340;
-const schema474 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.flags/output/500"};
+exports.output_organizations_auditLog_500 = validate336;
+const schema478 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/500"};
 
-function validate340(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.flags/output/500" */;
+function validate336(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate340.evaluated;
+const evaluated0 = validate336.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38083,152 +38319,42 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate340.errors = vErrors;
+validate336.errors = vErrors;
 return errors === 0;
 }
-validate340.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate336.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_200 = validate341;
-const schema476 = {"$ref":"https://contract.local/schemas/Health","$id":"https://contract.local/procedures/system.health/output/200"};
+exports.output_organizations_usage_200 = validate337;
+const schema480 = {"$ref":"https://contract.local/schemas/Usage","$id":"https://contract.local/procedures/organizations.usage/output/200"};
 
-function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.health/output/200" */;
+function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate341.evaluated;
+const evaluated0 = validate337.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.status === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/Health/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err0];
+if(!(validate43(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+errors = vErrors.length;
 }
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.version === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/Health/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.time === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/Health/required",keyword:"required",params:{missingProperty: "time"},message:"must have required property '"+"time"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "status") || (key0 === "version")) || (key0 === "time"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/Health/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data0 = data.status;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Health/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if("ok" !== data0){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Health/properties/status/const",keyword:"const",params:{allowedValue: "ok"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.version !== undefined){
-if(typeof data.version !== "string"){
-const err6 = {instancePath:instancePath+"/version",schemaPath:"https://contract.local/schemas/Health/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.time !== undefined){
-let data2 = data.time;
-if(typeof data2 === "string"){
-if(!(formats0.validate(data2))){
-const err7 = {instancePath:instancePath+"/time",schemaPath:"https://contract.local/schemas/Health/properties/time/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-else {
-const err8 = {instancePath:instancePath+"/time",schemaPath:"https://contract.local/schemas/Health/properties/time/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-}
-else {
-const err9 = {instancePath,schemaPath:"https://contract.local/schemas/Health/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-validate341.errors = vErrors;
+validate337.errors = vErrors;
 return errors === 0;
 }
-validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_400 = validate342;
-const schema478 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.health/output/400"};
+exports.output_organizations_usage_400 = validate339;
+const schema481 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.usage/output/400"};
 
-function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.health/output/400" */;
+function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate342.evaluated;
+const evaluated0 = validate339.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38239,16 +38365,442 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
+validate339.errors = vErrors;
+return errors === 0;
+}
+validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_401 = validate341;
+const schema482 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.usage/output/401"};
+
+function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate341.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate341.errors = vErrors;
+return errors === 0;
+}
+validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_403 = validate342;
+const schema484 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.usage/output/403"};
+
+function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate342.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
 validate342.errors = vErrors;
 return errors === 0;
 }
 validate342.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_429 = validate344;
-const schema479 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.health/output/429"};
+exports.output_organizations_usage_413 = validate343;
+const schema486 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/413"};
+
+function validate343(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate343.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate343.errors = vErrors;
+return errors === 0;
+}
+validate343.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_429 = validate344;
+const schema488 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.usage/output/429"};
 
 function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.health/output/429" */;
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/429" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate344.evaluated;
@@ -38397,11 +38949,11 @@ return errors === 0;
 }
 validate344.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_500 = validate345;
-const schema481 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.health/output/500"};
+exports.output_organizations_usage_500 = validate345;
+const schema490 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/500"};
 
 function validate345(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.health/output/500" */;
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/500" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate345.evaluated;
@@ -38495,14 +39047,1862 @@ return errors === 0;
 }
 validate345.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_200 = validate346;
-const schema483 = {"$ref":"https://contract.local/schemas/User","$id":"https://contract.local/procedures/user.me/output/200"};
+exports.output_system_authConfig_200 = validate346;
+const schema492 = {"$ref":"https://contract.local/schemas/AuthConfig","$id":"https://contract.local/procedures/system.authConfig/output/200"};
 
 function validate346(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/user.me/output/200" */;
+/*# sourceURL="https://contract.local/procedures/system.authConfig/output/200" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate346.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.socialProviders === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "socialProviders"},message:"must have required property '"+"socialProviders"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requireEmailVerification === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "requireEmailVerification"},message:"must have required property '"+"requireEmailVerification"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "socialProviders") || (key0 === "requireEmailVerification"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/AuthConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.socialProviders !== undefined){
+let data0 = data.socialProviders;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(typeof data1 !== "string"){
+const err3 = {instancePath:instancePath+"/socialProviders/" + i0,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(!((data1 === "github") || (data1 === "google"))){
+const err4 = {instancePath:instancePath+"/socialProviders/" + i0,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/enum",keyword:"enum",params:{allowedValues: schema48.properties.socialProviders.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+let i1 = data0.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data0[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err5 = {instancePath:instancePath+"/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requireEmailVerification !== undefined){
+if(typeof data.requireEmailVerification !== "boolean"){
+const err7 = {instancePath:instancePath+"/requireEmailVerification",schemaPath:"https://contract.local/schemas/AuthConfig/properties/requireEmailVerification/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/AuthConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate346.errors = vErrors;
+return errors === 0;
+}
+validate346.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_authConfig_400 = validate347;
+const schema494 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.authConfig/output/400"};
+
+function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.authConfig/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate347.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate347.errors = vErrors;
+return errors === 0;
+}
+validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_authConfig_413 = validate349;
+const schema495 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/413"};
+
+function validate349(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.authConfig/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate349.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate349.errors = vErrors;
+return errors === 0;
+}
+validate349.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_authConfig_429 = validate350;
+const schema497 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.authConfig/output/429"};
+
+function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.authConfig/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate350.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate350.errors = vErrors;
+return errors === 0;
+}
+validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_authConfig_500 = validate351;
+const schema499 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/500"};
+
+function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.authConfig/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate351.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate351.errors = vErrors;
+return errors === 0;
+}
+validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_flags_200 = validate352;
+const schema501 = {"$ref":"https://contract.local/schemas/FlagValues","$id":"https://contract.local/procedures/system.flags/output/200"};
+
+function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.flags/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate352.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+const _errs2 = errors;
+if(typeof key0 === "string"){
+if(func1(key0) > 64){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/propertyNames/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",propertyName:key0};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func1(key0) < 2){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/propertyNames/minLength",keyword:"minLength",params:{limit: 2},message:"must NOT have fewer than 2 characters",propertyName:key0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!pattern4.test(key0)){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9._-]*$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9._-]*$"+"\"",propertyName:key0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+var valid1 = _errs2 === errors;
+if(!valid1){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+for(const key1 in data){
+if(typeof data[key1] !== "boolean"){
+const err4 = {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"https://contract.local/schemas/FlagValues/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+else {
+const err5 = {instancePath,schemaPath:"https://contract.local/schemas/FlagValues/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+validate352.errors = vErrors;
+return errors === 0;
+}
+validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_flags_400 = validate353;
+const schema503 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.flags/output/400"};
+
+function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.flags/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate353.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate353.errors = vErrors;
+return errors === 0;
+}
+validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_flags_401 = validate355;
+const schema504 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/system.flags/output/401"};
+
+function validate355(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.flags/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate355.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate355.errors = vErrors;
+return errors === 0;
+}
+validate355.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_flags_403 = validate356;
+const schema506 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/system.flags/output/403"};
+
+function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.flags/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate356.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate356.errors = vErrors;
+return errors === 0;
+}
+validate356.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_flags_413 = validate357;
+const schema508 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.flags/output/413"};
+
+function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.flags/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate357.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate357.errors = vErrors;
+return errors === 0;
+}
+validate357.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_flags_429 = validate358;
+const schema510 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.flags/output/429"};
+
+function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.flags/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate358.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate358.errors = vErrors;
+return errors === 0;
+}
+validate358.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_flags_500 = validate359;
+const schema512 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.flags/output/500"};
+
+function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.flags/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate359.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate359.errors = vErrors;
+return errors === 0;
+}
+validate359.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_health_200 = validate360;
+const schema514 = {"$ref":"https://contract.local/schemas/Health","$id":"https://contract.local/procedures/system.health/output/200"};
+
+function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.health/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate360.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.status === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/Health/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.version === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/Health/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.time === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/Health/required",keyword:"required",params:{missingProperty: "time"},message:"must have required property '"+"time"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "status") || (key0 === "version")) || (key0 === "time"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/Health/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data0 = data.status;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Health/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if("ok" !== data0){
+const err5 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Health/properties/status/const",keyword:"const",params:{allowedValue: "ok"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.version !== undefined){
+if(typeof data.version !== "string"){
+const err6 = {instancePath:instancePath+"/version",schemaPath:"https://contract.local/schemas/Health/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.time !== undefined){
+let data2 = data.time;
+if(typeof data2 === "string"){
+if(!(formats0.validate(data2))){
+const err7 = {instancePath:instancePath+"/time",schemaPath:"https://contract.local/schemas/Health/properties/time/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/time",schemaPath:"https://contract.local/schemas/Health/properties/time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"https://contract.local/schemas/Health/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate360.errors = vErrors;
+return errors === 0;
+}
+validate360.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_health_400 = validate361;
+const schema516 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.health/output/400"};
+
+function validate361(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.health/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate361.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate361.errors = vErrors;
+return errors === 0;
+}
+validate361.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_health_413 = validate363;
+const schema517 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.health/output/413"};
+
+function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.health/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate363.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate363.errors = vErrors;
+return errors === 0;
+}
+validate363.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_health_429 = validate364;
+const schema519 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.health/output/429"};
+
+function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.health/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate364.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate364.errors = vErrors;
+return errors === 0;
+}
+validate364.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_health_500 = validate365;
+const schema521 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.health/output/500"};
+
+function validate365(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.health/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate365.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate365.errors = vErrors;
+return errors === 0;
+}
+validate365.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_user_me_200 = validate366;
+const schema523 = {"$ref":"https://contract.local/schemas/User","$id":"https://contract.local/procedures/user.me/output/200"};
+
+function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/user.me/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate366.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38693,19 +41093,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate346.errors = vErrors;
+validate366.errors = vErrors;
 return errors === 0;
 }
-validate346.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate366.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_400 = validate347;
-const schema485 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/user.me/output/400"};
+exports.output_user_me_400 = validate367;
+const schema525 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/user.me/output/400"};
 
-function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate347.evaluated;
+const evaluated0 = validate367.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38716,19 +41116,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate347.errors = vErrors;
+validate367.errors = vErrors;
 return errors === 0;
 }
-validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_401 = validate349;
-const schema486 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/user.me/output/401"};
+exports.output_user_me_401 = validate369;
+const schema526 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/user.me/output/401"};
 
-function validate349(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate349.evaluated;
+const evaluated0 = validate369.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38869,19 +41269,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate349.errors = vErrors;
+validate369.errors = vErrors;
 return errors === 0;
 }
-validate349.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate369.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_403 = validate350;
-const schema488 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/user.me/output/403"};
+exports.output_user_me_403 = validate370;
+const schema528 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/user.me/output/403"};
 
-function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate370(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate350.evaluated;
+const evaluated0 = validate370.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39022,19 +41422,139 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate350.errors = vErrors;
+validate370.errors = vErrors;
 return errors === 0;
 }
-validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate370.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_429 = validate351;
-const schema490 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/user.me/output/429"};
+exports.output_user_me_413 = validate371;
+const schema530 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/user.me/output/413"};
 
-function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/user.me/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate371.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate371.errors = vErrors;
+return errors === 0;
+}
+validate371.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_user_me_429 = validate372;
+const schema532 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/user.me/output/429"};
+
+function validate372(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate351.evaluated;
+const evaluated0 = validate372.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39175,19 +41695,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate351.errors = vErrors;
+validate372.errors = vErrors;
 return errors === 0;
 }
-validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate372.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_500 = validate352;
-const schema492 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/user.me/output/500"};
+exports.output_user_me_500 = validate373;
+const schema534 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/user.me/output/500"};
 
-function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate352.evaluated;
+const evaluated0 = validate373.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39273,19 +41793,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate352.errors = vErrors;
+validate373.errors = vErrors;
 return errors === 0;
 }
-validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_200 = validate353;
-const schema494 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.create/output/200"};
+exports.output_workspaces_create_200 = validate374;
+const schema536 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.create/output/200"};
 
-function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate353.evaluated;
+const evaluated0 = validate374.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39528,19 +42048,19 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate353.errors = vErrors;
+validate374.errors = vErrors;
 return errors === 0;
 }
-validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate374.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_400 = validate354;
-const schema496 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.create/output/400"};
+exports.output_workspaces_create_400 = validate375;
+const schema538 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.create/output/400"};
 
-function validate354(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate354.evaluated;
+const evaluated0 = validate375.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39551,19 +42071,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate354.errors = vErrors;
+validate375.errors = vErrors;
 return errors === 0;
 }
-validate354.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate375.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_401 = validate356;
-const schema497 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.create/output/401"};
+exports.output_workspaces_create_401 = validate377;
+const schema539 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.create/output/401"};
 
-function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate356.evaluated;
+const evaluated0 = validate377.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39704,19 +42224,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate356.errors = vErrors;
+validate377.errors = vErrors;
 return errors === 0;
 }
-validate356.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate377.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_403 = validate357;
-const schema499 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/workspaces.create/output/403"};
+exports.output_workspaces_create_403 = validate378;
+const schema541 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/workspaces.create/output/403"};
 
-function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate357.evaluated;
+const evaluated0 = validate378.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40152,20 +42672,20 @@ vErrors = null;
 }
 }
 }
-validate357.errors = vErrors;
+validate378.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate357.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate378.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_workspaces_create_404 = validate358;
-const schema502 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.create/output/404"};
+exports.output_workspaces_create_404 = validate379;
+const schema544 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.create/output/404"};
 
-function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate358.evaluated;
+const evaluated0 = validate379.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40306,19 +42826,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate358.errors = vErrors;
+validate379.errors = vErrors;
 return errors === 0;
 }
-validate358.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_409 = validate359;
-const schema504 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.create/output/409"};
+exports.output_workspaces_create_409 = validate380;
+const schema546 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.create/output/409"};
 
-function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate359.evaluated;
+const evaluated0 = validate380.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40459,19 +42979,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate359.errors = vErrors;
+validate380.errors = vErrors;
 return errors === 0;
 }
-validate359.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate380.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_413 = validate360;
-const schema506 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/413"};
+exports.output_workspaces_create_413 = validate381;
+const schema548 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/413"};
 
-function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate381(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate360.evaluated;
+const evaluated0 = validate381.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40579,19 +43099,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate360.errors = vErrors;
+validate381.errors = vErrors;
 return errors === 0;
 }
-validate360.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate381.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_429 = validate361;
-const schema508 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.create/output/429"};
+exports.output_workspaces_create_429 = validate382;
+const schema550 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.create/output/429"};
 
-function validate361(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate361.evaluated;
+const evaluated0 = validate382.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40732,19 +43252,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate361.errors = vErrors;
+validate382.errors = vErrors;
 return errors === 0;
 }
-validate361.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_500 = validate362;
-const schema510 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/500"};
+exports.output_workspaces_create_500 = validate383;
+const schema552 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/500"};
 
-function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate383(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate362.evaluated;
+const evaluated0 = validate383.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40830,19 +43350,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate362.errors = vErrors;
+validate383.errors = vErrors;
 return errors === 0;
 }
-validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate383.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_200 = validate363;
-const schema512 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/workspaces.delete/output/200"};
+exports.output_workspaces_delete_200 = validate384;
+const schema554 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/workspaces.delete/output/200"};
 
-function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate363.evaluated;
+const evaluated0 = validate384.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40895,1704 +43415,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate363.errors = vErrors;
-return errors === 0;
-}
-validate363.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_400 = validate364;
-const schema514 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.delete/output/400"};
-
-function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate364.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate364.errors = vErrors;
-return errors === 0;
-}
-validate364.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_401 = validate366;
-const schema515 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.delete/output/401"};
-
-function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate366.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate366.errors = vErrors;
-return errors === 0;
-}
-validate366.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_403 = validate367;
-const schema517 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.delete/output/403"};
-
-function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate367.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate367.errors = vErrors;
-return errors === 0;
-}
-validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_404 = validate368;
-const schema519 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.delete/output/404"};
-
-function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/404" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate368.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate368.errors = vErrors;
-return errors === 0;
-}
-validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_429 = validate369;
-const schema521 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.delete/output/429"};
-
-function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate369.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate369.errors = vErrors;
-return errors === 0;
-}
-validate369.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_500 = validate370;
-const schema523 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/500"};
-
-function validate370(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate370.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate370.errors = vErrors;
-return errors === 0;
-}
-validate370.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_200 = validate371;
-const schema525 = {"$ref":"https://contract.local/schemas/WorkspaceWithStorage","$id":"https://contract.local/procedures/workspaces.get/output/200"};
-
-function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate371.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate55(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
-errors = vErrors.length;
-}
-validate371.errors = vErrors;
-return errors === 0;
-}
-validate371.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_400 = validate373;
-const schema526 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.get/output/400"};
-
-function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate373.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate373.errors = vErrors;
-return errors === 0;
-}
-validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_401 = validate375;
-const schema527 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.get/output/401"};
-
-function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate375.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate375.errors = vErrors;
-return errors === 0;
-}
-validate375.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_403 = validate376;
-const schema529 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.get/output/403"};
-
-function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate376.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate376.errors = vErrors;
-return errors === 0;
-}
-validate376.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_404 = validate377;
-const schema531 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.get/output/404"};
-
-function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/404" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate377.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate377.errors = vErrors;
-return errors === 0;
-}
-validate377.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_429 = validate378;
-const schema533 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.get/output/429"};
-
-function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate378.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate378.errors = vErrors;
-return errors === 0;
-}
-validate378.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_500 = validate379;
-const schema535 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/500"};
-
-function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate379.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate379.errors = vErrors;
-return errors === 0;
-}
-validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_list_200 = validate380;
-const schema537 = {"$ref":"https://contract.local/schemas/WorkspaceList","$id":"https://contract.local/procedures/workspaces.list/output/200"};
-
-function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate380.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate52(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
-errors = vErrors.length;
-}
-validate380.errors = vErrors;
-return errors === 0;
-}
-validate380.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_list_400 = validate382;
-const schema538 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.list/output/400"};
-
-function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate382.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-validate382.errors = vErrors;
-return errors === 0;
-}
-validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_list_401 = validate384;
-const schema539 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.list/output/401"};
-
-function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate384.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
 validate384.errors = vErrors;
 return errors === 0;
 }
 validate384.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_403 = validate385;
-const schema541 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.list/output/403"};
+exports.output_workspaces_delete_400 = validate385;
+const schema556 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.delete/output/400"};
 
 function validate385(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/403" */;
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/400" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate385.evaluated;
@@ -42602,303 +43434,20 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
 }
 validate385.errors = vErrors;
 return errors === 0;
 }
 validate385.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_429 = validate386;
-const schema543 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.list/output/429"};
-
-function validate386(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate386.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate386.errors = vErrors;
-return errors === 0;
-}
-validate386.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_list_500 = validate387;
-const schema545 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/500"};
+exports.output_workspaces_delete_401 = validate387;
+const schema557 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.delete/output/401"};
 
 function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/500" */;
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/401" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate387.evaluated;
@@ -42909,6 +43458,738 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate387.errors = vErrors;
+return errors === 0;
+}
+validate387.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_delete_403 = validate388;
+const schema559 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.delete/output/403"};
+
+function validate388(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate388.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate388.errors = vErrors;
+return errors === 0;
+}
+validate388.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_delete_404 = validate389;
+const schema561 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.delete/output/404"};
+
+function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/404" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate389.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate389.errors = vErrors;
+return errors === 0;
+}
+validate389.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_delete_413 = validate390;
+const schema563 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/413"};
+
+function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate390.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate390.errors = vErrors;
+return errors === 0;
+}
+validate390.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_delete_429 = validate391;
+const schema565 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.delete/output/429"};
+
+function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate391.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate391.errors = vErrors;
+return errors === 0;
+}
+validate391.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_delete_500 = validate392;
+const schema567 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/500"};
+
+function validate392(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate392.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.error === undefined){
 const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
 if(vErrors === null){
@@ -42987,19 +44268,1618 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate387.errors = vErrors;
+validate392.errors = vErrors;
 return errors === 0;
 }
-validate387.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate392.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_200 = validate388;
-const schema547 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.update/output/200"};
+exports.output_workspaces_get_200 = validate393;
+const schema569 = {"$ref":"https://contract.local/schemas/WorkspaceWithStorage","$id":"https://contract.local/procedures/workspaces.get/output/200"};
 
-function validate388(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate393.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate55(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
+errors = vErrors.length;
+}
+validate393.errors = vErrors;
+return errors === 0;
+}
+validate393.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_400 = validate395;
+const schema570 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.get/output/400"};
+
+function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate395.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate395.errors = vErrors;
+return errors === 0;
+}
+validate395.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_401 = validate397;
+const schema571 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.get/output/401"};
+
+function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate397.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate397.errors = vErrors;
+return errors === 0;
+}
+validate397.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_403 = validate398;
+const schema573 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.get/output/403"};
+
+function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate398.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate398.errors = vErrors;
+return errors === 0;
+}
+validate398.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_404 = validate399;
+const schema575 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.get/output/404"};
+
+function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/404" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate399.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate399.errors = vErrors;
+return errors === 0;
+}
+validate399.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_413 = validate400;
+const schema577 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/413"};
+
+function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate400.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate400.errors = vErrors;
+return errors === 0;
+}
+validate400.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_429 = validate401;
+const schema579 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.get/output/429"};
+
+function validate401(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate401.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate401.errors = vErrors;
+return errors === 0;
+}
+validate401.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_500 = validate402;
+const schema581 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/500"};
+
+function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate402.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate402.errors = vErrors;
+return errors === 0;
+}
+validate402.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_200 = validate403;
+const schema583 = {"$ref":"https://contract.local/schemas/WorkspaceList","$id":"https://contract.local/procedures/workspaces.list/output/200"};
+
+function validate403(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate403.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate52(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+errors = vErrors.length;
+}
+validate403.errors = vErrors;
+return errors === 0;
+}
+validate403.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_400 = validate405;
+const schema584 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.list/output/400"};
+
+function validate405(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate405.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+validate405.errors = vErrors;
+return errors === 0;
+}
+validate405.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_401 = validate407;
+const schema585 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.list/output/401"};
+
+function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate407.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate407.errors = vErrors;
+return errors === 0;
+}
+validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_403 = validate408;
+const schema587 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.list/output/403"};
+
+function validate408(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate408.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate408.errors = vErrors;
+return errors === 0;
+}
+validate408.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_413 = validate409;
+const schema589 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/413"};
+
+function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate409.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data0 === "payload_too_large")){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate409.errors = vErrors;
+return errors === 0;
+}
+validate409.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_429 = validate410;
+const schema591 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.list/output/429"};
+
+function validate410(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate410.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate410.errors = vErrors;
+return errors === 0;
+}
+validate410.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_500 = validate411;
+const schema593 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/500"};
+
+function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate411.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate411.errors = vErrors;
+return errors === 0;
+}
+validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_update_200 = validate412;
+const schema595 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.update/output/200"};
+
+function validate412(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate388.evaluated;
+const evaluated0 = validate412.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43242,19 +46122,19 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate388.errors = vErrors;
+validate412.errors = vErrors;
 return errors === 0;
 }
-validate388.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate412.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_400 = validate389;
-const schema549 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.update/output/400"};
+exports.output_workspaces_update_400 = validate413;
+const schema597 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.update/output/400"};
 
-function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate413(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate389.evaluated;
+const evaluated0 = validate413.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43265,19 +46145,19 @@ if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
-validate389.errors = vErrors;
+validate413.errors = vErrors;
 return errors === 0;
 }
-validate389.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate413.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_401 = validate391;
-const schema550 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.update/output/401"};
+exports.output_workspaces_update_401 = validate415;
+const schema598 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.update/output/401"};
 
-function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate415(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate391.evaluated;
+const evaluated0 = validate415.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43418,19 +46298,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate391.errors = vErrors;
+validate415.errors = vErrors;
 return errors === 0;
 }
-validate391.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate415.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_403 = validate392;
-const schema552 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.update/output/403"};
+exports.output_workspaces_update_403 = validate416;
+const schema600 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.update/output/403"};
 
-function validate392(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate392.evaluated;
+const evaluated0 = validate416.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43571,19 +46451,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate392.errors = vErrors;
+validate416.errors = vErrors;
 return errors === 0;
 }
-validate392.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate416.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_404 = validate393;
-const schema554 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.update/output/404"};
+exports.output_workspaces_update_404 = validate417;
+const schema602 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.update/output/404"};
 
-function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate417(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate393.evaluated;
+const evaluated0 = validate417.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43724,19 +46604,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate393.errors = vErrors;
+validate417.errors = vErrors;
 return errors === 0;
 }
-validate393.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate417.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_409 = validate394;
-const schema556 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.update/output/409"};
+exports.output_workspaces_update_409 = validate418;
+const schema604 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.update/output/409"};
 
-function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate418(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate394.evaluated;
+const evaluated0 = validate418.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43877,19 +46757,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate394.errors = vErrors;
+validate418.errors = vErrors;
 return errors === 0;
 }
-validate394.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate418.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_413 = validate395;
-const schema558 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/413"};
+exports.output_workspaces_update_413 = validate419;
+const schema606 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/413"};
 
-function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate395.evaluated;
+const evaluated0 = validate419.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43997,19 +46877,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate395.errors = vErrors;
+validate419.errors = vErrors;
 return errors === 0;
 }
-validate395.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_429 = validate396;
-const schema560 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.update/output/429"};
+exports.output_workspaces_update_429 = validate420;
+const schema608 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.update/output/429"};
 
-function validate396(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate396.evaluated;
+const evaluated0 = validate420.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44150,19 +47030,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate396.errors = vErrors;
+validate420.errors = vErrors;
 return errors === 0;
 }
-validate396.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate420.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_500 = validate397;
-const schema562 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/500"};
+exports.output_workspaces_update_500 = validate421;
+const schema610 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/500"};
 
-function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate421(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate397.evaluated;
+const evaluated0 = validate421.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44248,8 +47128,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate397.errors = vErrors;
+validate421.errors = vErrors;
 return errors === 0;
 }
-validate397.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate421.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

@@ -20,6 +20,24 @@ export interface Config {
   validateResponses: boolean;
   requireEmailVerification: boolean;
   contactEmail: string | undefined;
+  authRateLimitPerMinute: number;
+  /** Where mail goes: an SMTP server, the log (development), or nowhere (features that mail answer 412). */
+  emailProvider: 'smtp' | 'log' | 'none';
+  smtpUrl: string | undefined;
+  emailFrom: string;
+  /** Users signing up (or already there at start) with these emails become platform admins. */
+  adminEmails: string[];
+  github: OAuthClient | null;
+  google: OAuthClient | null;
+}
+
+export interface OAuthClient {
+  clientId: string;
+  clientSecret: string;
+  /** The provider's base URL: https://github.com, or Google's issuer https://accounts.google.com (tests point it at a local server). */
+  issuer: string;
+  /** GitHub's API base (https://api.github.com); unused for Google, whose userinfo endpoint comes from discovery. */
+  apiUrl: string;
 }
 
 export class ConfigError extends Error {
@@ -34,7 +52,10 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const settingNames = [
   'PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'PUBLIC_URL', 'WEB_URL', 'TRUSTED_ORIGINS',
   'TRUST_PROXY', 'LOG_LEVEL', 'NODE_ENV', 'RATE_LIMIT_PER_MINUTE', 'VALIDATE_RESPONSES',
-  'REQUIRE_EMAIL_VERIFICATION', 'CONTACT_EMAIL',
+  'REQUIRE_EMAIL_VERIFICATION', 'CONTACT_EMAIL', 'AUTH_RATE_LIMIT_PER_MINUTE',
+  'EMAIL_PROVIDER', 'SMTP_URL', 'EMAIL_FROM', 'ADMIN_EMAILS',
+  'GITHUB_CLIENT_ID', 'GITHUB_CLIENT_SECRET', 'GITHUB_URL', 'GITHUB_API_URL',
+  'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET', 'GOOGLE_ISSUER',
 ] as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -43,6 +64,11 @@ export function loadConfig(env: Env = process.env): Config {
   const environment = text(env, 'NODE_ENV', 'development');
   const publicUrl = url(env, 'PUBLIC_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
   const webUrl = url(env, 'WEB_URL');
+  const emailProvider = oneOf(env, 'EMAIL_PROVIDER', ['smtp', 'log', 'none'] as const, environment === 'production' ? 'none' : 'log');
+  const smtpUrl = raw(env, 'SMTP_URL');
+  if (emailProvider === 'smtp' && (!smtpUrl || !URL.canParse(smtpUrl) || !/^smtps?:$/.test(new URL(smtpUrl).protocol))) {
+    throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL when EMAIL_PROVIDER is smtp');
+  }
   return {
     port,
     host,
@@ -58,6 +84,13 @@ export function loadConfig(env: Env = process.env): Config {
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', environment !== 'production'),
     requireEmailVerification: boolean(env, 'REQUIRE_EMAIL_VERIFICATION', false),
     contactEmail: email(env, 'CONTACT_EMAIL'),
+    authRateLimitPerMinute: integer(env, 'AUTH_RATE_LIMIT_PER_MINUTE', 10, 1, 1_000_000),
+    emailProvider,
+    smtpUrl,
+    emailFrom: raw(env, 'EMAIL_FROM') ?? `Workspace API <no-reply@${new URL(publicUrl).hostname}>`,
+    adminEmails: (raw(env, 'ADMIN_EMAILS') ?? '').split(',').map((item) => item.trim().toLowerCase()).filter(Boolean),
+    github: oauthClient(env, 'GITHUB', 'https://github.com', 'https://api.github.com'),
+    google: oauthClient(env, 'GOOGLE', 'https://accounts.google.com', ''),
   };
 }
 
@@ -110,6 +143,21 @@ function email(env: Env, name: string): string | undefined {
   if (value === undefined) return undefined;
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) throw new ConfigError(`${name} must be an email address, got "${value}"`);
   return value;
+}
+
+/** A provider is enabled when both its client id and secret are set; one without the other is a mistake. */
+function oauthClient(env: Env, prefix: 'GITHUB' | 'GOOGLE', issuer: string, apiUrl: string): OAuthClient | null {
+  const clientId = raw(env, `${prefix}_CLIENT_ID`);
+  const clientSecret = raw(env, `${prefix}_CLIENT_SECRET`);
+  if (!clientId && !clientSecret) return null;
+  if (!clientId || !clientSecret) throw new ConfigError(`${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET must be set together`);
+  const issuerName = prefix === 'GITHUB' ? 'GITHUB_URL' : 'GOOGLE_ISSUER';
+  return {
+    clientId,
+    clientSecret,
+    issuer: (url(env, issuerName) ?? issuer).replace(/\/+$/, ''),
+    apiUrl: prefix === 'GITHUB' ? (url(env, 'GITHUB_API_URL') ?? apiUrl).replace(/\/+$/, '') : apiUrl,
+  };
 }
 
 function databaseUrl(env: Env): string | undefined {

@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import type { Database } from './db/connection.ts';
 import type { Logger } from './logger.ts';
 import type { Memberships } from './auth/access.ts';
+import type { Authenticator } from './auth/authenticate.ts';
 import type { Mailer } from './email/mailer.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
 import type { ProcedureInput, ProcedureName, ProcedureOutput } from '../generated/procedures.ts';
@@ -31,7 +32,9 @@ export interface Services {
   /** Per-route limiters kept in process memory (the specification sizes them for one instance). */
   limiters: { contact: RateLimiter };
   /** Resolves the caller from request headers; null when there is no valid session. */
-  authenticate(headers: Record<string, string | string[] | undefined>): Promise<Principal | null>;
+  authenticate: Authenticator;
+  /** The clock: sessions, tokens and limits read time here, so tests can move it. */
+  now(): Date;
 }
 
 export interface Context {

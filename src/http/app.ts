@@ -8,11 +8,18 @@ import type { Config } from '../config.ts';
 import type { Handlers, Services } from '../context.ts';
 import type { Database } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
-import type { Memberships } from '../auth/access.ts';
+import { sessionAuthenticator } from '../auth/authenticate.ts';
+import { originCheck } from '../auth/csrf.ts';
+import { databaseMemberships } from '../auth/memberships.ts';
+import { sessionMiddleware } from '../auth/session-middleware.ts';
+import { identityRouter } from '../auth/identity-router.ts';
+import { authHandlers } from '../auth/routes.ts';
+import type { AuthHandlers } from '../auth/identity-route.ts';
+import { createMailer } from '../email/providers.ts';
 import { handlers as allHandlers, streamHandlers } from '../procedures.ts';
 import { accessLog } from './access-log.ts';
 import { clientIp } from './client-ip.ts';
-import { corsPolicy } from './cors.ts';
+import { allowedOrigins, corsPolicy } from './cors.ts';
 import { errorHandler, MAX_BODY_BYTES } from './error-handler.ts';
 import { ipLimiter } from './ip-limiter.ts';
 import { notFound } from './not-found.ts';
@@ -26,36 +33,33 @@ import { securityHeaders } from './security-headers.ts';
 import type { StreamHandlers } from './streams.ts';
 
 const contractDocument = JSON.parse(readFileSync(new URL('../../generated/openapi.json', import.meta.url), 'utf8'));
+const authDocument = JSON.parse(readFileSync(new URL('../../generated/auth-openapi.json', import.meta.url), 'utf8'));
 
 export interface AppOptions {
   config: Config;
   db: Database;
   logger: Logger;
   /** Replace parts of the service (tests); the defaults are the real ones. */
-  overrides?: Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer'>> & {
+  overrides?: Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer' | 'now'>> & {
     handlers?: Handlers;
     streams?: StreamHandlers;
-    now?: () => number;
+    authHandlers?: AuthHandlers;
   };
 }
 
-/** Until the identity tables exist nobody belongs to an organization and no workspace exists. */
-const noMemberships: Memberships = {
-  roleIn: async () => null,
-  workspaceOrganization: async () => null,
-};
-
 export async function buildApp(options: AppOptions): Promise<{ app: Express; services: Services }> {
   const { config, db, logger, overrides = {} } = options;
-  const now = overrides.now;
+  const now = overrides.now ?? (() => new Date());
+  const clock = () => now().getTime();
   const services: Services = {
     config,
     db,
     logger,
-    memberships: overrides.memberships ?? noMemberships,
-    authenticate: overrides.authenticate ?? (async () => null),
-    mailer: overrides.mailer ?? null,
-    limiters: { contact: createRateLimiter({ limit: 5, windowMs: 10 * 60_000, ...(now ? { now } : {}) }) },
+    now,
+    memberships: overrides.memberships ?? databaseMemberships(db.sql),
+    authenticate: overrides.authenticate ?? sessionAuthenticator(db.sql, now),
+    mailer: overrides.mailer === undefined ? createMailer(config, logger) : overrides.mailer,
+    limiters: { contact: createRateLimiter({ limit: 5, windowMs: 10 * 60_000, now: clock }) },
   };
   const handlers = { ...allHandlers, ...overrides.handlers };
   const streams = { ...streamHandlers, ...overrides.streams };
@@ -66,10 +70,14 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
   app.set('etag', false);
 
   app.use(clientIp(config.trustProxy), requestId(logger), accessLog(), securityHeaders(), corsPolicy(config));
-  app.use(['/rpc', '/api/v1'], ipLimiter(config.rateLimitPerMinute, now), express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false }));
+  const trusted = allowedOrigins(config);
+  trusted.add(new URL(config.publicUrl).origin);
+  app.use(['/rpc', '/api/v1', '/api/auth'], originCheck(trusted), sessionMiddleware(services));
+  app.use(['/rpc', '/api/v1'], ipLimiter(config.rateLimitPerMinute, clock), express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false }));
   app.use(operationalRoutes({ document: contractDocument, ready: createReadinessCheck(() => db.ping()) }));
   app.use('/api/v1', await restRouter(contractDocument, handlers, streams, services));
   app.use('/rpc', rpcRouter(handlers, streams, services));
+  app.use('/api/auth', identityRouter({ document: authDocument, handlers: { ...authHandlers, ...overrides.authHandlers }, services }));
   app.use(notFound());
   app.use(errorHandler());
   return { app, services };

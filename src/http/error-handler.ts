@@ -6,10 +6,11 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { WireError } from '../rpc/wire.ts';
 import { ApiError, badRequest } from './errors.ts';
+import { findRoute } from './route-lookup.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-export function sendError(req: Request, res: Response, error: unknown, declared: readonly string[] = []): void {
+export function sendError(req: Request, res: Response, error: unknown, declared?: readonly string[]): void {
   if (res.headersSent) {
     req.log.error({ err: error }, 'error after the response started');
     res.destroy();
@@ -17,7 +18,9 @@ export function sendError(req: Request, res: Response, error: unknown, declared:
   }
   const known = toApiError(error);
   if (known) {
-    res.status(known.status).set(known.headers).json(known.toBody(declared));
+    // Errors raised before routing (limiter, body parser) learn the operation from the path.
+    const codes = declared ?? findRoute(req.method, req.originalUrl.split('?')[0]!)?.errors ?? [];
+    res.status(known.status).set(known.headers).json(known.toBody(codes));
     return;
   }
   if (isBodyError(error) && error.type === 'entity.too.large') {

@@ -16,6 +16,12 @@ export const errorCatalogue = {
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large.' },
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests, try again in a minute.' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'The AI service is unavailable, try again later.' },
+  // Identity routes (/api/auth/*)
+  INVALID_TOKEN: { status: 400, message: 'The link is invalid or has expired.' },
+  INVALID_EMAIL_OR_PASSWORD: { status: 401, message: 'Invalid email or password.' },
+  EMAIL_NOT_VERIFIED: { status: 403, message: 'Verify your email address before signing in.' },
+  BANNED_USER: { status: 403, message: 'This account is banned.' },
+  USER_ALREADY_EXISTS: { status: 422, message: 'An account with this email already exists.' },
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

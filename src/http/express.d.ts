@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.ts';
+import type { Principal } from '../context.ts';
 
 declare global {
   namespace Express {
@@ -9,6 +10,8 @@ declare global {
       log: Logger;
       /** The client's address (see client-ip.ts). */
       clientIp: string;
+      /** The signed-in caller, or null (see auth/session-middleware.ts). */
+      principal: Principal | null;
     }
   }
 }

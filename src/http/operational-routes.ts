@@ -3,7 +3,7 @@
  * (specification, "Other routes")
  */
 import { createHash } from 'node:crypto';
-import express, { type Router } from 'express';
+import express, { type RequestHandler, type Router } from 'express';
 import { withoutCacheHeader } from './security-headers.ts';
 import type { ReadinessResult } from './readiness.ts';
 
@@ -22,10 +22,15 @@ export function operationalRoutes(options: { document: object; ready: () => Prom
     else res.status(503).json({ status: 'unavailable', checks: { database: result.database } });
   });
 
-  // Built once per process: the bytes and their ETag never change while it runs.
-  const body = Buffer.from(JSON.stringify(options.document));
+  router.get('/api/v1/openapi.json', documentRoute(options.document));
+  return router;
+}
+
+/** Serves a contract document built once per process, with an ETag, no-cache and 304 on a match. */
+export function documentRoute(document: object): RequestHandler {
+  const body = Buffer.from(JSON.stringify(document));
   const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-  router.get('/api/v1/openapi.json', (req, res) => {
+  return (req, res) => {
     res.setHeader('Cache-Control', 'no-cache');
     res.setHeader('ETag', etag);
     if (matchesEtag(req.get('if-none-match'), etag)) {
@@ -33,9 +38,7 @@ export function operationalRoutes(options: { document: object; ready: () => Prom
       return;
     }
     res.type('application/json').send(body);
-  });
-
-  return router;
+  };
 }
 
 /** RFC 9110 §13.1.2: If-None-Match is `*` or a list of entity tags, compared weakly. */

@@ -4,7 +4,7 @@
  * the handler, and check the answer against the contract when response validation is on.
  */
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
-import type { Context, Handler, Services } from '../context.ts';
+import type { Context, Handler, Principal, Services } from '../context.ts';
 import { enforceAccess } from '../auth/access.ts';
 import type { Logger } from '../logger.ts';
 import { ApiError } from './errors.ts';
@@ -14,7 +14,8 @@ export interface CallRequest {
   requestId: string;
   log: Logger;
   ip: string;
-  headers: Record<string, string | string[] | undefined>;
+  /** The caller, resolved once per request by the session middleware. */
+  principal: Principal | null;
 }
 
 export async function callProcedure(
@@ -26,15 +27,19 @@ export async function callProcedure(
   /** Turns the validated JSON input into the handler's input (RPC revives Dates here). */
   revive: (input: Record<string, unknown>) => Record<string, unknown> = (input) => input,
 ): Promise<unknown> {
-  const principal = await services.authenticate(request.headers);
-  if (procedure.access !== 'public' && !principal) throw new ApiError('UNAUTHORIZED');
-  validateInput(procedure.name, input);
-  await enforceAccess(procedure.access, input, principal, services.memberships);
+  await admitCall(procedure, input, request.principal, services);
   if (!handler) throw new Error(`no handler is registered for ${procedure.name}`);
-  const ctx: Context = { requestId: request.requestId, log: request.log, ip: request.ip, principal, services };
+  const ctx: Context = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services };
   const output = await handler(revive(input), ctx);
   if (services.config.validateResponses) checkOutput(procedure, output);
   return output;
+}
+
+/** The checks every call passes before its handler, in this order: 401, then 400, then 403. */
+export async function admitCall(procedure: ProcedureDefinition, input: Record<string, unknown>, principal: Principal | null, services: Services): Promise<void> {
+  if (procedure.access !== 'public' && !principal) throw new ApiError('UNAUTHORIZED');
+  validateInput(procedure.name, input);
+  await enforceAccess(procedure.access, input, principal, services.memberships);
 }
 
 /** A handler answer that breaks the contract is our bug: fail loudly (500) rather than mislead clients. */

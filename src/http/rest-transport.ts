@@ -39,7 +39,7 @@ export async function restRouter(document: object, handlers: Handlers, streams: 
 }
 
 export function callRequest(req: Request) {
-  return { requestId: req.id, log: req.log, ip: req.clientIp, headers: req.headers };
+  return { requestId: req.id, log: req.log, ip: req.clientIp, principal: req.principal };
 }
 
 /** `/workspaces/{id}` -> `/workspaces/:id` */
@@ -47,7 +47,7 @@ export function toExpressPath(path: string): string {
   return path.replace(/\{([^}]+)\}/g, ':$1');
 }
 
-function restInput(procedure: ProcedureDefinition, req: Request): Record<string, unknown> {
+export function restInput(procedure: ProcedureDefinition, req: Request): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   if (procedure.hasBody && req.body !== undefined) {
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) {

@@ -6,9 +6,7 @@
 import type { Request, Response } from 'express';
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
 import type { Context, Services } from '../context.ts';
-import { enforceAccess } from '../auth/access.ts';
-import { ApiError } from './errors.ts';
-import { validateInput } from './validation.ts';
+import { admitCall } from './procedure-call.ts';
 
 export interface EventSink {
   /** `event:`, optional `id:` and one `data:` line of JSON (WHATWG HTML, server-sent events). */
@@ -32,10 +30,8 @@ export async function sendStream(
   res: Response,
   services: Services,
 ): Promise<void> {
-  const principal = await services.authenticate(req.headers);
-  if (procedure.access !== 'public' && !principal) throw new ApiError('UNAUTHORIZED');
-  validateInput(procedure.name, input);
-  await enforceAccess(procedure.access, input, principal, services.memberships);
+  const principal = req.principal;
+  await admitCall(procedure, input, principal, services);
   const handler = streams[procedure.name];
   if (!handler) throw new Error(`no stream handler is registered for ${procedure.name}`);
 

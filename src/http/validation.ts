@@ -18,8 +18,14 @@ export interface ValidateFunction {
 }
 
 const require = createRequire(import.meta.url);
-const inputValidators = require('../../generated/validators-input.cjs') as Record<string, ValidateFunction>;
+// The procedures' and the identity routes' validators: their names never collide (auth.* vs the
+// procedure groups), so one lookup serves both.
+const inputValidators = {
+  ...require('../../generated/validators-input.cjs'),
+  ...require('../../generated/auth-validators-input.cjs'),
+} as Record<string, ValidateFunction>;
 const outputValidators = require('../../generated/validators-output.cjs') as Record<string, ValidateFunction>;
+const authOutputValidators = require('../../generated/auth-validators-output.cjs') as Record<string, ValidateFunction>;
 
 export function inputValidator(procedure: string): ValidateFunction {
   const validate = inputValidators[`input_${procedure.replace(/\./g, '_')}`];
@@ -29,10 +35,11 @@ export function inputValidator(procedure: string): ValidateFunction {
 
 /** The validator of one response body of a procedure, or undefined when that status has no JSON body. */
 export function outputValidator(procedure: string, status: number): ValidateFunction | undefined {
-  return outputValidators[`output_${procedure.replace(/\./g, '_')}_${status}`];
+  const name = `output_${procedure.replace(/\./g, '_')}_${status}`;
+  return procedure.startsWith('auth.') ? authOutputValidators[name] : outputValidators[name];
 }
 
-/** The validator of a named component schema (e.g. NotFoundError). */
+/** The validator of a named component schema of the procedures' contract (e.g. NotFoundError). */
 export function schemaValidator(component: string): ValidateFunction | undefined {
   return outputValidators[`schema_${component}`];
 }

@@ -87,8 +87,9 @@ async function toError(response: Response): Promise<ApiClientError> {
   if (body && typeof body.code === 'string') {
     return new ApiClientError({ ...body, status: response.status, requestId });
   }
-  // Transport-level errors ({ error: 'payload_too_large', ... }, the generic 500) and non-JSON answers.
-  const code = typeof body?.error === 'string' ? body.error.toUpperCase() : `HTTP_${response.status}`;
+  // Transport-level errors keep their lowercase identifier ('payload_too_large', 'internal_error'),
+  // so they never pass for a procedure's own code; non-JSON answers become HTTP_<status>.
+  const code = typeof body?.error === 'string' ? body.error : `HTTP_${response.status}`;
   return new ApiClientError({ code, status: response.status, message: body?.message ?? response.statusText, requestId });
 }
 

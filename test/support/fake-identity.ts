@@ -5,17 +5,18 @@
  */
 import type { Memberships } from '../../src/auth/access.ts';
 import type { OrganizationRole } from '../../src/auth/permissions.ts';
-import type { Principal } from '../../src/context.ts';
+import type { Authentication } from '../../src/auth/authenticate.ts';
 
 export function fakeIdentity(options: {
   users: Record<string, { role?: string | null; organizations?: Record<string, OrganizationRole> }>;
   workspaces?: Record<string, string>;
 }) {
-  const authenticate = async (headers: Record<string, string | string[] | undefined>): Promise<Principal | null> => {
+  const authenticate = async (headers: Record<string, string | string[] | undefined>): Promise<Authentication | null> => {
     const match = /^Bearer (\S+)$/.exec(String(headers.authorization ?? ''));
     const user = match ? options.users[match[1]!] : undefined;
     if (!match || !user) return null;
-    return { userId: match[1]!, email: `${match[1]}@example.com`, role: user.role ?? null, sessionId: `ses_${match[1]}`, impersonatedBy: null };
+    const principal = { userId: match[1]!, email: `${match[1]}@example.com`, role: user.role ?? null, sessionId: `ses_${match[1]}`, impersonatedBy: null };
+    return { principal, via: 'bearer' };
   };
   const memberships: Memberships = {
     roleIn: async (userId, organizationId) => options.users[userId]?.organizations?.[organizationId] ?? null,

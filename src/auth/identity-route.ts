@@ -1,0 +1,29 @@
+/**
+ * What an identity route handler is: `(input, ctx) => AuthAnswer`. Like a procedure it knows
+ * nothing about Express; unlike one it may hand out or clear a session, set a short-lived cookie
+ * (OAuth state) or redirect, which the identity router turns into headers.
+ */
+import type { AuthRouteInput, AuthRouteName, AuthRouteOutput } from '../../generated/auth-routes.ts';
+import type { Context } from '../context.ts';
+
+export interface AuthContext extends Context {
+  userAgent: string | null;
+  /** A request cookie by name (OAuth state and verifier cookies). */
+  cookie(name: string): string | undefined;
+}
+
+export interface AuthAnswer<T> {
+  body?: T;
+  /** Answer 302 to this URL instead of a body. */
+  redirect?: string;
+  /** A session created now: sent as set-auth-token and as the session cookie. */
+  session?: { token: string; expiresAt: Date };
+  /** Remove the session cookie (sign-out, revocation of the current session). */
+  clearSession?: boolean;
+  /** Other cookies to set; maxAgeSeconds 0 removes one. */
+  cookies?: { name: string; value: string; maxAgeSeconds: number; path?: string }[];
+}
+
+export type AuthHandler<N extends AuthRouteName> = (input: AuthRouteInput<N>, ctx: AuthContext) => Promise<AuthAnswer<AuthRouteOutput<N>>>;
+
+export type AuthHandlers = { [N in AuthRouteName]?: AuthHandler<N> };

@@ -1,0 +1,93 @@
+/**
+ * /api/auth/*: the identity routes of openapi/auth.yaml. Each request is read like a REST
+ * procedure call (path, query and body as one input), passes the same checks (401, 400 from the
+ * generated validators, the declared access), and its handler's AuthAnswer becomes the response:
+ * a JSON body or a redirect, plus any session token or cookie it hands out.
+ * Also serves the contract at /api/auth/openapi.json and its reference page at /api/auth/reference.
+ */
+import express, { type Request, type Response, type Router } from 'express';
+import { authRoutes, type AuthRouteName } from '../../generated/auth-routes.ts';
+import type { ProcedureDefinition } from '../../generated/procedures.ts';
+import type { Services } from '../context.ts';
+import { sendError, MAX_BODY_BYTES } from '../http/error-handler.ts';
+import { admitCall } from '../http/procedure-call.ts';
+import { documentRoute } from '../http/operational-routes.ts';
+import { createRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
+import { restInput, toExpressPath } from '../http/rest-transport.ts';
+import { ApiError } from '../http/errors.ts';
+import { outputValidator, toIssues } from '../http/validation.ts';
+import { clearSessionCookie, sendSessionToken } from './authenticate.ts';
+import { readCookie, serializeCookie } from './cookies.ts';
+import type { AuthAnswer, AuthContext, AuthHandlers } from './identity-route.ts';
+import { referencePage } from './reference-page.ts';
+
+/** Routes where guessing pays: sign-up, sign-in, reset and verification mail get a tight per-IP budget. */
+const SENSITIVE: readonly string[] = ['auth.signUpEmail', 'auth.signInEmail', 'auth.requestPasswordReset', 'auth.sendVerificationEmail', 'auth.resetPassword'];
+
+export function identityRouter(options: { document: object; handlers: AuthHandlers; services: Services }): Router {
+  const { document, handlers, services } = options;
+  const { config } = services;
+  const secure = config.publicUrl.startsWith('https:');
+  const clock = () => services.now().getTime();
+  const general = createRateLimiter({ limit: config.authRateLimitPerMinute * 10, windowMs: 60_000, now: clock });
+  const sensitive = createRateLimiter({ limit: config.authRateLimitPerMinute, windowMs: 60_000, now: clock });
+
+  const router = express.Router({ strict: true });
+  router.get('/openapi.json', documentRoute(document));
+  router.use('/reference', referencePage());
+  router.use(express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false }));
+
+  for (const route of Object.values(authRoutes) as ProcedureDefinition[]) {
+    const method = route.method.toLowerCase() as 'get' | 'post';
+    router[method](toExpressPath(route.path), async (req: Request, res: Response) => {
+      try {
+        limit(general, req);
+        if (SENSITIVE.includes(route.name)) limit(sensitive, req);
+        const input = restInput(route, req);
+        await admitCall(route, input, req.principal, services);
+        const handler = handlers[route.name as AuthRouteName] as ((input: unknown, ctx: AuthContext) => Promise<AuthAnswer<unknown>>) | undefined;
+        if (!handler) throw new Error(`no handler is registered for ${route.name}`);
+        const ctx: AuthContext = {
+          requestId: req.id,
+          log: req.log,
+          ip: req.clientIp,
+          principal: req.principal,
+          services,
+          userAgent: req.get('user-agent') ?? null,
+          cookie: (name) => readCookie(req.headers.cookie, name),
+        };
+        const answer = await handler(input, ctx);
+        respond(route, answer, res, { secure, now: services.now(), validate: config.validateResponses });
+      } catch (error) {
+        sendError(req, res, error, route.errors);
+      }
+    });
+  }
+  return router;
+}
+
+function limit(limiter: RateLimiter, req: Request): void {
+  const result = limiter.hit(req.clientIp);
+  if (!result.allowed) {
+    throw new ApiError('TOO_MANY_REQUESTS', { message: 'Too many attempts, try again in a minute.', headers: { 'Retry-After': String(result.retryAfterSeconds) } });
+  }
+}
+
+function respond(route: ProcedureDefinition, answer: AuthAnswer<unknown>, res: Response, options: { secure: boolean; now: Date; validate: boolean }): void {
+  if (answer.clearSession) clearSessionCookie(res, options.secure);
+  if (answer.session) sendSessionToken(res, answer.session.token, answer.session.expiresAt, { cookie: true, secure: options.secure, now: options.now });
+  for (const cookie of answer.cookies ?? []) {
+    res.append('Set-Cookie', serializeCookie(cookie.name, cookie.value, { maxAgeSeconds: cookie.maxAgeSeconds, secure: options.secure, path: cookie.path ?? '/api/auth' }));
+  }
+  if (answer.redirect !== undefined) {
+    res.redirect(302, answer.redirect);
+    return;
+  }
+  const body = answer.body ?? null;
+  if (options.validate) {
+    const validate = outputValidator(route.name, route.successStatus);
+    const wire = JSON.parse(JSON.stringify(body));
+    if (validate && !validate(wire)) throw new Error(`${route.name} answered outside its contract: ${JSON.stringify(toIssues(validate.errors ?? []))}`);
+  }
+  res.status(route.successStatus).json(body);
+}
