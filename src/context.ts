@@ -9,6 +9,7 @@ import type { Memberships } from './auth/access.ts';
 import type { Authenticator } from './auth/authenticate.ts';
 import type { Mailer } from './email/mailer.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
+import type { PlanLookup } from './billing/plans.ts';
 import type { ProcedureInput, ProcedureName, ProcedureOutput } from '../generated/procedures.ts';
 
 /** The signed-in caller, resolved from the session cookie or bearer token. */
@@ -30,7 +31,13 @@ export interface Services {
   /** The configured email provider, or null when none is (features that send mail answer 412). */
   mailer: Mailer | null;
   /** Per-route limiters kept in process memory (the specification sizes them for one instance). */
-  limiters: { contact: RateLimiter };
+  limiters: {
+    contact: RateLimiter;
+    /** Sign-in attempts per email address, on top of the per-IP identity limiter. */
+    signInEmail: RateLimiter;
+  };
+  /** Plan limits; null limits (billing not configured) mean nothing is enforced. */
+  plans: PlanLookup;
   /** Resolves the caller from request headers; null when there is no valid session. */
   authenticate: Authenticator;
   /** The clock: sessions, tokens and limits read time here, so tests can move it. */

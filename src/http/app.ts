@@ -16,6 +16,7 @@ import { identityRouter } from '../auth/identity-router.ts';
 import { authHandlers } from '../auth/routes.ts';
 import type { AuthHandlers } from '../auth/identity-route.ts';
 import { createMailer } from '../email/providers.ts';
+import { unbilled } from '../billing/plans.ts';
 import { handlers as allHandlers, streamHandlers } from '../procedures.ts';
 import { accessLog } from './access-log.ts';
 import { clientIp } from './client-ip.ts';
@@ -40,7 +41,7 @@ export interface AppOptions {
   db: Database;
   logger: Logger;
   /** Replace parts of the service (tests); the defaults are the real ones. */
-  overrides?: Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer' | 'now'>> & {
+  overrides?: Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer' | 'now' | 'plans'>> & {
     handlers?: Handlers;
     streams?: StreamHandlers;
     authHandlers?: AuthHandlers;
@@ -59,7 +60,11 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
     memberships: overrides.memberships ?? databaseMemberships(db.sql),
     authenticate: overrides.authenticate ?? sessionAuthenticator(db.sql, now),
     mailer: overrides.mailer === undefined ? createMailer(config, logger) : overrides.mailer,
-    limiters: { contact: createRateLimiter({ limit: 5, windowMs: 10 * 60_000, now: clock }) },
+    limiters: {
+      contact: createRateLimiter({ limit: 5, windowMs: 10 * 60_000, now: clock }),
+      signInEmail: createRateLimiter({ limit: 5, windowMs: 15 * 60_000, now: clock }),
+    },
+    plans: overrides.plans ?? unbilled,
   };
   const handlers = { ...allHandlers, ...overrides.handlers };
   const streams = { ...streamHandlers, ...overrides.streams };
