@@ -1,6 +1,6 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
 # Node 24 that the `node` dev dependency puts first on their PATH (see toolchain.md).
-.PHONY: install start test codegen codegen-check lint mock bench ci clean
+.PHONY: install browser start test codegen codegen-check lint mock bench ci clean
 
 STAMP := node_modules/.install-stamp
 
@@ -13,7 +13,12 @@ $(STAMP): package.json package-lock.json
 start: install
 	npm run --silent start
 
-test: install
+# The identity reference page is tested in a real browser: Debian's chromium package.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package) for the browser test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+
+test: install browser
 	npm run --silent test
 
 codegen: install

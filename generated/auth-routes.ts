@@ -57,11 +57,10 @@ type ParamsOf<Op, Where extends string> = Op extends { parameters: infer P }
 type BodyOf<Op> = Op extends { requestBody?: infer R }
   ? Present<R> extends { content: { 'application/json': infer B } } ? B : {}
   : {};
-type SuccessOf<Op> = Op extends { responses: infer R }
-  ? R extends { 200: { content: infer C } }
-    ? C extends { 'application/json': infer B } ? B : C extends { 'text/event-stream': infer S } ? S : never
-    : never
+type BodyOf2xx<Response> = Response extends { content: infer C }
+  ? C extends { 'application/json': infer B } ? B : C extends { 'text/event-stream': infer S } ? S : never
   : never;
+type SuccessOf<Op> = Op extends { responses: infer R } ? BodyOf2xx<R[Extract<keyof R, 200 | 201 | 202 | 204>]> : never;
 
 /** The input: path, query and body fields as one object (both transports). */
 export type AuthRouteInput<N extends AuthRouteName> = Simplify<

@@ -1,6 +1,6 @@
 /**
  * The app factory: everything the HTTP service does, assembled once, without listening. Tests
- * and the `serve`/`api` commands both call buildApp and then listen where they like.
+ * and the `serve` command both call buildApp and then listen where they like.
  */
 import { readFileSync } from 'node:fs';
 import express, { type Express } from 'express';
