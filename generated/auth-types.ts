@@ -13,7 +13,8 @@ export interface paths {
          * Sign up with an email address and a password
          * @description Creates a user and its password (argon2id). When this deployment requires email verification
          *     (see system.authConfig), emails a verification link (valid 1 hour, leading to `callbackURL`) and
-         *     answers `token: null` without signing in; otherwise it signs the user in: a new session whose
+         *     answers `token: null` without signing in (412 PRECONDITION_FAILED when no email provider is
+         *     configured, since the link could not be sent); otherwise it signs the user in: a new session whose
          *     token is in the body, the `set-auth-token` header and the `session` cookie. An email address
          *     already taken, regardless of case, answers 422 USER_ALREADY_EXISTS. `callbackURL` must be a path
          *     or an address on a trusted origin (400 otherwise). Public; rate-limited per IP. A request that
@@ -511,7 +512,7 @@ export interface paths {
          * @description Creates a pending invitation, valid 48 hours, and emails the invitee a link. Needs
          *     invitation:create (owner, admin); only an owner invites an owner (403 FORBIDDEN otherwise).
          *     Answers 409 CONFLICT when the address already belongs to a member, or when a pending invitation
-         *     for it exists (pass `resend: true` to send that one again with a fresh 48-hour expiry). `teamId`
+         *     for it exists (pass `resend: true` to send that one again, with this request's role and team, and a fresh 48-hour expiry). `teamId`
          *     must be a team of the organization (404 NOT_FOUND). While billing is configured, members plus
          *     pending invitations may not exceed the plan's member limit (403 LIMIT_REACHED, kind `members`).
          *     412 PRECONDITION_FAILED when no email provider is configured. Audited (invitation.created).
@@ -1223,6 +1224,28 @@ export interface components {
             message: string;
         };
         /**
+         * @description Missing deployment configuration or wrong row state.
+         * @example {
+         *       "defined": true,
+         *       "code": "PRECONDITION_FAILED",
+         *       "status": 412,
+         *       "message": "Precondition failed."
+         *     }
+         */
+        PreconditionFailedError: {
+            /** @description True when the operation declares this code in its contract. */
+            defined: boolean;
+            /** @constant */
+            code: "PRECONDITION_FAILED";
+            /** @constant */
+            status: 412;
+            /**
+             * @description Human-readable explanation.
+             * @example Precondition failed.
+             */
+            message: string;
+        };
+        /**
          * @description Errors raised by the HTTP layer before a procedure runs, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*).
          * @example {
          *       "error": "payload_too_large",
@@ -1440,28 +1463,6 @@ export interface components {
              * @constant
              */
             redirect: true;
-        };
-        /**
-         * @description Missing deployment configuration or wrong row state.
-         * @example {
-         *       "defined": true,
-         *       "code": "PRECONDITION_FAILED",
-         *       "status": 412,
-         *       "message": "Precondition failed."
-         *     }
-         */
-        PreconditionFailedError: {
-            /** @description True when the operation declares this code in its contract. */
-            defined: boolean;
-            /** @constant */
-            code: "PRECONDITION_FAILED";
-            /** @constant */
-            status: 412;
-            /**
-             * @description Human-readable explanation.
-             * @example Precondition failed.
-             */
-            message: string;
         };
         /**
          * @description The request was carried out.
@@ -3009,6 +3010,15 @@ export interface components {
                 "application/json": components["schemas"]["ForbiddenError"];
             };
         };
+        /** @description A deployment setting or the row's state does not allow this (PRECONDITION_FAILED). */
+        PreconditionFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PreconditionFailedError"];
+            };
+        };
         /** @description The request body is over 1 MiB (payload_too_large). Any request to /api/v1 or /rpc may get it, whether or not the operation takes a body. */
         RequestTooLarge: {
             headers: {
@@ -3061,15 +3071,6 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["EmailNotVerifiedError"] | components["schemas"]["BannedUserError"] | components["schemas"]["ForbiddenError"];
-            };
-        };
-        /** @description A deployment setting or the row's state does not allow this (PRECONDITION_FAILED). */
-        PreconditionFailed: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["PreconditionFailedError"];
             };
         };
         /** @description No session or bearer token, or an expired one (UNAUTHORIZED). */
@@ -3192,6 +3193,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
+            412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             422: components["responses"]["UserAlreadyExists"];
             429: components["responses"]["IdentityTooManyRequests"];

@@ -1595,14 +1595,167 @@ return errors === 0;
 }
 validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_TransportErrorBody = validate26;
-const schema39 = {"type":"object","description":"Errors raised by the HTTP layer before a procedure runs, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*).","required":["error","message","requestId"],"additionalProperties":false,"properties":{"error":{"type":"string","enum":["payload_too_large"]},"message":{"type":"string","examples":["Request body exceeds 1048576 bytes."]},"requestId":{"type":"string","examples":["9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"]}},"examples":[{"error":"payload_too_large","message":"Request body exceeds 1048576 bytes.","requestId":"9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"}],"$id":"https://contract.local/schemas/TransportErrorBody"};
+exports.schema_PreconditionFailedError = validate26;
+const schema39 = {"type":"object","description":"Missing deployment configuration or wrong row state.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"PRECONDITION_FAILED"},"status":{"type":"integer","const":412},"message":{"type":"string","description":"Human-readable explanation.","examples":["Precondition failed."]}},"examples":[{"defined":true,"code":"PRECONDITION_FAILED","status":412,"message":"Precondition failed."}],"$id":"https://contract.local/schemas/PreconditionFailedError"};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/schemas/TransportErrorBody" */;
+/*# sourceURL="https://contract.local/schemas/PreconditionFailedError" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate26.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"#/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("PRECONDITION_FAILED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/const",keyword:"const",params:{allowedValue: "PRECONDITION_FAILED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(412 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/const",keyword:"const",params:{allowedValue: 412},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate26.errors = vErrors;
+return errors === 0;
+}
+validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.schema_TransportErrorBody = validate27;
+const schema40 = {"type":"object","description":"Errors raised by the HTTP layer before a procedure runs, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*).","required":["error","message","requestId"],"additionalProperties":false,"properties":{"error":{"type":"string","enum":["payload_too_large"]},"message":{"type":"string","examples":["Request body exceeds 1048576 bytes."]},"requestId":{"type":"string","examples":["9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"]}},"examples":[{"error":"payload_too_large","message":"Request body exceeds 1048576 bytes.","requestId":"9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"}],"$id":"https://contract.local/schemas/TransportErrorBody"};
+
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/TransportErrorBody" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate27.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1665,7 +1818,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1710,19 +1863,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
-validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_UserAlreadyExistsError = validate27;
-const schema40 = {"type":"object","description":"An account with this email address already exists (emails compare case-insensitively).","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"USER_ALREADY_EXISTS"},"status":{"type":"integer","const":422},"message":{"type":"string","description":"Human-readable explanation.","examples":["User already exists."]}},"examples":[{"defined":true,"code":"USER_ALREADY_EXISTS","status":422,"message":"User already exists."}],"$id":"https://contract.local/schemas/UserAlreadyExistsError"};
+exports.schema_UserAlreadyExistsError = validate28;
+const schema41 = {"type":"object","description":"An account with this email address already exists (emails compare case-insensitively).","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"USER_ALREADY_EXISTS"},"status":{"type":"integer","const":422},"message":{"type":"string","description":"Human-readable explanation.","examples":["User already exists."]}},"examples":[{"defined":true,"code":"USER_ALREADY_EXISTS","status":422,"message":"User already exists."}],"$id":"https://contract.local/schemas/UserAlreadyExistsError"};
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/UserAlreadyExistsError" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate27.evaluated;
+const evaluated0 = validate28.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1863,19 +2016,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
-validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_TooManyRequestsError = validate28;
-const schema41 = {"type":"object","description":"A rate limit was reached.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"TOO_MANY_REQUESTS"},"status":{"type":"integer","const":429},"message":{"type":"string","description":"Human-readable explanation.","examples":["Too many requests, try again in a minute."]}},"examples":[{"defined":true,"code":"TOO_MANY_REQUESTS","status":429,"message":"Too many requests, try again in a minute."}],"$id":"https://contract.local/schemas/TooManyRequestsError"};
+exports.schema_TooManyRequestsError = validate29;
+const schema42 = {"type":"object","description":"A rate limit was reached.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"TOO_MANY_REQUESTS"},"status":{"type":"integer","const":429},"message":{"type":"string","description":"Human-readable explanation.","examples":["Too many requests, try again in a minute."]}},"examples":[{"defined":true,"code":"TOO_MANY_REQUESTS","status":429,"message":"Too many requests, try again in a minute."}],"$id":"https://contract.local/schemas/TooManyRequestsError"};
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/TooManyRequestsError" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate28.evaluated;
+const evaluated0 = validate29.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2016,19 +2169,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
-validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_InternalErrorBody = validate29;
-const schema42 = {"type":"object","description":"An unexpected failure. The cause is logged once with the request id; nothing else reaches the client.","required":["error","requestId"],"additionalProperties":false,"properties":{"error":{"type":"string","const":"internal_error"},"requestId":{"type":"string","description":"The request's X-Request-Id, to quote when reporting the problem.","examples":["9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"]}},"examples":[{"error":"internal_error","requestId":"9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"}],"$id":"https://contract.local/schemas/InternalErrorBody"};
+exports.schema_InternalErrorBody = validate30;
+const schema43 = {"type":"object","description":"An unexpected failure. The cause is logged once with the request id; nothing else reaches the client.","required":["error","requestId"],"additionalProperties":false,"properties":{"error":{"type":"string","const":"internal_error"},"requestId":{"type":"string","description":"The request's X-Request-Id, to quote when reporting the problem.","examples":["9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"]}},"examples":[{"error":"internal_error","requestId":"9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"}],"$id":"https://contract.local/schemas/InternalErrorBody"};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/InternalErrorBody" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate29.evaluated;
+const evaluated0 = validate30.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2114,19 +2267,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
-validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_SignInEmailInput = validate30;
-const schema43 = {"type":"object","description":"The body of auth.signInEmail.","required":["email","password"],"additionalProperties":false,"properties":{"email":{"type":"string","format":"email","maxLength":254,"description":"The account's email address (compared case-insensitively).","examples":["ada@example.com"]},"password":{"type":"string","minLength":1,"maxLength":128,"description":"The account's password.","examples":["correct horse battery staple"]}},"examples":[{"email":"ada@example.com","password":"correct horse battery staple"}],"$id":"https://contract.local/schemas/SignInEmailInput"};
+exports.schema_SignInEmailInput = validate31;
+const schema44 = {"type":"object","description":"The body of auth.signInEmail.","required":["email","password"],"additionalProperties":false,"properties":{"email":{"type":"string","format":"email","maxLength":254,"description":"The account's email address (compared case-insensitively).","examples":["ada@example.com"]},"password":{"type":"string","minLength":1,"maxLength":128,"description":"The account's password.","examples":["correct horse battery staple"]}},"examples":[{"email":"ada@example.com","password":"correct horse battery staple"}],"$id":"https://contract.local/schemas/SignInEmailInput"};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/SignInEmailInput" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate30.evaluated;
+const evaluated0 = validate31.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2247,19 +2400,19 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
-validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_InvalidEmailOrPasswordError = validate31;
-const schema44 = {"type":"object","description":"The email address or the password is wrong; the answer does not say which.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"INVALID_EMAIL_OR_PASSWORD"},"status":{"type":"integer","const":401},"message":{"type":"string","description":"Human-readable explanation.","examples":["Invalid email or password."]}},"examples":[{"defined":true,"code":"INVALID_EMAIL_OR_PASSWORD","status":401,"message":"Invalid email or password."}],"$id":"https://contract.local/schemas/InvalidEmailOrPasswordError"};
+exports.schema_InvalidEmailOrPasswordError = validate32;
+const schema45 = {"type":"object","description":"The email address or the password is wrong; the answer does not say which.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"INVALID_EMAIL_OR_PASSWORD"},"status":{"type":"integer","const":401},"message":{"type":"string","description":"Human-readable explanation.","examples":["Invalid email or password."]}},"examples":[{"defined":true,"code":"INVALID_EMAIL_OR_PASSWORD","status":401,"message":"Invalid email or password."}],"$id":"https://contract.local/schemas/InvalidEmailOrPasswordError"};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/InvalidEmailOrPasswordError" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate31.evaluated;
+const evaluated0 = validate32.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2400,19 +2553,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
-validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_EmailNotVerifiedError = validate32;
-const schema45 = {"type":"object","description":"The password is right, but this deployment requires a verified email address and this one is not verified yet.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"EMAIL_NOT_VERIFIED"},"status":{"type":"integer","const":403},"message":{"type":"string","description":"Human-readable explanation.","examples":["Email not verified."]}},"examples":[{"defined":true,"code":"EMAIL_NOT_VERIFIED","status":403,"message":"Email not verified."}],"$id":"https://contract.local/schemas/EmailNotVerifiedError"};
+exports.schema_EmailNotVerifiedError = validate33;
+const schema46 = {"type":"object","description":"The password is right, but this deployment requires a verified email address and this one is not verified yet.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"EMAIL_NOT_VERIFIED"},"status":{"type":"integer","const":403},"message":{"type":"string","description":"Human-readable explanation.","examples":["Email not verified."]}},"examples":[{"defined":true,"code":"EMAIL_NOT_VERIFIED","status":403,"message":"Email not verified."}],"$id":"https://contract.local/schemas/EmailNotVerifiedError"};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/EmailNotVerifiedError" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate32.evaluated;
+const evaluated0 = validate33.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2553,19 +2706,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
-validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_BannedUserError = validate33;
-const schema46 = {"type":"object","description":"The user is banned by a platform admin (until banExpiresAt, or for good when it is null).","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"BANNED_USER"},"status":{"type":"integer","const":403},"message":{"type":"string","description":"Human-readable explanation.","examples":["You have been banned from this application."]}},"examples":[{"defined":true,"code":"BANNED_USER","status":403,"message":"You have been banned from this application."}],"$id":"https://contract.local/schemas/BannedUserError"};
+exports.schema_BannedUserError = validate34;
+const schema47 = {"type":"object","description":"The user is banned by a platform admin (until banExpiresAt, or for good when it is null).","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"BANNED_USER"},"status":{"type":"integer","const":403},"message":{"type":"string","description":"Human-readable explanation.","examples":["You have been banned from this application."]}},"examples":[{"defined":true,"code":"BANNED_USER","status":403,"message":"You have been banned from this application."}],"$id":"https://contract.local/schemas/BannedUserError"};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/BannedUserError" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate33.evaluated;
+const evaluated0 = validate34.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2706,19 +2859,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
-validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_SignInSocialInput = validate34;
-const schema47 = {"type":"object","description":"The body of auth.signInSocial.","required":["provider"],"additionalProperties":false,"properties":{"provider":{"type":"string","enum":["github","google"],"description":"The provider; it must be enabled on this deployment (see system.authConfig), else 412.","examples":["github"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"description":"Where the callback route sends the browser after a successful sign-in: a path, or an address on a trusted origin. Defaults to the web app.","examples":["https://app.example.com/dashboard"]},"errorCallbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"description":"Where the callback route sends the browser when the sign-in fails, with `error` in the query: a path, or an address on a trusted origin. Defaults to callbackURL.","examples":["https://app.example.com/sign-in"]}},"examples":[{"provider":"github","callbackURL":"https://app.example.com/dashboard","errorCallbackURL":"https://app.example.com/sign-in"}],"$id":"https://contract.local/schemas/SignInSocialInput"};
+exports.schema_SignInSocialInput = validate35;
+const schema48 = {"type":"object","description":"The body of auth.signInSocial.","required":["provider"],"additionalProperties":false,"properties":{"provider":{"type":"string","enum":["github","google"],"description":"The provider; it must be enabled on this deployment (see system.authConfig), else 412.","examples":["github"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"description":"Where the callback route sends the browser after a successful sign-in: a path, or an address on a trusted origin. Defaults to the web app.","examples":["https://app.example.com/dashboard"]},"errorCallbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"description":"Where the callback route sends the browser when the sign-in fails, with `error` in the query: a path, or an address on a trusted origin. Defaults to callbackURL.","examples":["https://app.example.com/sign-in"]}},"examples":[{"provider":"github","callbackURL":"https://app.example.com/dashboard","errorCallbackURL":"https://app.example.com/sign-in"}],"$id":"https://contract.local/schemas/SignInSocialInput"};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/SignInSocialInput" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate34.evaluated;
+const evaluated0 = validate35.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2761,7 +2914,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!((data0 === "github") || (data0 === "google"))){
-const err3 = {instancePath:instancePath+"/provider",schemaPath:"#/properties/provider/enum",keyword:"enum",params:{allowedValues: schema47.properties.provider.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/provider",schemaPath:"#/properties/provider/enum",keyword:"enum",params:{allowedValues: schema48.properties.provider.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2852,20 +3005,20 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
-validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_SocialRedirect = validate35;
-const schema48 = {"type":"object","description":"Where to send the browser to sign in with the provider.","required":["url","redirect"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"The provider's authorization address, with state (and, for Google, the PKCE challenge).","examples":["https://github.com/login/oauth/authorize?client_id=Iv1.8a61f9b3a7aba766&redirect_uri=https%3A%2F%2Fapi.example.com%2Fapi%2Fauth%2Fcallback%2Fgithub&scope=read%3Auser+user%3Aemail&state=q8vt2mk9xw4pl7nr3cy6bz5dfwgh3js2"]},"redirect":{"type":"boolean","const":true,"description":"Always true; the client navigates to `url`."}},"examples":[{"url":"https://github.com/login/oauth/authorize?client_id=Iv1.8a61f9b3a7aba766&redirect_uri=https%3A%2F%2Fapi.example.com%2Fapi%2Fauth%2Fcallback%2Fgithub&scope=read%3Auser+user%3Aemail&state=q8vt2mk9xw4pl7nr3cy6bz5dfwgh3js2","redirect":true}],"$id":"https://contract.local/schemas/SocialRedirect"};
+exports.schema_SocialRedirect = validate36;
+const schema49 = {"type":"object","description":"Where to send the browser to sign in with the provider.","required":["url","redirect"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"The provider's authorization address, with state (and, for Google, the PKCE challenge).","examples":["https://github.com/login/oauth/authorize?client_id=Iv1.8a61f9b3a7aba766&redirect_uri=https%3A%2F%2Fapi.example.com%2Fapi%2Fauth%2Fcallback%2Fgithub&scope=read%3Auser+user%3Aemail&state=q8vt2mk9xw4pl7nr3cy6bz5dfwgh3js2"]},"redirect":{"type":"boolean","const":true,"description":"Always true; the client navigates to `url`."}},"examples":[{"url":"https://github.com/login/oauth/authorize?client_id=Iv1.8a61f9b3a7aba766&redirect_uri=https%3A%2F%2Fapi.example.com%2Fapi%2Fauth%2Fcallback%2Fgithub&scope=read%3Auser+user%3Aemail&state=q8vt2mk9xw4pl7nr3cy6bz5dfwgh3js2","redirect":true}],"$id":"https://contract.local/schemas/SocialRedirect"};
 const formats26 = require("ajv-formats/dist/formats").fullFormats.uri;
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/SocialRedirect" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate35.evaluated;
+const evaluated0 = validate36.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2961,159 +3114,6 @@ vErrors = [err7];
 }
 else {
 vErrors.push(err7);
-}
-errors++;
-}
-validate35.errors = vErrors;
-return errors === 0;
-}
-validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.schema_PreconditionFailedError = validate36;
-const schema49 = {"type":"object","description":"Missing deployment configuration or wrong row state.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"PRECONDITION_FAILED"},"status":{"type":"integer","const":412},"message":{"type":"string","description":"Human-readable explanation.","examples":["Precondition failed."]}},"examples":[{"defined":true,"code":"PRECONDITION_FAILED","status":412,"message":"Precondition failed."}],"$id":"https://contract.local/schemas/PreconditionFailedError"};
-
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/schemas/PreconditionFailedError" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate36.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"#/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("PRECONDITION_FAILED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/const",keyword:"const",params:{allowedValue: "PRECONDITION_FAILED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(412 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/const",keyword:"const",params:{allowedValue: 412},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
 }
 errors++;
 }
@@ -13902,7 +13902,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -14778,7 +14778,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16463,7 +16463,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17392,7 +17392,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18268,7 +18268,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -19900,7 +19900,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -21078,7 +21078,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -23164,7 +23164,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -24314,7 +24314,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -25624,7 +25624,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -26500,7 +26500,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -27379,7 +27379,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -28450,7 +28450,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -30812,7 +30812,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -31688,7 +31688,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -34526,7 +34526,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -35555,7 +35555,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -36473,7 +36473,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -37402,7 +37402,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -38458,7 +38458,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -39487,7 +39487,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -40519,7 +40519,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -41295,7 +41295,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -42099,7 +42099,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -43684,7 +43684,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -45116,7 +45116,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -46169,7 +46169,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -46980,7 +46980,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -48136,14 +48136,167 @@ return errors === 0;
 }
 validate457.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_auth_signUpEmail_413 = validate458;
-const schema655 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signUpEmail/output/413"};
+exports.output_auth_signUpEmail_412 = validate458;
+const schema655 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.signUpEmail/output/412"};
 
 function validate458(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/413" */;
+/*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/412" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate458.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("PRECONDITION_FAILED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/const",keyword:"const",params:{allowedValue: "PRECONDITION_FAILED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(412 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/const",keyword:"const",params:{allowedValue: 412},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate458.errors = vErrors;
+return errors === 0;
+}
+validate458.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_signUpEmail_413 = validate459;
+const schema657 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signUpEmail/output/413"};
+
+function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate459.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48206,7 +48359,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema39.properties.error.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema40.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -48251,19 +48404,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate458.errors = vErrors;
+validate459.errors = vErrors;
 return errors === 0;
 }
-validate458.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_auth_signUpEmail_422 = validate459;
-const schema657 = {"$ref":"https://contract.local/schemas/UserAlreadyExistsError","$id":"https://contract.local/procedures/auth.signUpEmail/output/422"};
+exports.output_auth_signUpEmail_422 = validate460;
+const schema659 = {"$ref":"https://contract.local/schemas/UserAlreadyExistsError","$id":"https://contract.local/procedures/auth.signUpEmail/output/422"};
 
-function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/422" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate459.evaluated;
+const evaluated0 = validate460.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48404,19 +48557,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate459.errors = vErrors;
+validate460.errors = vErrors;
 return errors === 0;
 }
-validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate460.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_auth_signUpEmail_429 = validate460;
-const schema659 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signUpEmail/output/429"};
+exports.output_auth_signUpEmail_429 = validate461;
+const schema661 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signUpEmail/output/429"};
 
-function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate461(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate460.evaluated;
+const evaluated0 = validate461.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48557,19 +48710,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate460.errors = vErrors;
+validate461.errors = vErrors;
 return errors === 0;
 }
-validate460.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate461.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_auth_signUpEmail_500 = validate461;
-const schema661 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signUpEmail/output/500"};
+exports.output_auth_signUpEmail_500 = validate462;
+const schema663 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signUpEmail/output/500"};
 
-function validate461(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate461.evaluated;
+const evaluated0 = validate462.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48655,19 +48808,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate461.errors = vErrors;
+validate462.errors = vErrors;
 return errors === 0;
 }
-validate461.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_auth_verifyEmail_200 = validate462;
-const schema663 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.verifyEmail/output/200"};
+exports.output_auth_verifyEmail_200 = validate463;
+const schema665 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.verifyEmail/output/200"};
 
-function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate463(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate462.evaluated;
+const evaluated0 = validate463.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48731,19 +48884,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate462.errors = vErrors;
+validate463.errors = vErrors;
 return errors === 0;
 }
-validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate463.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_auth_verifyEmail_400 = validate463;
-const schema665 = {"oneOf":[{"$ref":"https://contract.local/schemas/BadRequestError"},{"$ref":"https://contract.local/schemas/InvalidTokenError"}],"$id":"https://contract.local/procedures/auth.verifyEmail/output/400"};
+exports.output_auth_verifyEmail_400 = validate464;
+const schema667 = {"oneOf":[{"$ref":"https://contract.local/schemas/BadRequestError"},{"$ref":"https://contract.local/schemas/InvalidTokenError"}],"$id":"https://contract.local/procedures/auth.verifyEmail/output/400"};
 
-function validate463(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate463.evaluated;
+const evaluated0 = validate464.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48934,20 +49087,20 @@ vErrors = null;
 }
 }
 }
-validate463.errors = vErrors;
+validate464.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate463.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate464.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_auth_verifyEmail_429 = validate465;
-const schema667 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.verifyEmail/output/429"};
+exports.output_auth_verifyEmail_429 = validate466;
+const schema669 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.verifyEmail/output/429"};
 
-function validate465(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate465.evaluated;
+const evaluated0 = validate466.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49088,19 +49241,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate465.errors = vErrors;
+validate466.errors = vErrors;
 return errors === 0;
 }
-validate465.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_auth_verifyEmail_500 = validate466;
-const schema669 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.verifyEmail/output/500"};
+exports.output_auth_verifyEmail_500 = validate467;
+const schema671 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.verifyEmail/output/500"};
 
-function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate467(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate466.evaluated;
+const evaluated0 = validate467.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49186,8 +49339,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate466.errors = vErrors;
+validate467.errors = vErrors;
 return errors === 0;
 }
-validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate467.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

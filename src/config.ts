@@ -29,6 +29,22 @@ export interface Config {
   adminEmails: string[];
   github: OAuthClient | null;
   google: OAuthClient | null;
+  /** HMAC key for signed upload/download URLs and cursors; when unset, `<DATA_DIR>/secret` is made once and kept (see secret.ts). */
+  secret: string | undefined;
+  maxUploadBytes: number;
+  storage: { driver: 'local' } | S3Settings;
+}
+
+export interface S3Settings {
+  driver: 's3';
+  bucket: string;
+  region: string;
+  /** An S3-compatible endpoint (MinIO, R2, a test server); AWS when unset. */
+  endpoint: string | undefined;
+  forcePathStyle: boolean;
+  /** Static credentials; when unset the AWS SDK's default chain (environment, profile, instance role) applies. */
+  accessKeyId: string | undefined;
+  secretAccessKey: string | undefined;
 }
 
 export interface OAuthClient {
@@ -56,6 +72,8 @@ export const settingNames = [
   'EMAIL_PROVIDER', 'SMTP_URL', 'EMAIL_FROM', 'ADMIN_EMAILS',
   'GITHUB_CLIENT_ID', 'GITHUB_CLIENT_SECRET', 'GITHUB_URL', 'GITHUB_API_URL',
   'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET', 'GOOGLE_ISSUER',
+  'SECRET', 'MAX_UPLOAD_BYTES', 'STORAGE_DRIVER', 'S3_BUCKET', 'S3_REGION', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE',
+  'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
 ] as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -91,6 +109,9 @@ export function loadConfig(env: Env = process.env): Config {
     adminEmails: (raw(env, 'ADMIN_EMAILS') ?? '').split(',').map((item) => item.trim().toLowerCase()).filter(Boolean),
     github: oauthClient(env, 'GITHUB', 'https://github.com', 'https://api.github.com'),
     google: oauthClient(env, 'GOOGLE', 'https://accounts.google.com', ''),
+    secret: secret(env),
+    maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 26_214_400, 1, Number.MAX_SAFE_INTEGER),
+    storage: storage(env),
   };
 }
 
@@ -157,6 +178,31 @@ function oauthClient(env: Env, prefix: 'GITHUB' | 'GOOGLE', issuer: string, apiU
     clientSecret,
     issuer: (url(env, issuerName) ?? issuer).replace(/\/+$/, ''),
     apiUrl: prefix === 'GITHUB' ? (url(env, 'GITHUB_API_URL') ?? apiUrl).replace(/\/+$/, '') : apiUrl,
+  };
+}
+
+function secret(env: Env): string | undefined {
+  const value = raw(env, 'SECRET');
+  if (value !== undefined && value.length < 32) throw new ConfigError('SECRET must be at least 32 characters');
+  return value;
+}
+
+function storage(env: Env): Config['storage'] {
+  const driver = oneOf(env, 'STORAGE_DRIVER', ['local', 's3'] as const, 'local');
+  if (driver === 'local') return { driver };
+  const bucket = raw(env, 'S3_BUCKET');
+  if (!bucket) throw new ConfigError('S3_BUCKET must be set when STORAGE_DRIVER is s3');
+  const accessKeyId = raw(env, 'S3_ACCESS_KEY_ID');
+  const secretAccessKey = raw(env, 'S3_SECRET_ACCESS_KEY');
+  if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) throw new ConfigError('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together');
+  return {
+    driver,
+    bucket,
+    region: text(env, 'S3_REGION', 'us-east-1'),
+    endpoint: url(env, 'S3_ENDPOINT'),
+    forcePathStyle: boolean(env, 'S3_FORCE_PATH_STYLE', false),
+    accessKeyId,
+    secretAccessKey,
   };
 }
 

@@ -10,6 +10,7 @@ import type { Authenticator } from './auth/authenticate.ts';
 import type { Mailer } from './email/mailer.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
 import type { PlanLookup } from './billing/plans.ts';
+import type { StorageDriver } from './storage/driver.ts';
 import type { ProcedureInput, ProcedureName, ProcedureOutput } from '../generated/procedures.ts';
 
 /** The signed-in caller, resolved from the session cookie or bearer token. */
@@ -36,6 +37,10 @@ export interface Services {
     /** Sign-in attempts per email address, on top of the per-IP identity limiter. */
     signInEmail: RateLimiter;
   };
+  /** Where document bytes live: local files or an S3 bucket (STORAGE_DRIVER). */
+  storage: StorageDriver;
+  /** HMAC key of signed URLs and cursors (see secret.ts). */
+  secret: string;
   /** Plan limits; null limits (billing not configured) mean nothing is enforced. */
   plans: PlanLookup;
   /** Resolves the caller from request headers; null when there is no valid session. */

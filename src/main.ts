@@ -3,17 +3,20 @@
  *   serve            everything for one machine (API on the embedded database when no DATABASE_URL)
  *   migrate          apply pending migrations, then exit
  *   migrate status   report shipped, applied, pending and unknown migrations as JSON
- * Migrations run before `serve` starts listening.
+ *   grant-admin <email>  make the existing user with this email a platform admin (docs/platform-admin.md)
+ * Migrations run before `serve` starts listening (and before grant-admin); `serve` also makes the
+ * existing users listed in ADMIN_EMAILS platform admins.
  */
 import { once } from 'node:events';
 import type { Server } from 'node:http';
+import { describeGrant, grantAdmin, grantConfiguredAdmins } from './admin/grant-admin.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDatabase, type Database } from './db/connection.ts';
 import { migrate, migrationStatus } from './db/migrations.ts';
 import { buildApp } from './http/app.ts';
 import { createLogger, type Logger } from './logger.ts';
 
-const USAGE = 'usage: node src/main.ts serve | migrate [status]';
+const USAGE = 'usage: node src/main.ts serve | migrate [status] | grant-admin <email>';
 
 async function main(argv: string[]): Promise<void> {
   let config: Config;
@@ -33,10 +36,12 @@ async function main(argv: string[]): Promise<void> {
       return serve(config, logger);
     case 'migrate':
       return runMigrate(config, logger, sub === 'status');
-    default:
-      console.error(USAGE);
-      process.exit(2);
+    case 'grant-admin':
+      if (!sub) break;
+      return runGrantAdmin(config, logger, sub);
   }
+  console.error(USAGE);
+  process.exit(2);
 }
 
 async function open(config: Config, logger: Logger): Promise<Database> {
@@ -57,9 +62,26 @@ async function runMigrate(config: Config, logger: Logger, statusOnly: boolean): 
   }
 }
 
+async function runGrantAdmin(config: Config, logger: Logger, email: string): Promise<void> {
+  const db = await open(config, logger);
+  let result;
+  try {
+    await migrate(db.sql, { logger });
+    result = await grantAdmin(db.sql, email, { now: new Date(), via: 'grant-admin' });
+  } finally {
+    await db.close();
+  }
+  if (result.status === 'no-such-user') {
+    console.error(describeGrant(result));
+    process.exit(1);
+  }
+  console.log(describeGrant(result));
+}
+
 async function serve(config: Config, logger: Logger): Promise<void> {
   const db = await open(config, logger);
   await migrate(db.sql, { logger });
+  await grantConfiguredAdmins(db.sql, config.adminEmails, logger, new Date());
   const { app } = await buildApp({ config, db, logger });
   const server: Server = app.listen(config.port, config.host);
   await once(server, 'listening');

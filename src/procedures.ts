@@ -3,10 +3,16 @@ import type { Handlers } from './context.ts';
 import type { StreamHandlers } from './http/streams.ts';
 import { contactProcedures } from './contact/procedures.ts';
 import { systemProcedures } from './system/procedures.ts';
+import { userProcedures } from './user/procedures.ts';
+import { workspaceProcedures } from './workspaces/procedures.ts';
+import { documentProcedures } from './documents/procedures.ts';
 
 export const handlers: Handlers = {
   ...systemProcedures,
   ...contactProcedures,
+  ...userProcedures,
+  ...workspaceProcedures,
+  ...documentProcedures,
 };
 
 export const streamHandlers: StreamHandlers = {};

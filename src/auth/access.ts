@@ -38,16 +38,20 @@ export async function enforceAccess(access: Access, input: Record<string, unknow
   await authorize(principal, organizationId, access.permission, memberships);
 }
 
-/** By-id procedures: after loading a row, check the caller against the row's organization (403 across tenants). */
-export async function authorizeRow(principal: Principal | null, organizationId: string, permission: string, memberships: Memberships): Promise<void> {
+/**
+ * By-id procedures: after loading a row, check the caller against the row's organization (403
+ * across tenants). Answers the caller's role there, for rules finer than the matrix.
+ */
+export async function authorizeRow(principal: Principal | null, organizationId: string, permission: string, memberships: Memberships): Promise<OrganizationRole> {
   if (!principal) throw new ApiError('UNAUTHORIZED');
-  await authorize(principal, organizationId, permission, memberships);
+  return authorize(principal, organizationId, permission, memberships);
 }
 
-async function authorize(principal: Principal, organizationId: string, permission: string | undefined, memberships: Memberships): Promise<void> {
+async function authorize(principal: Principal, organizationId: string, permission: string | undefined, memberships: Memberships): Promise<OrganizationRole> {
   const role = await memberships.roleIn(principal.userId, organizationId);
   if (role === null) throw new ApiError('FORBIDDEN');
-  if (permission === undefined) return;
+  if (permission === undefined) return role;
   if (!isPermission(permission)) throw new Error(`the contract names an unknown permission: ${permission}`);
   if (!roleHasPermission(role, permission)) throw new ApiError('FORBIDDEN');
+  return role;
 }

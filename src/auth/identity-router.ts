@@ -22,7 +22,7 @@ import type { AuthAnswer, AuthContext, AuthHandlers } from './identity-route.ts'
 import { referencePage } from './reference-page.ts';
 
 /** Routes where guessing pays: sign-up, sign-in, reset and verification mail get a tight per-IP budget. */
-const SENSITIVE: readonly string[] = ['auth.signUpEmail', 'auth.signInEmail', 'auth.requestPasswordReset', 'auth.sendVerificationEmail', 'auth.resetPassword'];
+const SENSITIVE: readonly string[] = ['auth.signUpEmail', 'auth.signInEmail', 'auth.requestPasswordReset', 'auth.sendVerificationEmail', 'auth.resetPassword', 'auth.changePassword'];
 
 export function identityRouter(options: { document: object; handlers: AuthHandlers; services: Services }): Router {
   const { document, handlers, services } = options;
@@ -41,6 +41,8 @@ export function identityRouter(options: { document: object; handlers: AuthHandle
     const method = route.method.toLowerCase() as 'get' | 'post';
     router[method](toExpressPath(route.path), async (req: Request, res: Response) => {
       try {
+        // Express answers HEAD with the GET route; these GETs act (verify-email spends its token).
+        if (req.method === 'HEAD') throw new ApiError('METHOD_NOT_ALLOWED', { headers: { Allow: 'GET' } });
         limit(general, req);
         if (SENSITIVE.includes(route.name)) limit(sensitive, req);
         const input = restInput(route, req);
@@ -74,13 +76,19 @@ function limit(limiter: RateLimiter, req: Request): void {
 }
 
 function respond(route: ProcedureDefinition, answer: AuthAnswer<unknown>, res: Response, options: { secure: boolean; now: Date; validate: boolean }): void {
+  // The session middleware may have renewed the presented session already; an answer that ends
+  // or replaces it speaks last, so the client never gets the dead token back.
+  if (answer.clearSession || answer.session) {
+    res.removeHeader('set-auth-token');
+    res.removeHeader('Set-Cookie');
+  }
   if (answer.clearSession) clearSessionCookie(res, options.secure);
   if (answer.session) sendSessionToken(res, answer.session.token, answer.session.expiresAt, { cookie: true, secure: options.secure, now: options.now });
   for (const cookie of answer.cookies ?? []) {
     res.append('Set-Cookie', serializeCookie(cookie.name, cookie.value, { maxAgeSeconds: cookie.maxAgeSeconds, secure: options.secure, path: cookie.path ?? '/api/auth' }));
   }
   if (answer.redirect !== undefined) {
-    res.redirect(302, answer.redirect);
+    res.location(answer.redirect).status(302).end();
     return;
   }
   const body = answer.body ?? null;

@@ -9,9 +9,9 @@ export function databaseMemberships(sql: Sql): Memberships {
       const [row] = await sql<{ role: OrganizationRole }[]>`select role from members where user_id = ${userId} and organization_id = ${organizationId}`;
       return row?.role ?? null;
     },
-    // Workspaces arrive with their own migration; until then no workspace exists.
-    async workspaceOrganization() {
-      return null;
+    async workspaceOrganization(workspaceId) {
+      const [row] = await sql<{ organization_id: string }[]>`select organization_id from workspaces where id = ${workspaceId}`;
+      return row?.organization_id ?? null;
     },
   };
 }

@@ -17,6 +17,11 @@ import { authHandlers } from '../auth/routes.ts';
 import type { AuthHandlers } from '../auth/identity-route.ts';
 import { createMailer } from '../email/providers.ts';
 import { unbilled } from '../billing/plans.ts';
+import { resolveSecret } from '../secret.ts';
+import { createStorageDriver } from '../storage/create-driver.ts';
+import { LocalDriver } from '../storage/local-driver.ts';
+import { uploadRoutes } from '../storage/upload-routes.ts';
+import { describeDocument } from '../documents/store.ts';
 import { handlers as allHandlers, streamHandlers } from '../procedures.ts';
 import { accessLog } from './access-log.ts';
 import { clientIp } from './client-ip.ts';
@@ -41,7 +46,7 @@ export interface AppOptions {
   db: Database;
   logger: Logger;
   /** Replace parts of the service (tests); the defaults are the real ones. */
-  overrides?: Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer' | 'now' | 'plans'>> & {
+  overrides?: Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer' | 'now' | 'plans' | 'storage'>> & {
     handlers?: Handlers;
     streams?: StreamHandlers;
     authHandlers?: AuthHandlers;
@@ -52,6 +57,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
   const { config, db, logger, overrides = {} } = options;
   const now = overrides.now ?? (() => new Date());
   const clock = () => now().getTime();
+  const secret = resolveSecret(config);
   const services: Services = {
     config,
     db,
@@ -65,6 +71,8 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
       signInEmail: createRateLimiter({ limit: 5, windowMs: 15 * 60_000, now: clock }),
     },
     plans: overrides.plans ?? unbilled,
+    secret,
+    storage: overrides.storage ?? createStorageDriver(config, secret),
   };
   const handlers = { ...allHandlers, ...overrides.handlers };
   const streams = { ...streamHandlers, ...overrides.streams };
@@ -80,6 +88,10 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
   app.use(['/rpc', '/api/v1', '/api/auth'], originCheck(trusted), sessionMiddleware(services));
   app.use(['/rpc', '/api/v1'], ipLimiter(config.rateLimitPerMinute, clock), express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false }));
   app.use(operationalRoutes({ document: contractDocument, ready: createReadinessCheck(() => db.ping()) }));
+  // The local driver's stand-in for a bucket; with S3 the routes do not exist.
+  if (services.storage instanceof LocalDriver) {
+    app.use(uploadRoutes({ driver: services.storage, secret, maxUploadBytes: config.maxUploadBytes, now, describe: (organizationId, documentId) => describeDocument(db.sql, organizationId, documentId) }));
+  }
   app.use('/api/v1', await restRouter(contractDocument, handlers, streams, services));
   app.use('/rpc', rpcRouter(handlers, streams, services));
   app.use('/api/auth', identityRouter({ document: authDocument, handlers: { ...authHandlers, ...overrides.authHandlers }, services }));

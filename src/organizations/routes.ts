@@ -1,4 +1,130 @@
-/** Identity routes: organizations, members and invitations (auth.organization.*). */
+/**
+ * Identity routes: organizations (auth.organization.create ... getFullOrganization), plus the
+ * member and invitation routes gathered from their own modules. Access (x-access) is checked by
+ * the identity router before a handler runs; the handlers add the rules the matrix cannot say.
+ */
+import { isDeepStrictEqual } from 'node:util';
 import type { AuthHandlers } from '../auth/identity-route.ts';
+import { writeAudit } from '../audit/audit-log.ts';
+import { ApiError } from '../http/errors.ts';
+import { newId } from '../ids.ts';
+import { invitationRoutes } from './invitations.ts';
+import { signedIn } from './member-guards.ts';
+import { memberRoutes } from './members.ts';
+import {
+  findOrganization, isUniqueViolation, membersOf, pendingInvitationsOf, teamsOf,
+  toInvitation, toMember, toOrganization, toTeam, type OrganizationRow,
+} from './store.ts';
 
-export const organizationRoutes = {} satisfies AuthHandlers;
+const SLUG_TAKEN = 'This slug is already used by another organization.';
+/** Subscription statuses that still bill (or may bill again): the organization cannot be deleted under them. */
+const LIVE_SUBSCRIPTION = ['active', 'trialing', 'past_due', 'unpaid', 'paused'];
+const organizationColumns = ['id', 'name', 'slug', 'logo', 'metadata', 'created_at'];
+
+const organizationCrud = {
+  async 'auth.organization.create'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      const id = newId('org');
+      // on conflict: a taken slug is an answer, not an aborted transaction.
+      const [organization] = await tx<OrganizationRow[]>`
+        insert into organizations (id, name, slug, created_at, updated_at) values (${id}, ${input.name}, ${input.slug}, ${now}, ${now})
+        on conflict (slug) do nothing
+        returning ${tx(organizationColumns)}`;
+      if (!organization) throw new ApiError('CONFLICT', { message: SLUG_TAKEN });
+      const memberId = newId('mem');
+      await tx`insert into members (id, organization_id, user_id, role, created_at) values (${memberId}, ${id}, ${principal.userId}, 'owner', ${now})`;
+      await writeAudit(tx, { organizationId: id, action: 'organization.created', actor: principal, targetType: 'organization', targetId: id, metadata: { name: input.name, slug: input.slug } }, now);
+      await writeAudit(tx, { organizationId: id, action: 'member.added', actor: principal, targetType: 'member', targetId: memberId, metadata: { userId: principal.userId, role: 'owner' } }, now);
+      const members = await membersOf(tx, id);
+      return { ...toOrganization(organization), members: members.map(toMember) };
+    });
+    return { body };
+  },
+
+  async 'auth.organization.update'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    try {
+      const body = await ctx.services.db.sql.begin(async (tx) => {
+        const [current] = await tx<OrganizationRow[]>`select ${tx(organizationColumns)} from organizations where id = ${input.organizationId} for update`;
+        if (!current) throw new ApiError('FORBIDDEN'); // deleted since the access check
+        const next = { ...current };
+        const changes: Record<string, { from: unknown; to: unknown }> = {};
+        for (const field of ['name', 'slug', 'logo', 'metadata'] as const) {
+          if (input.data[field] === undefined) continue;
+          const value = input.data[field] ?? null;
+          if (isDeepStrictEqual(current[field], value)) continue;
+          changes[field] = { from: current[field], to: value };
+          Object.assign(next, { [field]: value });
+        }
+        if (Object.keys(changes).length === 0) return toOrganization(current);
+        const [updated] = await tx<OrganizationRow[]>`
+          update organizations
+          set name = ${next.name}, slug = ${next.slug}, logo = ${next.logo},
+              metadata = ${next.metadata === null ? null : tx.json(next.metadata as never)}, updated_at = ${now}
+          where id = ${current.id}
+          returning ${tx(organizationColumns)}`;
+        await writeAudit(tx, { organizationId: current.id, action: 'organization.updated', actor: principal, targetType: 'organization', targetId: current.id, metadata: { changes } }, now);
+        return toOrganization(updated!);
+      });
+      return { body };
+    } catch (error) {
+      if (isUniqueViolation(error, 'organizations_slug_key')) throw new ApiError('CONFLICT', { message: SLUG_TAKEN });
+      throw error;
+    }
+  },
+
+  async 'auth.organization.delete'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    await ctx.services.db.sql.begin(async (tx) => {
+      // The row lock also holds off a subscription being created for it meanwhile (its foreign key waits).
+      const [organization] = await tx<OrganizationRow[]>`select ${tx(organizationColumns)} from organizations where id = ${input.organizationId} for update`;
+      if (!organization || organization.slug !== input.confirmSlug) {
+        throw new ApiError('NOT_FOUND', { message: 'The confirmation does not match the organization\'s slug.' });
+      }
+      const [live] = await tx`select id from subscriptions where organization_id = ${organization.id} and status in ${tx(LIVE_SUBSCRIPTION)} limit 1`;
+      if (live) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has a live subscription: cancel it first.' });
+      // Platform-level (no organization_id), written before the cascade, so it outlives the organization.
+      await writeAudit(tx, { organizationId: null, action: 'organization.deleted', actor: principal, targetType: 'organization', targetId: organization.id, metadata: { name: organization.name, slug: organization.slug } }, now);
+      // The foreign keys cascade to members, invitations, teams and their memberships, subscriptions,
+      // workspaces and their documents, and the organization's own audit entries; jobs and the credit
+      // ledger will cascade the same way when their tables exist. Documents' stored objects live
+      // outside the database: once the storage driver is a service, their keys are collected here
+      // and deleted after the commit.
+      await tx`delete from organizations where id = ${organization.id}`;
+    });
+    return { body: { organizationId: input.organizationId } };
+  },
+
+  async 'auth.organization.list'(_input, ctx) {
+    const principal = signedIn(ctx);
+    const rows = await ctx.services.db.sql<(OrganizationRow & { role: 'owner' | 'admin' | 'member' })[]>`
+      select o.id, o.name, o.slug, o.logo, o.metadata, o.created_at, m.role
+      from members m join organizations o on o.id = m.organization_id
+      where m.user_id = ${principal.userId}
+      order by m.created_at, m.id`;
+    return { body: rows.map((row) => ({ ...toOrganization(row), role: row.role })) };
+  },
+
+  async 'auth.organization.getFullOrganization'(input, ctx) {
+    // One snapshot, so members, invitations and teams agree with each other.
+    const body = await ctx.services.db.sql.begin('isolation level repeatable read read only', async (tx) => {
+      const organization = await findOrganization(tx, input.organizationId);
+      if (!organization) throw new ApiError('FORBIDDEN'); // deleted since the access check
+      const members = await membersOf(tx, organization.id);
+      const invitations = await pendingInvitationsOf(tx, organization.id);
+      const teams = await teamsOf(tx, organization.id);
+      return { ...toOrganization(organization), members: members.map(toMember), invitations: invitations.map(toInvitation), teams: teams.map(toTeam) };
+    });
+    return { body };
+  },
+} satisfies AuthHandlers;
+
+export const organizationRoutes = {
+  ...organizationCrud,
+  ...memberRoutes,
+  ...invitationRoutes,
+} satisfies AuthHandlers;

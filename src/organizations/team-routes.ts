@@ -1,4 +1,101 @@
-/** Identity routes: teams and team members. */
-import type { AuthHandlers } from '../auth/identity-route.ts';
+/**
+ * Identity routes: teams and team members. Routes addressed by teamId alone (x-access tenant: row)
+ * load the team first and authorize the caller against the team's organization.
+ */
+import type { AuthContext, AuthHandlers } from '../auth/identity-route.ts';
+import { authorizeRow } from '../auth/access.ts';
+import type { Permission } from '../auth/permissions.ts';
+import { writeAudit } from '../audit/audit-log.ts';
+import { ApiError } from '../http/errors.ts';
+import { newId } from '../ids.ts';
+import { signedIn } from './member-guards.ts';
+import { findTeam, teamColumns, teamsOf, toTeam, type TeamRow } from './store.ts';
 
-export const teamRoutes = {} satisfies AuthHandlers;
+export const teamRoutes = {
+  async 'auth.organization.createTeam'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      const [team] = await tx<TeamRow[]>`
+        insert into teams (id, organization_id, name, created_at, updated_at) values (${newId('team')}, ${input.organizationId}, ${input.name}, ${now}, ${now})
+        returning ${tx(teamColumns)}`;
+      await writeAudit(tx, { organizationId: input.organizationId, action: 'team.created', actor: principal, targetType: 'team', targetId: team!.id, metadata: { name: team!.name } }, now);
+      return toTeam(team!);
+    });
+    return { body };
+  },
+
+  async 'auth.organization.updateTeam'(input, ctx) {
+    const principal = signedIn(ctx);
+    const found = await authorizedTeam(ctx, input.teamId, 'team:update');
+    if (found.name === input.data.name) return { body: toTeam(found) };
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      const [team] = await tx<TeamRow[]>`update teams set name = ${input.data.name}, updated_at = ${now} where id = ${found.id} returning ${tx(teamColumns)}`;
+      if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team.' }); // deleted meanwhile
+      await writeAudit(tx, { organizationId: team.organization_id, action: 'team.updated', actor: principal, targetType: 'team', targetId: team.id, metadata: { from: found.name, to: team.name } }, now);
+      return toTeam(team);
+    });
+    return { body };
+  },
+
+  async 'auth.organization.removeTeam'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    await ctx.services.db.sql.begin(async (tx) => {
+      // The foreign keys do the rest: its team memberships go, and its workspaces and pending
+      // invitations stay with team_id set to null (`on delete set null`).
+      const [team] = await tx<TeamRow[]>`delete from teams where id = ${input.teamId} and organization_id = ${input.organizationId} returning ${tx(teamColumns)}`;
+      if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team in this organization.' });
+      await writeAudit(tx, { organizationId: team.organization_id, action: 'team.deleted', actor: principal, targetType: 'team', targetId: team.id, metadata: { name: team.name } }, now);
+    });
+    return { body: { id: input.teamId } };
+  },
+
+  async 'auth.organization.listTeams'(input, ctx) {
+    const teams = await teamsOf(ctx.services.db.sql, input.organizationId);
+    return { body: teams.map(toTeam) };
+  },
+
+  async 'auth.organization.addTeamMember'(input, ctx) {
+    const principal = signedIn(ctx);
+    const found = await authorizedTeam(ctx, input.teamId, 'member:update');
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      // Share locks: neither the team nor the user's membership may go away before this commits
+      // (a removal deletes the user's team memberships, and would miss this one).
+      const [team] = await tx`select id from teams where id = ${found.id} for share`;
+      if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team.' });
+      const [member] = await tx`select id from members where organization_id = ${found.organization_id} and user_id = ${input.userId} for share`;
+      if (!member) throw new ApiError('NOT_FOUND', { message: 'This user is not a member of the team\'s organization.' });
+      const [added] = await tx<{ id: string; team_id: string; user_id: string; created_at: Date }[]>`
+        insert into team_members (id, team_id, user_id, created_at) values (${newId('tm')}, ${found.id}, ${input.userId}, ${now})
+        on conflict (team_id, user_id) do nothing
+        returning id, team_id, user_id, created_at`;
+      if (!added) throw new ApiError('CONFLICT', { message: 'This user is already in the team.' });
+      await writeAudit(tx, { organizationId: found.organization_id, action: 'team.member_added', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: added.id } }, now);
+      return { id: added.id, teamId: added.team_id, userId: added.user_id, createdAt: added.created_at };
+    });
+    return { body };
+  },
+
+  async 'auth.organization.removeTeamMember'(input, ctx) {
+    const principal = signedIn(ctx);
+    const found = await authorizedTeam(ctx, input.teamId, 'member:delete');
+    const now = ctx.services.now();
+    await ctx.services.db.sql.begin(async (tx) => {
+      const [removed] = await tx<{ id: string }[]>`delete from team_members where team_id = ${found.id} and user_id = ${input.userId} returning id`;
+      if (!removed) throw new ApiError('NOT_FOUND', { message: 'This user is not in the team.' });
+      await writeAudit(tx, { organizationId: found.organization_id, action: 'team.member_removed', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: removed.id } }, now);
+    });
+    return { body: { status: true as const } };
+  },
+} satisfies AuthHandlers;
+
+/** The team, once the caller holds `permission` in its organization: 404 unknown, 403 another organization's. */
+async function authorizedTeam(ctx: AuthContext, teamId: string, permission: Permission): Promise<TeamRow> {
+  const team = await findTeam(ctx.services.db.sql, teamId);
+  if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team.' });
+  await authorizeRow(ctx.principal, team.organization_id, permission, ctx.services.memberships);
+  return team;
+}

@@ -39,7 +39,7 @@ export interface TestServerOptions {
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const config: Config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'info', VALIDATE_RESPONSES: 'true', ...options.env });
+  const config: Config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'info', VALIDATE_RESPONSES: 'true', SECRET: 'test-secret-test-secret-test-secret!', ...options.env });
   const logs: Record<string, any>[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -69,7 +69,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         return response;
       }
       const text = await response.clone().text();
-      const body = text === '' ? undefined : JSON.parse(text);
+      const json = (response.headers.get('content-type') ?? '').includes('json');
+      const body = text === '' || !json ? undefined : JSON.parse(text);
       assertMatchesContract(method, url, response.status, response.headers.get('content-type'), body);
       return response;
     },

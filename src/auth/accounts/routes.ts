@@ -1,4 +1,118 @@
-/** Identity routes: password change, reset and email verification (auth.changePassword ... auth.verifyEmail). */
-import type { AuthHandlers } from '../identity-route.ts';
+/**
+ * Identity routes: password change, password reset and email verification (auth.changePassword
+ * ... auth.verifyEmail). The routes that mail a link answer the same whether or not the address
+ * has an account, and mail in the background so the response time does not tell either.
+ */
+import type { Mailer } from '../../email/mailer.ts';
+import { ApiError } from '../../http/errors.ts';
+import type { AuthContext, AuthHandlers } from '../identity-route.ts';
+import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
+import { createSession, sessionExpiry } from '../sessions.ts';
+import { mailPasswordResetLink, mailVerificationLink } from './emails.ts';
+import { absoluteTarget, checkRedirectTarget, withQuery } from './redirect-targets.ts';
+import { deleteAllSessions } from './sessions-store.ts';
+import { signedIn } from './signed-in.ts';
+import { findUserByEmail, findUserById, markEmailVerified, setPassword } from './users-store.ts';
+import { findUsableToken, spendToken, spendUserTokens } from './verification-tokens.ts';
+import { toUser } from './views.ts';
 
-export const accountRoutes = {} satisfies AuthHandlers;
+export const accountRoutes = {
+  async 'auth.changePassword'(input, ctx) {
+    const principal = signedIn(ctx);
+    const { sql } = ctx.services.db;
+    const user = await findUserById(sql, principal.userId);
+    if (!user) throw new ApiError('UNAUTHORIZED');
+    // A provider-only user has no password to check; the answer is the same as for a wrong one.
+    if (user.password_hash === null) {
+      await burnPasswordCheck(input.currentPassword);
+      throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
+    }
+    if (!(await verifyPassword(user.password_hash, input.currentPassword))) throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
+    const passwordHash = await hashPassword(input.newPassword);
+    const now = ctx.services.now();
+    await sql.begin(async (tx) => {
+      await setPassword(tx, user.id, passwordHash, now);
+      // A reset link mailed before the change would otherwise still set a password.
+      await spendUserTokens(tx, user.id, 'password-reset', now);
+      if (input.revokeOtherSessions) await deleteAllSessions(tx, user.id);
+    });
+    if (!input.revokeOtherSessions) return { body: { token: null, user: toUser(user, now) } };
+
+    // Every session went, this one too: the client gets a fresh token. An impersonation stays one.
+    const { token, session } = await createSession(sql, { userId: user.id, now, ip: ctx.ip, userAgent: ctx.userAgent, impersonatedBy: principal.impersonatedBy });
+    return { body: { token, user: toUser(user, now) }, session: { token, expiresAt: sessionExpiry(session) } };
+  },
+
+  async 'auth.requestPasswordReset'(input, ctx) {
+    checkRedirectTarget(ctx.services.config, 'redirectTo', input.redirectTo);
+    const mailer = requireMailer(ctx);
+    const user = await findUserByEmail(ctx.services.db.sql, input.email);
+    if (user) inBackground(ctx, 'password reset email', () => mailPasswordResetLink(ctx.services, mailer, user, input.redirectTo));
+    return { body: { status: true } };
+  },
+
+  async 'auth.resetPassword'(input, ctx) {
+    const { sql } = ctx.services.db;
+    const now = ctx.services.now();
+    const token = await findUsableToken(sql, input.token, 'password-reset', now);
+    if (!token) throw new ApiError('INVALID_TOKEN');
+    const passwordHash = await hashPassword(input.newPassword);
+    const done = await sql.begin(async (tx) => {
+      if (!(await spendToken(tx, token, now))) return false;
+      await setPassword(tx, token.userId, passwordHash, now);
+      await spendUserTokens(tx, token.userId, 'password-reset', now);
+      // The link reached the mailbox, which is all a verification link proves.
+      await markEmailVerified(tx, token.userId, token.email, now);
+      // Whoever knew the old password is signed out everywhere.
+      await deleteAllSessions(tx, token.userId);
+      return true;
+    });
+    if (!done) throw new ApiError('INVALID_TOKEN');
+    return { body: { status: true } };
+  },
+
+  async 'auth.sendVerificationEmail'(input, ctx) {
+    checkRedirectTarget(ctx.services.config, 'callbackURL', input.callbackURL);
+    const mailer = requireMailer(ctx);
+    const user = await findUserByEmail(ctx.services.db.sql, input.email);
+    if (user && !user.email_verified) inBackground(ctx, 'verification email', () => mailVerificationLink(ctx.services, mailer, user, input.callbackURL));
+    return { body: { status: true } };
+  },
+
+  async 'auth.verifyEmail'(input, ctx) {
+    const { config } = ctx.services;
+    checkRedirectTarget(config, 'callbackURL', input.callbackURL);
+    const verified = await consumeVerificationToken(ctx, input.token);
+    if (input.callbackURL !== undefined) {
+      const target = absoluteTarget(config, input.callbackURL);
+      return { redirect: verified ? target : withQuery(target, { error: 'INVALID_TOKEN' }) };
+    }
+    if (!verified) throw new ApiError('INVALID_TOKEN');
+    return { body: { status: true } };
+  },
+} satisfies AuthHandlers;
+
+function requireMailer(ctx: AuthContext): Mailer {
+  if (!ctx.services.mailer) throw new ApiError('PRECONDITION_FAILED', { message: 'No email provider is configured.' });
+  return ctx.services.mailer;
+}
+
+/** Runs `send` after the answer; a failure is logged (the client was told nothing either way). */
+function inBackground(ctx: AuthContext, what: string, send: () => Promise<void>): void {
+  send().catch((error: unknown) => ctx.log.error({ err: error }, `${what} could not be sent`));
+}
+
+/** True when the token was valid and the address is now verified; the token is spent either way. */
+async function consumeVerificationToken(ctx: AuthContext, presented: string): Promise<boolean> {
+  const { sql } = ctx.services.db;
+  const now = ctx.services.now();
+  const token = await findUsableToken(sql, presented, 'email-verification', now);
+  if (!token) return false;
+  return sql.begin(async (tx) => {
+    if (!(await spendToken(tx, token, now))) return false;
+    // The user may have another address by now; a link to the old one verifies nothing.
+    if (!(await markEmailVerified(tx, token.userId, token.email, now))) return false;
+    await spendUserTokens(tx, token.userId, 'email-verification', now);
+    return true;
+  });
+}

@@ -1,0 +1,65 @@
+/**
+ * auth.signUpEmail and auth.signInEmail: an account made of an email address and an argon2id
+ * password, and the session that signs it in.
+ */
+import { ApiError } from '../../http/errors.ts';
+import type { AuthHandlers } from '../identity-route.ts';
+import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
+import { createSession, isBanned, sessionExpiry } from '../sessions.ts';
+import { mailVerificationLink } from './emails.ts';
+import { checkRedirectTarget } from './redirect-targets.ts';
+import { findUserByEmail, insertUserWithPassword } from './users-store.ts';
+import { toUser } from './views.ts';
+
+export const emailSignInRoutes = {
+  async 'auth.signUpEmail'(input, ctx) {
+    const { config, db, mailer } = ctx.services;
+    checkRedirectTarget(config, 'callbackURL', input.callbackURL);
+    if (config.requireEmailVerification && !mailer) {
+      throw new ApiError('PRECONDITION_FAILED', { message: 'Email verification is required, but no email provider is configured.' });
+    }
+    const passwordHash = await hashPassword(input.password);
+    const now = ctx.services.now();
+    const role = config.adminEmails.includes(input.email.toLowerCase()) ? 'admin' : 'user';
+    const user = await insertUserWithPassword(db.sql, { name: input.name, email: input.email, role, passwordHash, now });
+
+    if (mailer) {
+      // Best effort: the account exists either way, and send-verification-email can mail a new link.
+      try {
+        await mailVerificationLink(ctx.services, mailer, user, input.callbackURL);
+      } catch (error) {
+        ctx.log.error({ err: error, userId: user.id }, 'verification email could not be sent');
+      }
+    }
+    if (config.requireEmailVerification) return { body: { token: null, user: toUser(user, now) } };
+
+    const { token, session } = await createSession(db.sql, { userId: user.id, now, ip: ctx.ip, userAgent: ctx.userAgent });
+    return { body: { token, user: toUser(user, now) }, session: { token, expiresAt: sessionExpiry(session) } };
+  },
+
+  async 'auth.signInEmail'(input, ctx) {
+    const { config, db, limiters } = ctx.services;
+    // Per address, on top of the router's per-IP limit: guessing one account's password from many addresses is slowed too.
+    const attempt = limiters.signInEmail.hit(input.email.toLowerCase());
+    if (!attempt.allowed) {
+      throw new ApiError('TOO_MANY_REQUESTS', {
+        message: 'Too many sign-in attempts for this address, try again later.',
+        headers: { 'Retry-After': String(attempt.retryAfterSeconds) },
+      });
+    }
+    const user = await findUserByEmail(db.sql, input.email);
+    // An unknown address costs one password check too, so timing does not tell which addresses have accounts.
+    if (!user || user.password_hash === null) {
+      await burnPasswordCheck(input.password);
+      throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
+    }
+    if (!(await verifyPassword(user.password_hash, input.password))) throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
+    // Only after the password is right, so these answers reveal nothing to someone who does not know it.
+    const now = ctx.services.now();
+    if (isBanned(user, now)) throw new ApiError('BANNED_USER');
+    if (config.requireEmailVerification && !user.email_verified) throw new ApiError('EMAIL_NOT_VERIFIED');
+
+    const { token, session } = await createSession(db.sql, { userId: user.id, now, ip: ctx.ip, userAgent: ctx.userAgent });
+    return { body: { token, user: toUser(user, now) }, session: { token, expiresAt: sessionExpiry(session) } };
+  },
+} satisfies AuthHandlers;

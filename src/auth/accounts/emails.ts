@@ -1,0 +1,63 @@
+/**
+ * The two emails the account routes send, and how their links are made. Each link carries a
+ * fresh single-use token (verification-tokens.ts) that lives one hour.
+ */
+import type { Services } from '../../context.ts';
+import type { Mailer, MailMessage } from '../../email/mailer.ts';
+import type { UserRow } from '../sessions.ts';
+import { absoluteTarget, withQuery } from './redirect-targets.ts';
+import { issueEmailToken } from './verification-tokens.ts';
+
+export function verificationMessage(to: string, name: string, link: string): MailMessage {
+  return {
+    to,
+    subject: 'Verify your email address',
+    text: [
+      `Hello ${name},`,
+      '',
+      'Please confirm that this is your email address by opening this link:',
+      '',
+      link,
+      '',
+      'The link works once and expires in 1 hour. If you did not create an account, you can ignore this email.',
+      '',
+    ].join('\n'),
+  };
+}
+
+export function passwordResetMessage(to: string, name: string, link: string): MailMessage {
+  return {
+    to,
+    subject: 'Reset your password',
+    text: [
+      `Hello ${name},`,
+      '',
+      'Someone (hopefully you) asked to reset the password of your account. To choose a new password, open this link:',
+      '',
+      link,
+      '',
+      'The link works once and expires in 1 hour. Once the password is reset, every device is signed out.',
+      'If you did not ask for this, ignore this email: your password stays as it is.',
+      '',
+    ].join('\n'),
+  };
+}
+
+/** Issues a verification token and mails the link to GET /api/auth/verify-email. */
+export async function mailVerificationLink(services: Services, mailer: Mailer, user: UserRow, callbackURL: string | undefined): Promise<void> {
+  const token = await issueEmailToken(services.db.sql, { purpose: 'email-verification', userId: user.id, email: user.email, now: services.now() });
+  const params: Record<string, string> = { token };
+  if (callbackURL !== undefined) params.callbackURL = callbackURL;
+  const link = withQuery(`${services.config.publicUrl}/api/auth/verify-email`, params);
+  await mailer.send(verificationMessage(user.email, user.name, link));
+}
+
+/**
+ * Issues a reset token and mails a link to the client's page (`redirectTo`, with `token` in its
+ * query), or, without one, to the API's reset route with the token.
+ */
+export async function mailPasswordResetLink(services: Services, mailer: Mailer, user: UserRow, redirectTo: string | undefined): Promise<void> {
+  const token = await issueEmailToken(services.db.sql, { purpose: 'password-reset', userId: user.id, email: user.email, now: services.now() });
+  const page = redirectTo === undefined ? `${services.config.publicUrl}/api/auth/reset-password` : absoluteTarget(services.config, redirectTo);
+  await mailer.send(passwordResetMessage(user.email, user.name, withQuery(page, { token })));
+}

@@ -1,0 +1,127 @@
+/**
+ * documents.list, get, createUpload, complete, downloadUrl, text, delete. Bytes never pass through
+ * the API: createUpload answers a presigned PUT, complete measures what arrived with the driver.
+ * (documents.search comes with the jobs work.)
+ */
+import type { Context, Handlers } from '../context.ts';
+import { authorizeRow } from '../auth/access.ts';
+import { ApiError } from '../http/errors.ts';
+import { newId } from '../ids.ts';
+import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
+import { findWorkspace, workspaceUsage } from '../workspaces/store.ts';
+import * as store from './store.ts';
+
+const UPLOAD_URL_SECONDS = 15 * 60;
+const DOWNLOAD_URL_SECONDS = 5 * 60;
+
+/** By-id procedures: load the row, then authorize against its organization (403 across tenants). */
+async function loadDocument(ctx: Context, id: string, permission: string): Promise<store.Document> {
+  const document = await store.findDocument(ctx.services.db.sql, id);
+  if (!document) throw new ApiError('NOT_FOUND', { message: 'Document not found.' });
+  await authorizeRow(ctx.principal, document.organizationId, permission, ctx.services.memberships);
+  return store.publicDocument(document);
+}
+
+/** The workspace must belong to the organization the caller was authorized for. */
+async function workspaceIn(ctx: Context, workspaceId: string, organizationId: string) {
+  const workspace = await findWorkspace(ctx.services.db.sql, workspaceId);
+  if (!workspace || workspace.organizationId !== organizationId) throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
+  return workspace;
+}
+
+function storageLimitReached(plan: { plan: string; limits: { storageBytes: number } }): ApiError {
+  return new ApiError('LIMIT_REACHED', {
+    message: `Your plan allows ${plan.limits.storageBytes} bytes of storage.`,
+    data: { kind: 'storageBytes', limit: plan.limits.storageBytes, plan: plan.plan },
+  });
+}
+
+export const documentProcedures = {
+  'documents.list': async (input, ctx) => {
+    const { sql } = ctx.services.db;
+    const workspace = await workspaceIn(ctx, input.workspaceId, input.organizationId);
+    const after = input.cursor ? decodeCursor(ctx.services.secret, input.cursor, workspace.id) : null;
+    const page = await store.pageDocuments(sql, workspace.id, input.limit ?? 50, after);
+    const plan = await ctx.services.plans.limitsFor(workspace.organizationId);
+    return {
+      items: page.items.map(store.publicDocument),
+      nextCursor: page.last ? encodeCursor(ctx.services.secret, { at: page.last.cursorAt, id: page.last.id }, workspace.id) : null,
+      storage: { usedBytes: await workspaceUsage(sql, workspace.id), limitBytes: plan?.limits.storageBytes ?? null },
+    };
+  },
+
+  'documents.get': (input, ctx) => loadDocument(ctx, input.id, 'document:read'),
+
+  'documents.createUpload': async (input, ctx) => {
+    const { storage, config } = ctx.services;
+    const workspace = await workspaceIn(ctx, input.workspaceId, input.organizationId);
+    if (input.size > config.maxUploadBytes) {
+      throw new ApiError('PAYLOAD_TOO_LARGE', { message: `The file is larger than ${config.maxUploadBytes} bytes.`, data: { maxBytes: config.maxUploadBytes } });
+    }
+    const plan = await ctx.services.plans.limitsFor(workspace.organizationId);
+    const now = ctx.services.now();
+    const document = await store.insertDocument(ctx.services.db.sql, {
+      id: newId('doc'),
+      organizationId: workspace.organizationId,
+      workspaceId: workspace.id,
+      uploadedBy: ctx.principal?.userId ?? null,
+      name: input.name,
+      contentType: input.contentType,
+      size: input.size,
+      now,
+      limitBytes: plan?.limits.storageBytes ?? null,
+    });
+    if (!document) throw storageLimitReached(plan!);
+    const upload = await storage.presignUpload(store.objectKey(document), { contentType: document.contentType, size: document.size, expiresInSeconds: UPLOAD_URL_SECONDS, now });
+    return { document, upload: { method: 'PUT' as const, ...upload } };
+  },
+
+  'documents.complete': async (input, ctx) => {
+    const document = await loadDocument(ctx, input.id, 'document:create');
+    if (document.status === 'ready') return document;
+    const { storage } = ctx.services;
+    const key = store.objectKey(document);
+    const stored = await storage.stat(key);
+    if (!stored) throw new ApiError('PRECONDITION_FAILED', { message: 'The upload has not arrived yet.' });
+    if (stored.size > document.size) {
+      await storage.delete(key);
+      throw new ApiError('PAYLOAD_TOO_LARGE', {
+        message: `The stored file (${stored.size} bytes) is larger than declared (${document.size} bytes); it was deleted.`,
+        data: { maxBytes: document.size },
+      });
+    }
+    const plan = await ctx.services.plans.limitsFor(document.organizationId);
+    const completed = await store.completeDocument(ctx.services.db.sql, document, stored.size, ctx.services.now(), plan?.limits.storageBytes ?? null);
+    if (!completed) throw storageLimitReached(plan!);
+    return completed;
+  },
+
+  'documents.downloadUrl': async (input, ctx) => {
+    const document = await loadDocument(ctx, input.id, 'document:read');
+    if (document.status !== 'ready') throw new ApiError('PRECONDITION_FAILED', { message: 'The upload is not complete yet.' });
+    return ctx.services.storage.presignDownload(store.objectKey(document), {
+      filename: document.name,
+      contentType: document.contentType,
+      expiresInSeconds: DOWNLOAD_URL_SECONDS,
+      now: ctx.services.now(),
+    });
+  },
+
+  // Text exists once a document.extract job has succeeded; extraction jobs are not built yet,
+  // so no document has any and the answer is null.
+  'documents.text': async (input, ctx) => {
+    await loadDocument(ctx, input.id, 'document:read');
+    return null;
+  },
+
+  'documents.delete': async (input, ctx) => {
+    const document = await loadDocument(ctx, input.id, 'document:delete');
+    try {
+      await ctx.services.storage.delete(store.objectKey(document));
+    } catch (error) {
+      ctx.log.warn({ err: error, documentId: document.id }, 'stored object survived its document');
+    }
+    await store.deleteDocument(ctx.services.db.sql, document.id);
+    return { id: document.id };
+  },
+} satisfies Handlers;

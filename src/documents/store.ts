@@ -1,0 +1,116 @@
+/** SQL of the documents group. Rows come back in the contract's Document shape. */
+import type { TransactionSql } from 'postgres';
+import type { Sql } from '../db/connection.ts';
+import type { CursorPosition } from '../pagination/cursor.ts';
+import type { components } from '../../generated/types.ts';
+
+/** The contract's Document (date-time fields are Dates, see codegen/types.ts). */
+export type Document = components['schemas']['Document'];
+
+interface DocumentRow extends Omit<Document, 'extracted' | 'size'> {
+  // postgres.js returns bigint as text: sizes may pass 2^31.
+  size: string;
+  extractedCharacters: number | null;
+  extractedPages: number | null;
+  extractedAt: Date | null;
+  /** created_at::text, exact to the microsecond, for cursors. */
+  cursorAt: string;
+}
+
+// A constant list, so `unsafe` injects nothing from outside.
+const COLUMNS = `id, organization_id as "organizationId", workspace_id as "workspaceId", uploaded_by as "uploadedBy", name,
+  content_type as "contentType", size::text as size, status, extracted_characters as "extractedCharacters",
+  extracted_pages as "extractedPages", extracted_at as "extractedAt", indexed_at as "indexedAt", chunk_count as "chunkCount",
+  created_at as "createdAt", updated_at as "updatedAt", created_at::text as "cursorAt"`;
+
+function toDocument(row: DocumentRow): Document & { cursorAt: string } {
+  const { extractedCharacters, extractedPages, extractedAt, size, ...rest } = row;
+  return {
+    ...rest,
+    size: Number(size),
+    extracted: extractedAt === null ? null : { characters: extractedCharacters ?? 0, pages: extractedPages, at: extractedAt },
+  };
+}
+
+/** The contract's Document (without the cursor helper column). */
+export function publicDocument(document: Document & { cursorAt?: string }): Document {
+  const { cursorAt: _cursor, ...rest } = document;
+  return rest;
+}
+
+export async function findDocument(sql: Sql, id: string): Promise<(Document & { cursorAt: string }) | null> {
+  const [row] = await sql<DocumentRow[]>`select ${sql.unsafe(COLUMNS)} from documents where id = ${id}`;
+  return row ? toDocument(row) : null;
+}
+
+/** Newest first by (created_at, id); one row more than the page tells whether another page exists. */
+export async function pageDocuments(sql: Sql, workspaceId: string, limit: number, after: CursorPosition | null) {
+  const rows = await sql<DocumentRow[]>`
+    select ${sql.unsafe(COLUMNS)} from documents
+    where workspace_id = ${workspaceId}
+      ${after ? sql`and (created_at, id) < (${after.at}::timestamptz, ${after.id})` : sql``}
+    order by created_at desc, id desc
+    limit ${limit + 1}`;
+  const documents = rows.map(toDocument);
+  return { items: documents.slice(0, limit), last: documents.length > limit ? documents[limit - 1]! : null };
+}
+
+export async function organizationUsage(sql: Sql | TransactionSql, organizationId: string): Promise<number> {
+  const [row] = await sql<{ used: string }[]>`select coalesce(sum(size), 0)::text as used from documents where organization_id = ${organizationId}`;
+  return Number(row!.used);
+}
+
+/**
+ * Inserts a pending document unless it would take the organization over `limitBytes`. The
+ * organization row is locked for the check, so concurrent uploads cannot both fit in the last
+ * free bytes. Answers null when the limit stopped it.
+ */
+export async function insertDocument(
+  sql: Sql,
+  row: Pick<Document, 'id' | 'organizationId' | 'workspaceId' | 'uploadedBy' | 'name' | 'contentType' | 'size'> & { now: Date; limitBytes: number | null },
+): Promise<Document | null> {
+  return sql.begin(async (tx) => {
+    if (row.limitBytes !== null) {
+      await tx`select id from organizations where id = ${row.organizationId} for update`;
+      if ((await organizationUsage(tx, row.organizationId)) + row.size > row.limitBytes) return null;
+    }
+    const [created] = await tx<DocumentRow[]>`
+      insert into documents (id, organization_id, workspace_id, uploaded_by, name, content_type, size, status, created_at, updated_at)
+      values (${row.id}, ${row.organizationId}, ${row.workspaceId}, ${row.uploadedBy}, ${row.name}, ${row.contentType}, ${row.size}, 'pending', ${row.now}, ${row.now})
+      returning ${tx.unsafe(COLUMNS)}`;
+    return publicDocument(toDocument(created!));
+  }) as Promise<Document | null>;
+}
+
+/**
+ * Marks a document ready with the measured size, re-checking the quota against it under the
+ * organization lock. Answers null when the real size takes the organization over its limit.
+ */
+export async function completeDocument(sql: Sql, document: Document, size: number, now: Date, limitBytes: number | null): Promise<Document | null> {
+  return sql.begin(async (tx) => {
+    if (limitBytes !== null) {
+      await tx`select id from organizations where id = ${document.organizationId} for update`;
+      const others = (await organizationUsage(tx, document.organizationId)) - document.size;
+      if (others + size > limitBytes) return null;
+    }
+    const [row] = await tx<DocumentRow[]>`
+      update documents set size = ${size}, status = 'ready', updated_at = ${now}
+      where id = ${document.id} returning ${tx.unsafe(COLUMNS)}`;
+    return publicDocument(toDocument(row!));
+  }) as Promise<Document | null>;
+}
+
+export async function deleteDocument(sql: Sql, id: string): Promise<void> {
+  await sql`delete from documents where id = ${id}`;
+}
+
+export function objectKey(document: Pick<Document, 'organizationId' | 'id'>): string {
+  return `${document.organizationId}/${document.id}`;
+}
+
+/** Name and content type for a download through the local driver's /uploads route. */
+export async function describeDocument(sql: Sql, organizationId: string, id: string): Promise<{ name: string; contentType: string } | null> {
+  const [row] = await sql<{ name: string; contentType: string }[]>`
+    select name, content_type as "contentType" from documents where id = ${id} and organization_id = ${organizationId}`;
+  return row ?? null;
+}

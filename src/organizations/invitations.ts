@@ -1,0 +1,173 @@
+/**
+ * Identity routes: invitations (inviteMember, acceptInvitation, rejectInvitation, cancelInvitation).
+ * An invitation is valid 48 hours; only the user whose verified email it names can answer it.
+ */
+import type { AuthHandlers } from '../auth/identity-route.ts';
+import { authorizeRow } from '../auth/access.ts';
+import type { OrganizationRole } from '../auth/permissions.ts';
+import { writeAudit } from '../audit/audit-log.ts';
+import type { Principal } from '../context.ts';
+import { ApiError } from '../http/errors.ts';
+import { newId } from '../ids.ts';
+import { invitationEmail } from './invitation-email.ts';
+import { assertMayActOn, callerRole, signedIn } from './member-guards.ts';
+import {
+  findInvitation, findMember, findTeam, invitationColumns, membersOf, setInvitationStatus, toInvitation, toMember,
+  type Db, type InvitationRow,
+} from './store.ts';
+
+export const INVITATION_LIFETIME_MS = 48 * 3600_000;
+
+export const invitationRoutes = {
+  async 'auth.organization.inviteMember'(input, ctx) {
+    const principal = signedIn(ctx);
+    const { mailer, plans, db, config } = ctx.services;
+    if (!mailer) throw new ApiError('PRECONDITION_FAILED', { message: 'No email provider is configured, so invitations cannot be sent.' });
+    // Asked before the transaction: a lookup must never wait for a connection the transaction holds.
+    const plan = await plans.limitsFor(input.organizationId);
+    const now = ctx.services.now();
+    const expiresAt = new Date(now.getTime() + INVITATION_LIFETIME_MS);
+    const { invitation, organizationName, inviterName } = await db.sql.begin(async (tx) => {
+      // The organization's row lock serializes invitations, so two at once cannot both take the last
+      // seat ("no key": rows that only reference the organization, like new members, need not wait).
+      const [organization] = await tx<{ name: string }[]>`select name from organizations where id = ${input.organizationId} for no key update`;
+      if (!organization) throw new ApiError('FORBIDDEN'); // deleted since the access check
+      const members = await membersOf(tx, input.organizationId);
+      const actor = callerRole(members, principal, 'invitation:create');
+      if (input.role === 'owner' && actor !== 'owner') throw new ApiError('FORBIDDEN', { message: 'Only an owner can invite an owner.' });
+      if (input.teamId !== undefined) {
+        const team = await findTeam(tx, input.teamId);
+        if (!team || team.organization_id !== input.organizationId) throw new ApiError('NOT_FOUND', { message: 'No such team in this organization.' });
+      }
+      const email = input.email.toLowerCase();
+      if (members.some((member) => member.email.toLowerCase() === email)) throw new ApiError('CONFLICT', { message: 'This address already belongs to a member.' });
+      const [pending] = await tx<InvitationRow[]>`
+        select ${tx(invitationColumns)} from invitations
+        where organization_id = ${input.organizationId} and status = 'pending' and lower(email) = lower(${input.email})
+        order by created_at desc limit 1`;
+      if (pending && !input.resend) throw new ApiError('CONFLICT', { message: 'A pending invitation for this address exists: pass resend: true to send it again.' });
+      if (pending) assertMayActOn(actor, pending.role, input.role);
+      if (plan) {
+        // Seats: members plus invitations that can still be accepted (an expired one holds none);
+        // a re-sent invitation is already among them.
+        const [seats] = await tx<{ taken: number }[]>`
+          select (select count(*) from members where organization_id = ${input.organizationId})::int
+               + (select count(*) from invitations where organization_id = ${input.organizationId} and status = 'pending'
+                    and expires_at > ${now} and id <> ${pending?.id ?? ''})::int as taken`;
+        if (seats!.taken >= plan.limits.members) {
+          throw new ApiError('LIMIT_REACHED', { message: 'The plan\'s member limit is reached.', data: { kind: 'members', limit: plan.limits.members, plan: plan.plan } });
+        }
+      }
+      // A re-send takes the request's role and team: it is the inviter's current intent.
+      const [row] = pending
+        ? await tx<InvitationRow[]>`
+            update invitations set role = ${input.role}, team_id = ${input.teamId ?? null}, inviter_id = ${principal.userId},
+                                   expires_at = ${expiresAt}, updated_at = ${now}
+            where id = ${pending.id} returning ${tx(invitationColumns)}`
+        : await tx<InvitationRow[]>`
+            insert into invitations (id, organization_id, email, role, team_id, status, inviter_id, expires_at, created_at, updated_at)
+            values (${newId('inv')}, ${input.organizationId}, ${input.email}, ${input.role}, ${input.teamId ?? null}, 'pending',
+                    ${principal.userId}, ${expiresAt}, ${now}, ${now})
+            returning ${tx(invitationColumns)}`;
+      await writeAudit(tx, {
+        organizationId: input.organizationId, action: 'invitation.created', actor: principal, targetType: 'invitation', targetId: row!.id,
+        metadata: { email: row!.email, role: row!.role, teamId: row!.team_id, resent: Boolean(pending) },
+      }, now);
+      const inviter = members.find((member) => member.user_id === principal.userId)!;
+      return { invitation: row!, organizationName: organization.name, inviterName: inviter.name };
+    });
+    // Sent after the commit so no transaction waits on the mail server. If sending fails the
+    // answer is a 500 and the invitation stays pending: `resend: true` tries again.
+    await mailer.send(invitationEmail({
+      to: invitation.email, invitationId: invitation.id, organizationName, inviterName, role: invitation.role,
+      expiresAt: invitation.expires_at, publicUrl: config.publicUrl,
+    }));
+    return { body: toInvitation(invitation) };
+  },
+
+  async 'auth.organization.acceptInvitation'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      const invitation = await inviteeInvitation(tx, principal, input.invitationId);
+      if (invitation.status !== 'pending' || invitation.expires_at <= now) throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending or has expired.' });
+      const memberId = newId('mem');
+      const [added] = await tx`
+        insert into members (id, organization_id, user_id, role, created_at)
+        values (${memberId}, ${invitation.organization_id}, ${principal.userId}, ${invitation.role}, ${now})
+        on conflict (organization_id, user_id) do nothing returning id`;
+      if (!added) throw new ApiError('CONFLICT', { message: 'You are already a member of this organization.' });
+      // team_id is null when the team was deleted after the invitation was sent.
+      if (invitation.team_id) {
+        await tx`insert into team_members (id, team_id, user_id, created_at) values (${newId('tm')}, ${invitation.team_id}, ${principal.userId}, ${now}) on conflict do nothing`;
+      }
+      const accepted = await setInvitationStatus(tx, invitation.id, 'accepted', now);
+      await audit(tx, principal, accepted, 'invitation.accepted', now);
+      await writeAudit(tx, {
+        organizationId: invitation.organization_id, action: 'member.added', actor: principal, targetType: 'member', targetId: memberId,
+        metadata: { userId: principal.userId, role: invitation.role, invitationId: invitation.id, teamId: invitation.team_id },
+      }, now);
+      return { invitation: toInvitation(accepted), member: toMember((await findMember(tx, memberId))!) };
+    });
+    return { body };
+  },
+
+  async 'auth.organization.rejectInvitation'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      const invitation = await inviteeInvitation(tx, principal, input.invitationId);
+      if (invitation.status !== 'pending') throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending.' });
+      const rejected = await setInvitationStatus(tx, invitation.id, 'rejected', now);
+      await audit(tx, principal, rejected, 'invitation.rejected', now);
+      return { invitation: toInvitation(rejected), member: null };
+    });
+    return { body };
+  },
+
+  async 'auth.organization.cancelInvitation'(input, ctx) {
+    const principal = signedIn(ctx);
+    const found = await findInvitation(ctx.services.db.sql, input.invitationId);
+    if (!found) throw new ApiError('NOT_FOUND', { message: 'No such invitation.' });
+    await authorizeRow(principal, found.organization_id, 'invitation:cancel', ctx.services.memberships);
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      const invitation = (await findInvitation(tx, found.id, { lock: true }))!;
+      if (invitation.role === 'owner' && (await roleIn(tx, invitation.organization_id, principal.userId)) !== 'owner') {
+        throw new ApiError('FORBIDDEN', { message: 'Only an owner can cancel an invitation to become owner.' });
+      }
+      if (invitation.status !== 'pending') throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending.' });
+      const canceled = await setInvitationStatus(tx, invitation.id, 'canceled', now);
+      await audit(tx, principal, canceled, 'invitation.canceled', now);
+      return toInvitation(canceled);
+    });
+    return { body };
+  },
+} satisfies AuthHandlers;
+
+/**
+ * The invitation, locked, when the caller is its invitee: their address must be verified and
+ * equal the invited one (case aside). 404 for an unknown id, 403 for anyone else.
+ */
+async function inviteeInvitation(tx: Db, principal: Principal, invitationId: string): Promise<InvitationRow> {
+  const invitation = await findInvitation(tx, invitationId, { lock: true });
+  if (!invitation) throw new ApiError('NOT_FOUND', { message: 'No such invitation.' });
+  const [user] = await tx<{ email: string; email_verified: boolean }[]>`select email, email_verified from users where id = ${principal.userId}`;
+  if (!user || user.email.toLowerCase() !== invitation.email.toLowerCase()) {
+    throw new ApiError('FORBIDDEN', { message: 'This invitation was sent to another email address.' });
+  }
+  if (!user.email_verified) throw new ApiError('FORBIDDEN', { message: 'Verify your email address before answering the invitation.' });
+  return invitation;
+}
+
+async function roleIn(tx: Db, organizationId: string, userId: string): Promise<OrganizationRole | null> {
+  const [row] = await tx<{ role: OrganizationRole }[]>`select role from members where organization_id = ${organizationId} and user_id = ${userId}`;
+  return row?.role ?? null;
+}
+
+function audit(tx: Db, principal: Principal, invitation: InvitationRow, action: string, now: Date): Promise<string> {
+  return writeAudit(tx, {
+    organizationId: invitation.organization_id, action, actor: principal, targetType: 'invitation', targetId: invitation.id,
+    metadata: { email: invitation.email, role: invitation.role, teamId: invitation.team_id },
+  }, now);
+}

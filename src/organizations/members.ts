@@ -1,0 +1,72 @@
+/**
+ * Identity routes: an organization's members (listMembers, removeMember, updateMemberRole, leave).
+ * Every change locks the organization's member rows first (member-guards.ts), so the last-owner
+ * guard and the "only owners touch owners" rule hold under concurrent requests.
+ */
+import type { AuthHandlers } from '../auth/identity-route.ts';
+import { writeAudit } from '../audit/audit-log.ts';
+import { ApiError } from '../http/errors.ts';
+import { assertMayActOn, assertOwnerRemains, callerRole, lockMembers, signedIn } from './member-guards.ts';
+import { membersOf, removeFromTeamsOf, toMember } from './store.ts';
+
+export const memberRoutes = {
+  async 'auth.organization.listMembers'(input, ctx) {
+    const { sql } = ctx.services.db;
+    const members = await membersOf(sql, input.organizationId, { limit: input.limit ?? 50, offset: input.offset ?? 0 });
+    const [count] = await sql<{ total: number }[]>`select count(*)::int as total from members where organization_id = ${input.organizationId}`;
+    return { body: { members: members.map(toMember), total: count!.total } };
+  },
+
+  async 'auth.organization.removeMember'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      const rows = await lockMembers(tx, input.organizationId);
+      const actor = callerRole(rows, principal, 'member:delete');
+      const key = input.memberIdOrEmail;
+      const target = rows.find((row) => row.id === key) ?? rows.find((row) => row.email.toLowerCase() === key.toLowerCase());
+      if (!target) throw new ApiError('NOT_FOUND', { message: 'No member of this organization matches.' });
+      assertMayActOn(actor, target.role);
+      assertOwnerRemains(rows, target, null);
+      await tx`delete from members where id = ${target.id}`;
+      await removeFromTeamsOf(tx, input.organizationId, target.user_id);
+      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.removed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.user_id, email: target.email, role: target.role } }, now);
+      return { member: toMember(target) };
+    });
+    return { body };
+  },
+
+  async 'auth.organization.updateMemberRole'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      const rows = await lockMembers(tx, input.organizationId);
+      const actor = callerRole(rows, principal, 'member:update');
+      const target = rows.find((row) => row.id === input.memberId);
+      if (!target) throw new ApiError('NOT_FOUND', { message: 'No such member in this organization.' });
+      assertMayActOn(actor, target.role, input.role);
+      if (target.role === input.role) return toMember(target);
+      assertOwnerRemains(rows, target, input.role);
+      await tx`update members set role = ${input.role} where id = ${target.id}`;
+      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.role_changed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.user_id, from: target.role, to: input.role } }, now);
+      return toMember({ ...target, role: input.role });
+    });
+    return { body };
+  },
+
+  async 'auth.organization.leave'(input, ctx) {
+    const principal = signedIn(ctx);
+    const now = ctx.services.now();
+    const body = await ctx.services.db.sql.begin(async (tx) => {
+      const rows = await lockMembers(tx, input.organizationId);
+      callerRole(rows, principal); // removed meanwhile: 403, like any non-member
+      const self = rows.find((row) => row.user_id === principal.userId)!;
+      assertOwnerRemains(rows, self, null);
+      await tx`delete from members where id = ${self.id}`;
+      await removeFromTeamsOf(tx, input.organizationId, self.user_id);
+      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.left', actor: principal, targetType: 'member', targetId: self.id, metadata: { userId: self.user_id, role: self.role } }, now);
+      return toMember(self);
+    });
+    return { body };
+  },
+} satisfies AuthHandlers;

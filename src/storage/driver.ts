@@ -1,0 +1,65 @@
+/**
+ * The one interface both storage drivers implement (local files under the data directory, or an
+ * S3-compatible bucket). Keys are `<organizationId>/<documentId>`; both parts are the service's
+ * opaque ids (`org_...`, `doc_...`), so a key can never name a path outside its organization.
+ */
+
+export interface StorageDriver {
+  readonly name: 'local' | 's3';
+  /** For system status: the data directory or the bucket. */
+  readonly location: string;
+  presignUpload(key: string, o: { contentType: string; size: number; expiresInSeconds: number; now: Date }): Promise<{ url: string; headers: Record<string, string>; expiresAt: Date }>;
+  presignDownload(key: string, o: { filename: string; contentType: string; expiresInSeconds: number; now: Date }): Promise<{ url: string; expiresAt: Date }>;
+  /** The stored object's size in bytes, or null when there is none. */
+  stat(key: string): Promise<{ size: number } | null>;
+  /** Streams the stored object (text extraction later reads it). Rejects with ObjectNotFoundError when there is none. */
+  read(key: string): Promise<NodeJS.ReadableStream>;
+  /** Deleting an object that does not exist succeeds. */
+  delete(key: string): Promise<void>;
+  /** Best effort: answers the keys that could not be deleted (and logs nothing itself). */
+  deleteMany(keys: string[]): Promise<{ failed: string[] }>;
+}
+
+/** One segment of a key: an opaque id such as `org_...` or `doc_...`. */
+export const KEY_SEGMENT = /^[a-z0-9_]{1,100}$/;
+
+export class InvalidKeyError extends Error {
+  override name = 'InvalidKeyError';
+}
+
+export class ObjectNotFoundError extends Error {
+  override name = 'ObjectNotFoundError';
+  readonly key: string;
+
+  constructor(key: string) {
+    super(`No stored object for ${key}.`);
+    this.key = key;
+  }
+}
+
+export function isKeySegment(value: string): boolean {
+  return KEY_SEGMENT.test(value);
+}
+
+/** Splits and checks a key; throws InvalidKeyError for anything but `<id>/<id>`. */
+export function parseKey(key: string): { organizationId: string; documentId: string } {
+  const parts = key.split('/');
+  if (parts.length !== 2 || !isKeySegment(parts[0]!) || !isKeySegment(parts[1]!)) {
+    throw new InvalidKeyError(`Not a storage key: ${JSON.stringify(key.slice(0, 210))}`);
+  }
+  return { organizationId: parts[0]!, documentId: parts[1]! };
+}
+
+export function storageKey(organizationId: string, documentId: string): string {
+  const key = `${organizationId}/${documentId}`;
+  parseKey(key);
+  return key;
+}
+
+/** `now + seconds`, whole seconds (signed URLs carry unix seconds). */
+export function expiryOf(now: Date, expiresInSeconds: number): Date {
+  if (!Number.isSafeInteger(expiresInSeconds) || expiresInSeconds <= 0) {
+    throw new RangeError(`expiresInSeconds must be a positive integer, got ${expiresInSeconds}`);
+  }
+  return new Date((Math.floor(now.getTime() / 1000) + expiresInSeconds) * 1000);
+}

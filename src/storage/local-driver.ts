@@ -1,0 +1,108 @@
+/**
+ * The local driver: objects are files under `<dataDir>/uploads/<org>/<doc>`, and presigned
+ * addresses point at this service's own /uploads routes (upload-routes.ts), authorized by a signed
+ * query string (signed-url.ts). For one machine and development; production with several
+ * instances uses the S3 driver.
+ */
+import { open, rm, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expiryOf, ObjectNotFoundError, parseKey, type StorageDriver } from './driver.ts';
+import { signedQuery, type SignedTarget } from './signed-url.ts';
+
+export interface LocalDriverOptions {
+  dataDir: string;
+  /** The service's public base URL (config.publicUrl), without a trailing slash. */
+  publicUrl: string;
+  /** HMAC key of the signed addresses (resolveSecret). */
+  secret: string;
+}
+
+export class LocalDriver implements StorageDriver {
+  readonly name = 'local';
+  /** The directory holding the uploads, `<dataDir>/uploads`. */
+  readonly location: string;
+  readonly #publicUrl: string;
+  readonly #secret: string;
+
+  constructor(options: LocalDriverOptions) {
+    this.location = join(options.dataDir, 'uploads');
+    this.#publicUrl = options.publicUrl.replace(/\/+$/, '');
+    this.#secret = options.secret;
+  }
+
+  /** The route path of a key, `/uploads/<org>/<doc>` (what the signature covers). */
+  static routePath(key: string): string {
+    const { organizationId, documentId } = parseKey(key);
+    return `/uploads/${organizationId}/${documentId}`;
+  }
+
+  /** The file of a key; throws InvalidKeyError for anything but `<id>/<id>`. */
+  filePath(key: string): string {
+    const { organizationId, documentId } = parseKey(key);
+    return join(this.location, organizationId, documentId);
+  }
+
+  async presignUpload(key: string, o: { contentType: string; size: number; expiresInSeconds: number; now: Date }) {
+    if (!Number.isSafeInteger(o.size) || o.size < 0) throw new RangeError(`size must be a byte count, got ${o.size}`);
+    const expiresAt = expiryOf(o.now, o.expiresInSeconds);
+    const url = this.#url({ method: 'PUT', path: LocalDriver.routePath(key), expires: expiresAt.getTime() / 1000, size: o.size });
+    return { url, headers: { 'content-type': o.contentType, 'content-length': String(o.size) }, expiresAt };
+  }
+
+  /** The name and type are not in the address: the route reads them from the document row. */
+  async presignDownload(key: string, o: { filename: string; contentType: string; expiresInSeconds: number; now: Date }) {
+    const expiresAt = expiryOf(o.now, o.expiresInSeconds);
+    return { url: this.#url({ method: 'GET', path: LocalDriver.routePath(key), expires: expiresAt.getTime() / 1000 }), expiresAt };
+  }
+
+  async stat(key: string): Promise<{ size: number } | null> {
+    try {
+      const stats = await stat(this.filePath(key));
+      return stats.isFile() ? { size: stats.size } : null;
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw error;
+    }
+  }
+
+  async read(key: string): Promise<NodeJS.ReadableStream> {
+    try {
+      // Opened here, so a missing file rejects now rather than erroring the stream later.
+      const handle = await open(this.filePath(key), 'r');
+      return handle.createReadStream();
+    } catch (error) {
+      if (isMissing(error)) throw new ObjectNotFoundError(key);
+      throw error;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.filePath(key), { force: true });
+  }
+
+  async deleteMany(keys: string[]): Promise<{ failed: string[] }> {
+    const failed: string[] = [];
+    // A few at a time: an organization can hold many thousands of files.
+    const queue = [...keys];
+    const worker = async () => {
+      for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
+        try {
+          await unlink(this.filePath(key));
+        } catch (error) {
+          if (!isMissing(error)) failed.push(key);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, keys.length) }, worker));
+    return { failed };
+  }
+
+  #url(target: SignedTarget): string {
+    return `${this.#publicUrl}${target.path}?${signedQuery(this.#secret, target)}`;
+  }
+}
+
+export function isMissing(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}

@@ -1,0 +1,142 @@
+/**
+ * The S3 driver: any S3-compatible bucket (AWS, MinIO, R2; s3rver in tests). Clients upload and
+ * download straight to and from the bucket through presigned addresses; the API only measures,
+ * reads and deletes.
+ */
+import {
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { S3Settings } from '../config.ts';
+import { contentDisposition } from './content-disposition.ts';
+import { expiryOf, ObjectNotFoundError, parseKey, type StorageDriver } from './driver.ts';
+
+/** DeleteObjects takes at most 1000 keys per request. */
+export const DELETE_BATCH = 1000;
+
+export function s3ClientConfig(settings: S3Settings): S3ClientConfig {
+  return {
+    region: settings.region,
+    ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+    forcePathStyle: settings.forcePathStyle,
+    ...(settings.accessKeyId && settings.secretAccessKey
+      ? { credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } }
+      : {}),
+    // Checksums only where S3 requires one (DeleteObjects): by default the SDK would put the
+    // checksum of an empty body into presigned PUT addresses, and the real upload would fail it.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  };
+}
+
+export class S3Driver implements StorageDriver {
+  readonly name = 's3';
+  /** The bucket. */
+  readonly location: string;
+  readonly client: S3Client;
+  readonly #bucket: string;
+
+  constructor(settings: S3Settings, client: S3Client = new S3Client(s3ClientConfig(settings))) {
+    this.#bucket = settings.bucket;
+    this.location = settings.bucket;
+    this.client = client;
+  }
+
+  /**
+   * Content-Type and Content-Length are signed headers of the address, so the PUT must send
+   * exactly these (returned as `headers`): a client cannot store more than it declared.
+   */
+  async presignUpload(key: string, o: { contentType: string; size: number; expiresInSeconds: number; now: Date }) {
+    parseKey(key);
+    if (!Number.isSafeInteger(o.size) || o.size < 0) throw new RangeError(`size must be a byte count, got ${o.size}`);
+    const expiresAt = expiryOf(o.now, o.expiresInSeconds);
+    const command = new PutObjectCommand({ Bucket: this.#bucket, Key: key, ContentType: o.contentType, ContentLength: o.size });
+    const url = await getSignedUrl(this.client, command, {
+      expiresIn: o.expiresInSeconds,
+      signingDate: o.now,
+      signableHeaders: new Set(['content-type', 'content-length']),
+    });
+    return { url, headers: { 'content-type': o.contentType, 'content-length': String(o.size) }, expiresAt };
+  }
+
+  async presignDownload(key: string, o: { filename: string; contentType: string; expiresInSeconds: number; now: Date }) {
+    parseKey(key);
+    const expiresAt = expiryOf(o.now, o.expiresInSeconds);
+    const command = new GetObjectCommand({
+      Bucket: this.#bucket,
+      Key: key,
+      ResponseContentDisposition: contentDisposition(o.filename),
+      ResponseContentType: o.contentType,
+    });
+    return { url: await getSignedUrl(this.client, command, { expiresIn: o.expiresInSeconds, signingDate: o.now }), expiresAt };
+  }
+
+  async stat(key: string): Promise<{ size: number } | null> {
+    parseKey(key);
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key }));
+      return { size: head.ContentLength ?? 0 };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  async read(key: string): Promise<NodeJS.ReadableStream> {
+    parseKey(key);
+    try {
+      const object = await this.client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
+      // In Node the body is an http.IncomingMessage (a Readable) with the SDK's helpers mixed in.
+      if (!object.Body) throw new ObjectNotFoundError(key);
+      return object.Body as NodeJS.ReadableStream;
+    } catch (error) {
+      if (isNotFound(error)) throw new ObjectNotFoundError(key);
+      throw error;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    parseKey(key);
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: key }));
+  }
+
+  async deleteMany(keys: string[]): Promise<{ failed: string[] }> {
+    const failed: string[] = [];
+    const valid: string[] = [];
+    for (const key of keys) {
+      try {
+        parseKey(key);
+        valid.push(key);
+      } catch {
+        failed.push(key);
+      }
+    }
+    for (let start = 0; start < valid.length; start += DELETE_BATCH) {
+      const batch = valid.slice(start, start + DELETE_BATCH);
+      try {
+        // Quiet: the answer lists only the keys that failed. A missing key is not an error in S3.
+        const answer = await this.client.send(new DeleteObjectsCommand({
+          Bucket: this.#bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        }));
+        for (const error of answer.Errors ?? []) failed.push(error.Key ?? '(unnamed)');
+      } catch {
+        failed.push(...batch);
+      }
+    }
+    return { failed };
+  }
+}
+
+/** The object is missing (a missing bucket is a configuration fault, not a missing object). */
+function isNotFound(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } } | undefined;
+  if (e?.name === 'NoSuchBucket') return false;
+  return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404;
+}

@@ -1,0 +1,85 @@
+/** workspaces.list, get, create, update, delete. */
+import type { Context, Handlers } from '../context.ts';
+import { authorizeRow } from '../auth/access.ts';
+import { ApiError } from '../http/errors.ts';
+import { newId } from '../ids.ts';
+import * as store from './store.ts';
+
+/** By-id procedures: load the row, then authorize against its organization (403 across tenants). */
+async function loadWorkspace(ctx: Context, id: string, permission: string): Promise<store.Workspace> {
+  const workspace = await store.findWorkspace(ctx.services.db.sql, id);
+  if (!workspace) throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
+  await authorizeRow(ctx.principal, workspace.organizationId, permission, ctx.services.memberships);
+  return workspace;
+}
+
+async function assertTeam(ctx: Context, teamId: string | null | undefined, organizationId: string): Promise<void> {
+  if (teamId && !(await store.teamInOrganization(ctx.services.db.sql, teamId, organizationId))) {
+    throw new ApiError('NOT_FOUND', { message: 'Team not found in this organization.' });
+  }
+}
+
+const slugTaken = () => new ApiError('CONFLICT', { message: 'This slug is taken in the organization.' });
+
+export const workspaceProcedures = {
+  'workspaces.list': (input, ctx) => store.listWorkspaces(ctx.services.db.sql, input.organizationId),
+
+  'workspaces.get': async (input, ctx) => {
+    const { sql } = ctx.services.db;
+    const workspace = await store.findWorkspaceBySlug(sql, input.organizationId, input.slug);
+    if (!workspace) throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
+    const plan = await ctx.services.plans.limitsFor(workspace.organizationId);
+    return { ...workspace, storage: { usedBytes: await store.workspaceUsage(sql, workspace.id), limitBytes: plan?.limits.storageBytes ?? null } };
+  },
+
+  'workspaces.create': async (input, ctx) => {
+    await assertTeam(ctx, input.teamId, input.organizationId);
+    const plan = await ctx.services.plans.limitsFor(input.organizationId);
+    try {
+      const created = await store.insertWorkspace(ctx.services.db.sql, {
+        id: newId('ws'),
+        organizationId: input.organizationId,
+        teamId: input.teamId ?? null,
+        name: input.name,
+        slug: input.slug,
+        now: ctx.services.now(),
+        limit: plan?.limits.workspaces ?? null,
+      });
+      if (created) return created;
+    } catch (error) {
+      if (store.isUniqueViolation(error)) throw slugTaken();
+      throw error;
+    }
+    throw new ApiError('LIMIT_REACHED', {
+      message: `Your plan allows ${plan!.limits.workspaces} workspaces.`,
+      data: { kind: 'workspaces', limit: plan!.limits.workspaces, plan: plan!.plan },
+    });
+  },
+
+  'workspaces.update': async (input, ctx) => {
+    const workspace = await loadWorkspace(ctx, input.id, 'workspace:update');
+    await assertTeam(ctx, input.teamId, workspace.organizationId);
+    try {
+      return await store.updateWorkspace(ctx.services.db.sql, workspace.id, input, ctx.services.now());
+    } catch (error) {
+      if (store.isUniqueViolation(error)) throw slugTaken();
+      throw error;
+    }
+  },
+
+  'workspaces.delete': async (input, ctx) => {
+    const workspace = await loadWorkspace(ctx, input.id, 'workspace:delete');
+    const { sql } = ctx.services.db;
+    // Best effort (specification): a stored object that survives is logged and does not stop the deletion.
+    const keys = await store.workspaceObjectKeys(sql, workspace.id);
+    if (keys.length > 0) {
+      const { failed } = await ctx.services.storage.deleteMany(keys).catch((error: unknown) => {
+        ctx.log.warn({ err: error, workspaceId: workspace.id }, 'deleting stored objects failed');
+        return { failed: keys };
+      });
+      for (const key of failed) ctx.log.warn({ key, workspaceId: workspace.id }, 'stored object survived its workspace');
+    }
+    await store.deleteWorkspace(sql, workspace.id);
+    return { id: workspace.id };
+  },
+} satisfies Handlers;

@@ -1,0 +1,78 @@
+/** SQL of the workspaces group. Rows come back in the contract's shape. */
+import type { Sql } from '../db/connection.ts';
+import type { components } from '../../generated/types.ts';
+
+/** The contract's Workspace (createdAt is a Date, see codegen/types.ts). */
+export type Workspace = components['schemas']['Workspace'];
+
+// A constant list, so `unsafe` injects nothing from outside.
+const COLUMNS = 'id, organization_id as "organizationId", team_id as "teamId", name, slug, created_at as "createdAt"';
+
+export async function listWorkspaces(sql: Sql, organizationId: string): Promise<Workspace[]> {
+  return sql<Workspace[]>`select ${sql.unsafe(COLUMNS)} from workspaces where organization_id = ${organizationId} order by created_at, id`;
+}
+
+export async function findWorkspace(sql: Sql, id: string): Promise<Workspace | null> {
+  const [row] = await sql<Workspace[]>`select ${sql.unsafe(COLUMNS)} from workspaces where id = ${id}`;
+  return row ?? null;
+}
+
+export async function findWorkspaceBySlug(sql: Sql, organizationId: string, slug: string): Promise<Workspace | null> {
+  const [row] = await sql<Workspace[]>`select ${sql.unsafe(COLUMNS)} from workspaces where organization_id = ${organizationId} and slug = ${slug}`;
+  return row ?? null;
+}
+
+export async function teamInOrganization(sql: Sql, teamId: string, organizationId: string): Promise<boolean> {
+  const [row] = await sql`select 1 from teams where id = ${teamId} and organization_id = ${organizationId}`;
+  return row !== undefined;
+}
+
+/**
+ * Inserts unless the plan's workspace limit is reached, in one statement: the count and the insert
+ * happen together, so two concurrent creates cannot both slip under the limit. Answers null when
+ * the limit stopped it; a taken slug raises the unique violation.
+ */
+export async function insertWorkspace(sql: Sql, row: Omit<Workspace, 'createdAt'> & { now: Date; limit: number | null }): Promise<Workspace | null> {
+  return sql.begin(async (tx) => {
+    if (row.limit !== null) {
+      // Serializes creates per organization so the count below stays true until commit.
+      await tx`select id from organizations where id = ${row.organizationId} for update`;
+      const [counted] = await tx<{ count: number }[]>`select count(*)::int as count from workspaces where organization_id = ${row.organizationId}`;
+      if (counted!.count >= row.limit) return null;
+    }
+    const [created] = await tx<Workspace[]>`
+      insert into workspaces (id, organization_id, team_id, name, slug, created_at, updated_at)
+      values (${row.id}, ${row.organizationId}, ${row.teamId}, ${row.name}, ${row.slug}, ${row.now}, ${row.now})
+      returning ${tx.unsafe(COLUMNS)}`;
+    return created!;
+  }) as Promise<Workspace | null>;
+}
+
+export async function updateWorkspace(sql: Sql, id: string, changes: { name?: string; slug?: string; teamId?: string | null }, now: Date): Promise<Workspace> {
+  const set: Record<string, unknown> = { updated_at: now };
+  if (changes.name !== undefined) set.name = changes.name;
+  if (changes.slug !== undefined) set.slug = changes.slug;
+  if (changes.teamId !== undefined) set.team_id = changes.teamId;
+  const [row] = await sql<Workspace[]>`update workspaces set ${sql(set)} where id = ${id} returning ${sql.unsafe(COLUMNS)}`;
+  return row!;
+}
+
+/** Bytes stored by a workspace's documents (pending ones count with their declared size). */
+export async function workspaceUsage(sql: Sql, workspaceId: string): Promise<number> {
+  const [row] = await sql<{ used: string }[]>`select coalesce(sum(size), 0)::text as used from documents where workspace_id = ${workspaceId}`;
+  return Number(row!.used);
+}
+
+/** The storage keys of a workspace's documents, for deleting its objects. */
+export async function workspaceObjectKeys(sql: Sql, workspaceId: string): Promise<string[]> {
+  const rows = await sql<{ key: string }[]>`select organization_id || '/' || id as key from documents where workspace_id = ${workspaceId}`;
+  return rows.map((row) => row.key);
+}
+
+export async function deleteWorkspace(sql: Sql, id: string): Promise<void> {
+  await sql`delete from workspaces where id = ${id}`;
+}
+
+export function isUniqueViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505';
+}

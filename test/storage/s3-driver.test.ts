@@ -1,0 +1,138 @@
+/**
+ * The S3 driver against s3rver, an S3-compatible server started here on a loopback port in a temp
+ * directory. s3rver does not check signatures (toolchain.md), so this proves the driver's requests
+ * and the shape of its addresses; signature enforcement is tested on the local driver.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
+import { DeleteObjectsCommand } from '@aws-sdk/client-s3';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { contentDisposition } from '../../src/storage/content-disposition.ts';
+import { ObjectNotFoundError } from '../../src/storage/driver.ts';
+import { createStorageDriver } from '../../src/storage/create-driver.ts';
+import { S3Driver } from '../../src/storage/s3-driver.ts';
+
+const BUCKET = 'documents';
+const now = new Date('2026-11-20T10:00:00Z');
+let server: S3rver;
+let dir: string;
+let driver: S3Driver;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'workspace-api-s3rver-'));
+  server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: BUCKET, configs: [] }] });
+  const { port } = await server.run();
+  const made = createStorageDriver({
+    dataDir: dir,
+    publicUrl: 'http://127.0.0.1:1',
+    storage: {
+      driver: 's3',
+      bucket: BUCKET,
+      region: 'us-east-1',
+      endpoint: `http://127.0.0.1:${port}`,
+      forcePathStyle: true,
+      accessKeyId: 'S3RVER',
+      secretAccessKey: 'S3RVER',
+    },
+  }, 'unused-by-the-s3-driver');
+  if (!(made instanceof S3Driver)) throw new Error('expected the S3 driver');
+  driver = made;
+});
+
+afterAll(async () => {
+  driver?.client.destroy();
+  await server?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Uploads through a presigned PUT the way a client would: the returned headers, nothing else. */
+async function upload(key: string, bytes: Buffer, contentType = 'application/pdf'): Promise<void> {
+  const { url, headers } = await driver.presignUpload(key, { contentType, size: bytes.length, expiresInSeconds: 900, now: new Date() });
+  const response = await fetch(url, { method: 'PUT', headers, body: bytes });
+  expect(response.status, await response.text()).toBe(200);
+}
+
+describe('S3 driver (s3rver)', () => {
+  it('reports its name and bucket', () => {
+    expect(driver.name).toBe('s3');
+    expect(driver.location).toBe(BUCKET);
+  });
+
+  it('presigns a PUT whose signature covers content-type and content-length', async () => {
+    const upload = await driver.presignUpload('org_a/doc_signed', { contentType: 'text/plain', size: 5, expiresInSeconds: 900, now });
+    const url = new URL(upload.url);
+    expect(url.pathname).toBe(`/${BUCKET}/org_a/doc_signed`);
+    expect(url.searchParams.get('X-Amz-SignedHeaders')?.split(';')).toEqual(expect.arrayContaining(['content-length', 'content-type', 'host']));
+    expect(url.searchParams.get('X-Amz-Date')).toBe('20261120T100000Z');
+    expect(url.searchParams.get('X-Amz-Expires')).toBe('900');
+    // No checksum of an empty body baked into the address (it would fail the real upload on AWS).
+    expect([...url.searchParams.keys()].filter((name) => name.toLowerCase().includes('checksum'))).toEqual([]);
+    expect(upload.headers).toEqual({ 'content-type': 'text/plain', 'content-length': '5' });
+    expect(upload.expiresAt).toEqual(new Date('2026-11-20T10:15:00Z'));
+  });
+
+  it('stores through the presigned PUT, then stats, presigns a GET with Content-Disposition, and reads', async () => {
+    const bytes = randomBytes(200_000);
+    await upload('org_a/doc_one', bytes);
+    expect(await driver.stat('org_a/doc_one')).toEqual({ size: bytes.length });
+
+    const name = 'Résumé «final» 日本語 "q".pdf';
+    const download = await driver.presignDownload('org_a/doc_one', { filename: name, contentType: 'application/pdf', expiresInSeconds: 300, now: new Date() });
+    const response = await fetch(download.url);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/pdf');
+    expect(response.headers.get('content-disposition')).toBe(contentDisposition(name));
+    const encoded = /filename\*=UTF-8''([^;]+)/.exec(response.headers.get('content-disposition')!)![1]!;
+    expect(decodeURIComponent(encoded)).toBe(name);
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+
+    expect((await buffer(await driver.read('org_a/doc_one'))).equals(bytes)).toBe(true);
+  });
+
+  it('deletes one object, and deleting it again is fine', async () => {
+    await upload('org_a/doc_gone', Buffer.from('bye'), 'text/plain');
+    await driver.delete('org_a/doc_gone');
+    expect(await driver.stat('org_a/doc_gone')).toBeNull();
+    await expect(driver.delete('org_a/doc_gone')).resolves.toBeUndefined();
+  });
+
+  it('answers null for the size of a missing object and ObjectNotFoundError for reading it', async () => {
+    expect(await driver.stat('org_a/doc_never')).toBeNull();
+    await expect(driver.read('org_a/doc_never')).rejects.toBeInstanceOf(ObjectNotFoundError);
+  });
+
+  it('deletes many: missing keys are not failures, malformed keys are', async () => {
+    await upload('org_b/doc_1', Buffer.from('one'), 'text/plain');
+    await upload('org_b/doc_2', Buffer.from('two'), 'text/plain');
+    const result = await driver.deleteMany(['org_b/doc_1', 'org_b/doc_missing', 'org_b/doc_2', '../etc/passwd']);
+    expect(result).toEqual({ failed: ['../etc/passwd'] });
+    expect(await driver.stat('org_b/doc_1')).toBeNull();
+    expect(await driver.stat('org_b/doc_2')).toBeNull();
+  });
+
+  it('deletes many in batches of at most 1000 keys', async () => {
+    await upload('org_c/doc_first', Buffer.from('a'), 'text/plain');
+    await upload('org_c/doc_last', Buffer.from('b'), 'text/plain');
+    const keys = ['org_c/doc_first', ...Array.from({ length: 1500 }, (_, i) => `org_c/doc_${i}`), 'org_c/doc_last'];
+    const send = vi.spyOn(driver.client, 'send');
+    try {
+      expect(await driver.deleteMany(keys)).toEqual({ failed: [] });
+      const batches = send.mock.calls.map(([command]) => command).filter((command) => command instanceof DeleteObjectsCommand);
+      expect(batches.map((command) => command.input.Delete?.Objects?.length)).toEqual([1000, 502]);
+    } finally {
+      send.mockRestore();
+    }
+    expect(await driver.stat('org_c/doc_first')).toBeNull();
+    expect(await driver.stat('org_c/doc_last')).toBeNull();
+  });
+
+  it('refuses keys that are not <id>/<id>', async () => {
+    for (const key of ['org_a', 'org_a/../doc', 'org_a/doc/x', 'ORG/doc', '', 'org_a/', '/doc_a']) {
+      await expect(driver.stat(key), key).rejects.toThrow(/Not a storage key/);
+    }
+  });
+});
