@@ -23,6 +23,7 @@ try {
     ['  same, by server CPU per request (bare/full)', `${(health.bareCpuUs / health.fullCpuUs).toFixed(2)}  (${health.bareCpuUs.toFixed(0)} / ${health.fullCpuUs.toFixed(0)} µs)`, `>= ${HEALTH_AIM}`],
     ['routing + validation added latency', `${routing.addedUs.toFixed(1)} µs  (${routing.routedUs.toFixed(1)} - ${routing.directUs.toFixed(1)})`, `<= ${ROUTING_AIM_US} µs`],
     ['  of which validateInput alone', `${routing.validateUs.toFixed(1)} µs`, ''],
+    ...(await import('./upload.ts').then((upload) => upload.uploadRows())), // 25 MiB PUT /uploads vs fs copy (bench/upload.ts)
   ];
   const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log();

@@ -11,6 +11,8 @@ const NULL = ts.factory.createLiteralTypeNode(ts.factory.createNull());
 
 export async function buildTypes(doc: Record<string, any>): Promise<string> {
   const ast = await openapiTS(structuredClone(doc) as OpenAPI3, {
+    // A field with a default may be left out by callers (the validator fills it in).
+    defaultNonNullable: false,
     transform(schema) {
       if (schema.format !== 'date-time') return undefined;
       const types = [(schema as { type?: string | string[] }).type].flat();

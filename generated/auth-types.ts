@@ -1724,7 +1724,7 @@ export interface components {
              * @default false
              * @example true
              */
-            revokeOtherSessions: boolean;
+            revokeOtherSessions?: boolean;
         };
         /**
          * @description The body of auth.requestPasswordReset.
@@ -2460,7 +2460,7 @@ export interface components {
              * @default false
              * @example false
              */
-            resend: boolean;
+            resend?: boolean;
         };
         /**
          * @description A plan limit is reached. Only answered while billing is configured on the deployment.
@@ -3286,6 +3286,31 @@ export interface operations {
                  * @example The user has denied your application access.
                  */
                 error_description?: string;
+                /**
+                 * @description The issuer identifier (RFC 9207) Google adds to its answer; checked against the configured issuer.
+                 * @example https://accounts.google.com
+                 */
+                iss?: string;
+                /**
+                 * @description The scopes granted, as Google reports them (informational).
+                 * @example openid email profile
+                 */
+                scope?: string;
+                /**
+                 * @description Google's account index (informational).
+                 * @example 0
+                 */
+                authuser?: string;
+                /**
+                 * @description Google's prompt mode (informational).
+                 * @example consent
+                 */
+                prompt?: string;
+                /**
+                 * @description The Google Workspace domain of the account (informational).
+                 * @example example.com
+                 */
+                hd?: string;
             };
             header?: never;
             path: {

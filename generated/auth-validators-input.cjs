@@ -850,7 +850,8 @@ return errors === 0;
 validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_auth_callback = validate28;
-const schema39 = {"type":"object","properties":{"provider":{"type":"string","enum":["github","google"],"examples":["github"]},"code":{"type":"string","maxLength":2000,"examples":["3584d83530557fdd1f46"]},"state":{"type":"string","maxLength":2000,"examples":["q8vt2mk9xw4pl7nr3cy6bz5dfwgh3js2"]},"error":{"type":"string","maxLength":2000,"examples":["access_denied"]},"error_description":{"type":"string","maxLength":2000,"examples":["The user has denied your application access."]}},"required":["provider"],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.callback/input"};
+const schema39 = {"type":"object","properties":{"provider":{"type":"string","enum":["github","google"],"examples":["github"]},"code":{"type":"string","maxLength":2000,"examples":["3584d83530557fdd1f46"]},"state":{"type":"string","maxLength":2000,"examples":["q8vt2mk9xw4pl7nr3cy6bz5dfwgh3js2"]},"error":{"type":"string","maxLength":2000,"examples":["access_denied"]},"error_description":{"type":"string","maxLength":2000,"examples":["The user has denied your application access."]},"iss":{"type":"string","maxLength":2000,"examples":["https://accounts.google.com"]},"scope":{"type":"string","maxLength":2000,"examples":["openid email profile"]},"authuser":{"type":"string","maxLength":2000,"examples":["0"]},"prompt":{"type":"string","maxLength":2000,"examples":["consent"]},"hd":{"type":"string","maxLength":2000,"examples":["example.com"]}},"required":["provider"],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.callback/input"};
+const func16 = Object.prototype.hasOwnProperty;
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.callback/input" */;
@@ -875,7 +876,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(((((key0 === "provider") || (key0 === "code")) || (key0 === "state")) || (key0 === "error")) || (key0 === "error_description"))){
+if(!(func16.call(schema39.properties, key0))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
@@ -1009,14 +1010,139 @@ vErrors.push(err11);
 errors++;
 }
 }
-}
-else {
-const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.iss !== undefined){
+let data5 = data.iss;
+if(typeof data5 === "string"){
+if(func1(data5) > 2000){
+const err12 = {instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err12];
 }
 else {
 vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.scope !== undefined){
+let data6 = data.scope;
+if(typeof data6 === "string"){
+if(func1(data6) > 2000){
+const err14 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.authuser !== undefined){
+let data7 = data.authuser;
+if(typeof data7 === "string"){
+if(func1(data7) > 2000){
+const err16 = {instancePath:instancePath+"/authuser",schemaPath:"#/properties/authuser/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/authuser",schemaPath:"#/properties/authuser/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.prompt !== undefined){
+let data8 = data.prompt;
+if(typeof data8 === "string"){
+if(func1(data8) > 2000){
+const err18 = {instancePath:instancePath+"/prompt",schemaPath:"#/properties/prompt/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/prompt",schemaPath:"#/properties/prompt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.hd !== undefined){
+let data9 = data.hd;
+if(typeof data9 === "string"){
+if(func1(data9) > 2000){
+const err20 = {instancePath:instancePath+"/hd",schemaPath:"#/properties/hd/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/hd",schemaPath:"#/properties/hd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
 }
 errors++;
 }

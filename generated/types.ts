@@ -2012,7 +2012,7 @@ export interface components {
              * @default 10
              * @example 10
              */
-            limit: number;
+            limit?: number;
         };
         /**
          * @description One chunk of an indexed document that matches the query.
@@ -2700,7 +2700,7 @@ export interface components {
              * @default false
              * @example false
              */
-            immediately: boolean;
+            immediately?: boolean;
         };
         /**
          * @description The subscription's state after the cancellation.

@@ -8,7 +8,7 @@ import type { AuthContext, AuthHandlers } from '../auth/identity-route.ts';
 import { isBanned, sessionExpiry } from '../auth/sessions.ts';
 import type { Principal } from '../context.ts';
 import { ApiError } from '../http/errors.ts';
-import { authSession, authUser } from './views.ts';
+import { toSession, toUser } from '../auth/views.ts';
 import * as store from './users-store.ts';
 
 export const adminUserRoutes = {
@@ -19,14 +19,14 @@ export const adminUserRoutes = {
       limit: input.limit ?? 25,
       offset: input.offset ?? 0,
     });
-    return { body: { users: users.map(authUser), total } };
+    return { body: { users: users.map((user) => toUser(user, ctx.services.now())), total } };
   },
 
   'auth.admin.setRole': async (input, ctx) => {
     const admin = signedIn(ctx);
     notOnOneself(admin, input.userId, 'change your own platform role');
     const user = await store.setUserRole(ctx.services.db.sql, { userId: input.userId, role: input.role, actor: admin, now: ctx.services.now() });
-    return { body: { user: authUser(found(user)) } };
+    return { body: { user: toUser(found(user), ctx.services.now()) } };
   },
 
   'auth.admin.banUser': async (input, ctx) => {
@@ -42,12 +42,12 @@ export const adminUserRoutes = {
     });
     const { user, sessionsEnded } = found(result);
     ctx.log.info({ userId: user.id, sessionsEnded }, 'user banned');
-    return { body: { user: authUser(user) } };
+    return { body: { user: toUser(user, ctx.services.now()) } };
   },
 
   'auth.admin.unbanUser': async (input, ctx) => {
     const user = await store.unbanUser(ctx.services.db.sql, { userId: input.userId, actor: signedIn(ctx), now: ctx.services.now() });
-    return { body: { user: authUser(found(user)) } };
+    return { body: { user: toUser(found(user), ctx.services.now()) } };
   },
 
   'auth.admin.impersonateUser': async (input, ctx) => {
@@ -67,7 +67,7 @@ export const adminUserRoutes = {
       now,
       audit: { action: 'user.impersonation_started', actor: admin, targetId: target.id, metadata: { adminSessionId: admin.sessionId } },
     });
-    return { body: { session: authSession(session, true), user: authUser(target) }, session: { token, expiresAt: sessionExpiry(session) } };
+    return { body: { session: toSession(session, session.id), user: toUser(target, ctx.services.now()) }, session: { token, expiresAt: sessionExpiry(session) } };
   },
 
   'auth.admin.stopImpersonating': async (_input, ctx) => {
@@ -96,7 +96,7 @@ export const adminUserRoutes = {
         metadata: { impersonationSessionId: principal.sessionId },
       },
     });
-    return { body: { session: authSession(session, true), user: authUser(admin) }, session: { token, expiresAt: sessionExpiry(session) } };
+    return { body: { session: toSession(session, session.id), user: toUser(admin, ctx.services.now()) }, session: { token, expiresAt: sessionExpiry(session) } };
   },
 
   'auth.admin.revokeUserSessions': async (input, ctx) => {

@@ -36,6 +36,8 @@ export async function setUserRole(sql: Sql, options: { userId: string; role: 'ad
     const before = await lockUser(tx, options.userId);
     if (!before) return null;
     const [user] = await tx<UserRow[]>`update users set role = ${options.role}, updated_at = ${options.now} where id = ${options.userId} returning *`;
+    // An admin no longer: the impersonations they started end with the role.
+    if (options.role !== 'admin') await tx`delete from sessions where impersonated_by = ${options.userId}`;
     await writeAudit(tx, {
       organizationId: null,
       action: 'user.role_changed',
@@ -48,7 +50,7 @@ export async function setUserRole(sql: Sql, options: { userId: string; role: 'ad
   });
 }
 
-/** Bans the user and ends every session of theirs in the same transaction. */
+/** Bans the user and ends every session of theirs (impersonations they run included) in the same transaction. */
 export async function banUser(
   sql: Sql,
   options: { userId: string; reason: string | null; expiresAt: Date | null; actor: Actor; now: Date },
@@ -58,7 +60,7 @@ export async function banUser(
     const [user] = await tx<UserRow[]>`
       update users set banned = true, ban_reason = ${options.reason}, ban_expires_at = ${options.expiresAt}, updated_at = ${options.now}
       where id = ${options.userId} returning *`;
-    const ended = await tx`delete from sessions where user_id = ${options.userId}`;
+    const ended = await tx`delete from sessions where user_id = ${options.userId} or impersonated_by = ${options.userId}`;
     await writeAudit(tx, {
       organizationId: null,
       action: 'user.banned',
@@ -101,7 +103,7 @@ export async function startAuditedSession(
   return sql.begin(async (tx) => {
     if (options.endSessionId) await tx`delete from sessions where id = ${options.endSessionId}`;
     // createSession runs one insert; its parameter is typed as the pool (TransactionSql has the same tagged-template call).
-    const created = await createSession(tx as unknown as Sql, {
+    const created = await createSession(tx, {
       userId: options.userId,
       now: options.now,
       ip: options.ip,
@@ -120,10 +122,11 @@ export async function startAuditedSession(
   });
 }
 
+/** Ends every session of the user, and the impersonation sessions they run as someone else. */
 export async function revokeUserSessions(sql: Sql, options: { userId: string; actor: Actor; now: Date }): Promise<number | null> {
   return sql.begin(async (tx) => {
     if (!(await lockUser(tx, options.userId))) return null;
-    const ended = await tx`delete from sessions where user_id = ${options.userId}`;
+    const ended = await tx`delete from sessions where user_id = ${options.userId} or impersonated_by = ${options.userId}`;
     await writeAudit(tx, {
       organizationId: null,
       action: 'user.sessions_revoked',

@@ -4,6 +4,7 @@
  * days after it began (1 hour when an admin impersonates); its last-verified time moves at most
  * hourly, and each move renews the cookie and the set-auth-token header.
  */
+import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connection.ts';
 import { issueSecret, parseToken, secretMatches } from './tokens.ts';
 
@@ -56,7 +57,7 @@ export function isBanned(user: Pick<UserRow, 'banned' | 'ban_expires_at'>, now: 
 }
 
 export async function createSession(
-  sql: Sql,
+  sql: Sql | TransactionSql,
   options: { userId: string; now: Date; ip?: string | null; userAgent?: string | null; impersonatedBy?: string | null },
 ): Promise<{ token: string; session: SessionRow }> {
   const { id, token, hash } = issueSecret();

@@ -71,7 +71,8 @@ export const documentProcedures = {
       now,
       limitBytes: plan?.limits.storageBytes ?? null,
     });
-    if (!document) throw storageLimitReached(plan!);
+    if (document === 'gone') throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
+    if (document === 'limit') throw storageLimitReached(plan!);
     const upload = await storage.presignUpload(store.objectKey(document), { contentType: document.contentType, size: document.size, expiresInSeconds: UPLOAD_URL_SECONDS, now });
     return { document, upload: { method: 'PUT' as const, ...upload } };
   },
@@ -79,20 +80,23 @@ export const documentProcedures = {
   'documents.complete': async (input, ctx) => {
     const document = await loadDocument(ctx, input.id, 'document:create');
     if (document.status === 'ready') return document;
-    const { storage } = ctx.services;
+    const { storage, config } = ctx.services;
     const key = store.objectKey(document);
     const stored = await storage.stat(key);
     if (!stored) throw new ApiError('PRECONDITION_FAILED', { message: 'The upload has not arrived yet.' });
-    if (stored.size > document.size) {
+    // The declared size, capped by MAX_UPLOAD_BYTES (which may have gone down since createUpload).
+    const maxBytes = Math.min(document.size, config.maxUploadBytes);
+    if (stored.size > maxBytes) {
       await storage.delete(key);
       throw new ApiError('PAYLOAD_TOO_LARGE', {
-        message: `The stored file (${stored.size} bytes) is larger than declared (${document.size} bytes); it was deleted.`,
-        data: { maxBytes: document.size },
+        message: `The stored file (${stored.size} bytes) is larger than the ${maxBytes} bytes allowed; it was deleted.`,
+        data: { maxBytes },
       });
     }
     const plan = await ctx.services.plans.limitsFor(document.organizationId);
     const completed = await store.completeDocument(ctx.services.db.sql, document, stored.size, ctx.services.now(), plan?.limits.storageBytes ?? null);
-    if (!completed) throw storageLimitReached(plan!);
+    if (completed === 'gone') throw new ApiError('NOT_FOUND', { message: 'Document not found.' });
+    if (completed === 'limit') throw storageLimitReached(plan!);
     return completed;
   },
 

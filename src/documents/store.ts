@@ -60,44 +60,57 @@ export async function organizationUsage(sql: Sql | TransactionSql, organizationI
   return Number(row!.used);
 }
 
+/** Why a write did not happen: the plan's storage limit, or a row it depends on is gone. */
+export type Refusal = 'limit' | 'gone';
+
 /**
  * Inserts a pending document unless it would take the organization over `limitBytes`. The
  * organization row is locked for the check, so concurrent uploads cannot both fit in the last
- * free bytes. Answers null when the limit stopped it.
+ * free bytes. Answers 'limit' when the limit stopped it, 'gone' when the workspace (or its
+ * organization) was deleted since the caller looked it up.
  */
 export async function insertDocument(
   sql: Sql,
   row: Pick<Document, 'id' | 'organizationId' | 'workspaceId' | 'uploadedBy' | 'name' | 'contentType' | 'size'> & { now: Date; limitBytes: number | null },
-): Promise<Document | null> {
-  return sql.begin(async (tx) => {
-    if (row.limitBytes !== null) {
-      await tx`select id from organizations where id = ${row.organizationId} for update`;
-      if ((await organizationUsage(tx, row.organizationId)) + row.size > row.limitBytes) return null;
-    }
-    const [created] = await tx<DocumentRow[]>`
-      insert into documents (id, organization_id, workspace_id, uploaded_by, name, content_type, size, status, created_at, updated_at)
-      values (${row.id}, ${row.organizationId}, ${row.workspaceId}, ${row.uploadedBy}, ${row.name}, ${row.contentType}, ${row.size}, 'pending', ${row.now}, ${row.now})
-      returning ${tx.unsafe(COLUMNS)}`;
-    return publicDocument(toDocument(created!));
-  }) as Promise<Document | null>;
+): Promise<Document | Refusal> {
+  try {
+    return await (sql.begin(async (tx) => {
+      if (row.limitBytes !== null) {
+        await tx`select id from organizations where id = ${row.organizationId} for update`;
+        if ((await organizationUsage(tx, row.organizationId)) + row.size > row.limitBytes) return 'limit';
+      }
+      const [created] = await tx<DocumentRow[]>`
+        insert into documents (id, organization_id, workspace_id, uploaded_by, name, content_type, size, status, created_at, updated_at)
+        values (${row.id}, ${row.organizationId}, ${row.workspaceId}, ${row.uploadedBy}, ${row.name}, ${row.contentType}, ${row.size}, 'pending', ${row.now}, ${row.now})
+        returning ${tx.unsafe(COLUMNS)}`;
+      return publicDocument(toDocument(created!));
+    }) as Promise<Document | Refusal>);
+  } catch (error) {
+    if (isForeignKeyViolation(error)) return 'gone';
+    throw error;
+  }
 }
 
 /**
  * Marks a document ready with the measured size, re-checking the quota against it under the
- * organization lock. Answers null when the real size takes the organization over its limit.
+ * organization lock. Answers 'limit' when the real size takes the organization over its limit,
+ * 'gone' when the document was deleted meanwhile.
  */
-export async function completeDocument(sql: Sql, document: Document, size: number, now: Date, limitBytes: number | null): Promise<Document | null> {
+export async function completeDocument(sql: Sql, document: Document, size: number, now: Date, limitBytes: number | null): Promise<Document | Refusal> {
   return sql.begin(async (tx) => {
+    // Organization first, then the document: the order insertDocument takes its lock in.
+    if (limitBytes !== null) await tx`select id from organizations where id = ${document.organizationId} for update`;
+    const [current] = await tx<{ size: string }[]>`select size::text as size from documents where id = ${document.id} for update`;
+    if (!current) return 'gone';
     if (limitBytes !== null) {
-      await tx`select id from organizations where id = ${document.organizationId} for update`;
-      const others = (await organizationUsage(tx, document.organizationId)) - document.size;
-      if (others + size > limitBytes) return null;
+      const others = (await organizationUsage(tx, document.organizationId)) - Number(current.size);
+      if (others + size > limitBytes) return 'limit';
     }
     const [row] = await tx<DocumentRow[]>`
       update documents set size = ${size}, status = 'ready', updated_at = ${now}
       where id = ${document.id} returning ${tx.unsafe(COLUMNS)}`;
     return publicDocument(toDocument(row!));
-  }) as Promise<Document | null>;
+  }) as Promise<Document | Refusal>;
 }
 
 export async function deleteDocument(sql: Sql, id: string): Promise<void> {
@@ -113,4 +126,8 @@ export async function describeDocument(sql: Sql, organizationId: string, id: str
   const [row] = await sql<{ name: string; contentType: string }[]>`
     select name, content_type as "contentType" from documents where id = ${id} and organization_id = ${organizationId}`;
   return row ?? null;
+}
+
+function isForeignKeyViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: string }).code === '23503';
 }

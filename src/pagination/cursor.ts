@@ -21,8 +21,10 @@ export function encodeCursor(secret: string, position: CursorPosition, scope: st
 /** The position a cursor stands for; 400 BAD_REQUEST for anything the service did not issue for this list. */
 export function decodeCursor(secret: string, cursor: string, scope: string): CursorPosition {
   const [payload, signature, extra] = cursor.split('.');
-  const expected = payload ? tag(secret, scope, payload) : '';
-  const valid = extra === undefined && payload && signature && signature.length === expected.length && timingSafeEqual(Buffer.from(signature), Buffer.from(expected));
+  // Compare bytes, not characters: a non-ASCII signature of the right length must not throw.
+  const given = Buffer.from(signature ?? '');
+  const expected = Buffer.from(payload ? tag(secret, scope, payload) : '');
+  const valid = extra === undefined && payload && signature && given.length === expected.length && timingSafeEqual(given, expected);
   if (valid) {
     try {
       const [at, id] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));

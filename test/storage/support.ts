@@ -2,6 +2,7 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import express, { type ErrorRequestHandler } from 'express';
 import { createLogger } from '../../src/logger.ts';
 import { requestId } from '../../src/http/request-id.ts';
@@ -17,6 +18,8 @@ export function parseDisposition(header: string): { type: string; filename: stri
 
 export interface UploadApp {
   origin: string;
+  /** Every pino line the routes wrote, parsed. */
+  logs: Record<string, any>[];
   driver: LocalDriver;
   server: Server;
   close(): Promise<void>;
@@ -37,11 +40,19 @@ export async function startUploadApp(options: { dataDir: string; secret: string 
     req.log.error({ err: error }, 'internal error');
     res.status(500).json({ error: 'internal_error', requestId: req.id });
   };
-  app.use(requestId(createLogger('silent')));
+  const logs: Record<string, any>[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line));
+      done();
+    },
+  });
+  app.use(requestId(createLogger('info', sink)));
   app.use(uploadRoutes({ ...options, driver }));
   app.use(onError);
   return {
     origin,
+    logs,
     driver,
     server,
     async close() {

@@ -5,7 +5,7 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Database } from '../../src/db/connection.ts';
 import { buildApp, type AppOptions } from '../../src/http/app.ts';
@@ -39,7 +39,19 @@ export interface TestServerOptions {
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const config: Config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'info', VALIDATE_RESPONSES: 'true', SECRET: 'test-secret-test-secret-test-secret!', ...options.env });
+  // Listen first, so PUBLIC_URL (and with it every signed upload address) names the real port.
+  const server: Server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const config: Config = loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'info',
+    VALIDATE_RESPONSES: 'true',
+    SECRET: 'test-secret-test-secret-test-secret!',
+    PUBLIC_URL: origin,
+    ...options.env,
+  });
   const logs: Record<string, any>[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -50,9 +62,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const logger = createLogger(config.logLevel, sink);
   const db = options.db ?? (await createTestDatabase());
   const { app, services } = await buildApp({ config, db, logger, ...(options.overrides ? { overrides: options.overrides } : {}) });
-  const server: Server = app.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server.on('request', app);
 
   return {
     origin,

@@ -7,9 +7,9 @@ import type { AuthHandlers } from '../identity-route.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
 import { createSession, isBanned, sessionExpiry } from '../sessions.ts';
 import { mailVerificationLink } from './emails.ts';
-import { checkRedirectTarget } from './redirect-targets.ts';
+import { checkRedirectTarget } from '../redirect-targets.ts';
 import { findUserByEmail, insertUserWithPassword } from './users-store.ts';
-import { toUser } from './views.ts';
+import { toUser } from '../views.ts';
 
 export const emailSignInRoutes = {
   async 'auth.signUpEmail'(input, ctx) {

@@ -5,7 +5,7 @@
 import type { Services } from '../../context.ts';
 import type { Mailer, MailMessage } from '../../email/mailer.ts';
 import type { UserRow } from '../sessions.ts';
-import { absoluteTarget, withQuery } from './redirect-targets.ts';
+import { absoluteTarget, withQuery } from '../redirect-targets.ts';
 import { issueEmailToken } from './verification-tokens.ts';
 
 export function verificationMessage(to: string, name: string, link: string): MailMessage {

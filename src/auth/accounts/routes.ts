@@ -9,12 +9,12 @@ import type { AuthContext, AuthHandlers } from '../identity-route.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
 import { createSession, sessionExpiry } from '../sessions.ts';
 import { mailPasswordResetLink, mailVerificationLink } from './emails.ts';
-import { absoluteTarget, checkRedirectTarget, withQuery } from './redirect-targets.ts';
+import { absoluteTarget, checkRedirectTarget, withQuery } from '../redirect-targets.ts';
 import { deleteAllSessions } from './sessions-store.ts';
 import { signedIn } from './signed-in.ts';
 import { findUserByEmail, findUserById, markEmailVerified, setPassword } from './users-store.ts';
 import { findUsableToken, spendToken, spendUserTokens } from './verification-tokens.ts';
-import { toUser } from './views.ts';
+import { toUser } from '../views.ts';
 
 export const accountRoutes = {
   async 'auth.changePassword'(input, ctx) {

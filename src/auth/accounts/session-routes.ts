@@ -9,7 +9,7 @@ import { emailSignInRoutes } from './email-sign-in.ts';
 import { deleteOwnSession, findSession } from './sessions-store.ts';
 import { signedIn } from './signed-in.ts';
 import { findUserById } from './users-store.ts';
-import { toSession, toUser } from './views.ts';
+import { toSession, toUser } from '../views.ts';
 
 export const sessionRoutes = {
   ...emailSignInRoutes,

@@ -47,10 +47,11 @@ export function googleProvider(config: OAuthClient): SocialProvider {
       return { url, state, codeVerifier, nonce };
     },
 
-    async finish({ code, state, redirectUri, codeVerifier, nonce }) {
+    async finish({ code, state, redirectUri, codeVerifier, nonce, iss }) {
       if (!codeVerifier || !nonce) throw new Error('the PKCE verifier or nonce cookie is missing');
       const as = await server();
-      const params = oauth.validateAuthResponse(as, client, new URLSearchParams({ code, state }), state);
+      // RFC 9207: when Google names the issuer in its answer, oauth4webapi checks it is ours.
+      const params = oauth.validateAuthResponse(as, client, new URLSearchParams({ code, state, ...(iss ? { iss } : {}) }), state);
       const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretPost(config.clientSecret), params, redirectUri, codeVerifier, options);
       const tokens = await oauth.processAuthorizationCodeResponse(as, client, response, { expectedNonce: nonce, requireIdToken: true });
       // The token came straight from Google over TLS; checking its signature too costs one cached JWKS fetch.

@@ -30,7 +30,7 @@ export interface StartedAuthorization {
 export interface SocialProvider {
   start(redirectUri: string): Promise<StartedAuthorization>;
   /** Exchanges the code and reads the profile; throws when the provider refuses or answers oddly. */
-  finish(options: { code: string; state: string; redirectUri: string; codeVerifier?: string; nonce?: string }): Promise<ProviderProfile>;
+  finish(options: { code: string; state: string; redirectUri: string; codeVerifier?: string; nonce?: string; iss?: string }): Promise<ProviderProfile>;
 }
 
 export function socialProvider(name: ProviderName, client: OAuthClient): SocialProvider {

@@ -11,7 +11,7 @@ import { ApiError, badRequest } from '../../http/errors.ts';
 import { createSession, isBanned, sessionExpiry } from '../sessions.ts';
 import { clearedFlowCookies, flowCookies, readFlow } from './flow-cookies.ts';
 import { socialProvider, type ProviderName } from './providers.ts';
-import { defaultRedirect, isAllowedRedirect, trustedRedirectOrigins, withError } from './redirect-targets.ts';
+import { defaultRedirect, isAllowedRedirect, trustedRedirectOrigins, withError } from '../redirect-targets.ts';
 import { findOrCreateSocialUser } from './social-accounts.ts';
 
 export const socialRoutes = {
@@ -67,6 +67,7 @@ export const socialRoutes = {
         redirectUri: redirectUri(ctx, input.provider),
         ...(flow.codeVerifier ? { codeVerifier: flow.codeVerifier } : {}),
         ...(flow.nonce ? { nonce: flow.nonce } : {}),
+        ...(input.iss ? { iss: input.iss } : {}),
       });
     } catch (error) {
       ctx.log.warn({ err: error, provider: input.provider }, 'social sign-in failed at the provider');

@@ -80,6 +80,18 @@ describe('auth.admin.impersonateUser', () => {
     expect((await post('impersonate-user', admin.headers, {})).status).toBe(400);
   });
 
+  it.each([
+    ['banned', 'ban-user', {}],
+    ['demoted', 'set-role', { role: 'user' }],
+    ['signed out everywhere', 'revoke-user-sessions', {}],
+  ])('ends when the admin behind it is %s', async (_what, route, extra) => {
+    const impersonator = await createUser(server.db, { role: 'admin', now });
+    const { token } = await impersonate(impersonator);
+    expect(await me(bearer(token))).toBe(target.id);
+    expect((await post(route, admin.headers, { userId: impersonator.id, ...extra })).status).toBe(200);
+    expect(await me(bearer(token))).toBe(401);
+  });
+
   it('cannot be nested: an impersonation session is not a platform admin', async () => {
     const { token } = await impersonate();
     const other = await createUser(server.db, { now });

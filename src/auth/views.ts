@@ -2,8 +2,8 @@
  * Rows as the identity routes answer them (openapi/auth/schemas/User.yaml and Session.yaml):
  * camelCase, and never a secret. Other identity modules that answer users can reuse toUser.
  */
-import type { AuthRouteOutput } from '../../../generated/auth-routes.ts';
-import { isBanned, type SessionRow, type UserRow } from '../sessions.ts';
+import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
+import { isBanned, type SessionRow, type UserRow } from './sessions.ts';
 
 export type UserView = AuthRouteOutput<'auth.signInEmail'>['user'];
 export type SessionView = AuthRouteOutput<'auth.listSessions'>[number];
