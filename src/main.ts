@@ -84,6 +84,8 @@ async function serve(config: Config, logger: Logger): Promise<void> {
   await grantConfiguredAdmins(db.sql, config.adminEmails, logger, new Date());
   const { app } = await buildApp({ config, db, logger });
   const server: Server = app.listen(config.port, config.host);
+  // Node's default 300 s would cut off a slow 25 MiB upload long before its address (15 minutes) expires.
+  server.requestTimeout = 15 * 60_000;
   await once(server, 'listening');
   logger.info({ url: config.publicUrl, host: config.host, port: config.port, database: db.kind }, 'listening');
 

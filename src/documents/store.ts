@@ -121,10 +121,10 @@ export function objectKey(document: Pick<Document, 'organizationId' | 'id'>): st
   return `${document.organizationId}/${document.id}`;
 }
 
-/** Name and content type for a download through the local driver's /uploads route. */
-export async function describeDocument(sql: Sql, organizationId: string, id: string): Promise<{ name: string; contentType: string } | null> {
-  const [row] = await sql<{ name: string; contentType: string }[]>`
-    select name, content_type as "contentType" from documents where id = ${id} and organization_id = ${organizationId}`;
+/** What the local driver's /uploads route needs to know of a document: name, type and state. */
+export async function describeDocument(sql: Sql, organizationId: string, id: string): Promise<{ name: string; contentType: string; status: 'pending' | 'ready' } | null> {
+  const [row] = await sql<{ name: string; contentType: string; status: 'pending' | 'ready' }[]>`
+    select name, content_type as "contentType", status from documents where id = ${id} and organization_id = ${organizationId}`;
   return row ?? null;
 }
 

@@ -25,8 +25,8 @@ export interface UploadRoutesOptions {
   secret: string;
   maxUploadBytes: number;
   now: () => Date;
-  /** The document's name and content type for downloads; null when there is no such document. */
-  describe(organizationId: string, documentId: string): Promise<{ name: string; contentType: string } | null>;
+  /** The document's name, content type and state; null when there is no such document. */
+  describe(organizationId: string, documentId: string): Promise<{ name: string; contentType: string; status: 'pending' | 'ready' } | null>;
 }
 
 export const UPLOAD_ROUTE = '/uploads/:organizationId/:documentId';
@@ -78,6 +78,13 @@ export function uploadRoutes(options: UploadRoutesOptions): Router {
       return;
     }
     const declared = Number(length);
+    // An upload address outlives its document's pending state: once the document is deleted or
+    // complete, its bytes are settled and the address may not change them.
+    const document = await describe(allowed.organizationId, allowed.documentId);
+    if (document?.status !== 'pending') {
+      fail(req, res, 404, 'not_found', 'No upload is pending for this document.');
+      return;
+    }
     const limit = Math.min(maxUploadBytes, allowed.size!);
     if (declared > limit) {
       fail(req, res, 413, 'too_large', `The body may be at most ${limit} bytes; Content-Length says ${declared}.`);
@@ -123,7 +130,8 @@ export function uploadRoutes(options: UploadRoutesOptions): Router {
     const allowed = authorize(req, res);
     if (!allowed) return;
     const described = await describe(allowed.organizationId, allowed.documentId);
-    if (!described) {
+    // A pending upload may still be larger than declared: nothing is served before complete.
+    if (described?.status !== 'ready') {
       fail(req, res, 404, 'not_found', 'No such document.');
       return;
     }

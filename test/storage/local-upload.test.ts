@@ -29,7 +29,7 @@ const START = new Date('2026-11-20T10:00:00Z');
 let clock = START;
 let dataDir: string;
 let app: UploadApp;
-const documents = new Map<string, { name: string; contentType: string }>();
+const documents = new Map<string, { name: string; contentType: string; status: 'pending' | 'ready' }>();
 let counter = 0;
 
 beforeAll(async () => {
@@ -55,7 +55,7 @@ afterEach(() => {
 /** A fresh document id with a described name and type. */
 function newDocument(name = 'notes.txt', contentType = 'text/plain'): string {
   const key = `${ORG}/doc_${++counter}_${randomBytes(4).toString('hex')}`;
-  documents.set(key, { name, contentType });
+  documents.set(key, { name, contentType, status: 'pending' });
   return key;
 }
 
@@ -63,8 +63,11 @@ function presignUpload(key: string, size: number, contentType = 'text/plain') {
   return app.driver.presignUpload(key, { contentType, size, expiresInSeconds: 900, now: clock });
 }
 
+/** As in the service, a download address exists only once the document is complete (ready). */
 function presignDownload(key: string) {
-  const { name, contentType } = documents.get(key)!;
+  const document = documents.get(key)!;
+  document.status = 'ready';
+  const { name, contentType } = document;
   return app.driver.presignDownload(key, { filename: name, contentType, expiresInSeconds: 300, now: clock });
 }
 
@@ -474,5 +477,27 @@ describe('memory', () => {
     const stored = createHash('sha256');
     await pipeline(await app.driver.read(key), stored);
     expect(stored.digest('hex')).toBe(expected.digest('hex'));
+  });
+});
+
+describe('the document state guards the address', () => {
+  it('refuses a PUT once the document is complete, and a GET while it is pending', async () => {
+    const key = newDocument();
+    const pending = await presignUpload(key, 5);
+    const early = await send((await app.driver.presignDownload(key, { filename: 'notes.txt', contentType: 'text/plain', expiresInSeconds: 300, now: clock })).url, { method: 'GET' });
+    expect(early.status).toBe(404);
+    await put(key, Buffer.from('first'));
+    await presignDownload(key); // the document is now complete
+    const late = await fetch(pending.url, { method: 'PUT', headers: pending.headers, body: Buffer.from('later') });
+    expect(late.status).toBe(404);
+    expect(await late.json()).toMatchObject({ error: 'not_found' });
+  });
+
+  it('refuses a PUT for a document that no longer exists', async () => {
+    const key = newDocument();
+    const upload = await presignUpload(key, 5);
+    documents.delete(key);
+    const response = await fetch(upload.url, { method: 'PUT', headers: upload.headers, body: Buffer.from('bytes') });
+    expect(response.status).toBe(404);
   });
 });
