@@ -5,6 +5,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { AuthHandlers } from '../auth/identity-route.ts';
+import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
@@ -79,7 +80,7 @@ const organizationCrud = {
   async 'auth.organization.delete'(input, ctx) {
     const principal = signedIn(ctx);
     const now = ctx.services.now();
-    await ctx.services.db.sql.begin(async (tx) => {
+    const keys = await ctx.services.db.sql.begin(async (tx) => {
       // The row lock also holds off a subscription being created for it meanwhile (its foreign key waits).
       const [organization] = await tx<OrganizationRow[]>`select ${tx(organizationColumns)} from organizations where id = ${input.organizationId} for update`;
       if (!organization || organization.slug !== input.confirmSlug) {
@@ -89,13 +90,15 @@ const organizationCrud = {
       if (live) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has a live subscription: cancel it first.' });
       // Platform-level (no organization_id), written before the cascade, so it outlives the organization.
       await writeAudit(tx, { organizationId: null, action: 'organization.deleted', actor: principal, targetType: 'organization', targetId: organization.id, metadata: { name: organization.name, slug: organization.slug } }, now);
+      // Documents' bytes live outside the database: their keys are collected before the cascade
+      // and the objects deleted after the commit (best effort, like workspaces.delete).
+      const objects = await tx<{ key: string }[]>`select organization_id || '/' || id as key from documents where organization_id = ${organization.id}`;
       // The foreign keys cascade to members, invitations, teams and their memberships, subscriptions,
-      // workspaces and their documents, and the organization's own audit entries; jobs and the credit
-      // ledger will cascade the same way when their tables exist. Documents' stored objects live
-      // outside the database: once the storage driver is a service, their keys are collected here
-      // and deleted after the commit.
+      // workspaces and their documents, and the organization's own audit entries.
       await tx`delete from organizations where id = ${organization.id}`;
+      return objects.map((row) => row.key);
     });
+    await deleteObjectsBestEffort(ctx.services.storage, keys, ctx.log, { organizationId: input.organizationId });
     return { body: { organizationId: input.organizationId } };
   },
 

@@ -3,6 +3,7 @@ import type { Context, Handlers } from '../context.ts';
 import { authorizeRow } from '../auth/access.ts';
 import { ApiError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
+import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import * as store from './store.ts';
 
 /** By-id procedures: load the row, then authorize against its organization (403 across tenants). */
@@ -71,14 +72,7 @@ export const workspaceProcedures = {
     const workspace = await loadWorkspace(ctx, input.id, 'workspace:delete');
     const { sql } = ctx.services.db;
     // Best effort (specification): a stored object that survives is logged and does not stop the deletion.
-    const keys = await store.workspaceObjectKeys(sql, workspace.id);
-    if (keys.length > 0) {
-      const { failed } = await ctx.services.storage.deleteMany(keys).catch((error: unknown) => {
-        ctx.log.warn({ err: error, workspaceId: workspace.id }, 'deleting stored objects failed');
-        return { failed: keys };
-      });
-      for (const key of failed) ctx.log.warn({ key, workspaceId: workspace.id }, 'stored object survived its workspace');
-    }
+    await deleteObjectsBestEffort(ctx.services.storage, await store.workspaceObjectKeys(sql, workspace.id), ctx.log, { workspaceId: workspace.id });
     await store.deleteWorkspace(sql, workspace.id);
     return { id: workspace.id };
   },
