@@ -3335,6 +3335,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3361,6 +3362,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3386,6 +3388,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3411,6 +3414,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3468,6 +3472,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3494,6 +3499,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3657,6 +3663,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequestOrInvalidToken"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3776,6 +3783,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3807,6 +3815,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3848,6 +3857,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -4196,6 +4206,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -4305,6 +4316,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -4459,6 +4471,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -109,7 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminEmails: (raw(env, 'ADMIN_EMAILS') ?? '').split(',').map((item) => item.trim().toLowerCase()).filter(Boolean),
     github: oauthClient(env, 'GITHUB', 'https://github.com', 'https://api.github.com'),
     google: oauthClient(env, 'GOOGLE', 'https://accounts.google.com', ''),
-    secret: secret(env),
+    secret: secret(env, environment),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 26_214_400, 1, Number.MAX_SAFE_INTEGER),
     storage: storage(env),
   };
@@ -181,8 +181,10 @@ function oauthClient(env: Env, prefix: 'GITHUB' | 'GOOGLE', issuer: string, apiU
   };
 }
 
-function secret(env: Env): string | undefined {
+function secret(env: Env, environment: string): string | undefined {
   const value = raw(env, 'SECRET');
+  // Instances share it, so a file of one machine's own will not do in production (see secret.ts).
+  if (value === undefined && environment === 'production') throw new ConfigError('SECRET must be set in production (at least 32 characters)');
   if (value !== undefined && value.length < 32) throw new ConfigError('SECRET must be at least 32 characters');
   return value;
 }

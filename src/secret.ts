@@ -7,11 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from './config.ts';
-import { ConfigError } from './config.ts';
 
-export function resolveSecret(config: Pick<Config, 'secret' | 'dataDir' | 'environment'>): string {
+export function resolveSecret(config: Pick<Config, 'secret' | 'dataDir'>): string {
+  // loadConfig already refused a production start without SECRET.
   if (config.secret) return config.secret;
-  if (config.environment === 'production') throw new ConfigError('SECRET must be set in production (at least 32 characters)');
   const path = join(config.dataDir, 'secret');
   try {
     return readFileSync(path, 'utf8').trim();

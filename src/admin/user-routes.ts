@@ -4,7 +4,7 @@
  * admin may act on (not oneself, not another admin's session) and write platform-level audit
  * entries with the admin as the actor.
  */
-import type { AuthContext, AuthHandlers } from '../auth/identity-route.ts';
+import { signedIn, type AuthHandlers } from '../auth/identity-route.ts';
 import { isBanned, sessionExpiry } from '../auth/sessions.ts';
 import type { Principal } from '../context.ts';
 import { ApiError } from '../http/errors.ts';
@@ -120,11 +120,6 @@ export const adminUserRoutes = {
   },
 } satisfies AuthHandlers;
 
-/** The router has answered 401 already when there is no principal; this narrows the type. */
-function signedIn(ctx: AuthContext): Principal {
-  if (!ctx.principal) throw new ApiError('UNAUTHORIZED');
-  return ctx.principal;
-}
 
 function notOnOneself(admin: Principal, userId: string, what: string): void {
   if (admin.userId === userId) throw new ApiError('FORBIDDEN', { message: `You cannot ${what}.` });

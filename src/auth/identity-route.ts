@@ -4,7 +4,8 @@
  * (OAuth state) or redirect, which the identity router turns into headers.
  */
 import type { AuthRouteInput, AuthRouteName, AuthRouteOutput } from '../../generated/auth-routes.ts';
-import type { Context } from '../context.ts';
+import type { Context, Principal } from '../context.ts';
+import { ApiError } from '../http/errors.ts';
 
 export interface AuthContext extends Context {
   userAgent: string | null;
@@ -27,3 +28,9 @@ export interface AuthAnswer<T> {
 export type AuthHandler<N extends AuthRouteName> = (input: AuthRouteInput<N>, ctx: AuthContext) => Promise<AuthAnswer<AuthRouteOutput<N>>>;
 
 export type AuthHandlers = { [N in AuthRouteName]?: AuthHandler<N> };
+
+/** The caller of a route that needs a session: the router already answered 401 without one, so this narrows the type. */
+export function signedIn(ctx: AuthContext): Principal {
+  if (!ctx.principal) throw new ApiError('UNAUTHORIZED');
+  return ctx.principal;
+}

@@ -10,11 +10,7 @@ import { badRequest } from '../http/errors.ts';
 
 type Origins = Pick<Config, 'trustedOrigins' | 'webUrl' | 'publicUrl'>;
 
-export function trustedRedirectOrigins(config: Origins): Set<string> {
-  const origins = allowedOrigins(config);
-  origins.add(new URL(config.publicUrl).origin);
-  return origins;
-}
+export const trustedRedirectOrigins = allowedOrigins;
 
 export function isAllowedRedirect(target: string, trusted: Set<string>): boolean {
   // Browsers drop tabs and newlines inside URLs, so "/\t/evil.example" would become "//evil.example";

@@ -1,4 +1,4 @@
-/** What the service needs from an email provider. Providers (smtp, log) come with the identity work. */
+/** What the service needs from an email provider (see providers.ts: smtp, log). */
 export interface MailAddress {
   name: string;
   address: string;

@@ -84,9 +84,10 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
 
   app.use(clientIp(config.trustProxy), requestId(logger), accessLog(), securityHeaders(), corsPolicy(config));
   const trusted = allowedOrigins(config);
-  trusted.add(new URL(config.publicUrl).origin);
+  // The limiter first: a flood of made-up tokens is refused before each costs a session lookup.
+  app.use(['/rpc', '/api/v1'], ipLimiter(config.rateLimitPerMinute, clock));
   app.use(['/rpc', '/api/v1', '/api/auth'], originCheck(trusted), sessionMiddleware(services));
-  app.use(['/rpc', '/api/v1'], ipLimiter(config.rateLimitPerMinute, clock), express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false }));
+  app.use(['/rpc', '/api/v1'], express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false }));
   app.use(operationalRoutes({ document: contractDocument, ready: createReadinessCheck(() => db.ping()) }));
   // The local driver's stand-in for a bucket; with S3 the routes do not exist.
   if (services.storage instanceof LocalDriver) {

@@ -7,13 +7,15 @@ import cors from 'cors';
 import type { RequestHandler } from 'express';
 import type { Config } from '../config.ts';
 
-export function allowedOrigins(config: Pick<Config, 'trustedOrigins' | 'webUrl'>): Set<string> {
+/** The trusted origins: TRUSTED_ORIGINS, the web app and this service itself. CORS, the CSRF check and redirect targets all use this one set. */
+export function allowedOrigins(config: Pick<Config, 'trustedOrigins' | 'webUrl' | 'publicUrl'>): Set<string> {
   const origins = new Set(config.trustedOrigins);
   if (config.webUrl) origins.add(new URL(config.webUrl).origin);
+  origins.add(new URL(config.publicUrl).origin);
   return origins;
 }
 
-export function corsPolicy(config: Pick<Config, 'trustedOrigins' | 'webUrl'>): RequestHandler {
+export function corsPolicy(config: Pick<Config, 'trustedOrigins' | 'webUrl' | 'publicUrl'>): RequestHandler {
   const origins = allowedOrigins(config);
   return cors({
     origin: (origin, callback) => callback(null, origin !== undefined && origins.has(origin)),

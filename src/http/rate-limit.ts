@@ -1,7 +1,7 @@
 /**
  * Fixed-window request limiter kept in process memory, as the specification sizes it: for one API
  * instance. Used for the shared per-IP limiter on /rpc/* and /api/v1/* and for the smaller
- * per-route limiters (contact form, search).
+ * per-route limiters (contact form, identity routes, sign-in per email).
  */
 export interface RateLimiter {
   /** Counts one hit for key; answers whether it is allowed and, if not, seconds until the window resets. */

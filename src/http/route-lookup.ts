@@ -34,7 +34,8 @@ export function allowedMethods(path: string): string[] {
   for (const { pattern, definition } of templates) {
     if (!pattern.test(path)) continue;
     allowed.add(definition.method);
-    if (definition.method === 'GET') allowed.add('HEAD');
+    // Express answers HEAD for a GET route under /api/v1; the identity router refuses HEAD (its GETs act).
+    if (definition.method === 'GET' && path.startsWith('/api/v1/')) allowed.add('HEAD');
   }
   return [...allowed].sort();
 }

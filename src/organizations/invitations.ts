@@ -2,7 +2,7 @@
  * Identity routes: invitations (inviteMember, acceptInvitation, rejectInvitation, cancelInvitation).
  * An invitation is valid 48 hours; only the user whose verified email it names can answer it.
  */
-import type { AuthHandlers } from '../auth/identity-route.ts';
+import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { authorizeRow } from '../auth/access.ts';
 import type { OrganizationRole } from '../auth/permissions.ts';
 import { writeAudit } from '../audit/audit-log.ts';
@@ -10,7 +10,7 @@ import type { Principal } from '../context.ts';
 import { ApiError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { invitationEmail } from './invitation-email.ts';
-import { assertMayActOn, callerRole, signedIn } from './member-guards.ts';
+import { assertMayActOn, callerRole } from './member-guards.ts';
 import {
   findInvitation, findMember, findTeam, invitationColumns, membersOf, setInvitationStatus, toInvitation, toMember,
   type Db, type InvitationRow,

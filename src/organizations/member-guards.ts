@@ -4,17 +4,10 @@
  * serialize on the locks, and the second one sees the first one's result.
  */
 import type { TransactionSql } from 'postgres';
-import type { AuthContext } from '../auth/identity-route.ts';
 import { roleHasPermission, type OrganizationRole, type Permission } from '../auth/permissions.ts';
 import type { Principal } from '../context.ts';
 import { ApiError } from '../http/errors.ts';
 import type { MemberRow } from './store.ts';
-
-/** The caller; the router already answered 401 without one, this only narrows the type. */
-export function signedIn(ctx: AuthContext): Principal {
-  if (!ctx.principal) throw new ApiError('UNAUTHORIZED');
-  return ctx.principal;
-}
 
 /**
  * Locks every membership of the organization (in id order, so concurrent lockers cannot deadlock)

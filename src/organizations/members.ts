@@ -3,10 +3,10 @@
  * Every change locks the organization's member rows first (member-guards.ts), so the last-owner
  * guard and the "only owners touch owners" rule hold under concurrent requests.
  */
-import type { AuthHandlers } from '../auth/identity-route.ts';
+import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../http/errors.ts';
-import { assertMayActOn, assertOwnerRemains, callerRole, lockMembers, signedIn } from './member-guards.ts';
+import { assertMayActOn, assertOwnerRemains, callerRole, lockMembers } from './member-guards.ts';
 import { membersOf, removeFromTeamsOf, toMember } from './store.ts';
 
 export const memberRoutes = {

@@ -4,16 +4,16 @@
  * the identity router before a handler runs; the handlers add the rules the matrix cannot say.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { AuthHandlers } from '../auth/identity-route.ts';
+import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../http/errors.ts';
+import { isUniqueViolation } from '../db/errors.ts';
 import { newId } from '../ids.ts';
 import { invitationRoutes } from './invitations.ts';
-import { signedIn } from './member-guards.ts';
 import { memberRoutes } from './members.ts';
 import {
-  findOrganization, isUniqueViolation, membersOf, pendingInvitationsOf, teamsOf,
+  findOrganization, membersOf, pendingInvitationsOf, teamsOf,
   toInvitation, toMember, toOrganization, toTeam, type OrganizationRow,
 } from './store.ts';
 

@@ -148,9 +148,3 @@ export async function teamsOf(db: Db, organizationId: string): Promise<TeamRow[]
 export async function removeFromTeamsOf(db: Db, organizationId: string, userId: string): Promise<void> {
   await db`delete from team_members where user_id = ${userId} and team_id in (select id from teams where organization_id = ${organizationId})`;
 }
-
-/** True for PostgreSQL's unique violation on the named constraint (e.g. a slug someone else took first). */
-export function isUniqueViolation(error: unknown, constraint: string): boolean {
-  const e = error as { code?: string; constraint_name?: string } | null;
-  return e?.code === '23505' && e.constraint_name === constraint;
-}

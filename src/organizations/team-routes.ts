@@ -2,13 +2,13 @@
  * Identity routes: teams and team members. Routes addressed by teamId alone (x-access tenant: row)
  * load the team first and authorize the caller against the team's organization.
  */
-import type { AuthContext, AuthHandlers } from '../auth/identity-route.ts';
+import { type AuthContext, type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { authorizeRow } from '../auth/access.ts';
 import type { Permission } from '../auth/permissions.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
-import { signedIn } from './member-guards.ts';
+
 import { findTeam, teamColumns, teamsOf, toTeam, type TeamRow } from './store.ts';
 
 export const teamRoutes = {

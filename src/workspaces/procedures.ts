@@ -4,6 +4,7 @@ import { authorizeRow } from '../auth/access.ts';
 import { ApiError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
+import { isUniqueViolation } from '../db/errors.ts';
 import * as store from './store.ts';
 
 /** By-id procedures: load the row, then authorize against its organization (403 across tenants). */
@@ -48,7 +49,7 @@ export const workspaceProcedures = {
       });
       if (created) return created;
     } catch (error) {
-      if (store.isUniqueViolation(error)) throw slugTaken();
+      if (isUniqueViolation(error, store.SLUG_CONSTRAINT)) throw slugTaken();
       throw error;
     }
     throw new ApiError('LIMIT_REACHED', {
@@ -63,17 +64,16 @@ export const workspaceProcedures = {
     try {
       return await store.updateWorkspace(ctx.services.db.sql, workspace.id, input, ctx.services.now());
     } catch (error) {
-      if (store.isUniqueViolation(error)) throw slugTaken();
+      if (isUniqueViolation(error, store.SLUG_CONSTRAINT)) throw slugTaken();
       throw error;
     }
   },
 
   'workspaces.delete': async (input, ctx) => {
     const workspace = await loadWorkspace(ctx, input.id, 'workspace:delete');
-    const { sql } = ctx.services.db;
+    const keys = await store.deleteWorkspace(ctx.services.db.sql, workspace.id);
     // Best effort (specification): a stored object that survives is logged and does not stop the deletion.
-    await deleteObjectsBestEffort(ctx.services.storage, await store.workspaceObjectKeys(sql, workspace.id), ctx.log, { workspaceId: workspace.id });
-    await store.deleteWorkspace(sql, workspace.id);
+    await deleteObjectsBestEffort(ctx.services.storage, keys, ctx.log, { workspaceId: workspace.id });
     return { id: workspace.id };
   },
 } satisfies Handlers;

@@ -63,16 +63,17 @@ export async function workspaceUsage(sql: Sql, workspaceId: string): Promise<num
   return Number(row!.used);
 }
 
-/** The storage keys of a workspace's documents, for deleting its objects. */
-export async function workspaceObjectKeys(sql: Sql, workspaceId: string): Promise<string[]> {
-  const rows = await sql<{ key: string }[]>`select organization_id || '/' || id as key from documents where workspace_id = ${workspaceId}`;
-  return rows.map((row) => row.key);
+/**
+ * Deletes the workspace (its documents cascade) and answers the storage keys of those documents,
+ * read in the same transaction, so an upload that lands meanwhile is not missed.
+ */
+export async function deleteWorkspace(sql: Sql, id: string): Promise<string[]> {
+  return sql.begin(async (tx) => {
+    const rows = await tx<{ key: string }[]>`select organization_id || '/' || id as key from documents where workspace_id = ${id} for update`;
+    await tx`delete from workspaces where id = ${id}`;
+    return rows.map((row) => row.key);
+  }) as Promise<string[]>;
 }
 
-export async function deleteWorkspace(sql: Sql, id: string): Promise<void> {
-  await sql`delete from workspaces where id = ${id}`;
-}
-
-export function isUniqueViolation(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505';
-}
+/** The slug is unique per organization: this constraint is the one a taken slug trips. */
+export const SLUG_CONSTRAINT = 'workspaces_organization_id_slug_key';

@@ -1,7 +1,7 @@
 /**
- * A stand-in for the identity module until sessions exist: `Authorization: Bearer <userId>`
- * signs in as that user, and `roles` says which organizations each user belongs to. It lets the
- * binding layer's access rules be tested before the real session store is built.
+ * A stand-in for sessions and memberships: `Authorization: Bearer <userId>` signs in as that
+ * user, and `users` says which organizations each belongs to. It tests the binding layer's access
+ * rules over every procedure without creating rows (test/support/users.ts makes real ones).
  */
 import type { Memberships } from '../../src/auth/access.ts';
 import type { OrganizationRole } from '../../src/auth/permissions.ts';

@@ -16,7 +16,7 @@ describe('loadConfig', () => {
     { given: { TRUSTED_ORIGINS: 'https://a.example.com, https://b.example.com:8443' }, want: { trustedOrigins: ['https://a.example.com', 'https://b.example.com:8443'] } },
     { given: { TRUST_PROXY: 'yes', LOG_LEVEL: 'debug' }, want: { trustProxy: true, logLevel: 'debug' } },
     { given: { DATABASE_URL: 'postgres://u:p@db:5432/app' }, want: { databaseUrl: 'postgres://u:p@db:5432/app' } },
-    { given: { NODE_ENV: 'production' }, want: { validateResponses: false } },
+    { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters' }, want: { validateResponses: false } },
     { given: { CONTACT_EMAIL: 'hello@example.com', REQUIRE_EMAIL_VERIFICATION: 'true' }, want: { contactEmail: 'hello@example.com', requireEmailVerification: true } },
     { given: { PORT: '  ' }, want: { port: 3000 } },
   ];
@@ -36,6 +36,11 @@ describe('loadConfig', () => {
     { given: { TRUSTED_ORIGINS: 'https://a.example.com/path' }, names: 'TRUSTED_ORIGINS' },
     { given: { RATE_LIMIT_PER_MINUTE: '0' }, names: 'RATE_LIMIT_PER_MINUTE' },
     { given: { CONTACT_EMAIL: 'not-an-email' }, names: 'CONTACT_EMAIL' },
+    { given: { NODE_ENV: 'production' }, names: 'SECRET' },
+    { given: { SECRET: 'too short' }, names: 'SECRET' },
+    { given: { STORAGE_DRIVER: 's3' }, names: 'S3_BUCKET' },
+    { given: { EMAIL_PROVIDER: 'smtp' }, names: 'SMTP_URL' },
+    { given: { GITHUB_CLIENT_ID: 'only-the-id' }, names: 'GITHUB_CLIENT_ID' },
   ];
   for (const { given, names } of bad) {
     it(`stops on ${JSON.stringify(given)} naming ${names}`, () => {

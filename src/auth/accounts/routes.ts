@@ -5,13 +5,12 @@
  */
 import type { Mailer } from '../../email/mailer.ts';
 import { ApiError } from '../../http/errors.ts';
-import type { AuthContext, AuthHandlers } from '../identity-route.ts';
+import { type AuthContext, type AuthHandlers, signedIn } from '../identity-route.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
 import { createSession, sessionExpiry } from '../sessions.ts';
 import { mailPasswordResetLink, mailVerificationLink } from './emails.ts';
 import { absoluteTarget, checkRedirectTarget, withQuery } from '../redirect-targets.ts';
 import { deleteAllSessions } from './sessions-store.ts';
-import { signedIn } from './signed-in.ts';
 import { findUserByEmail, findUserById, markEmailVerified, setPassword } from './users-store.ts';
 import { findUsableToken, spendToken, spendUserTokens } from './verification-tokens.ts';
 import { toUser } from '../views.ts';

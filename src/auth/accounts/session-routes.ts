@@ -3,11 +3,10 @@
  * the id half of its token; answers never carry a token except where a session is created.
  */
 import { ApiError } from '../../http/errors.ts';
-import type { AuthHandlers } from '../identity-route.ts';
+import { type AuthHandlers, signedIn } from '../identity-route.ts';
 import { deleteSession, deleteUserSessions, listUserSessions } from '../sessions.ts';
 import { emailSignInRoutes } from './email-sign-in.ts';
 import { deleteOwnSession, findSession } from './sessions-store.ts';
-import { signedIn } from './signed-in.ts';
 import { findUserById } from './users-store.ts';
 import { toSession, toUser } from '../views.ts';
 

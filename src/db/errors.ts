@@ -1,0 +1,7 @@
+/** PostgreSQL errors the service answers on purpose rather than as a 500. */
+
+/** True for a unique violation (SQLSTATE 23505), on the named constraint when one is given. */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  const e = error as { code?: string; constraint_name?: string } | null;
+  return e?.code === '23505' && (constraint === undefined || e.constraint_name === constraint);
+}
