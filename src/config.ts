@@ -3,6 +3,7 @@
  * message naming the variable; every setting has a default that makes the embedded mode work.
  * The README's settings table is checked against `settingNames` by a test.
  */
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 export interface Config {
@@ -105,7 +106,7 @@ export function loadConfig(env: Env = process.env): Config {
     authRateLimitPerMinute: integer(env, 'AUTH_RATE_LIMIT_PER_MINUTE', 10, 1, 1_000_000),
     emailProvider,
     smtpUrl,
-    emailFrom: raw(env, 'EMAIL_FROM') ?? `Workspace API <no-reply@${new URL(publicUrl).hostname}>`,
+    emailFrom: raw(env, 'EMAIL_FROM') ?? `Workspace API <no-reply@${mailDomain(publicUrl)}>`,
     adminEmails: (raw(env, 'ADMIN_EMAILS') ?? '').split(',').map((item) => item.trim().toLowerCase()).filter(Boolean),
     github: oauthClient(env, 'GITHUB', 'https://github.com', 'https://api.github.com'),
     google: oauthClient(env, 'GOOGLE', 'https://accounts.google.com', ''),
@@ -179,6 +180,12 @@ function oauthClient(env: Env, prefix: 'GITHUB' | 'GOOGLE', issuer: string, apiU
     issuer: (url(env, issuerName) ?? issuer).replace(/\/+$/, ''),
     apiUrl: prefix === 'GITHUB' ? (url(env, 'GITHUB_API_URL') ?? apiUrl).replace(/\/+$/, '') : apiUrl,
   };
+}
+
+/** The PUBLIC_URL host for the default From address; an IP address is no mail domain, so `localhost` then. */
+function mailDomain(publicUrl: string): string {
+  const host = new URL(publicUrl).hostname;
+  return isIP(host.replace(/^\[|\]$/g, '')) ? 'localhost' : host;
 }
 
 function secret(env: Env, environment: string): string | undefined {

@@ -16,6 +16,8 @@ export const errorCatalogue = {
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large.' },
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests, try again in a minute.' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'The AI service is unavailable, try again later.' },
+  // A procedure of the contract whose handler is not built yet: an honest "not yet", not a crash.
+  NOT_IMPLEMENTED: { status: 501, message: 'This operation is not available on this deployment yet.' },
   // Identity routes (/api/auth/*)
   INVALID_TOKEN: { status: 400, message: 'The link is invalid or has expired.' },
   INVALID_EMAIL_OR_PASSWORD: { status: 401, message: 'Invalid email or password.' },

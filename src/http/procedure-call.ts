@@ -28,7 +28,7 @@ export async function callProcedure(
   revive: (input: Record<string, unknown>) => Record<string, unknown> = (input) => input,
 ): Promise<unknown> {
   await admitCall(procedure, input, request.principal, services);
-  if (!handler) throw new Error(`no handler is registered for ${procedure.name}`);
+  if (!handler) throw new ApiError('NOT_IMPLEMENTED');
   const ctx: Context = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services };
   const output = await handler(revive(input), ctx);
   if (services.config.validateResponses) checkOutput(procedure, output);

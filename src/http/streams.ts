@@ -6,6 +6,7 @@
 import type { Request, Response } from 'express';
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
 import type { Context, Services } from '../context.ts';
+import { ApiError } from './errors.ts';
 import { admitCall } from './procedure-call.ts';
 
 export interface EventSink {
@@ -33,7 +34,7 @@ export async function sendStream(
   const principal = req.principal;
   await admitCall(procedure, input, principal, services);
   const handler = streams[procedure.name];
-  if (!handler) throw new Error(`no stream handler is registered for ${procedure.name}`);
+  if (!handler) throw new ApiError('NOT_IMPLEMENTED');
 
   const controller = new AbortController();
   res.status(procedure.successStatus);

@@ -2,11 +2,6 @@
  * The whole document upload flow against the real server, on both storage drivers: createUpload,
  * the presigned PUT with exactly the returned headers, complete, downloadUrl and the bytes back,
  * list, text, delete. Once through the typed RPC client and once through plain REST.
- *
- * The local driver's addresses start with config.publicUrl (PUBLIC_URL, here the default
- * http://127.0.0.1:3000); the test server listens on another port, so the test swaps the origin
- * after checking the address starts with publicUrl. The S3 driver's addresses go to s3rver as
- * they are.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -36,8 +31,8 @@ interface Setup {
   server: TestServer;
   owner: TestUser;
   org: string;
-  /** Makes a presigned address reachable from the test (local: the real port). */
-  reach(url: string): string;
+  /** Where every presigned address of the driver starts (local: the test server's /uploads/). */
+  addressPrefix: string;
 }
 
 /** Registers the same flow tests for one driver; `setup` is ready once the describe's beforeAll ran. */
@@ -52,9 +47,14 @@ function flowTests(driver: 'local' | 's3', setup: () => Setup) {
     return client(owner).workspaces.create({ organizationId: org, name: `Flow ${driver}`, slug: `flow-${driver}-${++slugs}` });
   };
   const stat = (document: { organizationId: string; id: string }) => setup().server.services.storage.stat(`${document.organizationId}/${document.id}`);
+  /** Checks that `url` is a presigned address of the driver under test, and answers it unchanged. */
+  const presigned = (url: string) => {
+    expect(url.startsWith(setup().addressPrefix), url).toBe(true);
+    return url;
+  };
 
   it(`uploads, completes, downloads, lists and deletes through the RPC client (${driver})`, async () => {
-    const { owner, org, reach } = setup();
+    const { owner, org } = setup();
     const ws = await workspace();
     const bytes = pdfBytes();
     const before = Date.now();
@@ -73,7 +73,7 @@ function flowTests(driver: 'local' | 's3', setup: () => Setup) {
     expect(upload.expiresAt.getTime()).toBeLessThanOrEqual(Date.now() + 15 * 60_000);
     expect(await stat(document)).toBeNull();
 
-    const put = await fetch(reach(upload.url), { method: 'PUT', headers: upload.headers, body: bytes });
+    const put = await fetch(presigned(upload.url), { method: 'PUT', headers: upload.headers, body: bytes });
     expect(put.status, await put.text()).toBe(200);
     if (driver === 'local') expect(put.headers.get('etag')).toBeNull();
 
@@ -89,7 +89,7 @@ function flowTests(driver: 'local' | 's3', setup: () => Setup) {
     expect(download.expiresAt).toBeInstanceOf(Date);
     expect(download.expiresAt.getTime()).toBeLessThanOrEqual(Date.now() + 5 * 60_000);
     expect(download.expiresAt.getTime()).toBeGreaterThan(Date.now() + 4 * 60_000);
-    const got = await fetch(reach(download.url));
+    const got = await fetch(presigned(download.url));
     expect(got.status).toBe(200);
     expect(got.headers.get('content-type')).toBe('application/pdf');
     const disposition = parseDisposition(got.headers.get('content-disposition')!);
@@ -104,13 +104,13 @@ function flowTests(driver: 'local' | 's3', setup: () => Setup) {
 
     expect(await client(owner).documents.delete({ id: document.id })).toEqual({ id: document.id });
     expect(await stat(document)).toBeNull();
-    expect((await fetch(reach(download.url))).status).toBe(404);
+    expect((await fetch(presigned(download.url))).status).toBe(404);
     expect(await failure(client(owner).documents.get({ id: document.id }))).toMatchObject({ status: 404, code: 'NOT_FOUND', defined: true });
     expect(await client(owner).documents.list({ organizationId: org, workspaceId: ws.id })).toEqual({ items: [], nextCursor: null, storage: { usedBytes: 0, limitBytes: null } });
   });
 
   it(`does the same through plain REST with fetch (${driver})`, async () => {
-    const { server, owner, org, reach } = setup();
+    const { server, owner, org } = setup();
     const ws = await workspace();
     const bytes = pdfBytes();
     const json = { ...owner.headers, 'content-type': 'application/json' };
@@ -127,7 +127,7 @@ function flowTests(driver: 'local' | 's3', setup: () => Setup) {
     expect(new Date(document.createdAt).toISOString()).toBe(document.createdAt);
     expect(typeof upload.expiresAt).toBe('string');
 
-    const put = await fetch(reach(upload.url), { method: 'PUT', headers: upload.headers, body: bytes });
+    const put = await fetch(presigned(upload.url), { method: 'PUT', headers: upload.headers, body: bytes });
     expect(put.status, await put.text()).toBe(200);
 
     const completed = await server.fetch(`/api/v1/documents/${document.id}/complete`, { method: 'POST', headers: owner.headers });
@@ -142,7 +142,7 @@ function flowTests(driver: 'local' | 's3', setup: () => Setup) {
     expect(address.status).toBe(200);
     const download = await address.json();
     expect(Object.keys(download).sort()).toEqual(['expiresAt', 'url']);
-    const file = await fetch(reach(download.url));
+    const file = await fetch(presigned(download.url));
     expect(file.status).toBe(200);
     expect(parseDisposition(file.headers.get('content-disposition')!).filenameStar).toBe(NAME);
     expect(Buffer.from(await file.arrayBuffer()).equals(bytes)).toBe(true);
@@ -158,18 +158,18 @@ function flowTests(driver: 'local' | 's3', setup: () => Setup) {
     const deleted = await server.fetch(`/api/v1/documents/${document.id}`, { method: 'DELETE', headers: owner.headers });
     expect(await deleted.json()).toEqual({ id: document.id });
     expect(await stat(document)).toBeNull();
-    expect((await fetch(reach(download.url))).status).toBe(404);
+    expect((await fetch(presigned(download.url))).status).toBe(404);
     expect((await server.fetch(`/api/v1/documents/${document.id}`, { headers: owner.headers })).status).toBe(404);
   });
 
   it(`rewrites size from what the driver measured, not from the declaration (${driver})`, async () => {
-    const { owner, org, reach } = setup();
+    const { owner, org } = setup();
     const ws = await workspace();
     const bytes = Buffer.from('%PDF-1.7\nshorter than declared\n');
     const { document, upload } = await client(owner).documents.createUpload({ organizationId: org, workspaceId: ws.id, name: 'short.pdf', contentType: 'application/pdf', size: 4096 });
     // Fewer bytes than declared: the local route takes the signed size as an upper bound. (Real S3
     // signs content-length and would refuse this PUT; s3rver checks no signatures.)
-    const put = await fetch(reach(upload.url), { method: 'PUT', headers: { 'content-type': 'application/pdf' }, body: bytes });
+    const put = await fetch(presigned(upload.url), { method: 'PUT', headers: { 'content-type': 'application/pdf' }, body: bytes });
     expect(put.status, await put.text()).toBe(200);
     expect(await client(owner).documents.list({ organizationId: org, workspaceId: ws.id })).toMatchObject({ storage: { usedBytes: 4096 } });
     const completed = await client(owner).documents.complete({ id: document.id });
@@ -209,16 +209,7 @@ describe('upload flow on the local driver', () => {
     const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000', DATA_DIR: dataDir } });
     const owner = await createUser(server.db);
     const org = await addMembership(server.db, owner, 'owner');
-    const publicUrl = server.services.config.publicUrl;
-    setup = {
-      server,
-      owner,
-      org,
-      reach(url) {
-        expect(url.startsWith(`${publicUrl}/uploads/`), url).toBe(true);
-        return server.origin + url.slice(publicUrl.length);
-      },
-    };
+    setup = { server, owner, org, addressPrefix: `${server.origin}/uploads/` };
   });
   afterAll(async () => {
     await setup?.server.close();
@@ -257,15 +248,7 @@ describe('upload flow on the S3 driver (s3rver)', () => {
     });
     const owner = await createUser(server.db);
     const org = await addMembership(server.db, owner, 'owner');
-    setup = {
-      server,
-      owner,
-      org,
-      reach(url) {
-        expect(url.startsWith(`http://127.0.0.1:${port}/${BUCKET}/`), url).toBe(true);
-        return url;
-      },
-    };
+    setup = { server, owner, org, addressPrefix: `http://127.0.0.1:${port}/${BUCKET}/` };
   });
   afterAll(async () => {
     const storage = setup?.server.services.storage;

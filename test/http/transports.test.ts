@@ -180,3 +180,15 @@ describe('every procedure has a route on both transports', () => {
     expect(Object.keys(procedures)).toHaveLength(35);
   });
 });
+
+describe('procedures not built yet', () => {
+  it('answer 501 NOT_IMPLEMENTED after the access checks, on both transports', async () => {
+    // Plain fetch: 501 is in no operation's contract, it marks a gap in the service itself.
+    const rest = await fetch(`${server.origin}/api/v1/organizations/org_1/billing`, { headers: owner });
+    expect(rest.status).toBe(501);
+    expect(await rest.json()).toEqual({ defined: false, code: 'NOT_IMPLEMENTED', status: 501, message: 'This operation is not available on this deployment yet.' });
+    const rpc = await fetch(`${server.origin}/rpc/billing/status`, { ...json({ json: { organizationId: 'org_1' } }, owner) });
+    expect(rpc.status).toBe(501);
+    expect((await fetch(`${server.origin}/api/v1/organizations/org_1/billing`)).status).toBe(401);
+  });
+});

@@ -5,6 +5,9 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Database } from '../../src/db/connection.ts';
@@ -39,6 +42,7 @@ export interface TestServerOptions {
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'workspace-api-server-'));
   // Listen first, so PUBLIC_URL (and with it every signed upload address) names the real port.
   const server: Server = createServer();
   server.listen(0, '127.0.0.1');
@@ -50,6 +54,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     VALIDATE_RESPONSES: 'true',
     SECRET: 'test-secret-test-secret-test-secret!',
     PUBLIC_URL: origin,
+    // Its own data directory: local-driver uploads (and the like) never land in the repository's ./.data.
+    DATA_DIR: dataDir,
     ...options.env,
   });
   const logs: Record<string, any>[] = [];
@@ -88,6 +94,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       server.closeAllConnections();
       server.close();
       if (!options.db) await db.close();
+      await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

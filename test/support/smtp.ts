@@ -24,6 +24,12 @@ export interface SmtpReceiver {
   messagesTo(address: string): ReceivedMail[];
   /** The next message to `address` not yet handed out by this function (it may have arrived already). */
   nextMessageTo(address: string, timeoutMs?: number): Promise<ReceivedMail>;
+  /**
+   * Every message to `address` so far, once there are at least `count` of them; after `timeoutMs`,
+   * whatever there is (so a test can assert on the number). Hands out nothing: nextMessageTo is
+   * unaffected.
+   */
+  waitForMessagesTo(address: string, count?: number, timeoutMs?: number): Promise<ReceivedMail[]>;
   stop(): Promise<void>;
 }
 
@@ -62,31 +68,41 @@ export async function startSmtpReceiver(options: { refuse?: (address: string) =>
   const { port } = server.server.address() as AddressInfo;
 
   const messagesTo = (address: string) => messages.filter((m) => m.to.includes(address.toLowerCase()));
+  /** Resolves with `find()`'s first answer other than undefined, checked now and on every message; `onTimeout` after `timeoutMs`. */
+  const waitFor = <T>(find: () => T | undefined, timeoutMs: number, onTimeout: () => Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const done = (settle: () => void) => {
+        waiters.delete(wake);
+        clearTimeout(timer);
+        settle();
+      };
+      const wake = () => {
+        const found = find();
+        if (found !== undefined) done(() => resolve(found));
+      };
+      const timer = setTimeout(() => done(() => onTimeout().then(resolve, reject)), timeoutMs);
+      waiters.add(wake);
+      wake();
+    });
+
   return {
     url: `smtp://127.0.0.1:${port}?ignoreTLS=true`,
     messages,
     messagesTo,
     nextMessageTo(address, timeoutMs = 5_000) {
       const key = address.toLowerCase();
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const index = handedOut.get(key) ?? 0;
-          const message = messagesTo(key)[index];
-          if (!message) return false;
-          handedOut.set(key, index + 1);
-          waiters.delete(wake);
-          clearTimeout(timer);
-          resolve(message);
-          return true;
-        };
-        const wake = () => void check();
-        const timer = setTimeout(() => {
-          waiters.delete(wake);
-          reject(new Error(`no email to ${address} within ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(wake);
-        check();
-      });
+      return waitFor(() => {
+        const index = handedOut.get(key) ?? 0;
+        const message = messagesTo(key)[index];
+        if (message) handedOut.set(key, index + 1);
+        return message;
+      }, timeoutMs, () => Promise.reject(new Error(`no email to ${address} within ${timeoutMs} ms`)));
+    },
+    waitForMessagesTo(address, count = 1, timeoutMs = 5_000) {
+      return waitFor(() => {
+        const found = messagesTo(address);
+        return found.length >= count ? found : undefined;
+      }, timeoutMs, async () => messagesTo(address));
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
@@ -99,8 +115,8 @@ export function linkIn(mail: Pick<ReceivedMail, 'text'>): URL {
   return new URL(match[0]);
 }
 
-// Enough MIME for the single-part text messages nodemailer sends: unfolded headers, and the
-// body's quoted-printable or base64 transfer encoding undone.
+// Enough MIME for the single-part text messages nodemailer sends: unfolded headers, encoded
+// words in the subject, and the body's quoted-printable or base64 transfer encoding undone.
 function parseMessage(raw: string): { subject: string; text: string } {
   const split = raw.indexOf('\r\n\r\n');
   const head = raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ');
@@ -113,7 +129,7 @@ function parseMessage(raw: string): { subject: string; text: string } {
   } else if (encoding === 'base64') {
     text = Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('utf8');
   }
-  return { subject: header('Subject'), text: text.replace(/\r\n/g, '\n') };
+  return { subject: decodeEncodedWords(header('Subject')), text: text.replace(/\r\n/g, '\n') };
 }
 
 function decodeQuotedPrintable(body: string): string {
@@ -129,4 +145,12 @@ function decodeQuotedPrintable(body: string): string {
     }
   }
   return Buffer.from(bytes).toString('utf8');
+}
+
+/** RFC 2047 encoded words (=?UTF-8?Q?...?= and =?UTF-8?B?...?=), as nodemailer writes non-ASCII subjects. */
+function decodeEncodedWords(value: string): string {
+  return value.replace(/=\?([^?]+)\?([QB])\?([^?]*)\?=\s*/gi, (_, _charset: string, kind: string, data: string) =>
+    kind.toUpperCase() === 'B'
+      ? Buffer.from(data, 'base64').toString('utf8')
+      : Buffer.from(data.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1').toString('utf8'));
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlanLimits } from '../../../src/billing/plans.ts';
 import { newId } from '../../../src/ids.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
-import { startMailReceiver, type MailReceiver } from '../../support/smtp-receiver-orgs.ts';
+import { startSmtpReceiver, type SmtpReceiver } from '../../support/smtp.ts';
 import { addMembership, createUser, type TestUser } from '../../support/users.ts';
 import { auditOf, orgWithRoles, post, TEST_ENV } from './fixtures.ts';
 
@@ -17,10 +17,10 @@ let now = new Date('2026-11-21T09:15:00.000Z');
 const billed = new Set<string>();
 const freePlan: PlanLimits = { plan: 'free', limits: { workspaces: 3, members: 2, aiCredits: 200, storageBytes: 1073741824 } };
 
-let receiver: MailReceiver;
+let receiver: SmtpReceiver;
 let server: TestServer;
 beforeAll(async () => {
-  receiver = await startMailReceiver();
+  receiver = await startSmtpReceiver();
   server = await startTestServer({
     env: { ...TEST_ENV, EMAIL_PROVIDER: 'smtp', SMTP_URL: receiver.url, PUBLIC_URL },
     overrides: { now: () => now, plans: { limitsFor: async (organizationId) => (billed.has(organizationId) ? freePlan : null) } },
@@ -39,7 +39,7 @@ async function invite(by: TestUser, body: Record<string, unknown>) {
 
 /** The invitation id, read from the one mail sent to `to`, as an invitee would. */
 async function invitationIdFromMail(to: string, count = 1): Promise<string> {
-  const mails = await receiver.mailsTo(to, count);
+  const mails = await receiver.waitForMessagesTo(to, count);
   expect(mails).toHaveLength(count);
   return /Invitation id: (inv_[a-z0-9]+)/.exec(mails.at(-1)!.text)![1]!;
 }
@@ -60,7 +60,7 @@ describe('invite, mail, accept', () => {
       inviterId: admin.id, expiresAt: new Date(now.getTime() + 48 * HOUR).toISOString(), createdAt: now.toISOString(),
     });
 
-    const [mail] = await receiver.mailsTo(email);
+    const [mail] = await receiver.waitForMessagesTo(email);
     expect(mail!.subject).toBe('Adam Admin invited you to join Acme Corp');
     expect(mail!.text).toContain(`POST ${PUBLIC_URL}/api/auth/organization/accept-invitation`);
     expect(mail!.text).toContain(`{"invitationId":"${invitation.id}"}`);
@@ -107,7 +107,7 @@ describe('invite, mail, accept', () => {
     const { orgId, owner, member } = await orgWithRoles(server);
     const response = await invite(owner, { organizationId: orgId, email: member.email.toUpperCase(), role: 'member' });
     expect(response.status).toBe(409);
-    expect(receiver.mails.filter((mail) => mail.to.includes(member.email))).toEqual([]);
+    expect(receiver.messagesTo(member.email)).toEqual([]);
   });
 
   it('answers 404 for a team of another organization', async () => {
