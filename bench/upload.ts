@@ -83,7 +83,7 @@ export async function benchUpload({ rounds = 7 } = {}): Promise<UploadBenchResul
   const secret = randomBytes(32).toString('hex');
   const driver = new LocalDriver({ dataDir: dir, publicUrl: origin, secret });
   app.use(requestId(createLogger('silent')));
-  app.use(uploadRoutes({ driver, secret, maxUploadBytes: SIZE, now: () => new Date(), describe: async () => null }));
+  app.use(uploadRoutes({ driver, secret, maxUploadBytes: SIZE, now: () => new Date(), describe: async () => ({ name: 'bench.bin', contentType: 'application/octet-stream', status: 'pending' as const }) }));
 
   let bareFiles = 0;
   const bare = await listening(createServer((req, res) => {
