@@ -5,18 +5,8 @@
  */
 type Json = Record<string, any>;
 
-export type Access =
-  | 'public'
-  | 'session'
-  | 'platform-admin'
-  | { permission?: string; tenant: 'organizationId' | 'workspaceId' | 'row'; optional?: boolean };
-
-export interface InputField {
-  name: string;
-  in: 'path' | 'query' | 'header' | 'body';
-  /** JSON type of a path or query parameter, so REST can coerce its string before validation. */
-  type?: 'string' | 'integer' | 'number' | 'boolean';
-}
+export type { Access, InputField } from '../src/http/procedure-definition.ts';
+import type { Access, InputField } from '../src/http/procedure-definition.ts';
 
 export interface Operation {
   name: string;

@@ -1,0 +1,44 @@
+/**
+ * The shape of a row of the generated route tables (generated/procedures.ts, generated/auth-routes.ts)
+ * and the types that turn an openapi-typescript operation into a handler's input and output.
+ * Codegen writes the rows; everything that routes, validates or authorizes reads them.
+ */
+export type Access =
+  | 'public'
+  | 'session'
+  | 'platform-admin'
+  | { permission?: string; tenant: 'organizationId' | 'workspaceId' | 'row'; optional?: boolean };
+
+export interface InputField {
+  name: string;
+  in: 'path' | 'query' | 'header' | 'body';
+  /** JSON type of a path or query parameter, so REST can coerce its string before validation. */
+  type?: 'string' | 'integer' | 'number' | 'boolean';
+}
+
+export interface ProcedureDefinition {
+  name: string;
+  group: string;
+  method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
+  path: string;
+  access: Access;
+  /** The error codes the operation declares (the `code` constants of its non-2xx answers). */
+  errors: readonly string[];
+  fields: readonly InputField[];
+  hasBody: boolean;
+  successStatus: number;
+  produces: 'json' | 'event-stream';
+}
+
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+type Present<T> = [NonNullable<T>] extends [never] ? {} : NonNullable<T>;
+type ParamsOf<Op, Where extends string> = Op extends { parameters: infer P } ? (P extends { [K in Where]?: infer V } ? Present<V> : {}) : {};
+type BodyOf<Op> = Op extends { requestBody?: infer R } ? (Present<R> extends { content: { 'application/json': infer B } } ? B : {}) : {};
+type BodyOf2xx<Response> = Response extends { content: infer C }
+  ? C extends { 'application/json': infer B } ? B : C extends { 'text/event-stream': infer S } ? S : never
+  : never;
+
+/** An operation's input: its path, query and body fields as one object (both transports). */
+export type OperationInput<Op> = Simplify<ParamsOf<Op, 'path'> & ParamsOf<Op, 'query'> & BodyOf<Op>>;
+/** An operation's successful answer; date-time fields are Date objects. */
+export type OperationOutput<Op> = Op extends { responses: infer R } ? BodyOf2xx<R[Extract<keyof R, 200 | 201 | 202 | 204>]> : never;
