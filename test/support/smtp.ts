@@ -1,7 +1,8 @@
 /**
  * A real SMTP receiver for tests (the `smtp-server` package) on 127.0.0.1 and a free port: the
  * app sends through nodemailer with EMAIL_PROVIDER=smtp and SMTP_URL=receiver.url, and tests read
- * the messages that arrived. No auth, no STARTTLS: plain SMTP on loopback.
+ * the messages that arrived. No auth, no STARTTLS: plain SMTP on loopback. The development mail
+ * catcher (scripts/mail-catcher.ts) is this receiver on a fixed port, printing what it gets.
  */
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
@@ -10,6 +11,8 @@ export interface ReceivedMail {
   /** The envelope sender and recipients (MAIL FROM, RCPT TO). */
   from: string;
   to: string[];
+  /** The From header as written, display name included. */
+  fromHeader: string;
   subject: string;
   /** The text body, transfer encoding undone, with \n line ends. */
   text: string;
@@ -33,7 +36,18 @@ export interface SmtpReceiver {
   stop(): Promise<void>;
 }
 
-export async function startSmtpReceiver(options: { refuse?: (address: string) => boolean } = {}): Promise<SmtpReceiver> {
+export interface SmtpReceiverOptions {
+  /** Recipients to refuse with 550, to test a failed send. */
+  refuse?: (address: string) => boolean;
+  /** 0 (the default) lets the OS pick a free port. */
+  port?: number;
+  host?: string;
+  /** Called with every message as it arrives. */
+  onMessage?: (mail: ReceivedMail) => void;
+}
+
+export async function startSmtpReceiver(options: SmtpReceiverOptions = {}): Promise<SmtpReceiver> {
+  const host = options.host ?? '127.0.0.1';
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
   const handedOut = new Map<string, number>();
@@ -55,7 +69,9 @@ export async function startSmtpReceiver(options: { refuse?: (address: string) =>
       stream.on('end', () => {
         const raw = Buffer.concat(chunks).toString('utf8');
         const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-        messages.push({ from, to: session.envelope.rcptTo.map((r) => r.address.toLowerCase()), ...parseMessage(raw), raw });
+        const mail = { from, to: session.envelope.rcptTo.map((r) => r.address.toLowerCase()), ...parseMessage(raw), raw };
+        messages.push(mail);
+        options.onMessage?.(mail);
         for (const wake of waiters) wake();
         callback();
       });
@@ -63,7 +79,7 @@ export async function startSmtpReceiver(options: { refuse?: (address: string) =>
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(options.port ?? 0, host, () => resolve());
   });
   const { port } = server.server.address() as AddressInfo;
 
@@ -86,7 +102,7 @@ export async function startSmtpReceiver(options: { refuse?: (address: string) =>
     });
 
   return {
-    url: `smtp://127.0.0.1:${port}?ignoreTLS=true`,
+    url: `smtp://${host}:${port}?ignoreTLS=true`,
     messages,
     messagesTo,
     nextMessageTo(address, timeoutMs = 5_000) {
@@ -117,7 +133,7 @@ export function linkIn(mail: Pick<ReceivedMail, 'text'>): URL {
 
 // Enough MIME for the single-part text messages nodemailer sends: unfolded headers, encoded
 // words in the subject, and the body's quoted-printable or base64 transfer encoding undone.
-function parseMessage(raw: string): { subject: string; text: string } {
+function parseMessage(raw: string): { fromHeader: string; subject: string; text: string } {
   const split = raw.indexOf('\r\n\r\n');
   const head = raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ');
   const body = raw.slice(split + 4);
@@ -129,7 +145,7 @@ function parseMessage(raw: string): { subject: string; text: string } {
   } else if (encoding === 'base64') {
     text = Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('utf8');
   }
-  return { subject: decodeEncodedWords(header('Subject')), text: text.replace(/\r\n/g, '\n') };
+  return { fromHeader: decodeEncodedWords(header('From')), subject: decodeEncodedWords(header('Subject')), text: text.replace(/\r\n/g, '\n') };
 }
 
 function decodeQuotedPrintable(body: string): string {
