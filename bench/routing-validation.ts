@@ -35,7 +35,7 @@ export interface RoutingResult {
   validateUs: number;
 }
 
-const path = '/workspaces/ws_4Fz8Rk2nQ1tB/documents?organizationId=org_7Hq2mV9xK3pL&limit=20';
+const path = '/workspaces/ws_i5xx2bzn3kir2gshyl7sn5pk/documents?organizationId=org_pycdybk377oxtzq6svizx3or&limit=20';
 const principal: Principal = { userId: 'usr_1', email: 'a@b.c', role: null, sessionId: 's', impersonatedBy: null };
 const list: Handler<'documents.list'> = () => ({ items: [], nextCursor: null, storage: { usedBytes: 0, limitBytes: null } });
 
@@ -61,7 +61,7 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
   // buildApp wires the services (config, limiters, overrides) as in production; the server itself is not used.
   const app = await startFullApp(db, {
     authenticate: async () => ({ principal, via: 'bearer' as const }),
-    memberships: { roleIn: async () => 'owner', workspaceOrganization: async () => 'org_7Hq2mV9xK3pL' },
+    memberships: { roleIn: async () => 'owner', workspaceOrganization: async () => 'org_pycdybk377oxtzq6svizx3or' },
   });
   await app.close();
   const { services } = app;
@@ -77,7 +77,7 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
   const direct = () => new Promise<number>((resolve, reject) => {
     const { res } = exchange(() => resolve(res.statusCode));
     (async () => {
-      const output = await list({ workspaceId: 'ws_4Fz8Rk2nQ1tB', organizationId: 'org_7Hq2mV9xK3pL', limit: 20 }, ctx);
+      const output = await list({ workspaceId: 'ws_i5xx2bzn3kir2gshyl7sn5pk', organizationId: 'org_pycdybk377oxtzq6svizx3or', limit: 20 }, ctx);
       res.status(200).json(output);
     })().catch(reject);
   });
@@ -106,7 +106,7 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
   // validateInput alone: a synchronous loop, fresh input each time because Ajv fills defaults in place.
   const n = 200_000;
   const started = performance.now();
-  for (let i = 0; i < n; i++) validateInput('documents.list', { workspaceId: 'ws_4Fz8Rk2nQ1tB', organizationId: 'org_7Hq2mV9xK3pL', limit: 20 });
+  for (let i = 0; i < n; i++) validateInput('documents.list', { workspaceId: 'ws_i5xx2bzn3kir2gshyl7sn5pk', organizationId: 'org_pycdybk377oxtzq6svizx3or', limit: 20 });
   const validateUs = ((performance.now() - started) * 1000) / n;
 
   return { routedUs: median(routedUs), directUs: median(directUs), addedUs: median(added), validateUs };

@@ -1023,7 +1023,7 @@ export interface components {
         /**
          * @description A user account as the identity routes answer it.
          * @example {
-         *       "id": "usr_5Gk1Tn4Rm8Cv",
+         *       "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "email": "ada@example.com",
          *       "emailVerified": true,
          *       "name": "Ada Lovelace",
@@ -1039,7 +1039,7 @@ export interface components {
         User: {
             /**
              * @description The user's id.
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             id: string;
             /**
@@ -1102,7 +1102,7 @@ export interface components {
          * @example {
          *       "token": "ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq",
          *       "user": {
-         *         "id": "usr_5Gk1Tn4Rm8Cv",
+         *         "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "email": "ada@example.com",
          *         "emailVerified": true,
          *         "name": "Ada Lovelace",
@@ -1503,7 +1503,7 @@ export interface components {
          * @description A session of the signed-in user. Never carries the token: the token is only sent when the session is created or renewed (`set-auth-token` header and `session` cookie).
          * @example {
          *       "id": "ks2x7q4mhv3n5rtw2cpa6yfb",
-         *       "userId": "usr_5Gk1Tn4Rm8Cv",
+         *       "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "createdAt": "2026-11-21T09:15:00.000Z",
          *       "expiresAt": "2026-12-21T09:15:00.000Z",
          *       "lastVerifiedAt": "2026-11-21T09:15:00.000Z",
@@ -1521,7 +1521,7 @@ export interface components {
             id: string;
             /**
              * @description The user the session signs in.
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             userId: string;
             /**
@@ -1568,7 +1568,7 @@ export interface components {
          * @example {
          *       "session": {
          *         "id": "ks2x7q4mhv3n5rtw2cpa6yfb",
-         *         "userId": "usr_5Gk1Tn4Rm8Cv",
+         *         "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "createdAt": "2026-11-21T09:15:00.000Z",
          *         "expiresAt": "2026-12-21T09:15:00.000Z",
          *         "lastVerifiedAt": "2026-11-21T09:15:00.000Z",
@@ -1578,7 +1578,7 @@ export interface components {
          *         "current": true
          *       },
          *       "user": {
-         *         "id": "usr_5Gk1Tn4Rm8Cv",
+         *         "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "email": "ada@example.com",
          *         "emailVerified": true,
          *         "name": "Ada Lovelace",
@@ -1601,7 +1601,7 @@ export interface components {
          * @example {
          *       "session": {
          *         "id": "ks2x7q4mhv3n5rtw2cpa6yfb",
-         *         "userId": "usr_5Gk1Tn4Rm8Cv",
+         *         "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "createdAt": "2026-11-21T09:15:00.000Z",
          *         "expiresAt": "2026-12-21T09:15:00.000Z",
          *         "lastVerifiedAt": "2026-11-21T09:15:00.000Z",
@@ -1611,7 +1611,7 @@ export interface components {
          *         "current": true
          *       },
          *       "user": {
-         *         "id": "usr_5Gk1Tn4Rm8Cv",
+         *         "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "email": "ada@example.com",
          *         "emailVerified": true,
          *         "name": "Ada Lovelace",
@@ -1632,7 +1632,7 @@ export interface components {
          * @example [
          *       {
          *         "id": "ks2x7q4mhv3n5rtw2cpa6yfb",
-         *         "userId": "usr_5Gk1Tn4Rm8Cv",
+         *         "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "createdAt": "2026-11-21T09:15:00.000Z",
          *         "expiresAt": "2026-12-21T09:15:00.000Z",
          *         "lastVerifiedAt": "2026-11-21T09:15:00.000Z",
@@ -1643,7 +1643,7 @@ export interface components {
          *       },
          *       {
          *         "id": "tq7b3dkw5nxm2rhy6vcpe4js",
-         *         "userId": "usr_5Gk1Tn4Rm8Cv",
+         *         "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "createdAt": "2026-11-14T18:02:41.000Z",
          *         "expiresAt": "2026-12-14T18:02:41.000Z",
          *         "lastVerifiedAt": "2026-11-20T07:45:12.000Z",
@@ -1834,7 +1834,7 @@ export interface components {
         /**
          * @description The public face of a user, as shown next to a membership.
          * @example {
-         *       "id": "usr_5Gk1Tn4Rm8Cv",
+         *       "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "email": "ada@example.com",
          *       "name": "Ada Lovelace",
          *       "image": null
@@ -1843,7 +1843,7 @@ export interface components {
         UserSummary: {
             /**
              * @description The user's id.
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             id: string;
             /**
@@ -1866,13 +1866,13 @@ export interface components {
         /**
          * @description A user's membership of an organization.
          * @example {
-         *       "id": "mem_6Yh2Lp9Qs4Dk",
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "userId": "usr_5Gk1Tn4Rm8Cv",
+         *       "id": "mem_varwtsjkinjo35qs4ramwzlf",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "role": "owner",
          *       "createdAt": "2026-11-02T14:30:00.000Z",
          *       "user": {
-         *         "id": "usr_5Gk1Tn4Rm8Cv",
+         *         "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "email": "ada@example.com",
          *         "name": "Ada Lovelace",
          *         "image": null
@@ -1882,17 +1882,17 @@ export interface components {
         Member: {
             /**
              * @description The membership's id.
-             * @example mem_6Yh2Lp9Qs4Dk
+             * @example mem_varwtsjkinjo35qs4ramwzlf
              */
             id: string;
             /**
              * @description The organization.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description The member's user id.
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             userId: string;
             /**
@@ -1912,7 +1912,7 @@ export interface components {
         /**
          * @description A new organization and its members (the creator, as owner).
          * @example {
-         *       "id": "org_7Hq2mV9xK3pL",
+         *       "id": "org_pycdybk377oxtzq6svizx3or",
          *       "name": "Acme Corp",
          *       "slug": "acme",
          *       "logo": null,
@@ -1920,13 +1920,13 @@ export interface components {
          *       "createdAt": "2026-11-02T14:30:00.000Z",
          *       "members": [
          *         {
-         *           "id": "mem_6Yh2Lp9Qs4Dk",
-         *           "organizationId": "org_7Hq2mV9xK3pL",
-         *           "userId": "usr_5Gk1Tn4Rm8Cv",
+         *           "id": "mem_varwtsjkinjo35qs4ramwzlf",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *           "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *           "role": "owner",
          *           "createdAt": "2026-11-02T14:30:00.000Z",
          *           "user": {
-         *             "id": "usr_5Gk1Tn4Rm8Cv",
+         *             "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *             "email": "ada@example.com",
          *             "name": "Ada Lovelace",
          *             "image": null
@@ -1938,7 +1938,7 @@ export interface components {
         OrganizationWithMembers: {
             /**
              * @description The organization's id.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             id: string;
             /**
@@ -1999,7 +1999,7 @@ export interface components {
         /**
          * @description The body of auth.organization.update.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "data": {
          *         "name": "Acme Corporation",
          *         "logo": "https://acme.example.com/logo.png"
@@ -2009,7 +2009,7 @@ export interface components {
         OrganizationUpdateInput: {
             /**
              * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
@@ -2050,7 +2050,7 @@ export interface components {
         /**
          * @description An organization; it owns workspaces, members, invitations and teams.
          * @example {
-         *       "id": "org_7Hq2mV9xK3pL",
+         *       "id": "org_pycdybk377oxtzq6svizx3or",
          *       "name": "Acme Corp",
          *       "slug": "acme",
          *       "logo": null,
@@ -2061,7 +2061,7 @@ export interface components {
         Organization: {
             /**
              * @description The organization's id.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             id: string;
             /**
@@ -2098,14 +2098,14 @@ export interface components {
         /**
          * @description The body of auth.organization.delete.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "confirmSlug": "acme"
          *     }
          */
         OrganizationDeleteInput: {
             /**
              * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
@@ -2117,20 +2117,20 @@ export interface components {
         /**
          * @description The id of the organization that was deleted.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL"
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or"
          *     }
          */
         DeletedOrganization: {
             /**
              * @description The deleted organization's id.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
         };
         /**
          * @description An organization the caller belongs to, with the caller's role in it.
          * @example {
-         *       "id": "org_7Hq2mV9xK3pL",
+         *       "id": "org_pycdybk377oxtzq6svizx3or",
          *       "name": "Acme Corp",
          *       "slug": "acme",
          *       "logo": null,
@@ -2142,7 +2142,7 @@ export interface components {
         OrganizationWithRole: {
             /**
              * @description The organization's id.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             id: string;
             /**
@@ -2186,7 +2186,7 @@ export interface components {
          * @description Every organization the caller belongs to, with the caller's role, oldest membership first.
          * @example [
          *       {
-         *         "id": "org_7Hq2mV9xK3pL",
+         *         "id": "org_pycdybk377oxtzq6svizx3or",
          *         "name": "Acme Corp",
          *         "slug": "acme",
          *         "logo": null,
@@ -2200,13 +2200,13 @@ export interface components {
         /**
          * @description An invitation to join an organization, sent by email.
          * @example {
-         *       "id": "inv_3Rt8Wq1Zx6Vb",
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "id": "inv_zur7hxhav3ooefj2no4qbh5c",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "email": "grace@example.com",
          *       "role": "member",
-         *       "teamId": "team_8Bv3Nc6Xz1Qw",
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
          *       "status": "pending",
-         *       "inviterId": "usr_5Gk1Tn4Rm8Cv",
+         *       "inviterId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "expiresAt": "2026-11-23T09:15:00.000Z",
          *       "createdAt": "2026-11-21T09:15:00.000Z"
          *     }
@@ -2214,12 +2214,12 @@ export interface components {
         Invitation: {
             /**
              * @description The invitation's id.
-             * @example inv_3Rt8Wq1Zx6Vb
+             * @example inv_zur7hxhav3ooefj2no4qbh5c
              */
             id: string;
             /**
              * @description The organization the invitee joins.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
@@ -2236,7 +2236,7 @@ export interface components {
             role: "owner" | "admin" | "member";
             /**
              * @description A team of the organization the invitee also joins on accepting, or null.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId: string | null;
             /**
@@ -2247,7 +2247,7 @@ export interface components {
             status: "pending" | "accepted" | "rejected" | "canceled";
             /**
              * @description The user who sent the invitation, or null when that user no longer exists.
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             inviterId: string | null;
             /**
@@ -2266,8 +2266,8 @@ export interface components {
         /**
          * @description A team of an organization; workspaces can belong to a team.
          * @example {
-         *       "id": "team_8Bv3Nc6Xz1Qw",
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "id": "team_o6ue33rb6pvp5bn2pzcyibbt",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "name": "Research",
          *       "createdAt": "2026-11-21T09:15:00.000Z",
          *       "updatedAt": "2026-11-21T09:15:00.000Z"
@@ -2276,12 +2276,12 @@ export interface components {
         Team: {
             /**
              * @description The team's id.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             id: string;
             /**
              * @description The organization the team belongs to.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
@@ -2305,7 +2305,7 @@ export interface components {
         /**
          * @description An organization with every member, its pending invitations and its teams (members are not paged here; use list-members for paging).
          * @example {
-         *       "id": "org_7Hq2mV9xK3pL",
+         *       "id": "org_pycdybk377oxtzq6svizx3or",
          *       "name": "Acme Corp",
          *       "slug": "acme",
          *       "logo": null,
@@ -2313,13 +2313,13 @@ export interface components {
          *       "createdAt": "2026-11-02T14:30:00.000Z",
          *       "members": [
          *         {
-         *           "id": "mem_6Yh2Lp9Qs4Dk",
-         *           "organizationId": "org_7Hq2mV9xK3pL",
-         *           "userId": "usr_5Gk1Tn4Rm8Cv",
+         *           "id": "mem_varwtsjkinjo35qs4ramwzlf",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *           "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *           "role": "owner",
          *           "createdAt": "2026-11-02T14:30:00.000Z",
          *           "user": {
-         *             "id": "usr_5Gk1Tn4Rm8Cv",
+         *             "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *             "email": "ada@example.com",
          *             "name": "Ada Lovelace",
          *             "image": null
@@ -2328,21 +2328,21 @@ export interface components {
          *       ],
          *       "invitations": [
          *         {
-         *           "id": "inv_3Rt8Wq1Zx6Vb",
-         *           "organizationId": "org_7Hq2mV9xK3pL",
+         *           "id": "inv_zur7hxhav3ooefj2no4qbh5c",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *           "email": "grace@example.com",
          *           "role": "member",
-         *           "teamId": "team_8Bv3Nc6Xz1Qw",
+         *           "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
          *           "status": "pending",
-         *           "inviterId": "usr_5Gk1Tn4Rm8Cv",
+         *           "inviterId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *           "expiresAt": "2026-11-23T09:15:00.000Z",
          *           "createdAt": "2026-11-21T09:15:00.000Z"
          *         }
          *       ],
          *       "teams": [
          *         {
-         *           "id": "team_8Bv3Nc6Xz1Qw",
-         *           "organizationId": "org_7Hq2mV9xK3pL",
+         *           "id": "team_o6ue33rb6pvp5bn2pzcyibbt",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *           "name": "Research",
          *           "createdAt": "2026-11-21T09:15:00.000Z",
          *           "updatedAt": "2026-11-21T09:15:00.000Z"
@@ -2353,7 +2353,7 @@ export interface components {
         FullOrganization: {
             /**
              * @description The organization's id.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             id: string;
             /**
@@ -2398,13 +2398,13 @@ export interface components {
          * @example {
          *       "members": [
          *         {
-         *           "id": "mem_6Yh2Lp9Qs4Dk",
-         *           "organizationId": "org_7Hq2mV9xK3pL",
-         *           "userId": "usr_5Gk1Tn4Rm8Cv",
+         *           "id": "mem_varwtsjkinjo35qs4ramwzlf",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *           "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *           "role": "owner",
          *           "createdAt": "2026-11-02T14:30:00.000Z",
          *           "user": {
-         *             "id": "usr_5Gk1Tn4Rm8Cv",
+         *             "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *             "email": "ada@example.com",
          *             "name": "Ada Lovelace",
          *             "image": null
@@ -2426,16 +2426,16 @@ export interface components {
         /**
          * @description The body of auth.organization.inviteMember.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "email": "grace@example.com",
          *       "role": "member",
-         *       "teamId": "team_8Bv3Nc6Xz1Qw"
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt"
          *     }
          */
         OrganizationInviteMemberInput: {
             /**
              * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
@@ -2452,7 +2452,7 @@ export interface components {
             role: "owner" | "admin" | "member";
             /**
              * @description A team of the organization the invitee also joins on accepting (404 otherwise).
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId?: string;
             /**
@@ -2506,13 +2506,13 @@ export interface components {
         /**
          * @description The body of auth.organization.acceptInvitation.
          * @example {
-         *       "invitationId": "inv_3Rt8Wq1Zx6Vb"
+         *       "invitationId": "inv_zur7hxhav3ooefj2no4qbh5c"
          *     }
          */
         OrganizationAcceptInvitationInput: {
             /**
              * @description The invitation.
-             * @example inv_3Rt8Wq1Zx6Vb
+             * @example inv_zur7hxhav3ooefj2no4qbh5c
              */
             invitationId: string;
         };
@@ -2520,24 +2520,24 @@ export interface components {
          * @description The invitation after it was accepted or rejected, and the new membership (null on rejection).
          * @example {
          *       "invitation": {
-         *         "id": "inv_3Rt8Wq1Zx6Vb",
-         *         "organizationId": "org_7Hq2mV9xK3pL",
+         *         "id": "inv_zur7hxhav3ooefj2no4qbh5c",
+         *         "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *         "email": "grace@example.com",
          *         "role": "member",
-         *         "teamId": "team_8Bv3Nc6Xz1Qw",
+         *         "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
          *         "status": "accepted",
-         *         "inviterId": "usr_5Gk1Tn4Rm8Cv",
+         *         "inviterId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "expiresAt": "2026-11-23T09:15:00.000Z",
          *         "createdAt": "2026-11-21T09:15:00.000Z"
          *       },
          *       "member": {
-         *         "id": "mem_2Wc5Nb8Tf3Gj",
-         *         "organizationId": "org_7Hq2mV9xK3pL",
-         *         "userId": "usr_9Jd4Wp7Lx2Hs",
+         *         "id": "mem_a2iiytzrb7clph54urln75pd",
+         *         "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *         "userId": "usr_dd2gdmsaur66nam5wa5yydx5",
          *         "role": "member",
          *         "createdAt": "2026-11-21T10:02:00.000Z",
          *         "user": {
-         *           "id": "usr_9Jd4Wp7Lx2Hs",
+         *           "id": "usr_dd2gdmsaur66nam5wa5yydx5",
          *           "email": "grace@example.com",
          *           "name": "Grace Hopper",
          *           "image": null
@@ -2546,13 +2546,13 @@ export interface components {
          *     }
          * @example {
          *       "invitation": {
-         *         "id": "inv_3Rt8Wq1Zx6Vb",
-         *         "organizationId": "org_7Hq2mV9xK3pL",
+         *         "id": "inv_zur7hxhav3ooefj2no4qbh5c",
+         *         "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *         "email": "grace@example.com",
          *         "role": "member",
-         *         "teamId": "team_8Bv3Nc6Xz1Qw",
+         *         "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
          *         "status": "rejected",
-         *         "inviterId": "usr_5Gk1Tn4Rm8Cv",
+         *         "inviterId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "expiresAt": "2026-11-23T09:15:00.000Z",
          *         "createdAt": "2026-11-21T09:15:00.000Z"
          *       },
@@ -2567,49 +2567,49 @@ export interface components {
         /**
          * @description The body of auth.organization.rejectInvitation.
          * @example {
-         *       "invitationId": "inv_3Rt8Wq1Zx6Vb"
+         *       "invitationId": "inv_zur7hxhav3ooefj2no4qbh5c"
          *     }
          */
         OrganizationRejectInvitationInput: {
             /**
              * @description The invitation.
-             * @example inv_3Rt8Wq1Zx6Vb
+             * @example inv_zur7hxhav3ooefj2no4qbh5c
              */
             invitationId: string;
         };
         /**
          * @description The body of auth.organization.cancelInvitation.
          * @example {
-         *       "invitationId": "inv_3Rt8Wq1Zx6Vb"
+         *       "invitationId": "inv_zur7hxhav3ooefj2no4qbh5c"
          *     }
          */
         OrganizationCancelInvitationInput: {
             /**
              * @description The invitation.
-             * @example inv_3Rt8Wq1Zx6Vb
+             * @example inv_zur7hxhav3ooefj2no4qbh5c
              */
             invitationId: string;
         };
         /**
          * @description The body of auth.organization.removeMember.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "memberIdOrEmail": "mem_2Wc5Nb8Tf3Gj"
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "memberIdOrEmail": "mem_a2iiytzrb7clph54urln75pd"
          *     }
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "memberIdOrEmail": "grace@example.com"
          *     }
          */
         OrganizationRemoveMemberInput: {
             /**
              * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description The membership's id, or the member's email address (compared case-insensitively).
-             * @example mem_2Wc5Nb8Tf3Gj
+             * @example mem_a2iiytzrb7clph54urln75pd
              */
             memberIdOrEmail: string;
         };
@@ -2617,13 +2617,13 @@ export interface components {
          * @description The membership that was removed.
          * @example {
          *       "member": {
-         *         "id": "mem_2Wc5Nb8Tf3Gj",
-         *         "organizationId": "org_7Hq2mV9xK3pL",
-         *         "userId": "usr_9Jd4Wp7Lx2Hs",
+         *         "id": "mem_a2iiytzrb7clph54urln75pd",
+         *         "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *         "userId": "usr_dd2gdmsaur66nam5wa5yydx5",
          *         "role": "member",
          *         "createdAt": "2026-11-21T10:02:00.000Z",
          *         "user": {
-         *           "id": "usr_9Jd4Wp7Lx2Hs",
+         *           "id": "usr_dd2gdmsaur66nam5wa5yydx5",
          *           "email": "grace@example.com",
          *           "name": "Grace Hopper",
          *           "image": null
@@ -2637,20 +2637,20 @@ export interface components {
         /**
          * @description The body of auth.organization.updateMemberRole.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "memberId": "mem_2Wc5Nb8Tf3Gj",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "memberId": "mem_a2iiytzrb7clph54urln75pd",
          *       "role": "admin"
          *     }
          */
         OrganizationUpdateMemberRoleInput: {
             /**
              * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description The membership to change.
-             * @example mem_2Wc5Nb8Tf3Gj
+             * @example mem_a2iiytzrb7clph54urln75pd
              */
             memberId: string;
             /**
@@ -2663,27 +2663,27 @@ export interface components {
         /**
          * @description The body of auth.organization.leave.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL"
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or"
          *     }
          */
         OrganizationLeaveInput: {
             /**
              * @description The organization the caller leaves.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
         };
         /**
          * @description The body of auth.organization.createTeam.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "name": "Research"
          *     }
          */
         OrganizationCreateTeamInput: {
             /**
              * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
@@ -2695,7 +2695,7 @@ export interface components {
         /**
          * @description The body of auth.organization.updateTeam.
          * @example {
-         *       "teamId": "team_8Bv3Nc6Xz1Qw",
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
          *       "data": {
          *         "name": "Research and Development"
          *       }
@@ -2704,7 +2704,7 @@ export interface components {
         OrganizationUpdateTeamInput: {
             /**
              * @description The team; its organization decides access.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId: string;
             /**
@@ -2724,35 +2724,35 @@ export interface components {
         /**
          * @description The body of auth.organization.removeTeam.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "teamId": "team_8Bv3Nc6Xz1Qw"
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt"
          *     }
          */
         OrganizationRemoveTeamInput: {
             /**
              * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description A team of that organization (404 otherwise).
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId: string;
         };
         /**
          * @description The id of the row that was deleted.
          * @example {
-         *       "id": "ws_4Fz8Rk2nQ1tB"
+         *       "id": "ws_i5xx2bzn3kir2gshyl7sn5pk"
          *     }
          * @example {
-         *       "id": "doc_9Lm3Xc7Vb2Nq"
+         *       "id": "doc_zjli6ufh3reosfhypn5nwk2d"
          *     }
          */
         DeletedId: {
             /**
              * @description The deleted row's id.
-             * @example ws_4Fz8Rk2nQ1tB
+             * @example ws_i5xx2bzn3kir2gshyl7sn5pk
              */
             id: string;
         };
@@ -2760,8 +2760,8 @@ export interface components {
          * @description Every team of an organization, oldest first.
          * @example [
          *       {
-         *         "id": "team_8Bv3Nc6Xz1Qw",
-         *         "organizationId": "org_7Hq2mV9xK3pL",
+         *         "id": "team_o6ue33rb6pvp5bn2pzcyibbt",
+         *         "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *         "name": "Research",
          *         "createdAt": "2026-11-21T09:15:00.000Z",
          *         "updatedAt": "2026-11-21T09:15:00.000Z"
@@ -2772,45 +2772,45 @@ export interface components {
         /**
          * @description The body of auth.organization.addTeamMember.
          * @example {
-         *       "teamId": "team_8Bv3Nc6Xz1Qw",
-         *       "userId": "usr_9Jd4Wp7Lx2Hs"
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
+         *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5"
          *     }
          */
         OrganizationAddTeamMemberInput: {
             /**
              * @description The team; its organization decides access.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId: string;
             /**
              * @description A member of the team's organization (404 otherwise).
-             * @example usr_9Jd4Wp7Lx2Hs
+             * @example usr_dd2gdmsaur66nam5wa5yydx5
              */
             userId: string;
         };
         /**
          * @description A member of the organization added to one of its teams.
          * @example {
-         *       "id": "tm_4Gs8Kd2Vp6Yq",
-         *       "teamId": "team_8Bv3Nc6Xz1Qw",
-         *       "userId": "usr_5Gk1Tn4Rm8Cv",
+         *       "id": "tm_7bp64c4hh6xzpftcasvmzxej",
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
+         *       "userId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "createdAt": "2026-11-21T09:15:00.000Z"
          *     }
          */
         TeamMember: {
             /**
              * @description The team membership's id.
-             * @example tm_4Gs8Kd2Vp6Yq
+             * @example tm_7bp64c4hh6xzpftcasvmzxej
              */
             id: string;
             /**
              * @description The team.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId: string;
             /**
              * @description The user added to the team (a member of the team's organization).
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             userId: string;
             /**
@@ -2823,19 +2823,19 @@ export interface components {
         /**
          * @description The body of auth.organization.removeTeamMember.
          * @example {
-         *       "teamId": "team_8Bv3Nc6Xz1Qw",
-         *       "userId": "usr_9Jd4Wp7Lx2Hs"
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
+         *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5"
          *     }
          */
         OrganizationRemoveTeamMemberInput: {
             /**
              * @description The team; its organization decides access.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId: string;
             /**
              * @description A user in the team (404 otherwise).
-             * @example usr_9Jd4Wp7Lx2Hs
+             * @example usr_dd2gdmsaur66nam5wa5yydx5
              */
             userId: string;
         };
@@ -2844,7 +2844,7 @@ export interface components {
          * @example {
          *       "users": [
          *         {
-         *           "id": "usr_5Gk1Tn4Rm8Cv",
+         *           "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *           "email": "ada@example.com",
          *           "emailVerified": true,
          *           "name": "Ada Lovelace",
@@ -2872,14 +2872,14 @@ export interface components {
         /**
          * @description The body of auth.admin.setRole.
          * @example {
-         *       "userId": "usr_9Jd4Wp7Lx2Hs",
+         *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5",
          *       "role": "admin"
          *     }
          */
         AdminSetRoleInput: {
             /**
              * @description The target user; not the caller.
-             * @example usr_9Jd4Wp7Lx2Hs
+             * @example usr_dd2gdmsaur66nam5wa5yydx5
              */
             userId: string;
             /**
@@ -2893,7 +2893,7 @@ export interface components {
          * @description The user after a platform admin's change.
          * @example {
          *       "user": {
-         *         "id": "usr_5Gk1Tn4Rm8Cv",
+         *         "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "email": "ada@example.com",
          *         "emailVerified": true,
          *         "name": "Ada Lovelace",
@@ -2913,18 +2913,18 @@ export interface components {
         /**
          * @description The body of auth.admin.banUser.
          * @example {
-         *       "userId": "usr_9Jd4Wp7Lx2Hs",
+         *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5",
          *       "banReason": "Repeated spam uploads.",
          *       "banExpiresIn": 2592000
          *     }
          * @example {
-         *       "userId": "usr_9Jd4Wp7Lx2Hs"
+         *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5"
          *     }
          */
         AdminBanUserInput: {
             /**
              * @description The user to ban; not the caller.
-             * @example usr_9Jd4Wp7Lx2Hs
+             * @example usr_dd2gdmsaur66nam5wa5yydx5
              */
             userId: string;
             /**
@@ -2941,52 +2941,52 @@ export interface components {
         /**
          * @description The body of auth.admin.unbanUser.
          * @example {
-         *       "userId": "usr_9Jd4Wp7Lx2Hs"
+         *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5"
          *     }
          */
         AdminUnbanUserInput: {
             /**
              * @description The user to unban.
-             * @example usr_9Jd4Wp7Lx2Hs
+             * @example usr_dd2gdmsaur66nam5wa5yydx5
              */
             userId: string;
         };
         /**
          * @description The body of auth.admin.impersonateUser.
          * @example {
-         *       "userId": "usr_9Jd4Wp7Lx2Hs"
+         *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5"
          *     }
          */
         AdminImpersonateUserInput: {
             /**
              * @description The user to impersonate; not the caller and not a platform admin.
-             * @example usr_9Jd4Wp7Lx2Hs
+             * @example usr_dd2gdmsaur66nam5wa5yydx5
              */
             userId: string;
         };
         /**
          * @description The body of auth.admin.revokeUserSessions.
          * @example {
-         *       "userId": "usr_9Jd4Wp7Lx2Hs"
+         *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5"
          *     }
          */
         AdminRevokeUserSessionsInput: {
             /**
              * @description The user whose sessions end.
-             * @example usr_9Jd4Wp7Lx2Hs
+             * @example usr_dd2gdmsaur66nam5wa5yydx5
              */
             userId: string;
         };
         /**
          * @description The body of auth.admin.removeUser.
          * @example {
-         *       "userId": "usr_9Jd4Wp7Lx2Hs"
+         *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5"
          *     }
          */
         AdminRemoveUserInput: {
             /**
              * @description The user to delete; not the caller.
-             * @example usr_9Jd4Wp7Lx2Hs
+             * @example usr_dd2gdmsaur66nam5wa5yydx5
              */
             userId: string;
         };
@@ -3131,7 +3131,7 @@ export interface components {
     parameters: {
         /**
          * @description The organization that owns the rows; the caller must be a member.
-         * @example org_7Hq2mV9xK3pL
+         * @example org_pycdybk377oxtzq6svizx3or
          */
         OrganizationIdQuery: string;
     };
@@ -3793,7 +3793,7 @@ export interface operations {
             query: {
                 /**
                  * @description The organization that owns the rows; the caller must be a member.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
             };
@@ -3825,7 +3825,7 @@ export interface operations {
             query: {
                 /**
                  * @description The organization that owns the rows; the caller must be a member.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
                 /**
@@ -4184,7 +4184,7 @@ export interface operations {
             query: {
                 /**
                  * @description The organization that owns the rows; the caller must be a member.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
             };

@@ -1254,7 +1254,7 @@ export interface components {
         /**
          * @description The signed-in user.
          * @example {
-         *       "id": "usr_5Gk1Tn4Rm8Cv",
+         *       "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "email": "ada@example.com",
          *       "name": "Ada Lovelace",
          *       "image": null,
@@ -1265,7 +1265,7 @@ export interface components {
         User: {
             /**
              * @description The user's id.
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             id: string;
             /**
@@ -1401,13 +1401,13 @@ export interface components {
         /**
          * @description One audited action in an organization.
          * @example {
-         *       "id": "aud_6Kd9Wq4Ex2Ts",
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "id": "aud_6xe3troqogag5ba6gwfc5vj7",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "action": "job.retry",
-         *       "actorId": "usr_5Gk1Tn4Rm8Cv",
+         *       "actorId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "actorEmail": "ada@example.com",
          *       "targetType": "job",
-         *       "targetId": "job_2Pw6Yt8Hs5Jd",
+         *       "targetId": "job_s6kc6o6oya7vngcngsuu4stu",
          *       "impersonatedBy": null,
          *       "metadata": {
          *         "kind": "document.index",
@@ -1419,12 +1419,12 @@ export interface components {
         AuditLogEntry: {
             /**
              * @description The entry's id.
-             * @example aud_6Kd9Wq4Ex2Ts
+             * @example aud_6xe3troqogag5ba6gwfc5vj7
              */
             id: string;
             /**
              * @description The organization the action happened in.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
@@ -1434,7 +1434,7 @@ export interface components {
             action: string;
             /**
              * @description The user who acted; null for the system or a user since deleted.
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             actorId: string | null;
             /**
@@ -1449,7 +1449,7 @@ export interface components {
             targetType: string | null;
             /**
              * @description The id of the row acted upon; null when there is none.
-             * @example job_2Pw6Yt8Hs5Jd
+             * @example job_s6kc6o6oya7vngcngsuu4stu
              */
             targetId: string | null;
             /**
@@ -1479,13 +1479,13 @@ export interface components {
          * @example {
          *       "entries": [
          *         {
-         *           "id": "aud_6Kd9Wq4Ex2Ts",
-         *           "organizationId": "org_7Hq2mV9xK3pL",
+         *           "id": "aud_6xe3troqogag5ba6gwfc5vj7",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *           "action": "job.retry",
-         *           "actorId": "usr_5Gk1Tn4Rm8Cv",
+         *           "actorId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *           "actorEmail": "ada@example.com",
          *           "targetType": "job",
-         *           "targetId": "job_2Pw6Yt8Hs5Jd",
+         *           "targetId": "job_s6kc6o6oya7vngcngsuu4stu",
          *           "impersonatedBy": null,
          *           "metadata": {
          *             "kind": "document.index",
@@ -1515,7 +1515,7 @@ export interface components {
         /**
          * @description An organization's subscription with the payment provider.
          * @example {
-         *       "id": "sbs_2Mx7Kp4Wn9Lc",
+         *       "id": "sbs_bhhhpwdmnu6q4jslmbzew5bo",
          *       "plan": "pro",
          *       "status": "active",
          *       "seats": 10,
@@ -1529,7 +1529,7 @@ export interface components {
         Subscription: {
             /**
              * @description The subscription's id in this service.
-             * @example sbs_2Mx7Kp4Wn9Lc
+             * @example sbs_bhhhpwdmnu6q4jslmbzew5bo
              */
             id: string;
             /**
@@ -1610,7 +1610,7 @@ export interface components {
          *         "storageBytes": 53687091200
          *       },
          *       "subscription": {
-         *         "id": "sbs_2Mx7Kp4Wn9Lc",
+         *         "id": "sbs_bhhhpwdmnu6q4jslmbzew5bo",
          *         "plan": "pro",
          *         "status": "active",
          *         "seats": 10,
@@ -1654,9 +1654,9 @@ export interface components {
         /**
          * @description A workspace of an organization; it holds documents.
          * @example {
-         *       "id": "ws_4Fz8Rk2nQ1tB",
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "teamId": "team_8Bv3Nc6Xz1Qw",
+         *       "id": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
          *       "name": "Research",
          *       "slug": "research",
          *       "createdAt": "2026-11-21T09:15:00.000Z"
@@ -1665,17 +1665,17 @@ export interface components {
         Workspace: {
             /**
              * @description The workspace's id.
-             * @example ws_4Fz8Rk2nQ1tB
+             * @example ws_i5xx2bzn3kir2gshyl7sn5pk
              */
             id: string;
             /**
              * @description The organization that owns the workspace.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description The team of the organization the workspace belongs to, or null.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId: string | null;
             /**
@@ -1698,9 +1698,9 @@ export interface components {
          * @description The workspaces of an organization, oldest first.
          * @example [
          *       {
-         *         "id": "ws_4Fz8Rk2nQ1tB",
-         *         "organizationId": "org_7Hq2mV9xK3pL",
-         *         "teamId": "team_8Bv3Nc6Xz1Qw",
+         *         "id": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *         "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *         "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
          *         "name": "Research",
          *         "slug": "research",
          *         "createdAt": "2026-11-21T09:15:00.000Z"
@@ -1711,8 +1711,8 @@ export interface components {
         /**
          * @description The body of workspaces.create.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "teamId": "team_8Bv3Nc6Xz1Qw",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
          *       "name": "Research",
          *       "slug": "research"
          *     }
@@ -1720,12 +1720,12 @@ export interface components {
         WorkspacesCreateInput: {
             /**
              * @description The organization that will own the workspace; the caller needs workspace:create in it.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description A team of the same organization (404 otherwise), or null / absent for none.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId?: string | null;
             /**
@@ -1761,9 +1761,9 @@ export interface components {
         /**
          * @description A workspace and the bytes its documents store (the answer of workspaces.get).
          * @example {
-         *       "id": "ws_4Fz8Rk2nQ1tB",
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "teamId": "team_8Bv3Nc6Xz1Qw",
+         *       "id": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
          *       "name": "Research",
          *       "slug": "research",
          *       "createdAt": "2026-11-21T09:15:00.000Z",
@@ -1776,17 +1776,17 @@ export interface components {
         WorkspaceWithStorage: {
             /**
              * @description The workspace's id.
-             * @example ws_4Fz8Rk2nQ1tB
+             * @example ws_i5xx2bzn3kir2gshyl7sn5pk
              */
             id: string;
             /**
              * @description The organization that owns the workspace.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description The team of the organization the workspace belongs to, or null.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId: string | null;
             /**
@@ -1809,16 +1809,16 @@ export interface components {
         /**
          * @description The id of the row that was deleted.
          * @example {
-         *       "id": "ws_4Fz8Rk2nQ1tB"
+         *       "id": "ws_i5xx2bzn3kir2gshyl7sn5pk"
          *     }
          * @example {
-         *       "id": "doc_9Lm3Xc7Vb2Nq"
+         *       "id": "doc_zjli6ufh3reosfhypn5nwk2d"
          *     }
          */
         DeletedId: {
             /**
              * @description The deleted row's id.
-             * @example ws_4Fz8Rk2nQ1tB
+             * @example ws_i5xx2bzn3kir2gshyl7sn5pk
              */
             id: string;
         };
@@ -1842,7 +1842,7 @@ export interface components {
             slug?: string;
             /**
              * @description A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.
-             * @example team_8Bv3Nc6Xz1Qw
+             * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
             teamId?: string | null;
         };
@@ -1855,10 +1855,10 @@ export interface components {
         /**
          * @description A document of a workspace. It is `pending` from documents.createUpload until documents.complete has measured the stored object, then `ready`.
          * @example {
-         *       "id": "doc_9Lm3Xc7Vb2Nq",
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "workspaceId": "ws_4Fz8Rk2nQ1tB",
-         *       "uploadedBy": "usr_5Gk1Tn4Rm8Cv",
+         *       "id": "doc_zjli6ufh3reosfhypn5nwk2d",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *       "uploadedBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "name": "q3-report.pdf",
          *       "contentType": "application/pdf",
          *       "size": 482133,
@@ -1877,22 +1877,22 @@ export interface components {
         Document: {
             /**
              * @description The document's id.
-             * @example doc_9Lm3Xc7Vb2Nq
+             * @example doc_zjli6ufh3reosfhypn5nwk2d
              */
             id: string;
             /**
              * @description The organization that owns the document's workspace.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description The workspace that holds the document.
-             * @example ws_4Fz8Rk2nQ1tB
+             * @example ws_i5xx2bzn3kir2gshyl7sn5pk
              */
             workspaceId: string;
             /**
              * @description The user who created the upload, or null once that user no longer exists.
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             uploadedBy: string | null;
             /**
@@ -1958,10 +1958,10 @@ export interface components {
          * @example {
          *       "items": [
          *         {
-         *           "id": "doc_9Lm3Xc7Vb2Nq",
-         *           "organizationId": "org_7Hq2mV9xK3pL",
-         *           "workspaceId": "ws_4Fz8Rk2nQ1tB",
-         *           "uploadedBy": "usr_5Gk1Tn4Rm8Cv",
+         *           "id": "doc_zjli6ufh3reosfhypn5nwk2d",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *           "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *           "uploadedBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *           "name": "q3-report.pdf",
          *           "contentType": "application/pdf",
          *           "size": 482133,
@@ -2017,8 +2017,8 @@ export interface components {
         /**
          * @description One chunk of an indexed document that matches the query.
          * @example {
-         *       "chunkId": "chk_3Hy7Ua2Ie5Ro",
-         *       "documentId": "doc_9Lm3Xc7Vb2Nq",
+         *       "chunkId": "chk_rie7s732oefi4l5w3ekwmwkz",
+         *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
          *       "documentName": "q3-report.pdf",
          *       "index": 7,
          *       "text": "Revenue in the third quarter grew 14% year over year, led by EMEA.",
@@ -2028,12 +2028,12 @@ export interface components {
         SearchHit: {
             /**
              * @description The chunk's id.
-             * @example chk_3Hy7Ua2Ie5Ro
+             * @example chk_rie7s732oefi4l5w3ekwmwkz
              */
             chunkId: string;
             /**
              * @description The document the chunk belongs to.
-             * @example doc_9Lm3Xc7Vb2Nq
+             * @example doc_zjli6ufh3reosfhypn5nwk2d
              */
             documentId: string;
             /**
@@ -2064,8 +2064,8 @@ export interface components {
          *       "model": "local-hash-384",
          *       "results": [
          *         {
-         *           "chunkId": "chk_3Hy7Ua2Ie5Ro",
-         *           "documentId": "doc_9Lm3Xc7Vb2Nq",
+         *           "chunkId": "chk_rie7s732oefi4l5w3ekwmwkz",
+         *           "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
          *           "documentName": "q3-report.pdf",
          *           "index": 7,
          *           "text": "Revenue in the third quarter grew 14% year over year, led by EMEA.",
@@ -2086,8 +2086,8 @@ export interface components {
         /**
          * @description The body of documents.createUpload.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "workspaceId": "ws_4Fz8Rk2nQ1tB",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
          *       "name": "q3-report.pdf",
          *       "contentType": "application/pdf",
          *       "size": 482133
@@ -2096,12 +2096,12 @@ export interface components {
         DocumentsCreateUploadInput: {
             /**
              * @description The organization that owns the workspace; the caller needs document:create in it.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description The workspace of that organization that will hold the document (404 otherwise).
-             * @example ws_4Fz8Rk2nQ1tB
+             * @example ws_i5xx2bzn3kir2gshyl7sn5pk
              */
             workspaceId: string;
             /**
@@ -2120,10 +2120,10 @@ export interface components {
          * @description The new `pending` document and where to PUT its bytes. Send exactly `upload.headers` with the PUT before `upload.expiresAt` (15 minutes), then call documents.complete.
          * @example {
          *       "document": {
-         *         "id": "doc_9Lm3Xc7Vb2Nq",
-         *         "organizationId": "org_7Hq2mV9xK3pL",
-         *         "workspaceId": "ws_4Fz8Rk2nQ1tB",
-         *         "uploadedBy": "usr_5Gk1Tn4Rm8Cv",
+         *         "id": "doc_zjli6ufh3reosfhypn5nwk2d",
+         *         "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *         "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *         "uploadedBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *         "name": "q3-report.pdf",
          *         "contentType": "application/pdf",
          *         "size": 482133,
@@ -2136,7 +2136,7 @@ export interface components {
          *       },
          *       "upload": {
          *         "method": "PUT",
-         *         "url": "https://api.example.com/uploads/org_7Hq2mV9xK3pL/doc_9Lm3Xc7Vb2Nq?expires=1795253400&size=482133&signature=3f9a1c0d7e2b4a6f8c5d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e",
+         *         "url": "https://api.example.com/uploads/org_pycdybk377oxtzq6svizx3or/doc_zjli6ufh3reosfhypn5nwk2d?expires=1795253400&size=482133&signature=3f9a1c0d7e2b4a6f8c5d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e",
          *         "headers": {
          *           "content-type": "application/pdf",
          *           "content-length": "482133"
@@ -2157,7 +2157,7 @@ export interface components {
                 /**
                  * Format: uri
                  * @description Absolute presigned address of the upload; it authorizes itself (no session needed).
-                 * @example https://api.example.com/uploads/org_7Hq2mV9xK3pL/doc_9Lm3Xc7Vb2Nq?expires=1795253400&size=482133&signature=3f9a1c0d7e2b4a6f8c5d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e
+                 * @example https://api.example.com/uploads/org_pycdybk377oxtzq6svizx3or/doc_zjli6ufh3reosfhypn5nwk2d?expires=1795253400&size=482133&signature=3f9a1c0d7e2b4a6f8c5d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e
                  */
                 url: string;
                 /**
@@ -2181,7 +2181,7 @@ export interface components {
         /**
          * @description A short-lived presigned GET address of a document's bytes (valid 5 minutes).
          * @example {
-         *       "url": "https://api.example.com/uploads/org_7Hq2mV9xK3pL/doc_9Lm3Xc7Vb2Nq?expires=1795252800&signature=8c1e5a7b9d0f2e4c6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a0c1e3b5d7f9a",
+         *       "url": "https://api.example.com/uploads/org_pycdybk377oxtzq6svizx3or/doc_zjli6ufh3reosfhypn5nwk2d?expires=1795252800&signature=8c1e5a7b9d0f2e4c6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a0c1e3b5d7f9a",
          *       "expiresAt": "2026-11-21T09:20:00.000Z"
          *     }
          */
@@ -2189,7 +2189,7 @@ export interface components {
             /**
              * Format: uri
              * @description Absolute presigned address; it authorizes itself (no session needed).
-             * @example https://api.example.com/uploads/org_7Hq2mV9xK3pL/doc_9Lm3Xc7Vb2Nq?expires=1795252800&signature=8c1e5a7b9d0f2e4c6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a0c1e3b5d7f9a
+             * @example https://api.example.com/uploads/org_pycdybk377oxtzq6svizx3or/doc_zjli6ufh3reosfhypn5nwk2d?expires=1795252800&signature=8c1e5a7b9d0f2e4c6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a0c1e3b5d7f9a
              */
             url: string;
             /**
@@ -2242,10 +2242,10 @@ export interface components {
         /**
          * @description A background job, metered in AI credits. `input` and `result` are populated only once the job is finished (while queued or running they are absent or repeat what the caller sent); list rows omit `result` unless `includeResult=true`.
          * @example {
-         *       "id": "job_2Pw6Yt8Hs5Jd",
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "workspaceId": "ws_4Fz8Rk2nQ1tB",
-         *       "documentId": "doc_9Lm3Xc7Vb2Nq",
+         *       "id": "job_s6kc6o6oya7vngcngsuu4stu",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
          *       "kind": "document.extract",
          *       "status": "succeeded",
          *       "input": {},
@@ -2257,7 +2257,7 @@ export interface components {
          *       "credits": 1,
          *       "attempt": 1,
          *       "retryOf": null,
-         *       "createdBy": "usr_5Gk1Tn4Rm8Cv",
+         *       "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "createdAt": "2026-11-21T09:16:00.000Z",
          *       "startedAt": "2026-11-21T09:16:01.000Z",
          *       "finishedAt": "2026-11-21T09:16:04.000Z",
@@ -2267,22 +2267,22 @@ export interface components {
         Job: {
             /**
              * @description The job's id.
-             * @example job_2Pw6Yt8Hs5Jd
+             * @example job_s6kc6o6oya7vngcngsuu4stu
              */
             id: string;
             /**
              * @description The organization the job belongs to and charges.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
              * @description The workspace of the job's document, or null for jobs without one.
-             * @example ws_4Fz8Rk2nQ1tB
+             * @example ws_i5xx2bzn3kir2gshyl7sn5pk
              */
             workspaceId: string | null;
             /**
              * @description The document the job works on, or null (text.embed).
-             * @example doc_9Lm3Xc7Vb2Nq
+             * @example doc_zjli6ufh3reosfhypn5nwk2d
              */
             documentId: string | null;
             kind: components["schemas"]["JobKind"];
@@ -2332,7 +2332,7 @@ export interface components {
             retryOf: string | null;
             /**
              * @description The user who created the job, or null once that user no longer exists.
-             * @example usr_5Gk1Tn4Rm8Cv
+             * @example usr_o7nzqdg4w5lltzqli3n4fvu2
              */
             createdBy: string | null;
             /**
@@ -2363,10 +2363,10 @@ export interface components {
          * @example {
          *       "items": [
          *         {
-         *           "id": "job_2Pw6Yt8Hs5Jd",
-         *           "organizationId": "org_7Hq2mV9xK3pL",
-         *           "workspaceId": "ws_4Fz8Rk2nQ1tB",
-         *           "documentId": "doc_9Lm3Xc7Vb2Nq",
+         *           "id": "job_s6kc6o6oya7vngcngsuu4stu",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *           "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *           "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
          *           "kind": "document.extract",
          *           "status": "succeeded",
          *           "input": {},
@@ -2374,7 +2374,7 @@ export interface components {
          *           "credits": 1,
          *           "attempt": 1,
          *           "retryOf": null,
-         *           "createdBy": "usr_5Gk1Tn4Rm8Cv",
+         *           "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *           "createdAt": "2026-11-21T09:16:00.000Z",
          *           "startedAt": "2026-11-21T09:16:01.000Z",
          *           "finishedAt": "2026-11-21T09:16:04.000Z",
@@ -2410,17 +2410,17 @@ export interface components {
         /**
          * @description The data of an SSE event named `job`: the job row as it is now. `input` and `result` are present only once the job is finished. The event's `id:` line carries a monotonically increasing event id to send back as `Last-Event-Id` when reconnecting.
          * @example {
-         *       "id": "job_2Pw6Yt8Hs5Jd",
-         *       "organizationId": "org_7Hq2mV9xK3pL",
-         *       "workspaceId": "ws_4Fz8Rk2nQ1tB",
-         *       "documentId": "doc_9Lm3Xc7Vb2Nq",
+         *       "id": "job_s6kc6o6oya7vngcngsuu4stu",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
          *       "kind": "document.extract",
          *       "status": "running",
          *       "error": null,
          *       "credits": 1,
          *       "attempt": 1,
          *       "retryOf": null,
-         *       "createdBy": "usr_5Gk1Tn4Rm8Cv",
+         *       "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "createdAt": "2026-11-21T09:16:00.000Z",
          *       "startedAt": "2026-11-21T09:16:01.000Z",
          *       "finishedAt": null,
@@ -2445,12 +2445,12 @@ export interface components {
         /**
          * @description The body of jobs.create. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the workspace comes from the document) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "kind": "document.index",
-         *       "documentId": "doc_9Lm3Xc7Vb2Nq"
+         *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d"
          *     }
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "kind": "text.embed",
          *       "input": {
          *         "texts": [
@@ -2463,13 +2463,13 @@ export interface components {
         JobsCreateInput: {
             /**
              * @description The organization that runs and pays for the job; the caller needs job:create in it.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             kind: components["schemas"]["JobKind"];
             /**
              * @description The document to process (document.extract, document.index); 404 when it is not in the organization, 412 while its upload is unfinished.
-             * @example doc_9Lm3Xc7Vb2Nq
+             * @example doc_zjli6ufh3reosfhypn5nwk2d
              */
             documentId?: string;
             /** @description The input of a text.embed job. */
@@ -2487,7 +2487,7 @@ export interface components {
         /**
          * @description The subscription of an organization as the admin list shows it.
          * @example {
-         *       "id": "sbs_2Mx7Kp4Wn9Lc",
+         *       "id": "sbs_bhhhpwdmnu6q4jslmbzew5bo",
          *       "plan": "pro",
          *       "status": "active",
          *       "seats": 10,
@@ -2499,7 +2499,7 @@ export interface components {
         OrganizationSummarySubscription: {
             /**
              * @description The subscription's id in this service.
-             * @example sbs_2Mx7Kp4Wn9Lc
+             * @example sbs_bhhhpwdmnu6q4jslmbzew5bo
              */
             id: string;
             /**
@@ -2533,7 +2533,7 @@ export interface components {
         /**
          * @description One organization in the platform admin's list.
          * @example {
-         *       "id": "org_7Hq2mV9xK3pL",
+         *       "id": "org_pycdybk377oxtzq6svizx3or",
          *       "name": "Acme Corp",
          *       "slug": "acme",
          *       "createdAt": "2026-11-02T14:30:00.000Z",
@@ -2546,7 +2546,7 @@ export interface components {
          *         "members": 6
          *       },
          *       "subscription": {
-         *         "id": "sbs_2Mx7Kp4Wn9Lc",
+         *         "id": "sbs_bhhhpwdmnu6q4jslmbzew5bo",
          *         "plan": "pro",
          *         "status": "active",
          *         "seats": 10,
@@ -2559,7 +2559,7 @@ export interface components {
         OrganizationSummary: {
             /**
              * @description The organization's id.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             id: string;
             /**
@@ -2615,7 +2615,7 @@ export interface components {
          * @example {
          *       "items": [
          *         {
-         *           "id": "org_7Hq2mV9xK3pL",
+         *           "id": "org_pycdybk377oxtzq6svizx3or",
          *           "name": "Acme Corp",
          *           "slug": "acme",
          *           "createdAt": "2026-11-02T14:30:00.000Z",
@@ -2628,7 +2628,7 @@ export interface components {
          *             "members": 6
          *           },
          *           "subscription": {
-         *             "id": "sbs_2Mx7Kp4Wn9Lc",
+         *             "id": "sbs_bhhhpwdmnu6q4jslmbzew5bo",
          *             "plan": "pro",
          *             "status": "active",
          *             "seats": 10,
@@ -2666,7 +2666,7 @@ export interface components {
         /**
          * @description What the deletion of an organization removed.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "objectsDeleted": 42,
          *       "objectsFailed": 0
          *     }
@@ -2674,7 +2674,7 @@ export interface components {
         AdminOrganizationsDeleteResult: {
             /**
              * @description The deleted organization's id.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
@@ -2720,14 +2720,14 @@ export interface components {
         /**
          * @description A value forced for one organization, winning over the flag's global default.
          * @example {
-         *       "organizationId": "org_7Hq2mV9xK3pL",
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "enabled": true
          *     }
          */
         FeatureFlagOverride: {
             /**
              * @description The organization the override applies to.
-             * @example org_7Hq2mV9xK3pL
+             * @example org_pycdybk377oxtzq6svizx3or
              */
             organizationId: string;
             /**
@@ -2744,7 +2744,7 @@ export interface components {
          *       "enabled": false,
          *       "overrides": [
          *         {
-         *           "organizationId": "org_7Hq2mV9xK3pL",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *           "enabled": true
          *         }
          *       ],
@@ -2800,7 +2800,7 @@ export interface components {
          *         "enabled": false,
          *         "overrides": [
          *           {
-         *             "organizationId": "org_7Hq2mV9xK3pL",
+         *             "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *             "enabled": true
          *           }
          *         ],
@@ -3247,12 +3247,12 @@ export interface components {
     parameters: {
         /**
          * @description The organization's id.
-         * @example org_7Hq2mV9xK3pL
+         * @example org_pycdybk377oxtzq6svizx3or
          */
         OrganizationIdPath: string;
         /**
          * @description The organization that owns the rows; the caller must be a member.
-         * @example org_7Hq2mV9xK3pL
+         * @example org_pycdybk377oxtzq6svizx3or
          */
         OrganizationIdQuery: string;
         /** @description The `nextCursor` of the previous page, passed back unchanged. Opaque and signed: a value the service did not issue answers 400 BAD_REQUEST. */
@@ -3403,7 +3403,7 @@ export interface operations {
             path: {
                 /**
                  * @description The organization's id.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdPath"];
             };
@@ -3443,7 +3443,7 @@ export interface operations {
             path: {
                 /**
                  * @description The organization's id.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdPath"];
             };
@@ -3475,7 +3475,7 @@ export interface operations {
             path: {
                 /**
                  * @description The organization's id.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdPath"];
             };
@@ -3505,7 +3505,7 @@ export interface operations {
             query: {
                 /**
                  * @description The organization that owns the rows; the caller must be a member.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
             };
@@ -3569,7 +3569,7 @@ export interface operations {
             query: {
                 /**
                  * @description The organization that owns the rows; the caller must be a member.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
             };
@@ -3610,7 +3610,7 @@ export interface operations {
             path: {
                 /**
                  * @description The workspace's id.
-                 * @example ws_4Fz8Rk2nQ1tB
+                 * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
                 id: string;
             };
@@ -3643,7 +3643,7 @@ export interface operations {
             path: {
                 /**
                  * @description The workspace's id.
-                 * @example ws_4Fz8Rk2nQ1tB
+                 * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
                 id: string;
             };
@@ -3679,7 +3679,7 @@ export interface operations {
             query: {
                 /**
                  * @description The organization that owns the rows; the caller must be a member.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
                 /**
@@ -3694,7 +3694,7 @@ export interface operations {
             path: {
                 /**
                  * @description The workspace's id.
-                 * @example ws_4Fz8Rk2nQ1tB
+                 * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
                 workspaceId: string;
             };
@@ -3727,7 +3727,7 @@ export interface operations {
             path: {
                 /**
                  * @description The workspace's id.
-                 * @example ws_4Fz8Rk2nQ1tB
+                 * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
                 workspaceId: string;
             };
@@ -3796,7 +3796,7 @@ export interface operations {
             path: {
                 /**
                  * @description The document's id.
-                 * @example doc_9Lm3Xc7Vb2Nq
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
                 id: string;
             };
@@ -3829,7 +3829,7 @@ export interface operations {
             path: {
                 /**
                  * @description The document's id.
-                 * @example doc_9Lm3Xc7Vb2Nq
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
                 id: string;
             };
@@ -3862,7 +3862,7 @@ export interface operations {
             path: {
                 /**
                  * @description The document's id.
-                 * @example doc_9Lm3Xc7Vb2Nq
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
                 id: string;
             };
@@ -3896,7 +3896,7 @@ export interface operations {
             path: {
                 /**
                  * @description The document's id.
-                 * @example doc_9Lm3Xc7Vb2Nq
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
                 id: string;
             };
@@ -3930,7 +3930,7 @@ export interface operations {
             path: {
                 /**
                  * @description The document's id.
-                 * @example doc_9Lm3Xc7Vb2Nq
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
                 id: string;
             };
@@ -3961,12 +3961,12 @@ export interface operations {
             query?: {
                 /**
                  * @description Only jobs of this workspace.
-                 * @example ws_4Fz8Rk2nQ1tB
+                 * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
                 workspaceId?: string;
                 /**
                  * @description Only jobs of this document.
-                 * @example doc_9Lm3Xc7Vb2Nq
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
                 documentId?: string;
                 /**
@@ -3991,7 +3991,7 @@ export interface operations {
             path: {
                 /**
                  * @description The organization's id.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdPath"];
             };
@@ -4021,7 +4021,7 @@ export interface operations {
             query?: {
                 /**
                  * @description Only events of jobs of this workspace.
-                 * @example ws_4Fz8Rk2nQ1tB
+                 * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
                 workspaceId?: string;
             };
@@ -4035,7 +4035,7 @@ export interface operations {
             path: {
                 /**
                  * @description The organization's id.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdPath"];
             };
@@ -4099,7 +4099,7 @@ export interface operations {
             path: {
                 /**
                  * @description The job's id.
-                 * @example job_2Pw6Yt8Hs5Jd
+                 * @example job_s6kc6o6oya7vngcngsuu4stu
                  */
                 id: string;
             };
@@ -4132,7 +4132,7 @@ export interface operations {
             path: {
                 /**
                  * @description The id of the job to cancel.
-                 * @example job_2Pw6Yt8Hs5Jd
+                 * @example job_s6kc6o6oya7vngcngsuu4stu
                  */
                 id: string;
             };
@@ -4166,7 +4166,7 @@ export interface operations {
             path: {
                 /**
                  * @description The id of the failed job to retry.
-                 * @example job_2Pw6Yt8Hs5Jd
+                 * @example job_s6kc6o6oya7vngcngsuu4stu
                  */
                 id: string;
             };
@@ -4242,7 +4242,7 @@ export interface operations {
             path: {
                 /**
                  * @description The organization's id.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdPath"];
             };
@@ -4280,7 +4280,7 @@ export interface operations {
             path: {
                 /**
                  * @description The organization's id.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdPath"];
             };
@@ -4418,7 +4418,7 @@ export interface operations {
                 key: string;
                 /**
                  * @description The organization's id.
-                 * @example org_7Hq2mV9xK3pL
+                 * @example org_pycdybk377oxtzq6svizx3or
                  */
                 organizationId: components["parameters"]["OrganizationIdPath"];
             };

@@ -143,7 +143,7 @@ return errors === 0;
 validate21.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_admin_flags_setOverride = validate22;
-const schema33 = {"type":"object","properties":{"key":{"type":"string","minLength":2,"maxLength":64,"pattern":"^[a-z0-9][a-z0-9._-]*$","examples":["uploads.s3-multipart"]},"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]},"enabled":{"type":["boolean","null"],"description":"The forced value; null removes the override so the global default applies again.","examples":[true]}},"required":["key","organizationId","enabled"],"additionalProperties":false,"$id":"https://contract.local/procedures/admin.flags.setOverride/input"};
+const schema33 = {"type":"object","properties":{"key":{"type":"string","minLength":2,"maxLength":64,"pattern":"^[a-z0-9][a-z0-9._-]*$","examples":["uploads.s3-multipart"]},"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]},"enabled":{"type":["boolean","null"],"description":"The forced value; null removes the override so the global default applies again.","examples":[true]}},"required":["key","organizationId","enabled"],"additionalProperties":false,"$id":"https://contract.local/procedures/admin.flags.setOverride/input"};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/input" */;
@@ -455,7 +455,7 @@ return errors === 0;
 validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_admin_organizations_cancelSubscription = validate24;
-const schema35 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]},"immediately":{"type":"boolean","default":false,"description":"True ends the subscription now; false (the default) sets `cancelAtPeriodEnd` so it ends at the end of the paid period.","examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/input"};
+const schema35 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]},"immediately":{"type":"boolean","default":false,"description":"True ends the subscription now; false (the default) sets `cancelAtPeriodEnd` so it ends at the end of the paid period.","examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/input"};
 
 function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/input" */;
@@ -556,7 +556,7 @@ return errors === 0;
 validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_admin_organizations_delete = validate25;
-const schema36 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]},"confirmSlug":{"type":"string","minLength":2,"maxLength":48,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Must equal the organization's slug; otherwise the answer is 404 NOT_FOUND and nothing is deleted.","examples":["acme"]}},"required":["organizationId","confirmSlug"],"additionalProperties":false,"$id":"https://contract.local/procedures/admin.organizations.delete/input"};
+const schema36 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]},"confirmSlug":{"type":"string","minLength":2,"maxLength":48,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Must equal the organization's slug; otherwise the answer is 404 NOT_FOUND and nothing is deleted.","examples":["acme"]}},"required":["organizationId","confirmSlug"],"additionalProperties":false,"$id":"https://contract.local/procedures/admin.organizations.delete/input"};
 const pattern8 = new RegExp("^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$", "u");
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -871,7 +871,7 @@ return errors === 0;
 validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_billing_status = validate28;
-const schema39 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/billing.status/input"};
+const schema39 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/billing.status/input"};
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/billing.status/input" */;
@@ -1164,7 +1164,7 @@ return errors === 0;
 validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_documents_complete = validate30;
-const schema41 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_9Lm3Xc7Vb2Nq"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.complete/input"};
+const schema41 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_zjli6ufh3reosfhypn5nwk2d"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.complete/input"};
 
 function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/input" */;
@@ -1252,7 +1252,7 @@ return errors === 0;
 validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_documents_createUpload = validate31;
-const schema42 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"description":"The organization that owns the workspace; the caller needs document:create in it.","examples":["org_7Hq2mV9xK3pL"]},"workspaceId":{"type":"string","minLength":1,"maxLength":64,"description":"The workspace of that organization that will hold the document (404 otherwise).","examples":["ws_4Fz8Rk2nQ1tB"]},"name":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"description":"File name; one line, no control characters.","examples":["q3-report.pdf"]},"contentType":{"$ref":"https://contract.local/schemas/DocumentContentType"},"size":{"type":"integer","minimum":0,"description":"The byte count the client will upload. Above MAX_UPLOAD_BYTES (default 26214400) answers 413 PAYLOAD_TOO_LARGE; above the plan's remaining storage answers 403 LIMIT_REACHED (storageBytes).","examples":[482133]}},"required":["organizationId","workspaceId","name","contentType","size"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.createUpload/input"};
+const schema42 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"description":"The organization that owns the workspace; the caller needs document:create in it.","examples":["org_pycdybk377oxtzq6svizx3or"]},"workspaceId":{"type":"string","minLength":1,"maxLength":64,"description":"The workspace of that organization that will hold the document (404 otherwise).","examples":["ws_i5xx2bzn3kir2gshyl7sn5pk"]},"name":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"description":"File name; one line, no control characters.","examples":["q3-report.pdf"]},"contentType":{"$ref":"https://contract.local/schemas/DocumentContentType"},"size":{"type":"integer","minimum":0,"description":"The byte count the client will upload. Above MAX_UPLOAD_BYTES (default 26214400) answers 413 PAYLOAD_TOO_LARGE; above the plan's remaining storage answers 403 LIMIT_REACHED (storageBytes).","examples":[482133]}},"required":["organizationId","workspaceId","name","contentType","size"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.createUpload/input"};
 const schema43 = {"type":"string","description":"The media types a document may have (DOCUMENT_CONTENT_TYPES). Any other value answers 400 BAD_REQUEST; there is no 415.","enum":["text/plain","text/markdown","text/csv","text/html","application/json","application/pdf","application/vnd.openxmlformats-officedocument.wordprocessingml.document","image/png","image/jpeg"],"examples":["application/pdf"],"$id":"https://contract.local/schemas/DocumentContentType"};
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -1509,7 +1509,7 @@ return errors === 0;
 validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_documents_delete = validate32;
-const schema44 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_9Lm3Xc7Vb2Nq"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.delete/input"};
+const schema44 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_zjli6ufh3reosfhypn5nwk2d"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.delete/input"};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/input" */;
@@ -1597,7 +1597,7 @@ return errors === 0;
 validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_documents_downloadUrl = validate33;
-const schema45 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_9Lm3Xc7Vb2Nq"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.downloadUrl/input"};
+const schema45 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_zjli6ufh3reosfhypn5nwk2d"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.downloadUrl/input"};
 
 function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/input" */;
@@ -1685,7 +1685,7 @@ return errors === 0;
 validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_documents_get = validate34;
-const schema46 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_9Lm3Xc7Vb2Nq"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.get/input"};
+const schema46 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_zjli6ufh3reosfhypn5nwk2d"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.get/input"};
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.get/input" */;
@@ -1773,7 +1773,7 @@ return errors === 0;
 validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_documents_list = validate35;
-const schema47 = {"type":"object","properties":{"workspaceId":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_4Fz8Rk2nQ1tB"]},"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["workspaceId","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.list/input"};
+const schema47 = {"type":"object","properties":{"workspaceId":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_i5xx2bzn3kir2gshyl7sn5pk"]},"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["workspaceId","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.list/input"};
 
 function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.list/input" */;
@@ -1977,7 +1977,7 @@ return errors === 0;
 validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_documents_search = validate36;
-const schema48 = {"type":"object","properties":{"workspaceId":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_4Fz8Rk2nQ1tB"]},"query":{"type":"string","minLength":1,"maxLength":1000,"x-single-line":true,"description":"What to look for, in natural language; one line, no control characters.","examples":["third quarter revenue by region"]},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"The most hits to return.","examples":[10]}},"required":["workspaceId","query"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.search/input"};
+const schema48 = {"type":"object","properties":{"workspaceId":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_i5xx2bzn3kir2gshyl7sn5pk"]},"query":{"type":"string","minLength":1,"maxLength":1000,"x-single-line":true,"description":"What to look for, in natural language; one line, no control characters.","examples":["third quarter revenue by region"]},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"The most hits to return.","examples":[10]}},"required":["workspaceId","query"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.search/input"};
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/input" */;
@@ -2156,7 +2156,7 @@ return errors === 0;
 validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_documents_text = validate37;
-const schema49 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_9Lm3Xc7Vb2Nq"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.text/input"};
+const schema49 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_zjli6ufh3reosfhypn5nwk2d"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.text/input"};
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/input" */;
@@ -2244,7 +2244,7 @@ return errors === 0;
 validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_jobs_cancel = validate38;
-const schema50 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["job_2Pw6Yt8Hs5Jd"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.cancel/input"};
+const schema50 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["job_s6kc6o6oya7vngcngsuu4stu"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.cancel/input"};
 
 function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/input" */;
@@ -2332,7 +2332,7 @@ return errors === 0;
 validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_jobs_create = validate39;
-const schema51 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"description":"The organization that runs and pays for the job; the caller needs job:create in it.","examples":["org_7Hq2mV9xK3pL"]},"kind":{"$ref":"https://contract.local/schemas/JobKind"},"documentId":{"type":"string","minLength":1,"maxLength":64,"description":"The document to process (document.extract, document.index); 404 when it is not in the organization, 412 while its upload is unfinished.","examples":["doc_9Lm3Xc7Vb2Nq"]},"input":{"type":"object","description":"The input of a text.embed job.","required":["texts"],"additionalProperties":false,"properties":{"texts":{"type":"array","minItems":1,"maxItems":64,"description":"The texts to embed; the result holds one vector per text, in the same order.","items":{"type":"string","minLength":1,"maxLength":8000},"examples":[["Quarterly revenue grew 14%.","Churn fell to 2.1%."]]}}}},"required":["organizationId","kind"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.create/input"};
+const schema51 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"description":"The organization that runs and pays for the job; the caller needs job:create in it.","examples":["org_pycdybk377oxtzq6svizx3or"]},"kind":{"$ref":"https://contract.local/schemas/JobKind"},"documentId":{"type":"string","minLength":1,"maxLength":64,"description":"The document to process (document.extract, document.index); 404 when it is not in the organization, 412 while its upload is unfinished.","examples":["doc_zjli6ufh3reosfhypn5nwk2d"]},"input":{"type":"object","description":"The input of a text.embed job.","required":["texts"],"additionalProperties":false,"properties":{"texts":{"type":"array","minItems":1,"maxItems":64,"description":"The texts to embed; the result holds one vector per text, in the same order.","items":{"type":"string","minLength":1,"maxLength":8000},"examples":[["Quarterly revenue grew 14%.","Churn fell to 2.1%."]]}}}},"required":["organizationId","kind"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.create/input"};
 const schema52 = {"type":"string","description":"What a job does, and the AI credits it costs: `document.extract` (1) extracts a document's text, `document.index` (2) splits it into chunks and embeds them for search (extracting first when no extraction exists), `text.embed` (1) embeds the given texts and answers the vectors in its result.","enum":["document.extract","document.index","text.embed"],"examples":["document.index"],"$id":"https://contract.local/schemas/JobKind"};
 
 function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -2597,7 +2597,7 @@ return errors === 0;
 validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_jobs_get = validate40;
-const schema53 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["job_2Pw6Yt8Hs5Jd"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.get/input"};
+const schema53 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["job_s6kc6o6oya7vngcngsuu4stu"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.get/input"};
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/input" */;
@@ -2685,7 +2685,7 @@ return errors === 0;
 validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_jobs_list = validate41;
-const schema54 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]},"workspaceId":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_4Fz8Rk2nQ1tB"]},"documentId":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_9Lm3Xc7Vb2Nq"]},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":25,"examples":[25]},"cursor":{"type":"string","minLength":1,"maxLength":200,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]},"includeResult":{"type":"boolean","default":false,"examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.list/input"};
+const schema54 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]},"workspaceId":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_i5xx2bzn3kir2gshyl7sn5pk"]},"documentId":{"type":"string","minLength":1,"maxLength":64,"examples":["doc_zjli6ufh3reosfhypn5nwk2d"]},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":25,"examples":[25]},"cursor":{"type":"string","minLength":1,"maxLength":200,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]},"includeResult":{"type":"boolean","default":false,"examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.list/input"};
 const schema55 = {"type":"string","description":"A job's state: `queued` until a worker takes it, `running`, then one of the finished states `succeeded`, `failed` or `canceled` (only a queued job can be canceled).","enum":["queued","running","succeeded","failed","canceled"],"examples":["succeeded"],"$id":"https://contract.local/schemas/JobStatus"};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -2951,7 +2951,7 @@ return errors === 0;
 validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_jobs_retry = validate42;
-const schema56 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["job_2Pw6Yt8Hs5Jd"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.retry/input"};
+const schema56 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["job_s6kc6o6oya7vngcngsuu4stu"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.retry/input"};
 
 function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/input" */;
@@ -3039,7 +3039,7 @@ return errors === 0;
 validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_jobs_stream = validate43;
-const schema57 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]},"workspaceId":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_4Fz8Rk2nQ1tB"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.stream/input"};
+const schema57 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]},"workspaceId":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_i5xx2bzn3kir2gshyl7sn5pk"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.stream/input"};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/input" */;
@@ -3162,7 +3162,7 @@ return errors === 0;
 validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_organizations_auditLog = validate44;
-const schema58 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]},"limit":{"type":"integer","minimum":1,"maximum":100,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.auditLog/input"};
+const schema58 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]},"limit":{"type":"integer","minimum":1,"maximum":100,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.auditLog/input"};
 
 function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.auditLog/input" */;
@@ -3321,7 +3321,7 @@ return errors === 0;
 validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_organizations_usage = validate45;
-const schema59 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.usage/input"};
+const schema59 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.usage/input"};
 
 function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/input" */;
@@ -3450,7 +3450,7 @@ return errors === 0;
 validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_system_flags = validate47;
-const schema61 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]}},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.flags/input"};
+const schema61 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]}},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.flags/input"};
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/input" */;
@@ -3610,7 +3610,7 @@ return errors === 0;
 validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_workspaces_create = validate50;
-const schema64 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"description":"The organization that will own the workspace; the caller needs workspace:create in it.","examples":["org_7Hq2mV9xK3pL"]},"teamId":{"type":["string","null"],"minLength":1,"maxLength":64,"description":"A team of the same organization (404 otherwise), or null / absent for none.","examples":["team_8Bv3Nc6Xz1Qw"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Research"]},"slug":{"type":"string","minLength":2,"maxLength":48,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Lowercase letters, digits and inner hyphens; unique within the organization (409 otherwise).","examples":["research"]}},"required":["organizationId","name","slug"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.create/input"};
+const schema64 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"description":"The organization that will own the workspace; the caller needs workspace:create in it.","examples":["org_pycdybk377oxtzq6svizx3or"]},"teamId":{"type":["string","null"],"minLength":1,"maxLength":64,"description":"A team of the same organization (404 otherwise), or null / absent for none.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Research"]},"slug":{"type":"string","minLength":2,"maxLength":48,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Lowercase letters, digits and inner hyphens; unique within the organization (409 otherwise).","examples":["research"]}},"required":["organizationId","name","slug"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.create/input"};
 
 function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/input" */;
@@ -3843,7 +3843,7 @@ return errors === 0;
 validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_workspaces_delete = validate51;
-const schema65 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_4Fz8Rk2nQ1tB"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.delete/input"};
+const schema65 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_i5xx2bzn3kir2gshyl7sn5pk"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.delete/input"};
 
 function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/input" */;
@@ -3931,7 +3931,7 @@ return errors === 0;
 validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_workspaces_get = validate52;
-const schema66 = {"type":"object","properties":{"slug":{"type":"string","minLength":2,"maxLength":48,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["research"]},"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]}},"required":["slug","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.get/input"};
+const schema66 = {"type":"object","properties":{"slug":{"type":"string","minLength":2,"maxLength":48,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["research"]},"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]}},"required":["slug","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.get/input"};
 
 function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.get/input" */;
@@ -4074,7 +4074,7 @@ return errors === 0;
 validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_workspaces_list = validate53;
-const schema67 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_7Hq2mV9xK3pL"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.list/input"};
+const schema67 = {"type":"object","properties":{"organizationId":{"type":"string","minLength":1,"maxLength":64,"examples":["org_pycdybk377oxtzq6svizx3or"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.list/input"};
 
 function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/input" */;
@@ -4162,7 +4162,7 @@ return errors === 0;
 validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_workspaces_update = validate54;
-const schema68 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_4Fz8Rk2nQ1tB"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"New display name; one line, no control characters.","examples":["Research & Development"]},"slug":{"type":"string","minLength":2,"maxLength":48,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"New slug; unique within the organization (409 otherwise).","examples":["research-dev"]},"teamId":{"type":["string","null"],"minLength":1,"maxLength":64,"description":"A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.","examples":["team_8Bv3Nc6Xz1Qw"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.update/input"};
+const schema68 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64,"examples":["ws_i5xx2bzn3kir2gshyl7sn5pk"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"New display name; one line, no control characters.","examples":["Research & Development"]},"slug":{"type":"string","minLength":2,"maxLength":48,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"New slug; unique within the organization (409 otherwise).","examples":["research-dev"]},"teamId":{"type":["string","null"],"minLength":1,"maxLength":64,"description":"A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.update/input"};
 
 function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/input" */;

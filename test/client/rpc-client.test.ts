@@ -5,9 +5,9 @@ import type { StreamHandler } from '../../src/http/streams.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
 
-const ORG = 'org_7Hq2mV9xK3pL';
+const ORG = 'org_pycdybk377oxtzq6svizx3or';
 const job = {
-  id: 'job_2Pw6Yt8Hs5Jd', organizationId: ORG, workspaceId: null, documentId: null, kind: 'text.embed', status: 'queued',
+  id: 'job_s6kc6o6oya7vngcngsuu4stu', organizationId: ORG, workspaceId: null, documentId: null, kind: 'text.embed', status: 'queued',
   error: null, credits: 1, attempt: 0, retryOf: null, createdBy: 'usr_owner',
   createdAt: new Date('2026-11-21T09:15:00.000Z'), startedAt: null, finishedAt: null, updatedAt: new Date('2026-11-21T09:15:00.000Z'),
 };
@@ -26,7 +26,7 @@ beforeAll(async () => {
     overrides: {
       ...fakeIdentity({ users: { usr_owner: { organizations: { [ORG]: 'owner' } } } }),
       handlers: {
-        'workspaces.list': (input) => [{ id: 'ws_4Fz8Rk2nQ1tB', organizationId: input.organizationId, teamId: null, name: 'Research', slug: 'research', createdAt: new Date('2026-11-21T09:15:00.000Z') }],
+        'workspaces.list': (input) => [{ id: 'ws_i5xx2bzn3kir2gshyl7sn5pk', organizationId: input.organizationId, teamId: null, name: 'Research', slug: 'research', createdAt: new Date('2026-11-21T09:15:00.000Z') }],
       },
       streams: { 'jobs.stream': stream },
     },

@@ -13,8 +13,8 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
 import { exampleInput, restRequest } from '../support/example-inputs.ts';
 
-const ORG = 'org_7Hq2mV9xK3pL';
-const WORKSPACE = 'ws_4Fz8Rk2nQ1tB';
+const ORG = 'org_pycdybk377oxtzq6svizx3or';
+const WORKSPACE = 'ws_i5xx2bzn3kir2gshyl7sn5pk';
 const all = Object.values(procedures) as ProcedureDefinition[];
 const publicNames = ['contact.send', 'system.authConfig', 'system.health'];
 
