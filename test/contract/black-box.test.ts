@@ -39,7 +39,8 @@ const targets: [string, () => Promise<Target>][] = [
 async function seedExamples(server: TestServer) {
   const user = await createUser(server.db);
   const { sql } = server.db;
-  const example = (schema: string) => (document.components.schemas as Record<string, { examples: Record<string, any>[] }>)[schema]!.examples[0]!;
+  const schemas = document.components.schemas as unknown as Record<string, { examples: Record<string, any>[] }>;
+  const example = (schema: string) => schemas[schema]!.examples[0]!;
   const workspace = example('Workspace');
   const doc = example('Document');
   await sql`insert into organizations (id, name, slug) values (${workspace.organizationId}, 'Acme Corp', 'acme')`;
