@@ -10,8 +10,7 @@ import { badRequest } from '../http/errors.ts';
 
 type Origins = Pick<Config, 'trustedOrigins' | 'webUrl' | 'publicUrl'>;
 
-export const trustedRedirectOrigins = allowedOrigins;
-
+/** `trusted` is the service's one trusted-origin set (http/cors.ts allowedOrigins). */
 export function isAllowedRedirect(target: string, trusted: Set<string>): boolean {
   // Browsers drop tabs and newlines inside URLs, so "/\t/evil.example" would become "//evil.example";
   // "//evil.example" and "/\evil.example" are paths to a URL parser but other hosts to a browser.
@@ -24,7 +23,7 @@ export function isAllowedRedirect(target: string, trusted: Set<string>): boolean
 
 /** Throws 400 BAD_REQUEST with an issue on `field` unless `value` is absent or an allowed target. */
 export function checkRedirectTarget(config: Origins, field: string, value: string | undefined): void {
-  if (value === undefined || isAllowedRedirect(value, trustedRedirectOrigins(config))) return;
+  if (value === undefined || isAllowedRedirect(value, allowedOrigins(config))) return;
   throw badRequest([{ path: [field], message: 'must be a path or an address on a trusted origin' }]);
 }
 

@@ -11,7 +11,8 @@ import { ApiError, badRequest } from '../../http/errors.ts';
 import { createSession, isBanned, sessionExpiry } from '../sessions.ts';
 import { clearedFlowCookies, flowCookies, readFlow } from './flow-cookies.ts';
 import { socialProvider, type ProviderName } from './providers.ts';
-import { defaultRedirect, isAllowedRedirect, trustedRedirectOrigins, withError } from '../redirect-targets.ts';
+import { allowedOrigins } from '../../http/cors.ts';
+import { defaultRedirect, isAllowedRedirect, withError } from '../redirect-targets.ts';
 import { findOrCreateSocialUser } from './social-accounts.ts';
 
 export const socialRoutes = {
@@ -19,7 +20,7 @@ export const socialRoutes = {
     const { config } = ctx.services;
     const client = config[input.provider];
     if (!client) throw new ApiError('PRECONDITION_FAILED', { message: `Sign-in with ${input.provider} is not enabled on this deployment.` });
-    const trusted = trustedRedirectOrigins(config);
+    const trusted = allowedOrigins(config);
     for (const field of ['callbackURL', 'errorCallbackURL'] as const) {
       const value = input[field];
       if (value !== undefined && !isAllowedRedirect(value, trusted)) {
@@ -50,7 +51,7 @@ export const socialRoutes = {
       throw badRequest([{ path: ['state'], message: 'the sign-in state is missing, expired or does not match: start the sign-in again' }], 'The sign-in could not be verified. Start it again.');
     }
     // The cookies could have been planted by someone else: their targets are checked again.
-    const trusted = trustedRedirectOrigins(config);
+    const trusted = allowedOrigins(config);
     const success = isAllowedRedirect(flow.callbackURL, trusted) ? flow.callbackURL : defaultRedirect(config);
     const failure = isAllowedRedirect(flow.errorCallbackURL, trusted) ? flow.errorCallbackURL : success;
     const cookies = clearedFlowCookies();
