@@ -21,7 +21,7 @@ import type { Context, Handler, Principal } from '../src/context.ts';
 import type { Database } from '../src/db/connection.ts';
 import { streamHandlers } from '../src/procedures.ts';
 import { restRouter } from '../src/http/rest-transport.ts';
-import { validateInput } from '../src/http/validation.ts';
+import { validateInput } from '../src/contract/validators.ts';
 import { logger, median, openBenchDatabase, startFullApp } from './support.ts';
 
 export const ROUTING_AIM_US = 50; // routing + validation add at most 50 µs per request

@@ -5,8 +5,8 @@
  */
 type Json = Record<string, any>;
 
-export type { Access, InputField } from '../src/http/procedure-definition.ts';
-import type { Access, InputField } from '../src/http/procedure-definition.ts';
+export type { Access, InputField } from '../src/contract/procedure-definition.ts';
+import type { Access, InputField } from '../src/contract/procedure-definition.ts';
 
 export interface Operation {
   name: string;

@@ -8,7 +8,7 @@ import type { Logger } from './logger.ts';
 import type { Memberships } from './auth/access.ts';
 import type { Authenticator } from './auth/authenticate.ts';
 import type { Mailer } from './email/mailer.ts';
-import type { RateLimiter } from './http/rate-limit.ts';
+import type { RateLimiter } from './auth/rate-limit.ts';
 import type { PlanLookup } from './billing/plans.ts';
 import type { StorageDriver } from './storage/driver.ts';
 import type { ProcedureInput, ProcedureName, ProcedureOutput } from '../generated/procedures.ts';
@@ -64,3 +64,17 @@ export type Handler<N extends ProcedureName> = (
 ) => Promise<ProcedureOutput<N>> | ProcedureOutput<N>;
 
 export type Handlers = { [N in ProcedureName]?: Handler<N> };
+
+export interface EventSink {
+  /** `event:`, optional `id:` and one `data:` line of JSON (WHATWG HTML, server-sent events). */
+  send(event: string, data: unknown, id?: string): void;
+  comment(text: string): void;
+  close(): void;
+  /** Aborted when the client goes away or the stream is closed. */
+  readonly signal: AbortSignal;
+  /** The Last-Event-Id the client resumes from, if any. */
+  readonly lastEventId: string | undefined;
+}
+
+export type StreamHandler = (input: Record<string, unknown>, ctx: Context, sink: EventSink) => Promise<void>;
+export type StreamHandlers = Record<string, StreamHandler>;

@@ -1,6 +1,6 @@
 /** Every procedure's handler, keyed by procedure name, gathered from the group folders. */
 import type { Handlers } from './context.ts';
-import type { StreamHandlers } from './http/streams.ts';
+import type { StreamHandlers } from './context.ts';
 import { contactProcedures } from './contact/procedures.ts';
 import { systemProcedures } from './system/procedures.ts';
 import { userProcedures } from './user/procedures.ts';

@@ -6,7 +6,7 @@
  */
 import type { Access } from '../../generated/procedures.ts';
 import type { Principal } from '../context.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import { isPermission, roleHasPermission, type OrganizationRole } from './permissions.ts';
 
 /** Where access decisions read memberships and tenants from. */

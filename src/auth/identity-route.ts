@@ -5,7 +5,7 @@
  */
 import type { AuthRouteInput, AuthRouteName, AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { Context, Principal } from '../context.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 
 export interface AuthContext extends Context {
   userAgent: string | null;

@@ -5,12 +5,12 @@
  * hands their token to a stranger.
  */
 import type { Config } from '../config.ts';
-import { allowedOrigins } from '../http/cors.ts';
-import { badRequest } from '../http/errors.ts';
+import { allowedOrigins } from './trusted-origins.ts';
+import { badRequest } from '../contract/errors.ts';
 
 type Origins = Pick<Config, 'trustedOrigins' | 'webUrl' | 'publicUrl'>;
 
-/** `trusted` is the service's one trusted-origin set (http/cors.ts allowedOrigins). */
+/** `trusted` is the service's one trusted-origin set (trusted-origins.ts). */
 export function isAllowedRedirect(target: string, trusted: Set<string>): boolean {
   // Browsers drop tabs and newlines inside URLs, so "/\t/evil.example" would become "//evil.example";
   // "//evil.example" and "/\evil.example" are paths to a URL parser but other hosts to a browser.

@@ -4,7 +4,7 @@
  * answer is the same `{ ok: true }`, and nothing is sent.
  */
 import type { Handlers } from '../context.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 
 export const contactProcedures = {
   'contact.send': async (input, ctx) => {

@@ -5,7 +5,7 @@
  */
 import type { Context, Handlers } from '../context.ts';
 import { authorizeRow } from '../auth/access.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
 import { findWorkspace, workspaceUsage } from '../workspaces/store.ts';

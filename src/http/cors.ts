@@ -6,14 +6,9 @@
 import cors from 'cors';
 import type { RequestHandler } from 'express';
 import type { Config } from '../config.ts';
+import { allowedOrigins } from '../auth/trusted-origins.ts';
 
-/** The trusted origins: TRUSTED_ORIGINS, the web app and this service itself. CORS, the CSRF check and redirect targets all use this one set. */
-export function allowedOrigins(config: Pick<Config, 'trustedOrigins' | 'webUrl' | 'publicUrl'>): Set<string> {
-  const origins = new Set(config.trustedOrigins);
-  if (config.webUrl) origins.add(new URL(config.webUrl).origin);
-  origins.add(new URL(config.publicUrl).origin);
-  return origins;
-}
+export { allowedOrigins };
 
 export function corsPolicy(config: Pick<Config, 'trustedOrigins' | 'webUrl' | 'publicUrl'>): RequestHandler {
   const origins = allowedOrigins(config);

@@ -5,7 +5,7 @@
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { WireError } from '../rpc/wire.ts';
-import { ApiError, badRequest } from './errors.ts';
+import { ApiError, badRequest } from '../contract/errors.ts';
 import { findRoute } from './route-lookup.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;

@@ -1,8 +1,8 @@
 /** The shared per-IP limiter on /rpc/* and /api/v1/* (300 per minute by default). */
 import type { RequestHandler } from 'express';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import { sendError } from './error-handler.ts';
-import { createRateLimiter } from './rate-limit.ts';
+import { createRateLimiter } from '../auth/rate-limit.ts';
 
 export function ipLimiter(limitPerMinute: number, now?: () => number): RequestHandler {
   const limiter = createRateLimiter({ limit: limitPerMinute, windowMs: 60_000, ...(now ? { now } : {}) });

@@ -3,7 +3,7 @@
  * anything else answers 404 in the error envelope.
  */
 import type { RequestHandler } from 'express';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import { sendError } from './error-handler.ts';
 import { allowedMethods } from './route-lookup.ts';
 

@@ -7,8 +7,8 @@ import type { ProcedureDefinition } from '../../generated/procedures.ts';
 import type { Context, Handler, Principal, Services } from '../context.ts';
 import { enforceAccess } from '../auth/access.ts';
 import type { Logger } from '../logger.ts';
-import { ApiError } from './errors.ts';
-import { outputValidator, toIssues, validateInput } from './validation.ts';
+import { ApiError } from '../contract/errors.ts';
+import { outputValidator, toIssues, validateInput } from '../contract/validators.ts';
 
 export interface CallRequest {
   requestId: string;

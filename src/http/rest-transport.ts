@@ -9,7 +9,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { procedures, type InputField, type ProcedureDefinition, type ProcedureName } from '../../generated/procedures.ts';
 import type { Handlers, Services } from '../context.ts';
-import { badRequest } from './errors.ts';
+import { badRequest } from '../contract/errors.ts';
 import { sendError } from './error-handler.ts';
 import { callProcedure } from './procedure-call.ts';
 import { sendStream, type StreamHandlers } from './streams.ts';

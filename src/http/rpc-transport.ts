@@ -7,7 +7,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { procedures, type ProcedureDefinition, type ProcedureName } from '../../generated/procedures.ts';
 import type { Handlers, Services } from '../context.ts';
 import { decode, encode } from '../rpc/wire.ts';
-import { ApiError, badRequest } from './errors.ts';
+import { ApiError, badRequest } from '../contract/errors.ts';
 import { sendError } from './error-handler.ts';
 import { callProcedure } from './procedure-call.ts';
 import { callRequest } from './rest-transport.ts';

@@ -5,23 +5,12 @@
  */
 import type { Request, Response } from 'express';
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
-import type { Context, Services } from '../context.ts';
-import { ApiError } from './errors.ts';
+import type { Context, EventSink, Services, StreamHandlers } from '../context.ts';
+
+export type { EventSink, StreamHandler, StreamHandlers } from '../context.ts';
+import { ApiError } from '../contract/errors.ts';
 import { admitCall } from './procedure-call.ts';
 
-export interface EventSink {
-  /** `event:`, optional `id:` and one `data:` line of JSON (WHATWG HTML, server-sent events). */
-  send(event: string, data: unknown, id?: string): void;
-  comment(text: string): void;
-  close(): void;
-  /** Aborted when the client goes away or the stream is closed. */
-  readonly signal: AbortSignal;
-  /** The Last-Event-Id the client resumes from, if any. */
-  readonly lastEventId: string | undefined;
-}
-
-export type StreamHandler = (input: Record<string, unknown>, ctx: Context, sink: EventSink) => Promise<void>;
-export type StreamHandlers = Record<string, StreamHandler>;
 
 export async function sendStream(
   procedure: ProcedureDefinition,

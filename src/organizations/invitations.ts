@@ -7,7 +7,7 @@ import { authorizeRow } from '../auth/access.ts';
 import type { OrganizationRole } from '../auth/permissions.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import type { Principal } from '../context.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 import { invitationEmail } from './invitation-email.ts';
 import { assertMayActOn, callerRole } from './member-guards.ts';

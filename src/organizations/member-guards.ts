@@ -6,7 +6,7 @@
 import type { TransactionSql } from 'postgres';
 import { roleHasPermission, type OrganizationRole, type Permission } from '../auth/permissions.ts';
 import type { Principal } from '../context.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import type { MemberRow } from './store.ts';
 
 /**

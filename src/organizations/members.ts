@@ -5,7 +5,7 @@
  */
 import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { writeAudit } from '../audit/audit-log.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import { assertMayActOn, assertOwnerRemains, callerRole, lockMembers } from './member-guards.ts';
 import { membersOf, removeFromTeamsOf, toMember } from './store.ts';
 

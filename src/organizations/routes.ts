@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import { writeAudit } from '../audit/audit-log.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { newId } from '../ids.ts';
 import { invitationRoutes } from './invitations.ts';

@@ -6,7 +6,7 @@ import { type AuthContext, type AuthHandlers, signedIn } from '../auth/identity-
 import { authorizeRow } from '../auth/access.ts';
 import type { Permission } from '../auth/permissions.ts';
 import { writeAudit } from '../audit/audit-log.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 
 import { findTeam, teamColumns, teamsOf, toTeam, type TeamRow } from './store.ts';

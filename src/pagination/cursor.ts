@@ -5,7 +5,7 @@
  * `at` is PostgreSQL's own text of the timestamptz: microseconds survive the round trip exactly.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { badRequest } from '../http/errors.ts';
+import { badRequest } from '../contract/errors.ts';
 
 export interface CursorPosition {
   /** `created_at::text` of the last row on the page. */

@@ -1,6 +1,6 @@
 /** user.me: the user of the caller's session, read fresh so a role change shows at once. */
 import type { Handlers } from '../context.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 
 interface MeRow {
   id: string;

@@ -1,7 +1,7 @@
 /** workspaces.list, get, create, update, delete. */
 import type { Context, Handlers } from '../context.ts';
 import { authorizeRow } from '../auth/access.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import { isUniqueViolation } from '../db/errors.ts';

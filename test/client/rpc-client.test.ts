@@ -1,7 +1,7 @@
 /** The generated typed RPC client against the real server. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClientError, createClient } from '../../generated/client.ts';
-import type { StreamHandler } from '../../src/http/streams.ts';
+import type { StreamHandler } from '../../src/context.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
 

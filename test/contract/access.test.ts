@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { procedures, type ProcedureDefinition } from '../../generated/procedures.ts';
 import { permissionMatrix, roles, type Permission } from '../../src/auth/permissions.ts';
-import { ApiError } from '../../src/http/errors.ts';
+import { ApiError } from '../../src/contract/errors.ts';
 import type { Handlers } from '../../src/context.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';

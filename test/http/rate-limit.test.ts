@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveClientIp } from '../../src/http/client-ip.ts';
-import { createRateLimiter } from '../../src/http/rate-limit.ts';
+import { createRateLimiter } from '../../src/auth/rate-limit.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { createTestDatabase } from '../support/database.ts';
 

@@ -4,7 +4,7 @@
  * for that status. A status the operation does not declare is a failure too.
  */
 import { findRoute } from '../../src/http/route-lookup.ts';
-import { outputValidator, schemaValidator, toIssues, type ValidateFunction } from '../../src/http/validation.ts';
+import { outputValidator, schemaValidator, toIssues, type ValidateFunction } from '../../src/contract/validators.ts';
 
 /** Throws when the answer breaks the contract. */
 export function assertMatchesContract(method: string, url: URL, status: number, contentType: string | null, body: unknown): void {

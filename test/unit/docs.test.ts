@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { errorCatalogue } from '../../src/http/errors.ts';
+import { errorCatalogue } from '../../src/contract/errors.ts';
 
 describe('docs/errors.md', () => {
   const text = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { inputValidator, toIssues, validateInput } from '../../src/http/validation.ts';
-import { ApiError } from '../../src/http/errors.ts';
+import { inputValidator, toIssues, validateInput } from '../../src/contract/validators.ts';
+import { ApiError } from '../../src/contract/errors.ts';
 
 function issuesOf(procedure: string, input: Record<string, unknown>) {
   try {

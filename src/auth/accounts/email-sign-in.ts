@@ -2,7 +2,7 @@
  * auth.signUpEmail and auth.signInEmail: an account made of an email address and an argon2id
  * password, and the session that signs it in.
  */
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../../contract/errors.ts';
 import type { AuthHandlers } from '../identity-route.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
 import { createSession, isBanned, sessionExpiry } from '../sessions.ts';

@@ -4,7 +4,7 @@
  * has an account, and mail in the background so the response time does not tell either.
  */
 import type { Mailer } from '../../email/mailer.ts';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../../contract/errors.ts';
 import { type AuthContext, type AuthHandlers, signedIn } from '../identity-route.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
 import { createSession, sessionExpiry } from '../sessions.ts';

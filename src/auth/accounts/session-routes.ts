@@ -2,7 +2,7 @@
  * Identity routes: sign-up, sign-in, sign-out and the session routes. A session is identified by
  * the id half of its token; answers never carry a token except where a session is created.
  */
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../../contract/errors.ts';
 import { type AuthHandlers, signedIn } from '../identity-route.ts';
 import { deleteSession, deleteUserSessions, listUserSessions } from '../sessions.ts';
 import { emailSignInRoutes } from './email-sign-in.ts';

@@ -4,7 +4,7 @@
  */
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../../db/connection.ts';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../../contract/errors.ts';
 import { newId } from '../../ids.ts';
 import type { UserRow } from '../sessions.ts';
 

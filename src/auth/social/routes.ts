@@ -7,11 +7,11 @@
  */
 import type { AuthContext, AuthHandlers } from '../identity-route.ts';
 import { timingSafeEqual } from 'node:crypto';
-import { ApiError, badRequest } from '../../http/errors.ts';
+import { ApiError, badRequest } from '../../contract/errors.ts';
 import { createSession, isBanned, sessionExpiry } from '../sessions.ts';
 import { clearedFlowCookies, flowCookies, readFlow } from './flow-cookies.ts';
 import { socialProvider, type ProviderName } from './providers.ts';
-import { allowedOrigins } from '../../http/cors.ts';
+import { allowedOrigins } from '../trusted-origins.ts';
 import { defaultRedirect, isAllowedRedirect, withError } from '../redirect-targets.ts';
 import { findOrCreateSocialUser } from './social-accounts.ts';
 

@@ -4,8 +4,8 @@
  * own, so a forged request cannot carry one.
  */
 import type { RequestHandler } from 'express';
-import { ApiError } from '../http/errors.ts';
-import { sendError } from '../http/error-handler.ts';
+import { ApiError } from '../contract/errors.ts';
+import { sendError } from './error-handler.ts';
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 

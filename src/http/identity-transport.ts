@@ -9,17 +9,17 @@ import express, { type Request, type Response, type Router } from 'express';
 import { authRoutes, type AuthRouteName } from '../../generated/auth-routes.ts';
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
 import type { Services } from '../context.ts';
-import { sendError, MAX_BODY_BYTES } from '../http/error-handler.ts';
-import { admitCall } from '../http/procedure-call.ts';
-import { documentRoute } from '../http/operational-routes.ts';
-import { createRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
-import { restInput, toExpressPath } from '../http/rest-transport.ts';
-import { ApiError } from '../http/errors.ts';
-import { outputValidator, toIssues } from '../http/validation.ts';
-import { clearSessionCookie, sendSessionToken } from './authenticate.ts';
-import { readCookie, serializeCookie } from './cookies.ts';
-import type { AuthAnswer, AuthContext, AuthHandlers } from './identity-route.ts';
-import { referencePage } from './reference-page.ts';
+import { sendError, MAX_BODY_BYTES } from './error-handler.ts';
+import { admitCall } from './procedure-call.ts';
+import { documentRoute } from './operational-routes.ts';
+import { createRateLimiter, type RateLimiter } from '../auth/rate-limit.ts';
+import { restInput, toExpressPath } from './rest-transport.ts';
+import { ApiError } from '../contract/errors.ts';
+import { outputValidator, toIssues } from '../contract/validators.ts';
+import { clearSessionCookie, sendSessionToken } from '../auth/authenticate.ts';
+import { readCookie, serializeCookie } from '../auth/cookies.ts';
+import type { AuthAnswer, AuthContext, AuthHandlers } from '../auth/identity-route.ts';
+import { referencePage } from '../auth/reference-page.ts';
 
 /** Routes where guessing pays: sign-up, sign-in, reset and verification mail get a tight per-IP budget. */
 const SENSITIVE: readonly string[] = ['auth.signUpEmail', 'auth.signInEmail', 'auth.requestPasswordReset', 'auth.sendVerificationEmail', 'auth.resetPassword', 'auth.changePassword'];
