@@ -7,7 +7,14 @@ export type Access =
   | 'public'
   | 'session'
   | 'platform-admin'
-  | { permission?: string; tenant: 'organizationId' | 'workspaceId' | 'row'; optional?: boolean };
+  /** An organization permission; the organization comes from an input field. */
+  | { permission?: string; tenant: 'organizationId' | 'workspaceId'; optional?: boolean }
+  /**
+   * An organization permission on a row: the binding layer loads the row of `resource` named by
+   * the input field `idField` (default `id`) through the resource's registered loader, answers 404
+   * when it does not exist and 403 when the caller lacks the permission in its organization.
+   */
+  | { permission: string; tenant: 'row'; resource: string; idField?: string };
 
 export interface InputField {
   name: string;
