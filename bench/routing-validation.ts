@@ -67,7 +67,7 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
   const { services } = app;
   const document = JSON.parse(readFileSync(new URL('../generated/openapi.json', import.meta.url), 'utf8'));
   const router = await restRouter(document, { 'documents.list': list }, streamHandlers, services);
-  const ctx: Context = { requestId: 'req_1', log: logger, ip: '127.0.0.1', principal, services };
+  const ctx: Context = { requestId: 'req_1', log: logger, ip: '127.0.0.1', principal, services, tenant: null, row: undefined };
 
   const routed = () => new Promise<number>((resolve, reject) => {
     const { req, res } = exchange(() => resolve(res.statusCode));

@@ -5,13 +5,14 @@
 import type { Config } from './config.ts';
 import type { Database } from './db/connection.ts';
 import type { Logger } from './logger.ts';
-import type { Memberships } from './auth/access.ts';
+import type { Memberships, Tenant } from './auth/access.ts';
 import type { Authenticator } from './auth/authenticate.ts';
 import type { Mailer } from './email/mailer.ts';
 import type { RateLimiter } from './auth/rate-limit.ts';
 import type { PlanLookup } from './billing/plans.ts';
 import type { StorageDriver } from './storage/driver.ts';
-import type { ProcedureInput, ProcedureName, ProcedureOutput } from '../generated/procedures.ts';
+import type { ProcedureInput, ProcedureName, ProcedureOutput, procedures } from '../generated/procedures.ts';
+import type { ResourceName, ResourceRow } from './resources.ts';
 
 /** The signed-in caller, resolved from the session cookie or bearer token. */
 export interface Principal {
@@ -31,11 +32,20 @@ export interface Services {
   memberships: Memberships;
   /** The configured email provider, or null when none is (features that send mail answer 412). */
   mailer: Mailer | null;
-  /** Per-route limiters kept in process memory (the specification sizes them for one instance). */
+  /**
+   * Per-route limiters kept in process memory (the specification sizes them for one instance).
+   * Address keys are counted by `addressKey` (auth/rate-limit.ts): an IPv6 client by its /64.
+   */
   limiters: {
+    /** contact.send, per client address. */
     contact: RateLimiter;
-    /** Sign-in attempts per email address, on top of the per-IP identity limiter. */
+    /**
+     * Sign-in attempts per (email, client address), keyed by `signInKey`: guessing one account's
+     * password is slowed, yet guesses from elsewhere never lock its owner out.
+     */
     signInEmail: RateLimiter;
+    /** Sign-in attempts per client address, whatever the email: one address cannot try many accounts fast. */
+    signInAddress: RateLimiter;
   };
   /** Where document bytes live: local files or an S3 bucket (STORAGE_DRIVER). */
   storage: StorageDriver;
@@ -49,18 +59,28 @@ export interface Services {
   now(): Date;
 }
 
-export interface Context {
+export interface Context<Row = undefined> {
   requestId: string;
   log: Logger;
   /** The client's address (x-forwarded-for only behind a trusted proxy). */
   ip: string;
   principal: Principal | null;
   services: Services;
+  /**
+   * The organization the declared access was checked in, with the caller's role there; null for
+   * public, session and platform-admin operations (and organization-optional ones called without).
+   */
+  tenant: Tenant | null;
+  /** A by-id operation's row (`x-access` tenant: row), loaded and authorized by the binding layer. */
+  row: Row;
 }
+
+/** The row type an operation's declared access hands its handler. */
+export type RowOf<A> = A extends { resource: infer R } ? (R extends ResourceName ? ResourceRow<R> : never) : undefined;
 
 export type Handler<N extends ProcedureName> = (
   input: ProcedureInput<N>,
-  ctx: Context,
+  ctx: Context<RowOf<(typeof procedures)[N]['access']>>,
 ) => Promise<ProcedureOutput<N>> | ProcedureOutput<N>;
 
 export type Handlers = { [N in ProcedureName]?: Handler<N> };
@@ -76,5 +96,5 @@ export interface EventSink {
   readonly lastEventId: string | undefined;
 }
 
-export type StreamHandler = (input: Record<string, unknown>, ctx: Context, sink: EventSink) => Promise<void>;
+export type StreamHandler = (input: Record<string, unknown>, ctx: Context<any>, sink: EventSink) => Promise<void>;
 export type StreamHandlers = Record<string, StreamHandler>;

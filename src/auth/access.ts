@@ -1,13 +1,16 @@
 /**
- * Enforces the access an operation declares in the contract (`x-access`), once, for both
- * transports: signed in, platform admin, or an organization permission whose organization comes
- * from the input (`organizationId`), from a workspace (`workspaceId`), or from the row the handler
- * loads (`row`, checked by the handler through `authorizeRow`).
+ * Enforces the access an operation declares in the contract (`x-access`), once, for every
+ * transport: signed in, platform admin, or an organization permission whose organization comes
+ * from the input (`organizationId`), from a workspace (`workspaceId`), or from the row the input's
+ * id names (`row`: loaded here through the resource's registered loader, 404 when missing).
+ * Handlers never authorize again: they get the row and the caller's role from the decision.
  */
-import type { Access } from '../../generated/procedures.ts';
+import type { Access } from '../contract/procedure-definition.ts';
 import type { Principal } from '../context.ts';
+import type { Sql } from '../db/connection.ts';
 import { ApiError } from '../contract/errors.ts';
-import { isPermission, roleHasPermission, type OrganizationRole } from './permissions.ts';
+import { findResource } from '../resources.ts';
+import { isPermission, roleHasPermission, type OrganizationRole, type Permission } from './permissions.ts';
 
 /** Where access decisions read memberships and tenants from. */
 export interface Memberships {
@@ -17,41 +20,62 @@ export interface Memberships {
   workspaceOrganization(workspaceId: string): Promise<string | null>;
 }
 
-export async function enforceAccess(access: Access, input: Record<string, unknown>, principal: Principal | null, memberships: Memberships): Promise<void> {
-  if (access === 'public') return;
+/** The organization an organization-scoped call was authorized in. */
+export interface Tenant {
+  organizationId: string;
+  /** The caller's role there when the check ran (rules finer than the matrix read it). */
+  role: OrganizationRole;
+  /** The permission the contract declares, for re-checks under a lock (members, invitations). */
+  permission: Permission | undefined;
+}
+
+export interface AccessDecision {
+  tenant: Tenant | null;
+  /** The row of a `tenant: row` operation, loaded by its resource's loader. */
+  row: unknown;
+}
+
+const OPEN: AccessDecision = { tenant: null, row: undefined };
+
+export async function enforceAccess(
+  access: Access,
+  input: Record<string, unknown>,
+  principal: Principal | null,
+  services: { memberships: Memberships; db: { sql: Sql } },
+): Promise<AccessDecision> {
+  if (access === 'public') return OPEN;
   if (!principal) throw new ApiError('UNAUTHORIZED');
-  if (access === 'session') return;
+  if (access === 'session') return OPEN;
   if (access === 'platform-admin') {
     if (principal.role !== 'admin') throw new ApiError('FORBIDDEN');
-    return;
+    return OPEN;
   }
-  if (access.tenant === 'row') return; // the handler loads the row, then calls authorizeRow
+  const { memberships } = services;
+  if (access.tenant === 'row') {
+    const resource = findResource(access.resource);
+    // A resource without a loader belongs to procedures that are not built yet.
+    if (!resource) throw new ApiError('NOT_IMPLEMENTED');
+    const row = await resource.load(services.db.sql, String(input[access.idField ?? 'id']));
+    if (row === null) throw new ApiError('NOT_FOUND', { message: resource.notFound });
+    const tenant = await authorize(principal, resource.organizationOf(row), access.permission, memberships);
+    return { tenant, row };
+  }
   let organizationId: string | null;
   if (access.tenant === 'organizationId') {
     organizationId = typeof input.organizationId === 'string' ? input.organizationId : null;
-    if (organizationId === null && access.optional) return;
+    if (organizationId === null && access.optional) return OPEN;
   } else {
     organizationId = await memberships.workspaceOrganization(String(input.workspaceId));
     if (organizationId === null) throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
   }
   if (organizationId === null) throw new ApiError('FORBIDDEN');
-  await authorize(principal, organizationId, access.permission, memberships);
+  return { tenant: await authorize(principal, organizationId, access.permission, memberships), row: undefined };
 }
 
-/**
- * By-id procedures: after loading a row, check the caller against the row's organization (403
- * across tenants). Answers the caller's role there, for rules finer than the matrix.
- */
-export async function authorizeRow(principal: Principal | null, organizationId: string, permission: string, memberships: Memberships): Promise<OrganizationRole> {
-  if (!principal) throw new ApiError('UNAUTHORIZED');
-  return authorize(principal, organizationId, permission, memberships);
-}
-
-async function authorize(principal: Principal, organizationId: string, permission: string | undefined, memberships: Memberships): Promise<OrganizationRole> {
+async function authorize(principal: Principal, organizationId: string, permission: string | undefined, memberships: Memberships): Promise<Tenant> {
+  if (permission !== undefined && !isPermission(permission)) throw new Error(`the contract names an unknown permission: ${permission}`);
   const role = await memberships.roleIn(principal.userId, organizationId);
   if (role === null) throw new ApiError('FORBIDDEN');
-  if (permission === undefined) return role;
-  if (!isPermission(permission)) throw new Error(`the contract names an unknown permission: ${permission}`);
-  if (!roleHasPermission(role, permission)) throw new ApiError('FORBIDDEN');
-  return role;
+  if (permission !== undefined && !roleHasPermission(role, permission)) throw new ApiError('FORBIDDEN');
+  return { organizationId, role, permission };
 }

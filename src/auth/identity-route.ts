@@ -3,15 +3,18 @@
  * nothing about Express; unlike one it may hand out or clear a session, set a short-lived cookie
  * (OAuth state) or redirect, which the identity router turns into headers.
  */
-import type { AuthRouteInput, AuthRouteName, AuthRouteOutput } from '../../generated/auth-routes.ts';
-import type { Context, Principal } from '../context.ts';
+import type { AuthRouteInput, AuthRouteName, AuthRouteOutput, authRoutes } from '../../generated/auth-routes.ts';
+import type { Context, Principal, RowOf } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 
-export interface AuthContext extends Context {
+/** What identity routes get in their context besides a procedure's. */
+export interface AuthExtra {
   userAgent: string | null;
   /** A request cookie by name (OAuth state and verifier cookies). */
   cookie(name: string): string | undefined;
 }
+
+export type AuthContext<Row = undefined> = Context<Row> & AuthExtra;
 
 export interface AuthAnswer<T> {
   body?: T;
@@ -25,12 +28,15 @@ export interface AuthAnswer<T> {
   cookies?: { name: string; value: string; maxAgeSeconds: number; path?: string }[];
 }
 
-export type AuthHandler<N extends AuthRouteName> = (input: AuthRouteInput<N>, ctx: AuthContext) => Promise<AuthAnswer<AuthRouteOutput<N>>>;
+export type AuthHandler<N extends AuthRouteName> = (
+  input: AuthRouteInput<N>,
+  ctx: AuthContext<RowOf<(typeof authRoutes)[N]['access']>>,
+) => Promise<AuthAnswer<AuthRouteOutput<N>>>;
 
 export type AuthHandlers = { [N in AuthRouteName]?: AuthHandler<N> };
 
 /** The caller of a route that needs a session: the router already answered 401 without one, so this narrows the type. */
-export function signedIn(ctx: AuthContext): Principal {
+export function signedIn(ctx: Context<unknown>): Principal {
   if (!ctx.principal) throw new ApiError('UNAUTHORIZED');
   return ctx.principal;
 }

@@ -44,10 +44,14 @@ export function schemaValidator(component: string): ValidateFunction | undefined
   return outputValidators[`schema_${component}`];
 }
 
-/** Validates input in place (defaults are filled in) or throws 400 BAD_REQUEST with the issues. */
-export function validateInput(procedure: string, input: unknown): void {
+/**
+ * Validates input in place (defaults are filled in) or throws 400 BAD_REQUEST with the issues,
+ * together with any a transport found before (a field sent in the wrong place).
+ */
+export function validateInput(procedure: string, input: unknown, earlier: ValidationIssue[] = []): void {
   const validate = inputValidator(procedure);
-  if (!validate(input)) throw badRequest(toIssues(validate.errors ?? []));
+  const valid = validate(input);
+  if (!valid || earlier.length > 0) throw badRequest([...earlier, ...(valid ? [] : toIssues(validate.errors ?? []))]);
 }
 
 export function toIssues(errors: AjvError[]): ValidationIssue[] {

@@ -4,9 +4,9 @@
  * (documents.search comes with the jobs work.)
  */
 import type { Context, Handlers } from '../context.ts';
-import { authorizeRow } from '../auth/access.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
+import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
 import { findWorkspace, workspaceUsage } from '../workspaces/store.ts';
 import * as store from './store.ts';
@@ -14,16 +14,8 @@ import * as store from './store.ts';
 const UPLOAD_URL_SECONDS = 15 * 60;
 const DOWNLOAD_URL_SECONDS = 5 * 60;
 
-/** By-id procedures: load the row, then authorize against its organization (403 across tenants). */
-async function loadDocument(ctx: Context, id: string, permission: string): Promise<store.Document> {
-  const document = await store.findDocument(ctx.services.db.sql, id);
-  if (!document) throw new ApiError('NOT_FOUND', { message: 'Document not found.' });
-  await authorizeRow(ctx.principal, document.organizationId, permission, ctx.services.memberships);
-  return store.publicDocument(document);
-}
-
 /** The workspace must belong to the organization the caller was authorized for. */
-async function workspaceIn(ctx: Context, workspaceId: string, organizationId: string) {
+async function workspaceIn(ctx: Context<unknown>, workspaceId: string, organizationId: string) {
   const workspace = await findWorkspace(ctx.services.db.sql, workspaceId);
   if (!workspace || workspace.organizationId !== organizationId) throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
   return workspace;
@@ -50,7 +42,7 @@ export const documentProcedures = {
     };
   },
 
-  'documents.get': (input, ctx) => loadDocument(ctx, input.id, 'document:read'),
+  'documents.get': (_input, ctx) => ctx.row,
 
   'documents.createUpload': async (input, ctx) => {
     const { storage, config } = ctx.services;
@@ -77,8 +69,8 @@ export const documentProcedures = {
     return { document, upload: { method: 'PUT' as const, ...upload } };
   },
 
-  'documents.complete': async (input, ctx) => {
-    const document = await loadDocument(ctx, input.id, 'document:create');
+  'documents.complete': async (_input, ctx) => {
+    const document = ctx.row;
     if (document.status === 'ready') return document;
     const { storage, config } = ctx.services;
     const key = store.objectKey(document);
@@ -100,8 +92,8 @@ export const documentProcedures = {
     return completed;
   },
 
-  'documents.downloadUrl': async (input, ctx) => {
-    const document = await loadDocument(ctx, input.id, 'document:read');
+  'documents.downloadUrl': async (_input, ctx) => {
+    const document = ctx.row;
     if (document.status !== 'ready') throw new ApiError('PRECONDITION_FAILED', { message: 'The upload is not complete yet.' });
     return ctx.services.storage.presignDownload(store.objectKey(document), {
       filename: document.name,
@@ -113,19 +105,14 @@ export const documentProcedures = {
 
   // Text exists once a document.extract job has succeeded; extraction jobs are not built yet,
   // so no document has any and the answer is null.
-  'documents.text': async (input, ctx) => {
-    await loadDocument(ctx, input.id, 'document:read');
-    return null;
-  },
+  'documents.text': () => null,
 
-  'documents.delete': async (input, ctx) => {
-    const document = await loadDocument(ctx, input.id, 'document:delete');
-    try {
-      await ctx.services.storage.delete(store.objectKey(document));
-    } catch (error) {
-      ctx.log.warn({ err: error, documentId: document.id }, 'stored object survived its document');
-    }
+  'documents.delete': async (_input, ctx) => {
+    const document = ctx.row;
+    // The row first, then its bytes, best effort (as workspace and organization deletes do): a
+    // stored object that survives is logged, never a document that points at nothing.
     await store.deleteDocument(ctx.services.db.sql, document.id);
+    await deleteObjectsBestEffort(ctx.services.storage, [store.objectKey(document)], ctx.log, { documentId: document.id });
     return { id: document.id };
   },
 } satisfies Handlers;

@@ -3,6 +3,7 @@ import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connection.ts';
 import type { CursorPosition } from '../pagination/cursor.ts';
 import type { components } from '../../generated/types.ts';
+import type { Resource } from '../resources.ts';
 
 /** The contract's Document (date-time fields are Dates, see codegen/types.ts). */
 export type Document = components['schemas']['Document'];
@@ -42,6 +43,16 @@ export async function findDocument(sql: Sql, id: string): Promise<(Document & { 
   const [row] = await sql<DocumentRow[]>`select ${sql.unsafe(COLUMNS)} from documents where id = ${id}`;
   return row ? toDocument(row) : null;
 }
+
+/** The loader of `resource: document` operations (src/resources.ts): the contract's Document. */
+export const documentResource: Resource<Document> = {
+  load: async (sql, id) => {
+    const document = await findDocument(sql, id);
+    return document && publicDocument(document);
+  },
+  organizationOf: (document) => document.organizationId,
+  notFound: 'Document not found.',
+};
 
 /** Newest first by (created_at, id); one row more than the page tells whether another page exists. */
 export async function pageDocuments(sql: Sql, workspaceId: string, limit: number, after: CursorPosition | null) {

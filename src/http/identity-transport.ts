@@ -10,15 +10,14 @@ import { authRoutes, type AuthRouteName } from '../../generated/auth-routes.ts';
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
 import type { Services } from '../context.ts';
 import { sendError, MAX_BODY_BYTES } from './error-handler.ts';
-import { admitCall } from './procedure-call.ts';
+import { invoke, NO_BODY } from './procedure-call.ts';
 import { documentRoute } from './operational-routes.ts';
 import { createRateLimiter, type RateLimiter } from '../auth/rate-limit.ts';
-import { restInput, toExpressPath } from './rest-transport.ts';
+import { callRequest, restInput, toExpressPath } from './rest-transport.ts';
 import { ApiError } from '../contract/errors.ts';
-import { outputValidator, toIssues } from '../contract/validators.ts';
 import { clearSessionCookie, sendSessionToken } from '../auth/authenticate.ts';
 import { readCookie, serializeCookie } from '../auth/cookies.ts';
-import type { AuthAnswer, AuthContext, AuthHandlers } from '../auth/identity-route.ts';
+import type { AuthAnswer, AuthExtra, AuthHandlers } from '../auth/identity-route.ts';
 import { referencePage } from '../auth/reference-page.ts';
 
 /** Routes where guessing pays: sign-up, sign-in, reset and verification mail get a tight per-IP budget. */
@@ -45,21 +44,19 @@ export function identityRouter(options: { document: object; handlers: AuthHandle
         if (req.method === 'HEAD') throw new ApiError('METHOD_NOT_ALLOWED', { headers: { Allow: 'GET' } });
         limit(general, req);
         if (SENSITIVE.includes(route.name)) limit(sensitive, req);
-        const input = restInput(route, req);
-        await admitCall(route, input, req.principal, services);
-        const handler = handlers[route.name as AuthRouteName] as ((input: unknown, ctx: AuthContext) => Promise<AuthAnswer<unknown>>) | undefined;
-        if (!handler) throw new Error(`no handler is registered for ${route.name}`);
-        const ctx: AuthContext = {
-          requestId: req.id,
-          log: req.log,
-          ip: req.clientIp,
-          principal: req.principal,
+        const { input, refused } = restInput(route, req);
+        const answer = await invoke<AuthAnswer<unknown>, AuthExtra>({
+          procedure: route,
+          input,
+          refused,
+          request: callRequest(req),
           services,
-          userAgent: req.get('user-agent') ?? null,
-          cookie: (name) => readCookie(req.headers.cookie, name),
-        };
-        const answer = await handler(input, ctx);
-        respond(route, answer, res, { secure, now: services.now(), validate: config.validateResponses });
+          run: handlers[route.name as AuthRouteName],
+          extra: { userAgent: req.get('user-agent') ?? null, cookie: (name) => readCookie(req.headers.cookie, name) },
+          // A redirect has no body to check.
+          body: (answer) => (answer.redirect === undefined ? (answer.body ?? null) : NO_BODY),
+        });
+        respond(route, answer, res, { secure, now: services.now() });
       } catch (error) {
         sendError(req, res, error, route.errors);
       }
@@ -75,7 +72,7 @@ function limit(limiter: RateLimiter, req: Request): void {
   }
 }
 
-function respond(route: ProcedureDefinition, answer: AuthAnswer<unknown>, res: Response, options: { secure: boolean; now: Date; validate: boolean }): void {
+function respond(route: ProcedureDefinition, answer: AuthAnswer<unknown>, res: Response, options: { secure: boolean; now: Date }): void {
   // The session middleware may have renewed the presented session already; an answer that ends
   // or replaces it speaks last, so the client never gets the dead token back.
   if (answer.clearSession || answer.session) {
@@ -92,10 +89,5 @@ function respond(route: ProcedureDefinition, answer: AuthAnswer<unknown>, res: R
     return;
   }
   const body = answer.body ?? null;
-  if (options.validate) {
-    const validate = outputValidator(route.name, route.successStatus);
-    const wire = JSON.parse(JSON.stringify(body));
-    if (validate && !validate(wire)) throw new Error(`${route.name} answered outside its contract: ${JSON.stringify(toIssues(validate.errors ?? []))}`);
-  }
   res.status(route.successStatus).json(body);
 }

@@ -1,14 +1,16 @@
 /**
- * The binding layer: the one path every procedure call takes, whichever transport carried it.
- * Authenticate (401 first), validate the input (400), enforce the declared access (403), run
- * the handler, and check the answer against the contract when response validation is on.
+ * The binding layer: the one path every call takes, whatever carried it (REST, RPC, an event
+ * stream on either, or an identity route). Authenticate (401 first), validate the input (400),
+ * enforce the declared access (404 for a missing row, 403), find the handler (501 while the
+ * procedure is not built), run it with the row and tenant in its context, and check the answer
+ * against the contract when response validation is on.
  */
-import type { ProcedureDefinition } from '../../generated/procedures.ts';
-import type { Context, Handler, Principal, Services } from '../context.ts';
+import type { ProcedureDefinition } from '../contract/procedure-definition.ts';
+import type { Context, Principal, Services } from '../context.ts';
 import { enforceAccess } from '../auth/access.ts';
+import { ApiError, type ValidationIssue } from '../contract/errors.ts';
+import { outputValidator, toIssues, validateInput, type ValidateFunction } from '../contract/validators.ts';
 import type { Logger } from '../logger.ts';
-import { ApiError } from '../contract/errors.ts';
-import { outputValidator, toIssues, validateInput } from '../contract/validators.ts';
 
 export interface CallRequest {
   requestId: string;
@@ -18,36 +20,53 @@ export interface CallRequest {
   principal: Principal | null;
 }
 
-export async function callProcedure(
-  procedure: ProcedureDefinition,
-  handler: Handler<any> | undefined,
-  input: Record<string, unknown>,
-  request: CallRequest,
-  services: Services,
-  /** Turns the validated JSON input into the handler's input (RPC revives Dates here). */
-  revive: (input: Record<string, unknown>) => Record<string, unknown> = (input) => input,
-): Promise<unknown> {
-  await admitCall(procedure, input, request.principal, services);
-  if (!handler) throw new ApiError('NOT_IMPLEMENTED');
-  const ctx: Context = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services };
-  const output = await handler(revive(input), ctx);
-  if (services.config.validateResponses) checkOutput(procedure, output);
-  return output;
+export interface Call<Answer, Extra extends object = {}> {
+  procedure: ProcedureDefinition;
+  input: Record<string, unknown>;
+  /**
+   * What the transport refused while reading the input (a REST field in the wrong place, an RPC
+   * meta entry the contract does not allow): answered with the validation issues, 400 after 401.
+   */
+  refused?: ValidationIssue[];
+  request: CallRequest;
+  services: Services;
+  /** The handler; undefined while the procedure is not built (501, after the access checks). */
+  // Typed loosely on purpose: each transport's table types its own handlers.
+  run: ((input: any, ctx: any) => Promise<Answer> | Answer) | undefined;
+  /** Context a transport adds for its kind of handler (identity routes: user agent, cookies). */
+  extra?: Extra;
+  /** Turns the validated JSON input into the handler's input (RPC revives declared Dates). */
+  revive?: (input: Record<string, unknown>) => Record<string, unknown>;
+  /**
+   * The part of the answer the contract describes, or NO_BODY when there is none to check
+   * (a redirect, or a stream whose events are checked as they are sent). Default: the answer.
+   */
+  body?: (answer: Answer) => unknown;
 }
 
-/** The checks every call passes before its handler, in this order: 401, then 400, then 403. */
-export async function admitCall(procedure: ProcedureDefinition, input: Record<string, unknown>, principal: Principal | null, services: Services): Promise<void> {
-  if (procedure.access !== 'public' && !principal) throw new ApiError('UNAUTHORIZED');
-  validateInput(procedure.name, input);
-  await enforceAccess(procedure.access, input, principal, services.memberships);
-}
+export const NO_BODY: unique symbol = Symbol('no body');
 
-/** A handler answer that breaks the contract is our bug: fail loudly (500) rather than mislead clients. */
-function checkOutput(procedure: ProcedureDefinition, output: unknown): void {
-  const validate = outputValidator(procedure.name, procedure.successStatus);
-  if (!validate) return;
-  const wire = JSON.parse(JSON.stringify(output ?? null));
-  if (!validate(wire)) {
-    throw new Error(`${procedure.name} answered outside its contract: ${JSON.stringify(toIssues(validate.errors ?? []))}`);
+export async function invoke<Answer, Extra extends object = {}>(call: Call<Answer, Extra>): Promise<Answer> {
+  const { procedure, input, request, services } = call;
+  if (procedure.access !== 'public' && !request.principal) throw new ApiError('UNAUTHORIZED');
+  validateInput(procedure.name, input, call.refused);
+  const { tenant, row } = await enforceAccess(procedure.access, input, request.principal, services);
+  if (!call.run) throw new ApiError('NOT_IMPLEMENTED');
+  const ctx = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services, tenant, row, ...call.extra } as Context<any> & Extra;
+  const answer = await call.run(call.revive ? call.revive(input) : input, ctx);
+  if (services.config.validateResponses) {
+    const body = call.body ? call.body(answer) : answer;
+    if (body !== NO_BODY) checkAnswer(procedure.name, outputValidator(procedure.name, procedure.successStatus), body);
   }
+  return answer;
+}
+
+/**
+ * An answer (or stream event) that breaks the contract is our bug: fail loudly (500) rather than
+ * mislead clients. Checked in its wire form, where Dates are ISO strings.
+ */
+export function checkAnswer(what: string, validate: ValidateFunction | undefined, body: unknown): void {
+  if (!validate) return;
+  const wire = JSON.parse(JSON.stringify(body ?? null));
+  if (!validate(wire)) throw new Error(`${what} answered outside its contract: ${JSON.stringify(toIssues(validate.errors ?? []))}`);
 }

@@ -9,9 +9,9 @@ import express, { type Request, type Response, type Router } from 'express';
 import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { procedures, type InputField, type ProcedureDefinition, type ProcedureName } from '../../generated/procedures.ts';
 import type { Handlers, Services } from '../context.ts';
-import { badRequest } from '../contract/errors.ts';
+import { badRequest, type ValidationIssue } from '../contract/errors.ts';
 import { sendError } from './error-handler.ts';
-import { callProcedure } from './procedure-call.ts';
+import { invoke, type CallRequest } from './procedure-call.ts';
 import { sendStream, type StreamHandlers } from './streams.ts';
 
 export async function restRouter(document: object, handlers: Handlers, streams: StreamHandlers, services: Services): Promise<Router> {
@@ -23,12 +23,12 @@ export async function restRouter(document: object, handlers: Handlers, streams: 
     const method = operation.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
     router[method](toExpressPath(operation.path), async (req: Request, res: Response) => {
       try {
-        const input = restInput(procedure, req);
+        const { input, refused } = restInput(procedure, req);
         if (procedure.produces === 'event-stream') {
-          await sendStream(procedure, streams, input, req, res, services);
+          await sendStream({ procedure, input, refused, request: callRequest(req), services }, streams[procedure.name], req, res);
           return;
         }
-        const output = await callProcedure(procedure, handlers[procedure.name as ProcedureName], input, callRequest(req), services);
+        const output = await invoke<unknown>({ procedure, input, refused, request: callRequest(req), services, run: handlers[procedure.name as ProcedureName] });
         res.status(procedure.successStatus).json(output);
       } catch (error) {
         sendError(req, res, error, procedure.errors);
@@ -38,7 +38,7 @@ export async function restRouter(document: object, handlers: Handlers, streams: 
   return router;
 }
 
-export function callRequest(req: Request) {
+export function callRequest(req: Request): CallRequest {
   return { requestId: req.id, log: req.log, ip: req.clientIp, principal: req.principal };
 }
 
@@ -47,26 +47,42 @@ export function toExpressPath(path: string): string {
   return path.replace(/\{([^}]+)\}/g, ':$1');
 }
 
-export function restInput(procedure: ProcedureDefinition, req: Request): Record<string, unknown> {
+/**
+ * Path, query and body as the procedure's one input object. Each field may come only from the
+ * place the contract puts it: a query or body field that repeats a path parameter (or any query
+ * parameter the operation does not declare) is an unknown field, as it would be over RPC. Keys
+ * are copied as own data properties, so a `__proto__` key is an unknown field too, never a
+ * prototype. Those fields come back as `refused`: the binding layer refuses them with the
+ * validator's issues (400, after the 401 check).
+ */
+export function restInput(procedure: ProcedureDefinition, req: Request): { input: Record<string, unknown>; refused: ValidationIssue[] } {
   const input: Record<string, unknown> = {};
+  const refused: ValidationIssue[] = [];
   if (procedure.hasBody && req.body !== undefined) {
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) {
       throw badRequest([{ path: [], message: 'the request body must be a JSON object' }]);
     }
-    Object.assign(input, req.body);
+    for (const [name, value] of Object.entries(req.body)) {
+      if (procedure.fields.some((f) => f.name === name && f.in !== 'body')) refused.push({ path: [name], message: 'is not a known field' });
+      else setOwn(input, name, value);
+    }
   } else if (!procedure.hasBody && hasContent(req)) {
     throw badRequest([{ path: [], message: 'this operation takes no request body' }]);
   }
   for (const [name, value] of Object.entries(req.query)) {
     const field = procedure.fields.find((f) => f.name === name && f.in === 'query');
-    // Unknown query parameters go into the input too, where the validator refuses them by name.
-    input[name] = field ? coerce(field, value) : value;
+    if (field) setOwn(input, name, coerce(field, value));
+    else refused.push({ path: [name], message: 'is not a known field' });
   }
   for (const [name, value] of Object.entries(req.params)) {
     const field = procedure.fields.find((f) => f.name === name && f.in === 'path');
-    if (field) input[name] = coerce(field, value);
+    if (field) setOwn(input, name, coerce(field, value));
   }
-  return input;
+  return { input, refused };
+}
+
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 function hasContent(req: Request): boolean {

@@ -7,9 +7,9 @@ import express, { type Request, type Response, type Router } from 'express';
 import { procedures, type ProcedureDefinition, type ProcedureName } from '../../generated/procedures.ts';
 import type { Handlers, Services } from '../context.ts';
 import { decode, encode } from '../rpc/wire.ts';
-import { ApiError, badRequest } from '../contract/errors.ts';
+import { ApiError, badRequest, type ValidationIssue } from '../contract/errors.ts';
 import { sendError } from './error-handler.ts';
-import { callProcedure } from './procedure-call.ts';
+import { invoke } from './procedure-call.ts';
 import { callRequest } from './rest-transport.ts';
 import { sendStream, type StreamHandlers } from './streams.ts';
 
@@ -27,13 +27,17 @@ export function rpcRouter(handlers: Handlers, streams: StreamHandlers, services:
         throw new ApiError('METHOD_NOT_ALLOWED', { message: 'RPC procedures are called with POST.', headers: { Allow: 'POST' } });
       }
       const input = rpcInput(req.body);
+      const request = callRequest(req);
       if (procedure.produces === 'event-stream') {
-        await sendStream(procedure, streams, input, req, res, services);
+        await sendStream({ procedure, input, request, services }, streams[procedure.name], req, res);
         return;
       }
-      // Validate the JSON form (dates are ISO strings there), then revive Dates where meta says.
-      const revive = (validated: Record<string, unknown>) => decode({ json: validated, meta: req.body?.meta }) as Record<string, unknown>;
-      const output = await callProcedure(procedure, handlers[procedure.name as ProcedureName], input, callRequest(req), services, revive);
+      // Validate the JSON form (dates are ISO strings there), then revive Dates where meta says,
+      // and only at the paths the contract declares date-time.
+      const meta = req.body?.meta;
+      const refused = metaIssues(procedure, meta);
+      const revive = (validated: Record<string, unknown>) => decode({ json: validated, meta }) as Record<string, unknown>;
+      const output = await invoke<unknown>({ procedure, input, refused, request, services, revive, run: handlers[procedure.name as ProcedureName] });
       res.status(procedure.successStatus).json(encode(output));
     } catch (error) {
       sendError(req, res, error, procedure?.errors);
@@ -59,4 +63,26 @@ function rpcInput(body: unknown): Record<string, unknown> {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * RPC meta may mark as a Date only what the contract declares `format: date-time` (the row's
+ * dateInputs): anything else would re-type a validated field after validation, past its pattern
+ * and length checks. Each refused entry is a 400 issue at `meta`.
+ */
+function metaIssues(procedure: ProcedureDefinition, meta: unknown): ValidationIssue[] {
+  if (meta === undefined) return [];
+  if (!Array.isArray(meta)) return [{ path: ['meta'], message: 'must be an array of ["date", path] entries' }];
+  const issues: ValidationIssue[] = [];
+  meta.forEach((entry, index) => {
+    const path = Array.isArray(entry) && entry[0] === 'date' && Array.isArray(entry[1]) ? (entry[1] as unknown[]) : null;
+    if (!path || !procedure.dateInputs.some((declared) => matches(declared, path))) {
+      issues.push({ path: ['meta', index], message: 'names no date-time field of the input' });
+    }
+  });
+  return issues;
+}
+
+function matches(declared: readonly string[], path: unknown[]): boolean {
+  return declared.length === path.length && declared.every((key, i) => (key === '*' ? typeof path[i] === 'string' || typeof path[i] === 'number' : key === path[i]));
 }

@@ -23,10 +23,11 @@ export async function lockMembers(tx: TransactionSql, organizationId: string): P
 }
 
 /**
- * The caller's role among the locked rows, re-checked against the permission matrix: the router
- * checked it before the transaction, but a concurrent change may have demoted or removed the caller since.
+ * The caller's role among the locked rows, re-checked against the permission the contract declares
+ * (ctx.tenant.permission): the binding layer checked it before the transaction, but a concurrent
+ * change may have demoted or removed the caller since.
  */
-export function callerRole(rows: MemberRow[], principal: Principal, permission?: Permission): OrganizationRole {
+export function callerRole(rows: MemberRow[], principal: Principal, permission: Permission | undefined): OrganizationRole {
   const role = rows.find((row) => row.user_id === principal.userId)?.role;
   if (!role || (permission && !roleHasPermission(role, permission))) throw new ApiError('FORBIDDEN');
   return role;

@@ -22,7 +22,7 @@ export const memberRoutes = {
     const now = ctx.services.now();
     const body = await ctx.services.db.sql.begin(async (tx) => {
       const rows = await lockMembers(tx, input.organizationId);
-      const actor = callerRole(rows, principal, 'member:delete');
+      const actor = callerRole(rows, principal, ctx.tenant?.permission);
       const key = input.memberIdOrEmail;
       const target = rows.find((row) => row.id === key) ?? rows.find((row) => row.email.toLowerCase() === key.toLowerCase());
       if (!target) throw new ApiError('NOT_FOUND', { message: 'No member of this organization matches.' });
@@ -41,7 +41,7 @@ export const memberRoutes = {
     const now = ctx.services.now();
     const body = await ctx.services.db.sql.begin(async (tx) => {
       const rows = await lockMembers(tx, input.organizationId);
-      const actor = callerRole(rows, principal, 'member:update');
+      const actor = callerRole(rows, principal, ctx.tenant?.permission);
       const target = rows.find((row) => row.id === input.memberId);
       if (!target) throw new ApiError('NOT_FOUND', { message: 'No such member in this organization.' });
       assertMayActOn(actor, target.role, input.role);
@@ -59,7 +59,7 @@ export const memberRoutes = {
     const now = ctx.services.now();
     const body = await ctx.services.db.sql.begin(async (tx) => {
       const rows = await lockMembers(tx, input.organizationId);
-      callerRole(rows, principal); // removed meanwhile: 403, like any non-member
+      callerRole(rows, principal, ctx.tenant?.permission); // removed meanwhile: 403, like any non-member
       const self = rows.find((row) => row.user_id === principal.userId)!;
       assertOwnerRemains(rows, self, null);
       await tx`delete from members where id = ${self.id}`;

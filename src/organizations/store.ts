@@ -6,6 +6,7 @@ import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connection.ts';
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { OrganizationRole } from '../auth/permissions.ts';
+import type { Resource } from '../resources.ts';
 
 /** The pool or a transaction: reads that happen inside a change go through its transaction. */
 export type Db = Sql | TransactionSql;
@@ -119,6 +120,13 @@ export async function findInvitation(db: Db, id: string, options: { lock?: boole
   return row ?? null;
 }
 
+/** The loader of `resource: invitation` routes (src/resources.ts). */
+export const invitationResource: Resource<InvitationRow> = {
+  load: (sql, id) => findInvitation(sql, id),
+  organizationOf: (invitation) => invitation.organization_id,
+  notFound: 'No such invitation.',
+};
+
 export async function setInvitationStatus(db: Db, id: string, status: InvitationRow['status'], now: Date): Promise<InvitationRow> {
   const [row] = await db<InvitationRow[]>`
     update invitations set status = ${status}, updated_at = ${now} where id = ${id} returning ${db(invitationColumns)}`;
@@ -138,6 +146,13 @@ export async function findTeam(db: Db, id: string): Promise<TeamRow | null> {
   const [row] = await db<TeamRow[]>`select ${db(teamColumns)} from teams where id = ${id}`;
   return row ?? null;
 }
+
+/** The loader of `resource: team` routes (src/resources.ts). */
+export const teamResource: Resource<TeamRow> = {
+  load: (sql, id) => findTeam(sql, id),
+  organizationOf: (team) => team.organization_id,
+  notFound: 'No such team.',
+};
 
 export async function teamsOf(db: Db, organizationId: string): Promise<TeamRow[]> {
   return db<TeamRow[]>`

@@ -1,15 +1,13 @@
 /**
- * Identity routes: teams and team members. Routes addressed by teamId alone (x-access tenant: row)
- * load the team first and authorize the caller against the team's organization.
+ * Identity routes: teams and team members. Routes addressed by a teamId (x-access tenant: row,
+ * resource: team) get the team in ctx.row, already authorized against its organization.
  */
-import { type AuthContext, type AuthHandlers, signedIn } from '../auth/identity-route.ts';
-import { authorizeRow } from '../auth/access.ts';
-import type { Permission } from '../auth/permissions.ts';
+import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 
-import { findTeam, teamColumns, teamsOf, toTeam, type TeamRow } from './store.ts';
+import { teamColumns, teamsOf, toTeam, type TeamRow } from './store.ts';
 
 export const teamRoutes = {
   async 'auth.organization.createTeam'(input, ctx) {
@@ -27,7 +25,7 @@ export const teamRoutes = {
 
   async 'auth.organization.updateTeam'(input, ctx) {
     const principal = signedIn(ctx);
-    const found = await authorizedTeam(ctx, input.teamId, 'team:update');
+    const found = ctx.row;
     if (found.name === input.data.name) return { body: toTeam(found) };
     const now = ctx.services.now();
     const body = await ctx.services.db.sql.begin(async (tx) => {
@@ -41,12 +39,14 @@ export const teamRoutes = {
 
   async 'auth.organization.removeTeam'(input, ctx) {
     const principal = signedIn(ctx);
+    // The caller named the organization too: a team of another one is not in it.
+    if (ctx.row.organization_id !== input.organizationId) throw new ApiError('NOT_FOUND', { message: 'No such team in this organization.' });
     const now = ctx.services.now();
     await ctx.services.db.sql.begin(async (tx) => {
       // The foreign keys do the rest: its team memberships go, and its workspaces and pending
       // invitations stay with team_id set to null (`on delete set null`).
-      const [team] = await tx<TeamRow[]>`delete from teams where id = ${input.teamId} and organization_id = ${input.organizationId} returning ${tx(teamColumns)}`;
-      if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team in this organization.' });
+      const [team] = await tx<TeamRow[]>`delete from teams where id = ${ctx.row.id} returning ${tx(teamColumns)}`;
+      if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team in this organization.' }); // deleted meanwhile
       await writeAudit(tx, { organizationId: team.organization_id, action: 'team.deleted', actor: principal, targetType: 'team', targetId: team.id, metadata: { name: team.name } }, now);
     });
     return { body: { id: input.teamId } };
@@ -59,7 +59,7 @@ export const teamRoutes = {
 
   async 'auth.organization.addTeamMember'(input, ctx) {
     const principal = signedIn(ctx);
-    const found = await authorizedTeam(ctx, input.teamId, 'member:update');
+    const found = ctx.row;
     const now = ctx.services.now();
     const body = await ctx.services.db.sql.begin(async (tx) => {
       // Share locks: neither the team nor the user's membership may go away before this commits
@@ -81,7 +81,7 @@ export const teamRoutes = {
 
   async 'auth.organization.removeTeamMember'(input, ctx) {
     const principal = signedIn(ctx);
-    const found = await authorizedTeam(ctx, input.teamId, 'member:delete');
+    const found = ctx.row;
     const now = ctx.services.now();
     await ctx.services.db.sql.begin(async (tx) => {
       const [removed] = await tx<{ id: string }[]>`delete from team_members where team_id = ${found.id} and user_id = ${input.userId} returning id`;
@@ -91,11 +91,3 @@ export const teamRoutes = {
     return { body: { status: true as const } };
   },
 } satisfies AuthHandlers;
-
-/** The team, once the caller holds `permission` in its organization: 404 unknown, 403 another organization's. */
-async function authorizedTeam(ctx: AuthContext, teamId: string, permission: Permission): Promise<TeamRow> {
-  const team = await findTeam(ctx.services.db.sql, teamId);
-  if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team.' });
-  await authorizeRow(ctx.principal, team.organization_id, permission, ctx.services.memberships);
-  return team;
-}

@@ -1,21 +1,12 @@
 /** workspaces.list, get, create, update, delete. */
 import type { Context, Handlers } from '../context.ts';
-import { authorizeRow } from '../auth/access.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import * as store from './store.ts';
 
-/** By-id procedures: load the row, then authorize against its organization (403 across tenants). */
-async function loadWorkspace(ctx: Context, id: string, permission: string): Promise<store.Workspace> {
-  const workspace = await store.findWorkspace(ctx.services.db.sql, id);
-  if (!workspace) throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
-  await authorizeRow(ctx.principal, workspace.organizationId, permission, ctx.services.memberships);
-  return workspace;
-}
-
-async function assertTeam(ctx: Context, teamId: string | null | undefined, organizationId: string): Promise<void> {
+async function assertTeam(ctx: Context<unknown>, teamId: string | null | undefined, organizationId: string): Promise<void> {
   if (teamId && !(await store.teamInOrganization(ctx.services.db.sql, teamId, organizationId))) {
     throw new ApiError('NOT_FOUND', { message: 'Team not found in this organization.' });
   }
@@ -59,7 +50,7 @@ export const workspaceProcedures = {
   },
 
   'workspaces.update': async (input, ctx) => {
-    const workspace = await loadWorkspace(ctx, input.id, 'workspace:update');
+    const workspace = ctx.row;
     await assertTeam(ctx, input.teamId, workspace.organizationId);
     try {
       return await store.updateWorkspace(ctx.services.db.sql, workspace.id, input, ctx.services.now());
@@ -70,7 +61,7 @@ export const workspaceProcedures = {
   },
 
   'workspaces.delete': async (input, ctx) => {
-    const workspace = await loadWorkspace(ctx, input.id, 'workspace:delete');
+    const workspace = ctx.row;
     const keys = await store.deleteWorkspace(ctx.services.db.sql, workspace.id);
     // Best effort (specification): a stored object that survives is logged and does not stop the deletion.
     await deleteObjectsBestEffort(ctx.services.storage, keys, ctx.log, { workspaceId: workspace.id });

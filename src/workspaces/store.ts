@@ -1,6 +1,7 @@
 /** SQL of the workspaces group. Rows come back in the contract's shape. */
 import type { Sql } from '../db/connection.ts';
 import type { components } from '../../generated/types.ts';
+import type { Resource } from '../resources.ts';
 
 /** The contract's Workspace (createdAt is a Date, see codegen/types.ts). */
 export type Workspace = components['schemas']['Workspace'];
@@ -16,6 +17,13 @@ export async function findWorkspace(sql: Sql, id: string): Promise<Workspace | n
   const [row] = await sql<Workspace[]>`select ${sql.unsafe(COLUMNS)} from workspaces where id = ${id}`;
   return row ?? null;
 }
+
+/** The loader of `resource: workspace` operations (src/resources.ts). */
+export const workspaceResource: Resource<Workspace> = {
+  load: findWorkspace,
+  organizationOf: (workspace) => workspace.organizationId,
+  notFound: 'Workspace not found.',
+};
 
 export async function findWorkspaceBySlug(sql: Sql, organizationId: string, slug: string): Promise<Workspace | null> {
   const [row] = await sql<Workspace[]>`select ${sql.unsafe(COLUMNS)} from workspaces where organization_id = ${organizationId} and slug = ${slug}`;

@@ -1,26 +1,43 @@
 /**
- * Access is declared in the contract and enforced by one binding layer. These cases iterate over
- * every procedure: each must declare its access, refuse callers without a session (401) on both
- * transports, refuse non-admins on admin procedures, and apply the role -> permission matrix.
+ * Access is declared in the contract and enforced by one binding layer. These cases are generated
+ * from the route tables, for every operation of both contracts (the 35 procedures and the
+ * identity routes), with no exclusions: each must declare its access, refuse callers without a
+ * session (401), refuse non-admins on admin operations, apply the role -> permission matrix, and,
+ * for by-id operations, answer 404 for a missing row and 403 for another organization's row.
+ * A new operation is covered without writing a test; a new resource needs one row seeder below.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import document from '../../generated/openapi.json' with { type: 'json' };
+import authDocument from '../../generated/auth-openapi.json' with { type: 'json' };
 import { procedures, type ProcedureDefinition } from '../../generated/procedures.ts';
+import { authRoutes } from '../../generated/auth-routes.ts';
 import { permissionMatrix, roles, type Permission } from '../../src/auth/permissions.ts';
 import { ApiError } from '../../src/contract/errors.ts';
 import type { Handlers } from '../../src/context.ts';
+import type { AuthHandlers } from '../../src/auth/identity-route.ts';
+import type { Sql } from '../../src/db/connection.ts';
+import { newId } from '../../src/ids.ts';
+import { findResource } from '../../src/resources.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
 import { exampleInput, restRequest } from '../support/example-inputs.ts';
 
 const ORG = 'org_pycdybk377oxtzq6svizx3or';
+/** An organization none of the test users belongs to. */
+const OTHER = newId('org');
 const WORKSPACE = 'ws_i5xx2bzn3kir2gshyl7sn5pk';
-const all = Object.values(procedures) as ProcedureDefinition[];
+const FORBIDDEN = 'You do not have access to this resource.';
+const operations = [...Object.values(procedures), ...Object.values(authRoutes)] as ProcedureDefinition[];
 const publicNames = ['contact.send', 'system.authConfig', 'system.health'];
+
+type RowAccess = { permission: Permission; tenant: 'row'; resource: string; idField?: string };
+const rowAccess = (p: ProcedureDefinition) => (typeof p.access === 'object' && p.access.tenant === 'row' ? (p.access as RowAccess) : null);
 
 // Every handler answers a marker error, so a test sees whether the call got past the access check.
 const REACHED = 'handler reached';
-const handlers = Object.fromEntries(all.map((p) => [p.name, () => { throw new ApiError('FORBIDDEN', { message: REACHED }); }])) as Handlers;
+const reached = () => { throw new ApiError('FORBIDDEN', { message: REACHED }); };
+const handlers = Object.fromEntries(Object.keys(procedures).map((name) => [name, reached])) as Handlers;
+const authHandlers = Object.fromEntries(Object.keys(authRoutes).map((name) => [name, reached])) as AuthHandlers;
 const identity = fakeIdentity({
   users: {
     usr_admin: { role: 'admin' },
@@ -32,19 +49,71 @@ const identity = fakeIdentity({
   workspaces: { [WORKSPACE]: ORG },
 });
 
+/** One row of each resource a by-id operation names, created in an organization; answers its id. */
+const seeders: Record<string, (sql: Sql, organizationId: string) => Promise<string>> = {
+  async workspace(sql, organizationId) {
+    const id = newId('ws');
+    await sql`insert into workspaces (id, organization_id, name, slug) values (${id}, ${organizationId}, 'Seeded', ${id.replace('_', '-')})`;
+    return id;
+  },
+  async document(sql, organizationId) {
+    const workspaceId = await seeders.workspace!(sql, organizationId);
+    const id = newId('doc');
+    await sql`insert into documents (id, organization_id, workspace_id, name, content_type, size, status)
+              values (${id}, ${organizationId}, ${workspaceId}, 'seeded.pdf', 'application/pdf', 10, 'pending')`;
+    return id;
+  },
+  async team(sql, organizationId) {
+    const id = newId('team');
+    await sql`insert into teams (id, organization_id, name) values (${id}, ${organizationId}, 'Seeded')`;
+    return id;
+  },
+  async invitation(sql, organizationId) {
+    const id = newId('inv');
+    await sql`insert into invitations (id, organization_id, email, role, expires_at) values (${id}, ${organizationId}, 'invitee@example.com', 'member', now() + interval '1 day')`;
+    return id;
+  },
+};
+
+/** A well-formed id with the resource's prefix that names no row. */
+function missingId(existing: string): string {
+  return `${existing.slice(0, existing.indexOf('_'))}_${'a'.repeat(24)}`;
+}
+
 let server: TestServer;
+/** Per resource: a row in the test organization and one in another organization. */
+const rows: Record<string, { own: string; other: string }> = {};
 beforeAll(async () => {
   const streams = { 'jobs.stream': async (_input: unknown, _ctx: unknown, sink: { send(event: string, data: unknown): void }) => sink.send('reached', { message: REACHED }) };
-  server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000' }, overrides: { ...identity, handlers, streams } });
+  server = await startTestServer({
+    env: { RATE_LIMIT_PER_MINUTE: '100000', AUTH_RATE_LIMIT_PER_MINUTE: '100000', VALIDATE_RESPONSES: 'false' },
+    overrides: { ...identity, handlers, streams, authHandlers },
+  });
+  const { sql } = server.db;
+  for (const id of [ORG, OTHER]) await sql`insert into organizations (id, name, slug) values (${id}, ${id}, ${id.replace('_', '-')}) on conflict do nothing`;
+  const resources = new Set(operations.map(rowAccess).filter((a) => a !== null).map((a) => a.resource));
+  for (const resource of resources) {
+    const seed = seeders[resource];
+    if (!seed || !findResource(resource)) continue; // reported by the test below
+    rows[resource] = { own: await seed(sql, ORG), other: await seed(sql, OTHER) };
+  }
 });
 afterAll(() => server.close());
 
-async function rpc(procedure: ProcedureDefinition, input: Record<string, unknown>, user?: string) {
-  const response = await server.fetch(`/rpc/${procedure.name.replace(/\./g, '/')}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(user ? { authorization: `Bearer ${user}` } : {}) },
-    body: JSON.stringify({ json: input }),
-  });
+/** Calls an operation as `user`: procedures over RPC, identity routes over REST. */
+async function call(operation: ProcedureDefinition, input: Record<string, unknown>, user?: string): Promise<{ status: number; body: any }> {
+  const auth = user ? { authorization: `Bearer ${user}` } : {};
+  let response: Response;
+  if (operation.name.startsWith('auth.')) {
+    const { path, init } = restRequest(operation, input);
+    response = await server.fetch(path, { ...init, headers: { ...init.headers, ...auth } });
+  } else {
+    response = await server.fetch(`/rpc/${operation.name.replace(/\./g, '/')}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ json: input }),
+    });
+  }
   if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
     // A stream that opened got past the access check; its marker event says so.
     const text = await response.text();
@@ -53,80 +122,137 @@ async function rpc(procedure: ProcedureDefinition, input: Record<string, unknown
   return { status: response.status, body: await response.json() };
 }
 
-/** The example input, pointed at the test organization where the procedure takes one. */
-function inputFor(procedure: ProcedureDefinition): Record<string, unknown> {
-  const input = exampleInput(procedure);
-  return procedure.fields.some((f) => f.name === 'organizationId') ? { ...input, organizationId: ORG } : input;
+/** The example input, pointed at the test organization, or at the seeded row of a by-id operation. */
+function inputFor(operation: ProcedureDefinition, which: 'own' | 'other' | 'missing' = 'own'): Record<string, unknown> {
+  const input = exampleInput(operation);
+  if (operation.fields.some((f) => f.name === 'organizationId')) input.organizationId = ORG;
+  const access = rowAccess(operation);
+  const seeded = access && rows[access.resource];
+  if (access && seeded) input[access.idField ?? 'id'] = which === 'missing' ? missingId(seeded.own) : seeded[which];
+  return input;
 }
 
-describe('the contract declares access for every operation', () => {
-  const operations = Object.values(document.paths as Record<string, Record<string, any>>).flatMap((item) => Object.values(item));
-  it.each(operations.map((op) => [op.operationId, op]))('%s has a valid x-access', (_name, op) => {
+const allowed = (operation: ProcedureDefinition, role: string) => {
+  const { permission } = operation.access as { permission?: Permission };
+  return permission === undefined || (permissionMatrix[permission] as readonly string[]).includes(role);
+};
+
+describe('the contracts declare access for every operation', () => {
+  const declared = [document, authDocument].flatMap((doc) =>
+    Object.values(doc.paths as Record<string, Record<string, any>>).flatMap((item) => Object.values(item)).filter((op) => op.operationId));
+  it.each(declared.map((op) => [op.operationId, op]))('%s has a valid x-access', (name, op) => {
     const access = op['x-access'];
     expect(access).toBeDefined();
     if (typeof access === 'string') expect(['public', 'session', 'platform-admin']).toContain(access);
     else {
       expect(['organizationId', 'workspaceId', 'row']).toContain(access.tenant);
       if (access.permission) expect(Object.keys(permissionMatrix)).toContain(access.permission);
+      // A by-id operation names its resource and a permission; the field it reads must be an input.
+      if (access.tenant === 'row') {
+        expect(access.permission).toBeDefined();
+        expect(typeof access.resource).toBe('string');
+        const row = operations.find((p) => p.name === name)!;
+        expect(row.fields.map((f) => f.name)).toContain(access.idField ?? 'id');
+      } else expect(access.resource).toBeUndefined();
     }
-    expect(access === 'public').toBe(publicNames.includes(op.operationId));
-    if (access === 'public') expect(op.security).toEqual([]);
+    if (!String(name).startsWith('auth.')) expect(access === 'public').toBe(publicNames.includes(name));
+    // Public: no credentials needed ([]), or optional ones (a list that includes the anonymous {}).
+    if (access === 'public') expect(op.security.length === 0 || op.security.some((s: object) => Object.keys(s).length === 0)).toBe(true);
     else expect(op.responses['401'] && op.responses['403']).toBeTruthy();
   });
-});
 
-describe('should require access: no session answers 401 on both transports', () => {
-  const guarded = all.filter((p) => p.access !== 'public');
-  it.each(guarded.map((p) => [p.name, p]))('%s', async (_name, procedure) => {
-    const input = exampleInput(procedure);
-    const viaRpc = await rpc(procedure, input);
-    expect(viaRpc.status).toBe(401);
-    expect(viaRpc.body).toEqual({ defined: true, code: 'UNAUTHORIZED', status: 401, message: 'You must be signed in.' });
-
-    const { path, init } = restRequest(procedure, input);
-    const viaRest = await server.fetch(path, { ...init, headers: { ...init.headers, authorization: 'Bearer usr_unknown' } });
-    expect(viaRest.status).toBe(401);
+  it('every resource a by-id operation names has a seeder here (and a loader, unless its procedures are not built yet)', () => {
+    const named = new Set(operations.map(rowAccess).filter((a) => a !== null).map((a) => a.resource));
+    for (const resource of named) if (findResource(resource)) expect(Object.keys(seeders), `add a seeder for ${resource}`).toContain(resource);
   });
 });
 
-describe('platform-admin procedures refuse other signed-in users', () => {
-  const adminOnly = all.filter((p) => p.access === 'platform-admin');
-  it.each(adminOnly.map((p) => [p.name, p]))('%s', async (_name, procedure) => {
-    const input = exampleInput(procedure);
-    for (const user of ['usr_owner', 'usr_stranger']) {
-      const { status, body } = await rpc(procedure, input, user);
-      expect(status).toBe(403);
-      expect(body.message).toBe('You do not have access to this resource.');
+describe('should require access: no session answers 401', () => {
+  const guarded = operations.filter((p) => p.access !== 'public');
+  it.each(guarded.map((p) => [p.name, p]))('%s', async (_name, operation) => {
+    const { status, body } = await call(operation, inputFor(operation));
+    expect(status).toBe(401);
+    expect(body).toMatchObject({ code: 'UNAUTHORIZED', status: 401, message: 'You must be signed in.' });
+    // A token that names no session is no session either (procedures over REST too).
+    if (!operation.name.startsWith('auth.')) {
+      const { path, init } = restRequest(operation, inputFor(operation));
+      const viaRest = await server.fetch(path, { ...init, headers: { ...init.headers, authorization: 'Bearer usr_unknown' } });
+      expect(viaRest.status).toBe(401);
     }
-    expect((await rpc(procedure, input, 'usr_admin')).body.message).toBe(REACHED);
   });
 });
 
-describe('organization procedures apply the role -> permission matrix', () => {
-  const scoped = all.filter((p) => typeof p.access === 'object' && p.access.tenant !== 'row');
-  const users = { owner: 'usr_owner', admin: 'usr_orgadmin', member: 'usr_member' } as const;
-  const cases = scoped.flatMap((procedure) => roles.map((role) => [procedure.name, role, procedure] as const));
+describe('platform-admin operations refuse other signed-in users', () => {
+  const adminOnly = operations.filter((p) => p.access === 'platform-admin');
+  it.each(adminOnly.map((p) => [p.name, p]))('%s', async (_name, operation) => {
+    const input = inputFor(operation);
+    for (const user of ['usr_owner', 'usr_stranger']) {
+      const { status, body } = await call(operation, input, user);
+      expect(status).toBe(403);
+      expect(body.message).toBe(FORBIDDEN);
+    }
+    expect((await call(operation, input, 'usr_admin')).body.message).toBe(REACHED);
+  });
+});
 
-  it.each(cases)('%s as %s', async (_name, role, procedure) => {
-    const access = procedure.access as { permission?: Permission };
-    const allowed = access.permission === undefined || (permissionMatrix[access.permission] as readonly string[]).includes(role);
-    const { status, body } = await rpc(procedure, inputFor(procedure), users[role]);
+describe('organization operations apply the role -> permission matrix', () => {
+  const scoped = operations.filter((p) => typeof p.access === 'object' && (rowAccess(p) === null || findResource(rowAccess(p)!.resource)));
+  const users = { owner: 'usr_owner', admin: 'usr_orgadmin', member: 'usr_member' } as const;
+  const cases = scoped.flatMap((operation) => roles.map((role) => [operation.name, role, operation] as const));
+
+  it.each(cases)('%s as %s', async (_name, role, operation) => {
+    const { status, body } = await call(operation, inputFor(operation), users[role]);
     expect(status).toBe(403);
-    expect(body.message).toBe(allowed ? REACHED : 'You do not have access to this resource.');
+    expect(body.message).toBe(allowed(operation, role) ? REACHED : FORBIDDEN);
   });
 
-  it.each(scoped.map((p) => [p.name, p]))('%s refuses a non-member, and a platform admin who is not a member', async (_name, procedure) => {
+  it.each(scoped.map((p) => [p.name, p]))('%s refuses a non-member, and a platform admin who is not a member', async (_name, operation) => {
     for (const user of ['usr_stranger', 'usr_admin']) {
-      const { status, body } = await rpc(procedure, inputFor(procedure), user);
+      const { status, body } = await call(operation, inputFor(operation), user);
       expect(status).toBe(403);
-      expect(body.message).toBe('You do not have access to this resource.');
+      expect(body.message).toBe(FORBIDDEN);
     }
   });
 
   it('a workspace that does not exist answers 404', async () => {
     const search = procedures['documents.search'] as ProcedureDefinition;
-    const { status, body } = await rpc(search, { ...exampleInput(search), workspaceId: 'ws_missing' }, 'usr_owner');
+    const { status, body } = await call(search, { ...exampleInput(search), workspaceId: 'ws_aaaaaaaaaaaaaaaaaaaaaaaa' }, 'usr_owner');
     expect(status).toBe(404);
     expect(body).toMatchObject({ defined: true, code: 'NOT_FOUND' });
+  });
+});
+
+describe('by-id operations load their row in the binding layer', () => {
+  const byId = operations.filter((p) => rowAccess(p) !== null);
+  const built = byId.filter((p) => findResource(rowAccess(p)!.resource));
+
+  it.each(built.map((p) => [p.name, p]))('%s: another organization\'s row answers 403 to every role', async (_name, operation) => {
+    for (const user of ['usr_owner', 'usr_orgadmin', 'usr_member', 'usr_admin', 'usr_stranger']) {
+      const { status, body } = await call(operation, inputFor(operation, 'other'), user);
+      expect(status).toBe(403);
+      expect(body).toMatchObject({ code: 'FORBIDDEN', message: FORBIDDEN });
+    }
+  });
+
+  it.each(built.map((p) => [p.name, p]))('%s: a missing row answers 404 before any permission check', async (_name, operation) => {
+    for (const user of ['usr_owner', 'usr_member', 'usr_stranger']) {
+      const { status, body } = await call(operation, inputFor(operation, 'missing'), user);
+      expect(status).toBe(404);
+      expect(body).toMatchObject({ code: 'NOT_FOUND', status: 404 });
+    }
+  });
+
+  // Resources whose procedures are not built yet have no loader: the honest answer is 501, after
+  // the 401 and 400 checks, never a handler that runs unauthorized.
+  const unbuilt = byId.filter((p) => !findResource(rowAccess(p)!.resource));
+  it.each(unbuilt.map((p) => [p.name, p]))('%s: no loader yet, so 501 NOT_IMPLEMENTED once signed in', async (_name, operation) => {
+    // Plain fetch: 501 marks a gap in the service, not an answer of the operation's contract.
+    const response = await fetch(`${server.origin}/rpc/${operation.name.replace(/\./g, '/')}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer usr_owner' },
+      body: JSON.stringify({ json: inputFor(operation) }),
+    });
+    expect(response.status).toBe(501);
+    expect(await response.json()).toMatchObject({ code: 'NOT_IMPLEMENTED' });
   });
 });

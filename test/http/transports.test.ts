@@ -3,9 +3,12 @@ import { procedures } from '../../generated/procedures.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
 
+// Ids shaped as the service makes them (the contract's patterns refuse any other).
+const ORG = 'org_pycdybk377oxtzq6svizx3or';
+const WS = 'ws_i5xx2bzn3kir2gshyl7sn5pk';
 const identity = fakeIdentity({
-  users: { usr_owner: { organizations: { org_1: 'owner' } } },
-  workspaces: { ws_1: 'org_1' },
+  users: { usr_owner: { organizations: { [ORG]: 'owner' } } },
+  workspaces: { [WS]: ORG },
 });
 
 let server: TestServer;
@@ -16,7 +19,7 @@ beforeAll(async () => {
       handlers: {
         // Echo handlers: they show what the binding layer hands a handler.
         'documents.list': (input) => ({ items: [], nextCursor: input.cursor ?? null, storage: { usedBytes: input.limit ?? 0, limitBytes: null } }),
-        'workspaces.create': (input) => ({ id: 'ws_new', organizationId: input.organizationId, teamId: input.teamId ?? null, name: input.name, slug: input.slug, createdAt: new Date('2026-11-21T09:15:00.000Z') }),
+        'workspaces.create': (input) => ({ id: 'ws_aaaaaaaaaaaaaaaaaaaaaaaa', organizationId: input.organizationId, teamId: input.teamId ?? null, name: input.name, slug: input.slug, createdAt: new Date('2026-11-21T09:15:00.000Z') }),
       },
     },
   });
@@ -53,20 +56,20 @@ describe('both transports reach the same handler', () => {
   });
 
   it('REST coerces query strings by the contract and applies defaults', async () => {
-    const given = await server.fetch('/api/v1/workspaces/ws_1/documents?organizationId=org_1&limit=7', { headers: owner });
+    const given = await server.fetch(`/api/v1/workspaces/${WS}/documents?organizationId=${ORG}&limit=7`, { headers: owner });
     expect((await given.json()).storage.usedBytes).toBe(7);
-    const defaulted = await server.fetch('/api/v1/workspaces/ws_1/documents?organizationId=org_1', { headers: owner });
+    const defaulted = await server.fetch(`/api/v1/workspaces/${WS}/documents?organizationId=${ORG}`, { headers: owner });
     expect((await defaulted.json()).storage.usedBytes).toBe(50);
   });
 
   it('RPC takes path, query and body fields as one input object', async () => {
-    const response = await server.fetch('/rpc/documents/list', json({ json: { workspaceId: 'ws_1', organizationId: 'org_1', limit: 3 } }, owner));
+    const response = await server.fetch('/rpc/documents/list', json({ json: { workspaceId: WS, organizationId: ORG, limit: 3 } }, owner));
     expect(response.status).toBe(200);
     expect((await response.json()).json.storage.usedBytes).toBe(3);
   });
 
   it('a POST body reaches the handler on both transports', async () => {
-    const input = { organizationId: 'org_1', name: 'Research', slug: 'research' };
+    const input = { organizationId: ORG, name: 'Research', slug: 'research' };
     const rest = await server.fetch('/api/v1/workspaces', json(input, owner));
     const rpc = await server.fetch('/rpc/workspaces/create', json({ json: input }, owner));
     expect(rest.status).toBe(200);
@@ -80,23 +83,23 @@ describe('both transports reach the same handler', () => {
 
 describe('validation: 400 BAD_REQUEST with data.issues', () => {
   const cases: { name: string; path: string; init?: RequestInit; issue: Record<string, unknown> }[] = [
-    { name: 'limit above its maximum', path: '/api/v1/workspaces/ws_1/documents?organizationId=org_1&limit=201', issue: { path: ['limit'] } },
-    { name: 'limit that is not a number', path: '/api/v1/workspaces/ws_1/documents?organizationId=org_1&limit=ten', issue: { path: ['limit'] } },
-    { name: 'a missing required query field', path: '/api/v1/workspaces/ws_1/documents', issue: { path: ['organizationId'] } },
-    { name: 'an unknown query field', path: '/api/v1/workspaces/ws_1/documents?organizationId=org_1&sort=asc', issue: { path: ['sort'], message: 'is not a known field' } },
-    { name: 'an empty cursor', path: '/api/v1/workspaces/ws_1/documents?organizationId=org_1&cursor=', issue: { path: ['cursor'] } },
-    { name: 'a bad slug', path: '/api/v1/workspaces', init: json({ organizationId: 'org_1', name: 'X', slug: '-bad-' }, owner), issue: { path: ['slug'] } },
-    { name: 'an unknown body field', path: '/api/v1/workspaces', init: json({ organizationId: 'org_1', name: 'X', slug: 'ok', owner: 'me' }, owner), issue: { path: ['owner'] } },
+    { name: 'limit above its maximum', path: `/api/v1/workspaces/${WS}/documents?organizationId=${ORG}&limit=201`, issue: { path: ['limit'] } },
+    { name: 'limit that is not a number', path: `/api/v1/workspaces/${WS}/documents?organizationId=${ORG}&limit=ten`, issue: { path: ['limit'] } },
+    { name: 'a missing required query field', path: `/api/v1/workspaces/${WS}/documents`, issue: { path: ['organizationId'] } },
+    { name: 'an unknown query field', path: `/api/v1/workspaces/${WS}/documents?organizationId=${ORG}&sort=asc`, issue: { path: ['sort'], message: 'is not a known field' } },
+    { name: 'an empty cursor', path: `/api/v1/workspaces/${WS}/documents?organizationId=${ORG}&cursor=`, issue: { path: ['cursor'] } },
+    { name: 'a bad slug', path: '/api/v1/workspaces', init: json({ organizationId: ORG, name: 'X', slug: '-bad-' }, owner), issue: { path: ['slug'] } },
+    { name: 'an unknown body field', path: '/api/v1/workspaces', init: json({ organizationId: ORG, name: 'X', slug: 'ok', owner: 'me' }, owner), issue: { path: ['owner'] } },
     {
       name: 'a control character in a single-line field',
       path: '/api/v1/workspaces',
-      init: json({ organizationId: 'org_1', name: 'Line\nbreak', slug: 'ok' }, owner),
+      init: json({ organizationId: ORG, name: 'Line\nbreak', slug: 'ok' }, owner),
       issue: { path: ['name'], params: { reason: 'control_characters' } },
     },
     {
       name: 'a control character over RPC',
       path: '/rpc/workspaces/create',
-      init: json({ json: { organizationId: 'org_1', name: 'Bell\u0007', slug: 'ok' } }, owner),
+      init: json({ json: { organizationId: ORG, name: 'Bell\u0007', slug: 'ok' } }, owner),
       issue: { path: ['name'], params: { reason: 'control_characters' } },
     },
   ];
@@ -137,7 +140,7 @@ describe('validation: 400 BAD_REQUEST with data.issues', () => {
 });
 
 describe('bodies over 1 MiB answer 413 payload_too_large', () => {
-  const big = JSON.stringify({ json: { organizationId: 'org_1', name: 'x'.repeat(1024 * 1024), slug: 'ok' } });
+  const big = JSON.stringify({ json: { organizationId: ORG, name: 'x'.repeat(1024 * 1024), slug: 'ok' } });
   for (const path of ['/api/v1/workspaces', '/rpc/workspaces/create']) {
     it(`on ${path}`, async () => {
       const response = await server.fetch(path, { method: 'POST', headers: { ...owner, 'content-type': 'application/json' }, body: big });
@@ -184,11 +187,11 @@ describe('every procedure has a route on both transports', () => {
 describe('procedures not built yet', () => {
   it('answer 501 NOT_IMPLEMENTED after the access checks, on both transports', async () => {
     // Plain fetch: 501 is in no operation's contract, it marks a gap in the service itself.
-    const rest = await fetch(`${server.origin}/api/v1/organizations/org_1/billing`, { headers: owner });
+    const rest = await fetch(`${server.origin}/api/v1/organizations/${ORG}/billing`, { headers: owner });
     expect(rest.status).toBe(501);
     expect(await rest.json()).toEqual({ defined: false, code: 'NOT_IMPLEMENTED', status: 501, message: 'This operation is not available on this deployment yet.' });
-    const rpc = await fetch(`${server.origin}/rpc/billing/status`, { ...json({ json: { organizationId: 'org_1' } }, owner) });
+    const rpc = await fetch(`${server.origin}/rpc/billing/status`, { ...json({ json: { organizationId: ORG } }, owner) });
     expect(rpc.status).toBe(501);
-    expect((await fetch(`${server.origin}/api/v1/organizations/org_1/billing`)).status).toBe(401);
+    expect((await fetch(`${server.origin}/api/v1/organizations/${ORG}/billing`)).status).toBe(401);
   });
 });

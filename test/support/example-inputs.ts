@@ -4,18 +4,25 @@
  * relies on and checks that promise.
  */
 import document from '../../generated/openapi.json' with { type: 'json' };
+import authDocument from '../../generated/auth-openapi.json' with { type: 'json' };
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
 
 type Json = Record<string, any>;
-const doc = document as Json;
 
-function deref(value: Json): Json {
+/** The contract an operation belongs to: the identity routes' (auth.*) or the procedures'. */
+function contractOf(procedure: ProcedureDefinition): Json {
+  return (procedure.name.startsWith('auth.') ? authDocument : document) as Json;
+}
+
+function derefIn(doc: Json, value: Json): Json {
   let current = value;
   while (current?.$ref) current = current.$ref.slice(2).split('/').reduce((node: Json, key: string) => node[key.replace(/~1/g, '/')], doc);
   return current;
 }
 
 export function exampleInput(procedure: ProcedureDefinition): Record<string, unknown> {
+  const doc = contractOf(procedure);
+  const deref = (value: Json) => derefIn(doc, value);
   const operation = doc.paths[procedure.path][procedure.method.toLowerCase()];
   const input: Record<string, unknown> = {};
   for (const ref of operation.parameters ?? []) {
@@ -38,7 +45,7 @@ export function exampleInput(procedure: ProcedureDefinition): Record<string, unk
 export function restRequest(procedure: ProcedureDefinition, input: Record<string, unknown>): { path: string; init: RequestInit } {
   const query = new URLSearchParams();
   const body: Record<string, unknown> = {};
-  let path = `/api/v1${procedure.path}`;
+  let path = `${procedure.name.startsWith('auth.') ? '/api/auth' : '/api/v1'}${procedure.path}`;
   for (const [key, value] of Object.entries(input)) {
     const field = procedure.fields.find((f) => f.name === key);
     if (field?.in === 'path') path = path.replace(`{${key}}`, encodeURIComponent(String(value)));
