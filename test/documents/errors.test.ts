@@ -143,7 +143,7 @@ describe('documents.createUpload input', () => {
   });
 
   it('answers 404 for an unknown workspace and for a workspace of another organization, in createUpload and list', async () => {
-    for (const workspaceId of ['ws_missing', foreignWs]) {
+    for (const workspaceId of ['ws_aaaaaaaaaaaaaaaaaaaaaaaa', foreignWs]) {
       expect(await failure(client(owner).documents.createUpload({ ...base(), workspaceId }))).toMatchObject({ status: 404, code: 'NOT_FOUND', defined: true });
       expect(await failure(client(owner).documents.list({ organizationId: org, workspaceId }))).toMatchObject({ status: 404, code: 'NOT_FOUND', defined: true });
       const rest = await server.fetch(`/api/v1/workspaces/${workspaceId}/documents?organizationId=${org}`, { headers: owner.headers });
@@ -202,7 +202,7 @@ describe('documents.complete and downloadUrl preconditions', () => {
 
 describe('unknown ids', () => {
   it('answers 404 for get, complete, downloadUrl, text and delete of an unknown id, over RPC and REST', async () => {
-    const id = 'doc_doesnotexist';
+    const id = 'doc_aaaaaaaaaaaaaaaaaaaaaaaa';
     const calls = [
       () => client(owner).documents.get({ id }),
       () => client(owner).documents.complete({ id }),

@@ -85,12 +85,12 @@ describe('workspaces', () => {
     expect(await failure(client(owner).workspaces.create({ organizationId: org, name: 'T', slug: 'teamed', teamId: foreignTeam }))).toMatchObject({ status: 404, code: 'NOT_FOUND' });
     const workspace = await client(owner).workspaces.create({ organizationId: org, name: 'T', slug: 'teamed' });
     expect(await failure(client(owner).workspaces.update({ id: workspace.id, teamId: foreignTeam }))).toMatchObject({ status: 404 });
-    expect(await failure(client(owner).workspaces.update({ id: workspace.id, teamId: 'team_missing' }))).toMatchObject({ status: 404 });
+    expect(await failure(client(owner).workspaces.update({ id: workspace.id, teamId: 'team_aaaaaaaaaaaaaaaaaaaaaaaa' }))).toMatchObject({ status: 404 });
   });
 
   it('answers 404 for an unknown workspace by id and by slug', async () => {
-    expect(await failure(client(owner).workspaces.update({ id: 'ws_missing', name: 'x' }))).toMatchObject({ status: 404 });
-    expect(await failure(client(owner).workspaces.delete({ id: 'ws_missing' }))).toMatchObject({ status: 404 });
+    expect(await failure(client(owner).workspaces.update({ id: 'ws_aaaaaaaaaaaaaaaaaaaaaaaa', name: 'x' }))).toMatchObject({ status: 404 });
+    expect(await failure(client(owner).workspaces.delete({ id: 'ws_aaaaaaaaaaaaaaaaaaaaaaaa' }))).toMatchObject({ status: 404 });
     expect(await failure(client(owner).workspaces.get({ organizationId: org, slug: 'nope' }))).toMatchObject({ status: 404 });
   });
 

@@ -76,7 +76,7 @@ describe('auth.admin.impersonateUser', () => {
       expect(response.status, userId).toBe(403);
       expect((await response.json()).message).toMatch(message);
     }
-    expect((await post('impersonate-user', admin.headers, { userId: 'usr_nobody' })).status).toBe(404);
+    expect((await post('impersonate-user', admin.headers, { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' })).status).toBe(404);
     expect((await post('impersonate-user', admin.headers, {})).status).toBe(400);
   });
 

@@ -36,12 +36,12 @@ async function canUse(user: TestUser): Promise<boolean> {
 describe('every admin route', () => {
   const routes: [string, string, unknown][] = [
     ['GET', 'list-users', undefined],
-    ['POST', 'set-role', { userId: 'usr_x', role: 'admin' }],
-    ['POST', 'ban-user', { userId: 'usr_x' }],
-    ['POST', 'unban-user', { userId: 'usr_x' }],
-    ['POST', 'impersonate-user', { userId: 'usr_x' }],
-    ['POST', 'revoke-user-sessions', { userId: 'usr_x' }],
-    ['POST', 'remove-user', { userId: 'usr_x' }],
+    ['POST', 'set-role', { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa', role: 'admin' }],
+    ['POST', 'ban-user', { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' }],
+    ['POST', 'unban-user', { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' }],
+    ['POST', 'impersonate-user', { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' }],
+    ['POST', 'revoke-user-sessions', { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' }],
+    ['POST', 'remove-user', { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' }],
   ];
   it.each(routes)('%s %s answers 401 without a session and 403 to a user who is not a platform admin', async (method, path, body) => {
     const init = (user: TestUser | null): RequestInit => ({
@@ -125,7 +125,7 @@ describe('auth.admin.setRole', () => {
     const self = await post('set-role', admin, { userId: admin.id, role: 'user' });
     expect(self.status).toBe(403);
     expect((await self.json()).message).toMatch(/your own/);
-    expect((await post('set-role', admin, { userId: 'usr_nobody', role: 'admin' })).status).toBe(404);
+    expect((await post('set-role', admin, { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa', role: 'admin' })).status).toBe(404);
     expect((await post('set-role', admin, { userId: plain.id, role: 'owner' })).status).toBe(400);
   });
 });
@@ -175,8 +175,8 @@ describe('auth.admin.banUser and unbanUser', () => {
   it('refuses to ban oneself (403), unknown users (404) and bans shorter than a minute (400)', async () => {
     expect((await post('ban-user', admin, { userId: admin.id })).status).toBe(403);
     expect(await canUse(admin)).toBe(true);
-    expect((await post('ban-user', admin, { userId: 'usr_nobody' })).status).toBe(404);
-    expect((await post('unban-user', admin, { userId: 'usr_nobody' })).status).toBe(404);
+    expect((await post('ban-user', admin, { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' })).status).toBe(404);
+    expect((await post('unban-user', admin, { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' })).status).toBe(404);
     expect((await post('ban-user', admin, { userId: plain.id, banExpiresIn: 59 })).status).toBe(400);
     expect((await post('ban-user', admin, { userId: plain.id, banReason: 'two\nlines' })).status).toBe(400);
   });
@@ -194,7 +194,7 @@ describe('auth.admin.revokeUserSessions', () => {
   });
 
   it('answers 404 for an unknown user', async () => {
-    expect((await post('revoke-user-sessions', admin, { userId: 'usr_nobody' })).status).toBe(404);
+    expect((await post('revoke-user-sessions', admin, { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' })).status).toBe(404);
   });
 });
 
@@ -248,7 +248,7 @@ describe('auth.admin.removeUser', () => {
 
   it('refuses oneself (403) and unknown users (404)', async () => {
     expect((await post('remove-user', admin, { userId: admin.id })).status).toBe(403);
-    expect((await post('remove-user', admin, { userId: 'usr_nobody' })).status).toBe(404);
+    expect((await post('remove-user', admin, { userId: 'usr_aaaaaaaaaaaaaaaaaaaaaaaa' })).status).toBe(404);
     expect((await post('remove-user', admin, {})).status).toBe(400);
   });
 });

@@ -168,7 +168,7 @@ describe('auth.organization.acceptInvitation errors', () => {
 
   it('answers 404 for an unknown invitation', async () => {
     const user = await createUser(server.db);
-    expect((await post(server, 'accept-invitation', user, { invitationId: 'inv_nope' })).status).toBe(404);
+    expect((await post(server, 'accept-invitation', user, { invitationId: 'inv_aaaaaaaaaaaaaaaaaaaaaaaa' })).status).toBe(404);
   });
 
   it('answers 403 to another user, and to the invitee whose address is not verified', async () => {
@@ -243,7 +243,7 @@ describe('auth.organization.rejectInvitation', () => {
   it('answers 404 for an unknown invitation and 403 to anyone but the invitee', async () => {
     const { orgId, owner, member } = await orgWithRoles(server);
     const invitation = await (await invite(owner, { organizationId: orgId, email: address('x'), role: 'member' })).json();
-    expect((await post(server, 'reject-invitation', member, { invitationId: 'inv_nope' })).status).toBe(404);
+    expect((await post(server, 'reject-invitation', member, { invitationId: 'inv_aaaaaaaaaaaaaaaaaaaaaaaa' })).status).toBe(404);
     expect((await post(server, 'reject-invitation', member, { invitationId: invitation.id })).status).toBe(403);
   });
 });
@@ -265,7 +265,7 @@ describe('auth.organization.cancelInvitation', () => {
     const { orgId, owner } = await orgWithRoles(server);
     const other = await orgWithRoles(server);
     const invitation = await (await invite(owner, { organizationId: orgId, email: address('c'), role: 'member' })).json();
-    expect((await post(server, 'cancel-invitation', other.owner, { invitationId: 'inv_nope' })).status).toBe(404);
+    expect((await post(server, 'cancel-invitation', other.owner, { invitationId: 'inv_aaaaaaaaaaaaaaaaaaaaaaaa' })).status).toBe(404);
     expect((await post(server, 'cancel-invitation', other.owner, { invitationId: invitation.id })).status).toBe(403);
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/ids.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
+import { addMembership } from '../../support/users.ts';
 import { auditOf, get, orgWithRoles, post, TEST_ENV } from './fixtures.ts';
 
 let server: TestServer;
@@ -45,7 +46,7 @@ describe('auth.organization.updateTeam', () => {
   it('answers 404 for an unknown team and 403 for a team of another organization', async () => {
     const { team } = await orgWithTeam();
     const other = await orgWithRoles(server);
-    expect((await post(server, 'update-team', other.owner, { teamId: 'team_nope', data: { name: 'X' } })).status).toBe(404);
+    expect((await post(server, 'update-team', other.owner, { teamId: 'team_aaaaaaaaaaaaaaaaaaaaaaaa', data: { name: 'X' } })).status).toBe(404);
     expect((await post(server, 'update-team', other.owner, { teamId: team.id, data: { name: 'X' } })).status).toBe(403);
   });
 });
@@ -69,10 +70,17 @@ describe('auth.organization.removeTeam', () => {
     expect((await auditOf(server, { targetId: team.id })).find((row) => row.action === 'team.deleted')).toMatchObject({ organization_id: orgId, actor_id: owner.id, metadata: { name: 'Research' } });
   });
 
-  it('answers 404 for a team of another organization, and leaves it alone', async () => {
+  it('answers 403 for a team of another organization (the row\'s organization decides), and leaves it alone', async () => {
     const { team } = await orgWithTeam();
     const other = await orgWithRoles(server);
-    expect((await post(server, 'remove-team', other.owner, { organizationId: other.orgId, teamId: team.id })).status).toBe(404);
+    expect((await post(server, 'remove-team', other.owner, { organizationId: other.orgId, teamId: team.id })).status).toBe(403);
+    expect(await server.db.sql`select 1 from teams where id = ${team.id}`).toHaveLength(1);
+  });
+
+  it('answers 404 when the team is not in the organization named, even to an owner of both', async () => {
+    const { team, owner } = await orgWithTeam();
+    const secondOrg = await addMembership(server.db, owner, 'owner');
+    expect((await post(server, 'remove-team', owner, { organizationId: secondOrg, teamId: team.id })).status).toBe(404);
     expect(await server.db.sql`select 1 from teams where id = ${team.id}`).toHaveLength(1);
   });
 });
@@ -111,7 +119,7 @@ describe('auth.organization.addTeamMember', () => {
   it('answers 404 for a user who is not a member of the organization, and for an unknown team', async () => {
     const { admin, outsider, team } = await orgWithTeam();
     expect((await post(server, 'add-team-member', admin, { teamId: team.id, userId: outsider.id })).status).toBe(404);
-    expect((await post(server, 'add-team-member', admin, { teamId: 'team_nope', userId: outsider.id })).status).toBe(404);
+    expect((await post(server, 'add-team-member', admin, { teamId: 'team_aaaaaaaaaaaaaaaaaaaaaaaa', userId: outsider.id })).status).toBe(404);
   });
 
   it('answers 403 for a team of another organization, even for one of its members', async () => {
@@ -137,7 +145,7 @@ describe('auth.organization.removeTeamMember', () => {
     const { admin, member, team } = await orgWithTeam();
     const other = await orgWithRoles(server);
     expect((await post(server, 'remove-team-member', admin, { teamId: team.id, userId: member.id })).status).toBe(404);
-    expect((await post(server, 'remove-team-member', admin, { teamId: 'team_nope', userId: member.id })).status).toBe(404);
+    expect((await post(server, 'remove-team-member', admin, { teamId: 'team_aaaaaaaaaaaaaaaaaaaaaaaa', userId: member.id })).status).toBe(404);
     expect((await post(server, 'remove-team-member', other.owner, { teamId: team.id, userId: member.id })).status).toBe(403);
   });
 
