@@ -1,7 +1,13 @@
 /**
  * Reads the bundled contract into one record per procedure: its route, declared access, declared
- * error codes, where each input field comes from, and the merged input schema that both
- * transports validate (REST path + query + body fields, RPC's single input object).
+ * error codes, where each input field comes from, the input paths that hold dates, and the merged
+ * input schema that both transports validate (REST path + query + body fields, RPC's single input
+ * object).
+ *
+ * The merged input schema is the body schema with every one of its keywords (allOf, if/then/else,
+ * dependentRequired, unevaluatedProperties, ...), plus the path and query parameters as extra
+ * properties beside the body's. Conditions on body fields keep working because the merged object
+ * holds those fields at the top level, as the body did.
  */
 type Json = Record<string, any>;
 
@@ -20,6 +26,8 @@ export interface Operation {
   successStatus: number;
   /** 'json' or 'event-stream', from the 2xx response's media type. */
   produces: 'json' | 'event-stream';
+  /** Paths of the input's `format: date-time` fields (see ProcedureDefinition.dateInputs). */
+  dateInputs: string[][];
   inputSchema: Json;
   outputSchema: Json | undefined;
 }
@@ -42,8 +50,8 @@ function readOperation(doc: Json, path: string, method: string, op: Json, shared
   if (!name) throw new Error(`${method.toUpperCase()} ${path} has no operationId`);
   if (op['x-access'] === undefined) throw new Error(`${name} declares no x-access`);
 
-  const properties: Json = {};
-  const required: string[] = [];
+  const parameters: Json = {};
+  const parametersRequired: string[] = [];
   const fields: InputField[] = [];
   for (const ref of [...shared, ...(op.parameters ?? [])]) {
     const param = deref(doc, ref);
@@ -52,22 +60,21 @@ function readOperation(doc: Json, path: string, method: string, op: Json, shared
       continue;
     }
     const schema = deref(doc, param.schema);
-    properties[param.name] = param.schema;
-    if (param.required) required.push(param.name);
+    parameters[param.name] = param.schema;
+    if (param.required) parametersRequired.push(param.name);
     fields.push({ name: param.name, in: param.in, type: scalarType(schema) });
   }
 
   const body = op.requestBody && deref(doc, op.requestBody).content?.['application/json']?.schema;
-  if (body) {
-    const bodySchema = deref(doc, body);
+  const bodySchema = body ? deref(doc, body) : undefined;
+  if (bodySchema) {
     if (bodySchema.type !== 'object') throw new Error(`${name}: request bodies must be objects`);
-    for (const [key, value] of Object.entries<Json>(bodySchema.properties ?? {})) {
-      if (key in properties) throw new Error(`${name}: body field ${key} clashes with a parameter`);
-      properties[key] = value;
+    for (const key of Object.keys(bodySchema.properties ?? {})) {
+      if (key in parameters) throw new Error(`${name}: body field ${key} clashes with a parameter`);
       fields.push({ name: key, in: 'body' });
     }
-    required.push(...(bodySchema.required ?? []));
   }
+  const inputSchema = mergeInputSchema(doc, name, parameters, parametersRequired, bodySchema);
 
   // The success answer: the 2xx, or for a route that only redirects (the OAuth callback) its 3xx.
   const entries = Object.entries<Json>(op.responses);
@@ -88,9 +95,139 @@ function readOperation(doc: Json, path: string, method: string, op: Json, shared
     hasBody: Boolean(body),
     successStatus: Number(successStatus),
     produces,
-    inputSchema: { type: 'object', properties, required, additionalProperties: false },
+    dateInputs: dateInputs(doc, name, inputSchema),
+    inputSchema,
     outputSchema: produces === 'json' ? content['application/json']?.schema : undefined,
   };
+}
+
+/**
+ * Keywords whose subschemas validate the same object as the schema they sit in (in-place
+ * applicators): the merged input's parameters are visible to them too.
+ */
+const IN_PLACE_SCHEMA = ['not', 'if', 'then', 'else'] as const;
+const IN_PLACE_LIST = ['allOf', 'anyOf', 'oneOf'] as const;
+/** Keywords that constrain the set of an object's property names or their number. */
+const PROPERTY_SET = ['minProperties', 'maxProperties', 'propertyNames', 'patternProperties'] as const;
+
+/**
+ * The schema both transports validate: the body schema with all its keywords, plus the path and
+ * query parameters as extra properties. An operation without a body gets an object of its
+ * parameters; unknown fields are refused unless the body says otherwise.
+ *
+ * With parameters present, the body's in-place subschemas (allOf/anyOf/oneOf/not/if/then/else,
+ * dependentSchemas) must still see the object as the body alone: each one that closes the object
+ * (additionalProperties or unevaluatedProperties) gets the parameter names as `name: true`
+ * properties, which exempts them without constraining them. Keywords that count or match all
+ * property names (minProperties, maxProperties, propertyNames, patternProperties) cannot be made
+ * blind to the parameters, so codegen refuses them on a body that shares its input with
+ * parameters rather than change their meaning.
+ */
+export function mergeInputSchema(doc: Json, name: string, parameters: Json, parametersRequired: string[], body: Json | undefined): Json {
+  const { properties: bodyProperties = {}, required: bodyRequired = [], ...rest } = body ?? {};
+  const closed = 'additionalProperties' in rest || 'unevaluatedProperties' in rest ? {} : { additionalProperties: false };
+  const merged: Json = {
+    ...structuredClone(rest),
+    type: 'object',
+    properties: { ...parameters, ...bodyProperties },
+    required: [...new Set([...parametersRequired, ...bodyRequired])],
+    ...closed,
+  };
+  const names = Object.keys(parameters);
+  if (names.length > 0) {
+    for (const keyword of PROPERTY_SET) {
+      if (keyword in merged) throw new Error(`${name}: the body's ${keyword} would count the path and query parameters too; restructure the body schema`);
+    }
+    for (const sub of inPlaceSubschemas(merged)) exemptParameters(doc, name, sub, names);
+  }
+  return merged;
+}
+
+function inPlaceSubschemas(schema: Json): Json[] {
+  const subs: Json[] = [];
+  for (const keyword of IN_PLACE_SCHEMA) if (isSchemaObject(schema[keyword])) subs.push(schema[keyword]);
+  for (const keyword of IN_PLACE_LIST) for (const sub of schema[keyword] ?? []) if (isSchemaObject(sub)) subs.push(sub);
+  for (const sub of Object.values<Json>(schema.dependentSchemas ?? {})) if (isSchemaObject(sub)) subs.push(sub);
+  return subs;
+}
+
+function exemptParameters(doc: Json, name: string, schema: Json, parameters: string[]): void {
+  if (typeof schema.$ref === 'string' && needsExemption(doc, deref(doc, schema), new Set([schema.$ref]))) {
+    throw new Error(`${name}: ${schema.$ref}, applied in place to a body that shares its input with parameters, closes the object; inline it so codegen can exempt the parameters`);
+  }
+  for (const keyword of PROPERTY_SET) {
+    if (keyword in schema) throw new Error(`${name}: a ${keyword} inside the body's allOf/anyOf/oneOf/not/if/then/else would see the path and query parameters too; restructure the body schema`);
+  }
+  const closes = (value: unknown) => value !== undefined && value !== true;
+  if (closes(schema.additionalProperties) || closes(schema.unevaluatedProperties)) {
+    const properties: Json = { ...(schema.properties ?? {}) };
+    for (const parameter of parameters) if (!(parameter in properties)) properties[parameter] = true;
+    schema.properties = properties;
+  }
+  for (const sub of inPlaceSubschemas(schema)) exemptParameters(doc, name, sub, parameters);
+}
+
+function needsExemption(doc: Json, schema: Json, seen: Set<string>): boolean {
+  if (!isSchemaObject(schema)) return false;
+  if (typeof schema.$ref === 'string') {
+    if (seen.has(schema.$ref)) return false;
+    if (needsExemption(doc, deref(doc, schema), new Set([...seen, schema.$ref]))) return true;
+  }
+  const closes = (value: unknown) => value !== undefined && value !== true;
+  if (closes(schema.additionalProperties) || closes(schema.unevaluatedProperties)) return true;
+  if (PROPERTY_SET.some((keyword) => keyword in schema)) return true;
+  return inPlaceSubschemas(schema).some((sub) => needsExemption(doc, sub, seen));
+}
+
+function isSchemaObject(value: unknown): value is Json {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** The wildcard of a dateInputs path: any array index, or any key of a map (additionalProperties). */
+export const ANY = '*';
+
+/**
+ * The paths of the input that the contract declares `format: date-time`: the only places where
+ * RPC `meta` may turn a string into a Date. Follows properties, items, additionalProperties and
+ * the in-place applicators (allOf/anyOf/oneOf/then/else, dependentSchemas) through $refs; an array
+ * element or a map value is the wildcard `*`. `if` and `not` only test the input, so a date-time
+ * there names no field.
+ */
+export function dateInputs(doc: Json, name: string, inputSchema: Json): string[][] {
+  const found = new Map<string, string[]>();
+  const visit = (node: unknown, path: string[], refs: Set<string>): void => {
+    if (!isSchemaObject(node)) return;
+    if (typeof node.$ref === 'string') {
+      if (refs.has(node.$ref)) {
+        if (containsDateTime(doc, deref(doc, node), new Set())) throw new Error(`${name}: a date-time inside the recursive schema ${node.$ref} has no finite path`);
+      } else {
+        visit(deref(doc, node), path, new Set([...refs, node.$ref]));
+      }
+    }
+    if (node.format === 'date-time') {
+      const types = node.type === undefined ? ['string'] : [node.type].flat();
+      if (types.includes('string')) found.set(JSON.stringify(path), path);
+    }
+    for (const [key, child] of Object.entries<unknown>(node.properties ?? {})) {
+      if (key === ANY) throw new Error(`${name}: an input property may not be named ${ANY} (the wildcard of dateInputs)`);
+      visit(child, [...path, key], refs);
+    }
+    for (const keyword of ['items', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'contains']) visit(node[keyword], [...path, ANY], refs);
+    for (const child of [...(node.prefixItems ?? []), ...Object.values<unknown>(node.patternProperties ?? {})]) visit(child, [...path, ANY], refs);
+    for (const keyword of ['then', 'else'] as const) visit(node[keyword], path, refs);
+    for (const keyword of IN_PLACE_LIST) for (const child of node[keyword] ?? []) visit(child, path, refs);
+    for (const child of Object.values<unknown>(node.dependentSchemas ?? {})) visit(child, path, refs);
+  };
+  visit(inputSchema, [], new Set());
+  return [...found.values()].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+}
+
+function containsDateTime(doc: Json, node: unknown, refs: Set<string>): boolean {
+  if (Array.isArray(node)) return node.some((child) => containsDateTime(doc, child, refs));
+  if (!isSchemaObject(node)) return false;
+  if (node.format === 'date-time') return true;
+  if (typeof node.$ref === 'string' && !refs.has(node.$ref) && containsDateTime(doc, deref(doc, node), new Set([...refs, node.$ref]))) return true;
+  return Object.entries(node).some(([key, child]) => key !== 'examples' && key !== 'default' && key !== 'const' && key !== 'enum' && containsDateTime(doc, child, refs));
 }
 
 /** The error codes a procedure declares: the `code` constants of its non-2xx response schemas. */

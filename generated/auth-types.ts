@@ -1656,17 +1656,19 @@ export interface components {
          */
         SessionList: components["schemas"]["Session"][];
         /**
+         * @description A session's id, as auth.listSessions answers it: 24 characters of lowercase base32 (`a-z`, `2-7`), without a prefix. It is the part of the session token before the dot, never the token.
+         * @example ks2x7q4mhv3n5rtw2cpa6yfb
+         */
+        SessionId: string;
+        /**
          * @description The body of auth.revokeSession.
          * @example {
          *       "id": "ks2x7q4mhv3n5rtw2cpa6yfb"
          *     }
          */
         RevokeSessionInput: {
-            /**
-             * @description The session's id, as list-sessions answers it (never the token).
-             * @example ks2x7q4mhv3n5rtw2cpa6yfb
-             */
-            id: string;
+            /** @description The session's id, as list-sessions answers it (never the token). */
+            id: components["schemas"]["SessionId"];
         };
         /**
          * @description The request was carried out (or, where the route avoids enumeration, accepted).
@@ -1997,6 +1999,26 @@ export interface components {
             message: string;
         };
         /**
+         * @description An organization's id: `org_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example org_pycdybk377oxtzq6svizx3or
+         */
+        OrganizationId: string;
+        /**
+         * @description One value of an organization's metadata: any JSON value. Strings and object keys, at any depth, must not contain NUL (U+0000) or an unpaired UTF-16 surrogate (a lone `\ud800`-`\udfff` escape): PostgreSQL's jsonb cannot store either, so they are refused with 400 BAD_REQUEST.
+         * @example aerospace
+         * @example 42
+         * @example [
+         *       "ai",
+         *       "research"
+         *     ]
+         * @example {
+         *       "founded": 1843
+         *     }
+         */
+        OrganizationMetadataValue: string | number | boolean | null | unknown[] | {
+            [key: string]: components["schemas"]["OrganizationMetadataValue"];
+        };
+        /**
          * @description The body of auth.organization.update.
          * @example {
          *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
@@ -2007,11 +2029,8 @@ export interface components {
          *     }
          */
         OrganizationUpdateInput: {
-            /**
-             * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
+            /** @description The organization; the caller must be a member with the permission this route needs. */
+            organizationId: components["schemas"]["OrganizationId"];
             /**
              * @description The fields to change; absent fields are left as they are, an empty object changes nothing.
              * @example {
@@ -2037,13 +2056,13 @@ export interface components {
                  */
                 logo?: string | null;
                 /**
-                 * @description Arbitrary values stored with the organization, replacing the previous ones; null removes them.
+                 * @description Arbitrary values stored with the organization, replacing the previous ones; null removes them. No key or string anywhere in it may contain NUL (U+0000) or an unpaired UTF-16 surrogate (PostgreSQL's jsonb cannot store them).
                  * @example {
                  *       "industry": "aerospace"
                  *     }
                  */
                 metadata?: {
-                    [key: string]: unknown;
+                    [key: string]: components["schemas"]["OrganizationMetadataValue"];
                 } | null;
             };
         };
@@ -2103,11 +2122,8 @@ export interface components {
          *     }
          */
         OrganizationDeleteInput: {
-            /**
-             * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
+            /** @description The organization; the caller must be a member with the permission this route needs. */
+            organizationId: components["schemas"]["OrganizationId"];
             /**
              * @description The organization's slug, typed again to confirm (404 when it differs).
              * @example acme
@@ -2424,6 +2440,11 @@ export interface components {
             total: number;
         };
         /**
+         * @description A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example team_o6ue33rb6pvp5bn2pzcyibbt
+         */
+        TeamId: string;
+        /**
          * @description The body of auth.organization.inviteMember.
          * @example {
          *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
@@ -2433,11 +2454,8 @@ export interface components {
          *     }
          */
         OrganizationInviteMemberInput: {
-            /**
-             * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
+            /** @description The organization; the caller must be a member with the permission this route needs. */
+            organizationId: components["schemas"]["OrganizationId"];
             /**
              * Format: email
              * @description The invitee's email address.
@@ -2450,11 +2468,8 @@ export interface components {
              * @enum {string}
              */
             role: "owner" | "admin" | "member";
-            /**
-             * @description A team of the organization the invitee also joins on accepting (404 otherwise).
-             * @example team_o6ue33rb6pvp5bn2pzcyibbt
-             */
-            teamId?: string;
+            /** @description A team of the organization the invitee also joins on accepting (404 otherwise). */
+            teamId?: components["schemas"]["TeamId"];
             /**
              * @description When a pending invitation for this email already exists, send it again with a fresh 48-hour expiry instead of answering 409.
              * @default false
@@ -2504,17 +2519,19 @@ export interface components {
             };
         };
         /**
+         * @description An invitation's id: `inv_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example inv_zur7hxhav3ooefj2no4qbh5c
+         */
+        InvitationId: string;
+        /**
          * @description The body of auth.organization.acceptInvitation.
          * @example {
          *       "invitationId": "inv_zur7hxhav3ooefj2no4qbh5c"
          *     }
          */
         OrganizationAcceptInvitationInput: {
-            /**
-             * @description The invitation.
-             * @example inv_zur7hxhav3ooefj2no4qbh5c
-             */
-            invitationId: string;
+            /** @description The invitation. */
+            invitationId: components["schemas"]["InvitationId"];
         };
         /**
          * @description The invitation after it was accepted or rejected, and the new membership (null on rejection).
@@ -2571,11 +2588,8 @@ export interface components {
          *     }
          */
         OrganizationRejectInvitationInput: {
-            /**
-             * @description The invitation.
-             * @example inv_zur7hxhav3ooefj2no4qbh5c
-             */
-            invitationId: string;
+            /** @description The invitation. */
+            invitationId: components["schemas"]["InvitationId"];
         };
         /**
          * @description The body of auth.organization.cancelInvitation.
@@ -2584,12 +2598,14 @@ export interface components {
          *     }
          */
         OrganizationCancelInvitationInput: {
-            /**
-             * @description The invitation.
-             * @example inv_zur7hxhav3ooefj2no4qbh5c
-             */
-            invitationId: string;
+            /** @description The invitation. */
+            invitationId: components["schemas"]["InvitationId"];
         };
+        /**
+         * @description A membership's id (one user in one organization): `mem_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example mem_a2iiytzrb7clph54urln75pd
+         */
+        MemberId: string;
         /**
          * @description The body of auth.organization.removeMember.
          * @example {
@@ -2602,16 +2618,13 @@ export interface components {
          *     }
          */
         OrganizationRemoveMemberInput: {
+            /** @description The organization; the caller must be a member with the permission this route needs. */
+            organizationId: components["schemas"]["OrganizationId"];
             /**
-             * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
-            /**
-             * @description The membership's id, or the member's email address (compared case-insensitively).
+             * @description The membership's id (`mem_...`), or the member's email address (compared case-insensitively).
              * @example mem_a2iiytzrb7clph54urln75pd
              */
-            memberIdOrEmail: string;
+            memberIdOrEmail: components["schemas"]["MemberId"] | string;
         };
         /**
          * @description The membership that was removed.
@@ -2643,16 +2656,10 @@ export interface components {
          *     }
          */
         OrganizationUpdateMemberRoleInput: {
-            /**
-             * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
-            /**
-             * @description The membership to change.
-             * @example mem_a2iiytzrb7clph54urln75pd
-             */
-            memberId: string;
+            /** @description The organization; the caller must be a member with the permission this route needs. */
+            organizationId: components["schemas"]["OrganizationId"];
+            /** @description The membership to change. */
+            memberId: components["schemas"]["MemberId"];
             /**
              * @description The new role; only an owner may grant or take away owner.
              * @example admin
@@ -2667,11 +2674,8 @@ export interface components {
          *     }
          */
         OrganizationLeaveInput: {
-            /**
-             * @description The organization the caller leaves.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
+            /** @description The organization the caller leaves. */
+            organizationId: components["schemas"]["OrganizationId"];
         };
         /**
          * @description The body of auth.organization.createTeam.
@@ -2681,11 +2685,8 @@ export interface components {
          *     }
          */
         OrganizationCreateTeamInput: {
-            /**
-             * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
+            /** @description The organization; the caller must be a member with the permission this route needs. */
+            organizationId: components["schemas"]["OrganizationId"];
             /**
              * @description Display name; one line, no control characters.
              * @example Research
@@ -2702,11 +2703,8 @@ export interface components {
          *     }
          */
         OrganizationUpdateTeamInput: {
-            /**
-             * @description The team; its organization decides access.
-             * @example team_o6ue33rb6pvp5bn2pzcyibbt
-             */
-            teamId: string;
+            /** @description The team; its organization decides access. */
+            teamId: components["schemas"]["TeamId"];
             /**
              * @description The fields to change.
              * @example {
@@ -2729,16 +2727,10 @@ export interface components {
          *     }
          */
         OrganizationRemoveTeamInput: {
-            /**
-             * @description The organization; the caller must be a member with the permission this route needs.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
-            /**
-             * @description A team of that organization (404 otherwise).
-             * @example team_o6ue33rb6pvp5bn2pzcyibbt
-             */
-            teamId: string;
+            /** @description The organization; the caller must be a member with the permission this route needs. */
+            organizationId: components["schemas"]["OrganizationId"];
+            /** @description A team of that organization (404 otherwise). */
+            teamId: components["schemas"]["TeamId"];
         };
         /**
          * @description The id of the row that was deleted.
@@ -2770,6 +2762,11 @@ export interface components {
          */
         TeamList: components["schemas"]["Team"][];
         /**
+         * @description A user's id: `usr_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example usr_dd2gdmsaur66nam5wa5yydx5
+         */
+        UserId: string;
+        /**
          * @description The body of auth.organization.addTeamMember.
          * @example {
          *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
@@ -2777,16 +2774,10 @@ export interface components {
          *     }
          */
         OrganizationAddTeamMemberInput: {
-            /**
-             * @description The team; its organization decides access.
-             * @example team_o6ue33rb6pvp5bn2pzcyibbt
-             */
-            teamId: string;
-            /**
-             * @description A member of the team's organization (404 otherwise).
-             * @example usr_dd2gdmsaur66nam5wa5yydx5
-             */
-            userId: string;
+            /** @description The team; its organization decides access. */
+            teamId: components["schemas"]["TeamId"];
+            /** @description A member of the team's organization (404 otherwise). */
+            userId: components["schemas"]["UserId"];
         };
         /**
          * @description A member of the organization added to one of its teams.
@@ -2828,16 +2819,10 @@ export interface components {
          *     }
          */
         OrganizationRemoveTeamMemberInput: {
-            /**
-             * @description The team; its organization decides access.
-             * @example team_o6ue33rb6pvp5bn2pzcyibbt
-             */
-            teamId: string;
-            /**
-             * @description A user in the team (404 otherwise).
-             * @example usr_dd2gdmsaur66nam5wa5yydx5
-             */
-            userId: string;
+            /** @description The team; its organization decides access. */
+            teamId: components["schemas"]["TeamId"];
+            /** @description A user in the team (404 otherwise). */
+            userId: components["schemas"]["UserId"];
         };
         /**
          * @description One page of the platform's users, newest first, with the total number of matches.
@@ -2877,11 +2862,8 @@ export interface components {
          *     }
          */
         AdminSetRoleInput: {
-            /**
-             * @description The target user; not the caller.
-             * @example usr_dd2gdmsaur66nam5wa5yydx5
-             */
-            userId: string;
+            /** @description The target user; not the caller. */
+            userId: components["schemas"]["UserId"];
             /**
              * @description The new platform role; `admin` makes the user a platform administrator.
              * @example admin
@@ -2922,11 +2904,8 @@ export interface components {
          *     }
          */
         AdminBanUserInput: {
-            /**
-             * @description The user to ban; not the caller.
-             * @example usr_dd2gdmsaur66nam5wa5yydx5
-             */
-            userId: string;
+            /** @description The user to ban; not the caller. */
+            userId: components["schemas"]["UserId"];
             /**
              * @description Why; shown to platform admins. One line, no control characters.
              * @example Repeated spam uploads.
@@ -2945,11 +2924,8 @@ export interface components {
          *     }
          */
         AdminUnbanUserInput: {
-            /**
-             * @description The user to unban.
-             * @example usr_dd2gdmsaur66nam5wa5yydx5
-             */
-            userId: string;
+            /** @description The user to unban. */
+            userId: components["schemas"]["UserId"];
         };
         /**
          * @description The body of auth.admin.impersonateUser.
@@ -2958,11 +2934,8 @@ export interface components {
          *     }
          */
         AdminImpersonateUserInput: {
-            /**
-             * @description The user to impersonate; not the caller and not a platform admin.
-             * @example usr_dd2gdmsaur66nam5wa5yydx5
-             */
-            userId: string;
+            /** @description The user to impersonate; not the caller and not a platform admin. */
+            userId: components["schemas"]["UserId"];
         };
         /**
          * @description The body of auth.admin.revokeUserSessions.
@@ -2971,11 +2944,8 @@ export interface components {
          *     }
          */
         AdminRevokeUserSessionsInput: {
-            /**
-             * @description The user whose sessions end.
-             * @example usr_dd2gdmsaur66nam5wa5yydx5
-             */
-            userId: string;
+            /** @description The user whose sessions end. */
+            userId: components["schemas"]["UserId"];
         };
         /**
          * @description The body of auth.admin.removeUser.
@@ -2984,11 +2954,8 @@ export interface components {
          *     }
          */
         AdminRemoveUserInput: {
-            /**
-             * @description The user to delete; not the caller.
-             * @example usr_dd2gdmsaur66nam5wa5yydx5
-             */
-            userId: string;
+            /** @description The user to delete; not the caller. */
+            userId: components["schemas"]["UserId"];
         };
     };
     responses: {
@@ -3133,7 +3100,7 @@ export interface components {
          * @description The organization that owns the rows; the caller must be a member.
          * @example org_pycdybk377oxtzq6svizx3or
          */
-        OrganizationIdQuery: string;
+        OrganizationIdQuery: components["schemas"]["OrganizationId"];
     };
     requestBodies: never;
     headers: {

@@ -1206,6 +1206,11 @@ export interface components {
             [key: string]: boolean;
         };
         /**
+         * @description An organization's id: `org_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example org_pycdybk377oxtzq6svizx3or
+         */
+        OrganizationId: string;
+        /**
          * @description A message for the operators of this deployment. `website` is a honeypot: people leave it empty (the form hides it), bots fill it in.
          * @example {
          *       "email": "ada@example.com",
@@ -1709,6 +1714,11 @@ export interface components {
          */
         WorkspaceList: components["schemas"]["Workspace"][];
         /**
+         * @description A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example team_o6ue33rb6pvp5bn2pzcyibbt
+         */
+        TeamId: string;
+        /**
          * @description The body of workspaces.create.
          * @example {
          *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
@@ -1718,16 +1728,13 @@ export interface components {
          *     }
          */
         WorkspacesCreateInput: {
-            /**
-             * @description The organization that will own the workspace; the caller needs workspace:create in it.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
+            /** @description The organization that will own the workspace; the caller needs workspace:create in it. */
+            organizationId: components["schemas"]["OrganizationId"];
             /**
              * @description A team of the same organization (404 otherwise), or null / absent for none.
              * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
-            teamId?: string | null;
+            teamId?: components["schemas"]["TeamId"] | null;
             /**
              * @description Display name; one line, no control characters.
              * @example Research
@@ -1807,6 +1814,11 @@ export interface components {
             storage: components["schemas"]["StorageUsage"];
         };
         /**
+         * @description A workspace's id: `ws_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example ws_i5xx2bzn3kir2gshyl7sn5pk
+         */
+        WorkspaceId: string;
+        /**
          * @description The id of the row that was deleted.
          * @example {
          *       "id": "ws_i5xx2bzn3kir2gshyl7sn5pk"
@@ -1844,7 +1856,7 @@ export interface components {
              * @description A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.
              * @example team_o6ue33rb6pvp5bn2pzcyibbt
              */
-            teamId?: string | null;
+            teamId?: components["schemas"]["TeamId"] | null;
         };
         /**
          * @description The media types a document may have (DOCUMENT_CONTENT_TYPES). Any other value answers 400 BAD_REQUEST; there is no 415.
@@ -2094,16 +2106,10 @@ export interface components {
          *     }
          */
         DocumentsCreateUploadInput: {
-            /**
-             * @description The organization that owns the workspace; the caller needs document:create in it.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
-            /**
-             * @description The workspace of that organization that will hold the document (404 otherwise).
-             * @example ws_i5xx2bzn3kir2gshyl7sn5pk
-             */
-            workspaceId: string;
+            /** @description The organization that owns the workspace; the caller needs document:create in it. */
+            organizationId: components["schemas"]["OrganizationId"];
+            /** @description The workspace of that organization that will hold the document (404 otherwise). */
+            workspaceId: components["schemas"]["WorkspaceId"];
             /**
              * @description File name; one line, no control characters.
              * @example q3-report.pdf
@@ -2178,6 +2184,11 @@ export interface components {
                 expiresAt: Date;
             };
         };
+        /**
+         * @description A document's id: `doc_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example doc_zjli6ufh3reosfhypn5nwk2d
+         */
+        DocumentId: string;
         /**
          * @description A short-lived presigned GET address of a document's bytes (valid 5 minutes).
          * @example {
@@ -2461,17 +2472,11 @@ export interface components {
          *     }
          */
         JobsCreateInput: {
-            /**
-             * @description The organization that runs and pays for the job; the caller needs job:create in it.
-             * @example org_pycdybk377oxtzq6svizx3or
-             */
-            organizationId: string;
+            /** @description The organization that runs and pays for the job; the caller needs job:create in it. */
+            organizationId: components["schemas"]["OrganizationId"];
             kind: components["schemas"]["JobKind"];
-            /**
-             * @description The document to process (document.extract, document.index); 404 when it is not in the organization, 412 while its upload is unfinished.
-             * @example doc_zjli6ufh3reosfhypn5nwk2d
-             */
-            documentId?: string;
+            /** @description The document to process (document.extract, document.index); 404 when it is not in the organization, 412 while its upload is unfinished. */
+            documentId?: components["schemas"]["DocumentId"];
             /** @description The input of a text.embed job. */
             input?: {
                 /**
@@ -2484,6 +2489,11 @@ export interface components {
                 texts: string[];
             };
         } & unknown;
+        /**
+         * @description A job's id: `job_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example job_s6kc6o6oya7vngcngsuu4stu
+         */
+        JobId: string;
         /**
          * @description The subscription of an organization as the admin list shows it.
          * @example {
@@ -3249,12 +3259,12 @@ export interface components {
          * @description The organization's id.
          * @example org_pycdybk377oxtzq6svizx3or
          */
-        OrganizationIdPath: string;
+        OrganizationIdPath: components["schemas"]["OrganizationId"];
         /**
          * @description The organization that owns the rows; the caller must be a member.
          * @example org_pycdybk377oxtzq6svizx3or
          */
-        OrganizationIdQuery: string;
+        OrganizationIdQuery: components["schemas"]["OrganizationId"];
         /** @description The `nextCursor` of the previous page, passed back unchanged. Opaque and signed: a value the service did not issue answers 400 BAD_REQUEST. */
         CursorQuery: string;
     };
@@ -3316,7 +3326,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Evaluate the flags for this organization (its overrides win over the defaults). */
-                organizationId?: string;
+                organizationId?: components["schemas"]["OrganizationId"];
             };
             header?: never;
             path?: never;
@@ -3612,7 +3622,7 @@ export interface operations {
                  * @description The workspace's id.
                  * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
-                id: string;
+                id: components["schemas"]["WorkspaceId"];
             };
             cookie?: never;
         };
@@ -3645,7 +3655,7 @@ export interface operations {
                  * @description The workspace's id.
                  * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
-                id: string;
+                id: components["schemas"]["WorkspaceId"];
             };
             cookie?: never;
         };
@@ -3696,7 +3706,7 @@ export interface operations {
                  * @description The workspace's id.
                  * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
-                workspaceId: string;
+                workspaceId: components["schemas"]["WorkspaceId"];
             };
             cookie?: never;
         };
@@ -3729,7 +3739,7 @@ export interface operations {
                  * @description The workspace's id.
                  * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
-                workspaceId: string;
+                workspaceId: components["schemas"]["WorkspaceId"];
             };
             cookie?: never;
         };
@@ -3798,7 +3808,7 @@ export interface operations {
                  * @description The document's id.
                  * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
-                id: string;
+                id: components["schemas"]["DocumentId"];
             };
             cookie?: never;
         };
@@ -3831,7 +3841,7 @@ export interface operations {
                  * @description The document's id.
                  * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
-                id: string;
+                id: components["schemas"]["DocumentId"];
             };
             cookie?: never;
         };
@@ -3864,7 +3874,7 @@ export interface operations {
                  * @description The document's id.
                  * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
-                id: string;
+                id: components["schemas"]["DocumentId"];
             };
             cookie?: never;
         };
@@ -3898,7 +3908,7 @@ export interface operations {
                  * @description The document's id.
                  * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
-                id: string;
+                id: components["schemas"]["DocumentId"];
             };
             cookie?: never;
         };
@@ -3932,7 +3942,7 @@ export interface operations {
                  * @description The document's id.
                  * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
-                id: string;
+                id: components["schemas"]["DocumentId"];
             };
             cookie?: never;
         };
@@ -3963,12 +3973,12 @@ export interface operations {
                  * @description Only jobs of this workspace.
                  * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
-                workspaceId?: string;
+                workspaceId?: components["schemas"]["WorkspaceId"];
                 /**
                  * @description Only jobs of this document.
                  * @example doc_zjli6ufh3reosfhypn5nwk2d
                  */
-                documentId?: string;
+                documentId?: components["schemas"]["DocumentId"];
                 /**
                  * @description Only jobs in this state.
                  * @example failed
@@ -4023,7 +4033,7 @@ export interface operations {
                  * @description Only events of jobs of this workspace.
                  * @example ws_i5xx2bzn3kir2gshyl7sn5pk
                  */
-                workspaceId?: string;
+                workspaceId?: components["schemas"]["WorkspaceId"];
             };
             header?: {
                 /**
@@ -4101,7 +4111,7 @@ export interface operations {
                  * @description The job's id.
                  * @example job_s6kc6o6oya7vngcngsuu4stu
                  */
-                id: string;
+                id: components["schemas"]["JobId"];
             };
             cookie?: never;
         };
@@ -4134,7 +4144,7 @@ export interface operations {
                  * @description The id of the job to cancel.
                  * @example job_s6kc6o6oya7vngcngsuu4stu
                  */
-                id: string;
+                id: components["schemas"]["JobId"];
             };
             cookie?: never;
         };
@@ -4168,7 +4178,7 @@ export interface operations {
                  * @description The id of the failed job to retry.
                  * @example job_s6kc6o6oya7vngcngsuu4stu
                  */
-                id: string;
+                id: components["schemas"]["JobId"];
             };
             cookie?: never;
         };

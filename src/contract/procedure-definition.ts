@@ -35,6 +35,13 @@ export interface ProcedureDefinition {
   hasBody: boolean;
   successStatus: number;
   produces: 'json' | 'event-stream';
+  /**
+   * The input paths whose contract schema is `format: date-time`: the only places where an RPC
+   * `meta` entry `["date", path]` may turn a string into a Date. One path per field, each element
+   * a property name, or `'*'` for any array index or any key of a map (additionalProperties).
+   * Empty when the input declares no date-time field.
+   */
+  dateInputs: readonly (readonly string[])[];
 }
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {};

@@ -12,8 +12,11 @@ function issuesOf(procedure: string, input: Record<string, unknown>) {
   }
 }
 
+const ORG = 'org_pycdybk377oxtzq6svizx3or';
+const WS = 'ws_i5xx2bzn3kir2gshyl7sn5pk';
+
 describe('generated input validators', () => {
-  const base = { organizationId: 'org_1', name: 'Research', slug: 'research' };
+  const base = { organizationId: ORG, name: 'Research', slug: 'research' };
   const cases: { given: Record<string, unknown>; want: unknown[] }[] = [
     { given: base, want: [] },
     { given: { ...base, name: '' }, want: [expect.objectContaining({ path: ['name'] })] },
@@ -21,6 +24,15 @@ describe('generated input validators', () => {
     { given: { ...base, name: 'tab\there' }, want: [{ path: ['name'], message: 'must not contain control characters', params: { reason: 'control_characters' } }] },
     { given: { ...base, name: 'line\u2028separator' }, want: [expect.objectContaining({ params: { reason: 'control_characters' } })] },
     { given: { ...base, name: 'C1 \u0085 next line' }, want: [expect.objectContaining({ params: { reason: 'control_characters' } })] },
+    { given: { ...base, name: 'NUL \u0000 inside' }, want: [expect.objectContaining({ path: ['name'], params: { reason: 'control_characters' } })] },
+    { given: { ...base, name: 'lone \ud800 surrogate' }, want: [expect.objectContaining({ path: ['name'], params: { reason: 'control_characters' } })] },
+    { given: { ...base, name: 'emoji \u{1f600} is fine' }, want: [] },
+    { given: { ...base, slug: 'research\n' }, want: [expect.objectContaining({ path: ['slug'] }), expect.objectContaining({ path: ['slug'], params: { reason: 'control_characters' } })] },
+    { given: { ...base, organizationId: 'org_1' }, want: [expect.objectContaining({ path: ['organizationId'], params: { pattern: '^org_[a-z2-7]{24}$' } })] },
+    { given: { ...base, organizationId: ORG.toUpperCase() }, want: [expect.objectContaining({ path: ['organizationId'] })] },
+    { given: { ...base, organizationId: WS }, want: [expect.objectContaining({ path: ['organizationId'] })] },
+    { given: { ...base, teamId: 'team_o6ue33rb6pvp5bn2pzcyibbt' }, want: [] },
+    { given: { ...base, teamId: 'team_nope' }, want: expect.arrayContaining([expect.objectContaining({ path: ['teamId'], params: { pattern: '^team_[a-z2-7]{24}$' } })]) },
     { given: { ...base, slug: 'a' }, want: [expect.objectContaining({ path: ['slug'] })] },
     { given: { ...base, slug: 'Upper' }, want: [expect.objectContaining({ path: ['slug'] })] },
     { given: { ...base, slug: 'ends-' }, want: [expect.objectContaining({ path: ['slug'] })] },
@@ -42,7 +54,7 @@ describe('generated input validators', () => {
   });
 
   it('fills in defaults', () => {
-    const input: Record<string, unknown> = { workspaceId: 'ws_1', organizationId: 'org_1' };
+    const input: Record<string, unknown> = { workspaceId: WS, organizationId: ORG };
     expect(inputValidator('documents.list')(input)).toBe(true);
     expect(input.limit).toBe(50);
   });
