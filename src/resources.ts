@@ -6,7 +6,8 @@
  */
 import type { Sql } from './db/connection.ts';
 import { documentResource } from './documents/store.ts';
-import { invitationResource, teamResource } from './organizations/store.ts';
+import { invitationResource } from './organizations/invitations-store.ts';
+import { teamResource } from './organizations/teams-store.ts';
 import { workspaceResource } from './workspaces/store.ts';
 
 export interface Resource<Row> {

@@ -8,10 +8,11 @@ import type { Principal } from '../context.ts';
 import type { Sql } from '../db/connection.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { createSession, type SessionRow, type UserRow } from '../auth/sessions.ts';
+import type { Db } from '../db/db.ts';
 
 type Actor = Pick<Principal, 'userId' | 'email' | 'impersonatedBy'>;
 
-export async function findUser(sql: Sql | TransactionSql, id: string): Promise<UserRow | null> {
+export async function findUser(sql: Db, id: string): Promise<UserRow | null> {
   const [row] = await sql<UserRow[]>`select * from users where id = ${id}`;
   return row ?? null;
 }

@@ -4,9 +4,8 @@
  * organization; platform entries (organizationId null) record user administration and the
  * deletion of organizations, and outlive them. Action names are listed in docs/audit-log.md.
  */
-import type { TransactionSql } from 'postgres';
-import type { Sql } from '../db/connection.ts';
 import type { Principal } from '../context.ts';
+import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';
 
 export interface AuditEntry {
@@ -19,7 +18,7 @@ export interface AuditEntry {
 }
 
 /** Accepts the pool or a transaction (`sql.begin(tx => ...)`), so the entry commits with the change. */
-export async function writeAudit(sql: Sql | TransactionSql, entry: AuditEntry, at: Date): Promise<string> {
+export async function writeAudit(sql: Db, entry: AuditEntry, at: Date): Promise<string> {
   const id = newId('aud');
   await sql`
     insert into audit_log (id, organization_id, action, actor_id, actor_email, target_type, target_id, impersonated_by, metadata, created_at)

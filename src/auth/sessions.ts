@@ -4,9 +4,9 @@
  * days after it began (1 hour when an admin impersonates); its last-verified time moves at most
  * hourly, and each move renews the cookie and the set-auth-token header.
  */
-import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connection.ts';
 import { issueSecret, parseToken, secretMatches } from './tokens.ts';
+import type { Db } from '../db/db.ts';
 
 export const sessionPolicy = {
   inactivityMs: 7 * 24 * 3600_000,
@@ -57,7 +57,7 @@ export function isBanned(user: Pick<UserRow, 'banned' | 'ban_expires_at'>, now: 
 }
 
 export async function createSession(
-  sql: Sql | TransactionSql,
+  sql: Db,
   options: { userId: string; now: Date; ip?: string | null; userAgent?: string | null; impersonatedBy?: string | null },
 ): Promise<{ token: string; session: SessionRow }> {
   const { id, token, hash } = issueSecret();

@@ -1,9 +1,9 @@
 /** SQL of the documents group. Rows come back in the contract's Document shape. */
-import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connection.ts';
 import type { CursorPosition } from '../pagination/cursor.ts';
 import type { components } from '../../generated/types.ts';
 import type { Resource } from '../resources.ts';
+import type { Db } from '../db/db.ts';
 
 /** The contract's Document (date-time fields are Dates, see codegen/types.ts). */
 export type Document = components['schemas']['Document'];
@@ -66,7 +66,7 @@ export async function pageDocuments(sql: Sql, workspaceId: string, limit: number
   return { items: documents.slice(0, limit), last: documents.length > limit ? documents[limit - 1]! : null };
 }
 
-export async function organizationUsage(sql: Sql | TransactionSql, organizationId: string): Promise<number> {
+export async function organizationUsage(sql: Db, organizationId: string): Promise<number> {
   const [row] = await sql<{ used: string }[]>`select coalesce(sum(size), 0)::text as used from documents where organization_id = ${organizationId}`;
   return Number(row!.used);
 }

@@ -3,17 +3,19 @@
  * An invitation is valid 48 hours; only the user whose verified email it names can answer it.
  */
 import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
-import type { OrganizationRole } from '../auth/permissions.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import type { Principal } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
+import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';
 import { invitationEmail } from './invitation-email.ts';
 import { assertMayActOn, callerRole } from './member-guards.ts';
 import {
-  findInvitation, findMember, findTeam, invitationColumns, membersOf, setInvitationStatus, toInvitation, toMember,
-  type Db, type InvitationRow,
-} from './store.ts';
+  findInvitation, findUserEmail, insertInvitation, lockOrganizationForInvitations, pendingInvitationFor, renewInvitation,
+  setInvitationStatus, takenSeats, toInvitation, type InvitationRow,
+} from './invitations-store.ts';
+import { findMember, insertMemberUnlessPresent, membersOf, roleIn, toMember } from './members-store.ts';
+import { ensureTeamMember, findTeam } from './teams-store.ts';
 
 export const INVITATION_LIFETIME_MS = 48 * 3600_000;
 
@@ -29,7 +31,7 @@ export const invitationRoutes = {
     const { invitation, organizationName, inviterName } = await db.sql.begin(async (tx) => {
       // The organization's row lock serializes invitations, so two at once cannot both take the last
       // seat ("no key": rows that only reference the organization, like new members, need not wait).
-      const [organization] = await tx<{ name: string }[]>`select name from organizations where id = ${input.organizationId} for no key update`;
+      const organization = await lockOrganizationForInvitations(tx, input.organizationId);
       if (!organization) throw new ApiError('FORBIDDEN'); // deleted since the access check
       const members = await membersOf(tx, input.organizationId);
       const actor = callerRole(members, principal, ctx.tenant?.permission);
@@ -40,40 +42,27 @@ export const invitationRoutes = {
       }
       const email = input.email.toLowerCase();
       if (members.some((member) => member.email.toLowerCase() === email)) throw new ApiError('CONFLICT', { message: 'This address already belongs to a member.' });
-      const [pending] = await tx<InvitationRow[]>`
-        select ${tx(invitationColumns)} from invitations
-        where organization_id = ${input.organizationId} and status = 'pending' and lower(email) = lower(${input.email})
-        order by created_at desc limit 1`;
+      const pending = await pendingInvitationFor(tx, input.organizationId, input.email);
       if (pending && !input.resend) throw new ApiError('CONFLICT', { message: 'A pending invitation for this address exists: pass resend: true to send it again.' });
       if (pending) assertMayActOn(actor, pending.role, input.role);
       if (plan) {
         // Seats: members plus invitations that can still be accepted (an expired one holds none);
         // a re-sent invitation is already among them.
-        const [seats] = await tx<{ taken: number }[]>`
-          select (select count(*) from members where organization_id = ${input.organizationId})::int
-               + (select count(*) from invitations where organization_id = ${input.organizationId} and status = 'pending'
-                    and expires_at > ${now} and id <> ${pending?.id ?? ''})::int as taken`;
-        if (seats!.taken >= plan.limits.members) {
+        if (await takenSeats(tx, input.organizationId, now, pending?.id) >= plan.limits.members) {
           throw new ApiError('LIMIT_REACHED', { message: 'The plan\'s member limit is reached.', data: { kind: 'members', limit: plan.limits.members, plan: plan.plan } });
         }
       }
       // A re-send takes the request's role and team: it is the inviter's current intent.
-      const [row] = pending
-        ? await tx<InvitationRow[]>`
-            update invitations set role = ${input.role}, team_id = ${input.teamId ?? null}, inviter_id = ${principal.userId},
-                                   expires_at = ${expiresAt}, updated_at = ${now}
-            where id = ${pending.id} returning ${tx(invitationColumns)}`
-        : await tx<InvitationRow[]>`
-            insert into invitations (id, organization_id, email, role, team_id, status, inviter_id, expires_at, created_at, updated_at)
-            values (${newId('inv')}, ${input.organizationId}, ${input.email}, ${input.role}, ${input.teamId ?? null}, 'pending',
-                    ${principal.userId}, ${expiresAt}, ${now}, ${now})
-            returning ${tx(invitationColumns)}`;
+      const terms = { role: input.role, teamId: input.teamId ?? null, inviterId: principal.userId, expiresAt, now };
+      const row = pending
+        ? await renewInvitation(tx, pending.id, terms)
+        : await insertInvitation(tx, { id: newId('inv'), organizationId: input.organizationId, email: input.email, ...terms });
       await writeAudit(tx, {
-        organizationId: input.organizationId, action: 'invitation.created', actor: principal, targetType: 'invitation', targetId: row!.id,
-        metadata: { email: row!.email, role: row!.role, teamId: row!.team_id, resent: Boolean(pending) },
+        organizationId: input.organizationId, action: 'invitation.created', actor: principal, targetType: 'invitation', targetId: row.id,
+        metadata: { email: row.email, role: row.role, teamId: row.team_id, resent: Boolean(pending) },
       }, now);
       const inviter = members.find((member) => member.user_id === principal.userId)!;
-      return { invitation: row!, organizationName: organization.name, inviterName: inviter.name };
+      return { invitation: row, organizationName: organization.name, inviterName: inviter.name };
     });
     // Sent after the commit so no transaction waits on the mail server. If sending fails the
     // answer is a 500 and the invitation stays pending: `resend: true` tries again.
@@ -91,14 +80,11 @@ export const invitationRoutes = {
       const invitation = await inviteeInvitation(tx, principal, input.invitationId);
       if (invitation.status !== 'pending' || invitation.expires_at <= now) throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending or has expired.' });
       const memberId = newId('mem');
-      const [added] = await tx`
-        insert into members (id, organization_id, user_id, role, created_at)
-        values (${memberId}, ${invitation.organization_id}, ${principal.userId}, ${invitation.role}, ${now})
-        on conflict (organization_id, user_id) do nothing returning id`;
+      const added = await insertMemberUnlessPresent(tx, { id: memberId, organizationId: invitation.organization_id, userId: principal.userId, role: invitation.role, now });
       if (!added) throw new ApiError('CONFLICT', { message: 'You are already a member of this organization.' });
       // team_id is null when the team was deleted after the invitation was sent.
       if (invitation.team_id) {
-        await tx`insert into team_members (id, team_id, user_id, created_at) values (${newId('tm')}, ${invitation.team_id}, ${principal.userId}, ${now}) on conflict do nothing`;
+        await ensureTeamMember(tx, { id: newId('tm'), teamId: invitation.team_id, userId: principal.userId, now });
       }
       const accepted = await setInvitationStatus(tx, invitation.id, 'accepted', now);
       await audit(tx, principal, accepted, 'invitation.accepted', now);
@@ -149,17 +135,12 @@ export const invitationRoutes = {
 async function inviteeInvitation(tx: Db, principal: Principal, invitationId: string): Promise<InvitationRow> {
   const invitation = await findInvitation(tx, invitationId, { lock: true });
   if (!invitation) throw new ApiError('NOT_FOUND', { message: 'No such invitation.' });
-  const [user] = await tx<{ email: string; email_verified: boolean }[]>`select email, email_verified from users where id = ${principal.userId}`;
+  const user = await findUserEmail(tx, principal.userId);
   if (!user || user.email.toLowerCase() !== invitation.email.toLowerCase()) {
     throw new ApiError('FORBIDDEN', { message: 'This invitation was sent to another email address.' });
   }
   if (!user.email_verified) throw new ApiError('FORBIDDEN', { message: 'Verify your email address before answering the invitation.' });
   return invitation;
-}
-
-async function roleIn(tx: Db, organizationId: string, userId: string): Promise<OrganizationRole | null> {
-  const [row] = await tx<{ role: OrganizationRole }[]>`select role from members where organization_id = ${organizationId} and user_id = ${userId}`;
-  return row?.role ?? null;
 }
 
 function audit(tx: Db, principal: Principal, invitation: InvitationRow, action: string, now: Date): Promise<string> {

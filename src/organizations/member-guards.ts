@@ -1,26 +1,13 @@
 /**
  * The rules about who may change whose membership, checked inside the transaction that makes the
- * change, against member rows it has locked: two owners demoting each other at the same moment
- * serialize on the locks, and the second one sees the first one's result.
+ * change, against member rows it has locked (lockMembers, members-store.ts): two owners demoting
+ * each other at the same moment serialize on the locks, and the second one sees the first one's
+ * result.
  */
-import type { TransactionSql } from 'postgres';
 import { roleHasPermission, type OrganizationRole, type Permission } from '../auth/permissions.ts';
 import type { Principal } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
-import type { MemberRow } from './store.ts';
-
-/**
- * Locks every membership of the organization (in id order, so concurrent lockers cannot deadlock)
- * and answers them with their users. Every change to roles or membership takes these locks first.
- */
-export async function lockMembers(tx: TransactionSql, organizationId: string): Promise<MemberRow[]> {
-  return tx<MemberRow[]>`
-    select m.id, m.organization_id, m.user_id, m.role, m.created_at, u.email, u.name, u.image
-    from members m join users u on u.id = m.user_id
-    where m.organization_id = ${organizationId}
-    order by m.id
-    for update of m`;
-}
+import type { MemberRow } from './members-store.ts';
 
 /**
  * The caller's role among the locked rows, re-checked against the permission the contract declares

@@ -1,20 +1,21 @@
 /**
  * Identity routes: an organization's members (listMembers, removeMember, updateMemberRole, leave).
- * Every change locks the organization's member rows first (member-guards.ts), so the last-owner
+ * Every change locks the organization's member rows first (lockMembers), so the last-owner
  * guard and the "only owners touch owners" rule hold under concurrent requests.
  */
 import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../contract/errors.ts';
-import { assertMayActOn, assertOwnerRemains, callerRole, lockMembers } from './member-guards.ts';
-import { membersOf, removeFromTeamsOf, toMember } from './store.ts';
+import { assertMayActOn, assertOwnerRemains, callerRole } from './member-guards.ts';
+import { countMembers, deleteMember, lockMembers, membersOf, setMemberRole, toMember } from './members-store.ts';
+import { removeFromTeamsOf } from './teams-store.ts';
 
 export const memberRoutes = {
   async 'auth.organization.listMembers'(input, ctx) {
     const { sql } = ctx.services.db;
     const members = await membersOf(sql, input.organizationId, { limit: input.limit ?? 50, offset: input.offset ?? 0 });
-    const [count] = await sql<{ total: number }[]>`select count(*)::int as total from members where organization_id = ${input.organizationId}`;
-    return { body: { members: members.map(toMember), total: count!.total } };
+    const total = await countMembers(sql, input.organizationId);
+    return { body: { members: members.map(toMember), total } };
   },
 
   async 'auth.organization.removeMember'(input, ctx) {
@@ -28,7 +29,7 @@ export const memberRoutes = {
       if (!target) throw new ApiError('NOT_FOUND', { message: 'No member of this organization matches.' });
       assertMayActOn(actor, target.role);
       assertOwnerRemains(rows, target, null);
-      await tx`delete from members where id = ${target.id}`;
+      await deleteMember(tx, target.id);
       await removeFromTeamsOf(tx, input.organizationId, target.user_id);
       await writeAudit(tx, { organizationId: input.organizationId, action: 'member.removed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.user_id, email: target.email, role: target.role } }, now);
       return { member: toMember(target) };
@@ -47,7 +48,7 @@ export const memberRoutes = {
       assertMayActOn(actor, target.role, input.role);
       if (target.role === input.role) return toMember(target);
       assertOwnerRemains(rows, target, input.role);
-      await tx`update members set role = ${input.role} where id = ${target.id}`;
+      await setMemberRole(tx, target.id, input.role);
       await writeAudit(tx, { organizationId: input.organizationId, action: 'member.role_changed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.user_id, from: target.role, to: input.role } }, now);
       return toMember({ ...target, role: input.role });
     });
@@ -62,7 +63,7 @@ export const memberRoutes = {
       callerRole(rows, principal, ctx.tenant?.permission); // removed meanwhile: 403, like any non-member
       const self = rows.find((row) => row.user_id === principal.userId)!;
       assertOwnerRemains(rows, self, null);
-      await tx`delete from members where id = ${self.id}`;
+      await deleteMember(tx, self.id);
       await removeFromTeamsOf(tx, input.organizationId, self.user_id);
       await writeAudit(tx, { organizationId: input.organizationId, action: 'member.left', actor: principal, targetType: 'member', targetId: self.id, metadata: { userId: self.user_id, role: self.role } }, now);
       return toMember(self);

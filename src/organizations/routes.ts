@@ -11,16 +11,16 @@ import { ApiError } from '../contract/errors.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { newId } from '../ids.ts';
 import { invitationRoutes } from './invitations.ts';
+import { pendingInvitationsOf, toInvitation } from './invitations-store.ts';
 import { memberRoutes } from './members.ts';
+import { insertOwner, membersOf, toMember } from './members-store.ts';
 import {
-  findOrganization, membersOf, pendingInvitationsOf, teamsOf,
-  toInvitation, toMember, toOrganization, toTeam, type OrganizationRow,
+  deleteOrganization, documentKeysOf, findOrganization, hasLiveSubscription, insertOrganization, lockOrganization,
+  organizationsOfUser, toOrganization, updateOrganization,
 } from './store.ts';
+import { teamsOf, toTeam } from './teams-store.ts';
 
 const SLUG_TAKEN = 'This slug is already used by another organization.';
-/** Subscription statuses that still bill (or may bill again): the organization cannot be deleted under them. */
-const LIVE_SUBSCRIPTION = ['active', 'trialing', 'past_due', 'unpaid', 'paused'];
-const organizationColumns = ['id', 'name', 'slug', 'logo', 'metadata', 'created_at'];
 
 const organizationCrud = {
   async 'auth.organization.create'(input, ctx) {
@@ -28,14 +28,10 @@ const organizationCrud = {
     const now = ctx.services.now();
     const body = await ctx.services.db.sql.begin(async (tx) => {
       const id = newId('org');
-      // on conflict: a taken slug is an answer, not an aborted transaction.
-      const [organization] = await tx<OrganizationRow[]>`
-        insert into organizations (id, name, slug, created_at, updated_at) values (${id}, ${input.name}, ${input.slug}, ${now}, ${now})
-        on conflict (slug) do nothing
-        returning ${tx(organizationColumns)}`;
+      const organization = await insertOrganization(tx, { id, name: input.name, slug: input.slug, now });
       if (!organization) throw new ApiError('CONFLICT', { message: SLUG_TAKEN });
       const memberId = newId('mem');
-      await tx`insert into members (id, organization_id, user_id, role, created_at) values (${memberId}, ${id}, ${principal.userId}, 'owner', ${now})`;
+      await insertOwner(tx, { id: memberId, organizationId: id, userId: principal.userId, now });
       await writeAudit(tx, { organizationId: id, action: 'organization.created', actor: principal, targetType: 'organization', targetId: id, metadata: { name: input.name, slug: input.slug } }, now);
       await writeAudit(tx, { organizationId: id, action: 'member.added', actor: principal, targetType: 'member', targetId: memberId, metadata: { userId: principal.userId, role: 'owner' } }, now);
       const members = await membersOf(tx, id);
@@ -49,7 +45,7 @@ const organizationCrud = {
     const now = ctx.services.now();
     try {
       const body = await ctx.services.db.sql.begin(async (tx) => {
-        const [current] = await tx<OrganizationRow[]>`select ${tx(organizationColumns)} from organizations where id = ${input.organizationId} for update`;
+        const current = await lockOrganization(tx, input.organizationId);
         if (!current) throw new ApiError('FORBIDDEN'); // deleted since the access check
         const next = { ...current };
         const changes: Record<string, { from: unknown; to: unknown }> = {};
@@ -61,14 +57,9 @@ const organizationCrud = {
           Object.assign(next, { [field]: value });
         }
         if (Object.keys(changes).length === 0) return toOrganization(current);
-        const [updated] = await tx<OrganizationRow[]>`
-          update organizations
-          set name = ${next.name}, slug = ${next.slug}, logo = ${next.logo},
-              metadata = ${next.metadata === null ? null : tx.json(next.metadata as never)}, updated_at = ${now}
-          where id = ${current.id}
-          returning ${tx(organizationColumns)}`;
+        const updated = await updateOrganization(tx, current.id, next, now);
         await writeAudit(tx, { organizationId: current.id, action: 'organization.updated', actor: principal, targetType: 'organization', targetId: current.id, metadata: { changes } }, now);
-        return toOrganization(updated!);
+        return toOrganization(updated);
       });
       return { body };
     } catch (error) {
@@ -82,21 +73,19 @@ const organizationCrud = {
     const now = ctx.services.now();
     const keys = await ctx.services.db.sql.begin(async (tx) => {
       // The row lock also holds off a subscription being created for it meanwhile (its foreign key waits).
-      const [organization] = await tx<OrganizationRow[]>`select ${tx(organizationColumns)} from organizations where id = ${input.organizationId} for update`;
+      const organization = await lockOrganization(tx, input.organizationId);
       if (!organization || organization.slug !== input.confirmSlug) {
         throw new ApiError('NOT_FOUND', { message: 'The confirmation does not match the organization\'s slug.' });
       }
-      const [live] = await tx`select id from subscriptions where organization_id = ${organization.id} and status in ${tx(LIVE_SUBSCRIPTION)} limit 1`;
-      if (live) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has a live subscription: cancel it first.' });
+      // A subscription that still bills (or may bill again) must be canceled first.
+      if (await hasLiveSubscription(tx, organization.id)) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has a live subscription: cancel it first.' });
       // Platform-level (no organization_id), written before the cascade, so it outlives the organization.
       await writeAudit(tx, { organizationId: null, action: 'organization.deleted', actor: principal, targetType: 'organization', targetId: organization.id, metadata: { name: organization.name, slug: organization.slug } }, now);
       // Documents' bytes live outside the database: their keys are collected before the cascade
       // and the objects deleted after the commit (best effort, like workspaces.delete).
-      const objects = await tx<{ key: string }[]>`select organization_id || '/' || id as key from documents where organization_id = ${organization.id}`;
-      // The foreign keys cascade to members, invitations, teams and their memberships, subscriptions,
-      // workspaces and their documents, and the organization's own audit entries.
-      await tx`delete from organizations where id = ${organization.id}`;
-      return objects.map((row) => row.key);
+      const objects = await documentKeysOf(tx, organization.id);
+      await deleteOrganization(tx, organization.id);
+      return objects;
     });
     await deleteObjectsBestEffort(ctx.services.storage, keys, ctx.log, { organizationId: input.organizationId });
     return { body: { organizationId: input.organizationId } };
@@ -104,11 +93,7 @@ const organizationCrud = {
 
   async 'auth.organization.list'(_input, ctx) {
     const principal = signedIn(ctx);
-    const rows = await ctx.services.db.sql<(OrganizationRow & { role: 'owner' | 'admin' | 'member' })[]>`
-      select o.id, o.name, o.slug, o.logo, o.metadata, o.created_at, m.role
-      from members m join organizations o on o.id = m.organization_id
-      where m.user_id = ${principal.userId}
-      order by m.created_at, m.id`;
+    const rows = await organizationsOfUser(ctx.services.db.sql, principal.userId);
     return { body: rows.map((row) => ({ ...toOrganization(row), role: row.role })) };
   },
 

@@ -6,19 +6,19 @@ import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
-
-import { teamColumns, teamsOf, toTeam, type TeamRow } from './store.ts';
+import { shareLockMembership } from './members-store.ts';
+import {
+  deleteTeam, deleteTeamMember, insertTeam, insertTeamMember, renameTeam, shareLockTeam, teamsOf, toTeam,
+} from './teams-store.ts';
 
 export const teamRoutes = {
   async 'auth.organization.createTeam'(input, ctx) {
     const principal = signedIn(ctx);
     const now = ctx.services.now();
     const body = await ctx.services.db.sql.begin(async (tx) => {
-      const [team] = await tx<TeamRow[]>`
-        insert into teams (id, organization_id, name, created_at, updated_at) values (${newId('team')}, ${input.organizationId}, ${input.name}, ${now}, ${now})
-        returning ${tx(teamColumns)}`;
-      await writeAudit(tx, { organizationId: input.organizationId, action: 'team.created', actor: principal, targetType: 'team', targetId: team!.id, metadata: { name: team!.name } }, now);
-      return toTeam(team!);
+      const team = await insertTeam(tx, { id: newId('team'), organizationId: input.organizationId, name: input.name, now });
+      await writeAudit(tx, { organizationId: input.organizationId, action: 'team.created', actor: principal, targetType: 'team', targetId: team.id, metadata: { name: team.name } }, now);
+      return toTeam(team);
     });
     return { body };
   },
@@ -29,7 +29,7 @@ export const teamRoutes = {
     if (found.name === input.data.name) return { body: toTeam(found) };
     const now = ctx.services.now();
     const body = await ctx.services.db.sql.begin(async (tx) => {
-      const [team] = await tx<TeamRow[]>`update teams set name = ${input.data.name}, updated_at = ${now} where id = ${found.id} returning ${tx(teamColumns)}`;
+      const team = await renameTeam(tx, found.id, input.data.name, now);
       if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team.' }); // deleted meanwhile
       await writeAudit(tx, { organizationId: team.organization_id, action: 'team.updated', actor: principal, targetType: 'team', targetId: team.id, metadata: { from: found.name, to: team.name } }, now);
       return toTeam(team);
@@ -45,7 +45,7 @@ export const teamRoutes = {
     await ctx.services.db.sql.begin(async (tx) => {
       // The foreign keys do the rest: its team memberships go, and its workspaces and pending
       // invitations stay with team_id set to null (`on delete set null`).
-      const [team] = await tx<TeamRow[]>`delete from teams where id = ${ctx.row.id} returning ${tx(teamColumns)}`;
+      const team = await deleteTeam(tx, ctx.row.id);
       if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team in this organization.' }); // deleted meanwhile
       await writeAudit(tx, { organizationId: team.organization_id, action: 'team.deleted', actor: principal, targetType: 'team', targetId: team.id, metadata: { name: team.name } }, now);
     });
@@ -64,14 +64,9 @@ export const teamRoutes = {
     const body = await ctx.services.db.sql.begin(async (tx) => {
       // Share locks: neither the team nor the user's membership may go away before this commits
       // (a removal deletes the user's team memberships, and would miss this one).
-      const [team] = await tx`select id from teams where id = ${found.id} for share`;
-      if (!team) throw new ApiError('NOT_FOUND', { message: 'No such team.' });
-      const [member] = await tx`select id from members where organization_id = ${found.organization_id} and user_id = ${input.userId} for share`;
-      if (!member) throw new ApiError('NOT_FOUND', { message: 'This user is not a member of the team\'s organization.' });
-      const [added] = await tx<{ id: string; team_id: string; user_id: string; created_at: Date }[]>`
-        insert into team_members (id, team_id, user_id, created_at) values (${newId('tm')}, ${found.id}, ${input.userId}, ${now})
-        on conflict (team_id, user_id) do nothing
-        returning id, team_id, user_id, created_at`;
+      if (!(await shareLockTeam(tx, found.id))) throw new ApiError('NOT_FOUND', { message: 'No such team.' });
+      if (!(await shareLockMembership(tx, found.organization_id, input.userId))) throw new ApiError('NOT_FOUND', { message: 'This user is not a member of the team\'s organization.' });
+      const added = await insertTeamMember(tx, { id: newId('tm'), teamId: found.id, userId: input.userId, now });
       if (!added) throw new ApiError('CONFLICT', { message: 'This user is already in the team.' });
       await writeAudit(tx, { organizationId: found.organization_id, action: 'team.member_added', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: added.id } }, now);
       return { id: added.id, teamId: added.team_id, userId: added.user_id, createdAt: added.created_at };
@@ -84,9 +79,9 @@ export const teamRoutes = {
     const found = ctx.row;
     const now = ctx.services.now();
     await ctx.services.db.sql.begin(async (tx) => {
-      const [removed] = await tx<{ id: string }[]>`delete from team_members where team_id = ${found.id} and user_id = ${input.userId} returning id`;
-      if (!removed) throw new ApiError('NOT_FOUND', { message: 'This user is not in the team.' });
-      await writeAudit(tx, { organizationId: found.organization_id, action: 'team.member_removed', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: removed.id } }, now);
+      const removedId = await deleteTeamMember(tx, found.id, input.userId);
+      if (!removedId) throw new ApiError('NOT_FOUND', { message: 'This user is not in the team.' });
+      await writeAudit(tx, { organizationId: found.organization_id, action: 'team.member_removed', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: removedId } }, now);
     });
     return { body: { status: true as const } };
   },

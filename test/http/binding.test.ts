@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/contract/errors.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { startTestServer, type TestResponse, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
 
 const ORG = 'org_pycdybk377oxtzq6svizx3or';
@@ -38,7 +38,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-async function issues(response: Response): Promise<{ path: unknown[]; message: string }[]> {
+async function issues(response: TestResponse): Promise<{ path: unknown[]; message: string }[]> {
   expect(response.status).toBe(400);
   const body = await response.json();
   expect(body).toMatchObject({ code: 'BAD_REQUEST', status: 400 });

@@ -2,20 +2,19 @@
  * SQL for users and their password ('credential' account). Emails are stored as given and found
  * case-insensitively through users_email_key, the unique index on lower(email).
  */
-import type { TransactionSql } from 'postgres';
 import type { Sql } from '../../db/connection.ts';
 import { ApiError } from '../../contract/errors.ts';
 import { newId } from '../../ids.ts';
 import type { UserRow } from '../sessions.ts';
+import type { Db } from '../../db/db.ts';
 
-type Queryable = Sql | TransactionSql;
 
 export interface UserWithPassword extends UserRow {
   /** The argon2id hash, or null for a user who only signs in through a provider. */
   password_hash: string | null;
 }
 
-export async function findUserByEmail(sql: Queryable, email: string): Promise<UserWithPassword | null> {
+export async function findUserByEmail(sql: Db, email: string): Promise<UserWithPassword | null> {
   const [row] = await sql<UserWithPassword[]>`
     select u.id, u.email, u.email_verified, u.name, u.image, u.role, u.banned, u.ban_reason, u.ban_expires_at,
            u.created_at, u.updated_at, a.password_hash
@@ -24,7 +23,7 @@ export async function findUserByEmail(sql: Queryable, email: string): Promise<Us
   return row ?? null;
 }
 
-export async function findUserById(sql: Queryable, id: string): Promise<UserWithPassword | null> {
+export async function findUserById(sql: Db, id: string): Promise<UserWithPassword | null> {
   const [row] = await sql<UserWithPassword[]>`
     select u.id, u.email, u.email_verified, u.name, u.image, u.role, u.banned, u.ban_reason, u.ban_expires_at,
            u.created_at, u.updated_at, a.password_hash
@@ -58,7 +57,7 @@ export async function insertUserWithPassword(
 }
 
 /** Sets the user's password, creating the credential account for a user who had none (reset). */
-export async function setPassword(sql: Queryable, userId: string, passwordHash: string, now: Date): Promise<void> {
+export async function setPassword(sql: Db, userId: string, passwordHash: string, now: Date): Promise<void> {
   await sql`
     insert into accounts (id, user_id, provider, provider_account_id, password_hash, created_at, updated_at)
     values (${newId('acc')}, ${userId}, 'credential', ${userId}, ${passwordHash}, ${now}, ${now})
@@ -70,7 +69,7 @@ export async function setPassword(sql: Queryable, userId: string, passwordHash: 
  * Marks the address verified, only while the user still has the address the token was sent to;
  * answers false otherwise.
  */
-export async function markEmailVerified(sql: Queryable, userId: string, email: string, now: Date): Promise<boolean> {
+export async function markEmailVerified(sql: Db, userId: string, email: string, now: Date): Promise<boolean> {
   const rows = await sql`
     update users set email_verified = true, updated_at = ${now}
     where id = ${userId} and lower(email) = lower(${email})

@@ -4,11 +4,10 @@
  * id (stored as `vt_<id>`), only SHA-256(secret) is kept, and a token is spent with one atomic
  * update, so two requests presenting the same token cannot both succeed.
  */
-import type { TransactionSql } from 'postgres';
 import type { Sql } from '../../db/connection.ts';
 import { issueSecret, parseToken, secretMatches } from '../tokens.ts';
+import type { Db } from '../../db/db.ts';
 
-type Queryable = Sql | TransactionSql;
 
 export type TokenPurpose = 'email-verification' | 'password-reset';
 
@@ -23,7 +22,7 @@ export interface UsableToken {
 }
 
 /** Stores a new token and answers the string to put in the emailed link. */
-export async function issueEmailToken(sql: Queryable, options: { purpose: TokenPurpose; userId: string; email: string; now: Date }): Promise<string> {
+export async function issueEmailToken(sql: Db, options: { purpose: TokenPurpose; userId: string; email: string; now: Date }): Promise<string> {
   const { id, token, hash } = issueSecret();
   await sql`
     insert into verification_tokens (id, token_hash, purpose, user_id, email, expires_at, created_at)
@@ -33,7 +32,7 @@ export async function issueEmailToken(sql: Queryable, options: { purpose: TokenP
 }
 
 /** The token's row when it is ours, for this purpose, unused and unexpired; it is not spent yet. */
-export async function findUsableToken(sql: Queryable, token: string, purpose: TokenPurpose, now: Date): Promise<UsableToken | null> {
+export async function findUsableToken(sql: Db, token: string, purpose: TokenPurpose, now: Date): Promise<UsableToken | null> {
   const parts = parseToken(token);
   if (!parts) return null;
   const [row] = await sql<{ id: string; token_hash: Uint8Array; user_id: string; email: string; used_at: Date | null; expires_at: Date }[]>`
@@ -45,7 +44,7 @@ export async function findUsableToken(sql: Queryable, token: string, purpose: To
 }
 
 /** Spends a token found by findUsableToken; false when another request spent it first (or it expired since). */
-export async function spendToken(sql: Queryable, token: UsableToken, now: Date): Promise<boolean> {
+export async function spendToken(sql: Db, token: UsableToken, now: Date): Promise<boolean> {
   const rows = await sql`
     update verification_tokens set used_at = ${now}
     where id = ${token.rowId} and used_at is null and expires_at > ${now}
@@ -54,7 +53,7 @@ export async function spendToken(sql: Queryable, token: UsableToken, now: Date):
 }
 
 /** Spends every outstanding token of a kind for a user: older links die once one has done its job. */
-export async function spendUserTokens(sql: Queryable, userId: string, purpose: TokenPurpose, now: Date): Promise<void> {
+export async function spendUserTokens(sql: Db, userId: string, purpose: TokenPurpose, now: Date): Promise<void> {
   await sql`
     update verification_tokens set used_at = ${now}
     where user_id = ${userId} and purpose = ${purpose} and used_at is null`;

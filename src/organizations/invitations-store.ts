@@ -1,0 +1,124 @@
+/** SQL of invitations (invitations.ts), and their mapping to the contract's Invitation. */
+import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
+import type { OrganizationRole } from '../auth/permissions.ts';
+import type { Db } from '../db/db.ts';
+import type { Resource } from '../resources.ts';
+
+export type Invitation = AuthRouteOutput<'auth.organization.cancelInvitation'>;
+
+export interface InvitationRow {
+  id: string;
+  organization_id: string;
+  email: string;
+  role: OrganizationRole;
+  team_id: string | null;
+  status: 'pending' | 'accepted' | 'rejected' | 'canceled';
+  inviter_id: string | null;
+  expires_at: Date;
+  created_at: Date;
+}
+
+const invitationColumns = ['id', 'organization_id', 'email', 'role', 'team_id', 'status', 'inviter_id', 'expires_at', 'created_at'];
+
+export function toInvitation(row: InvitationRow): Invitation {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    email: row.email,
+    role: row.role,
+    teamId: row.team_id,
+    status: row.status,
+    inviterId: row.inviter_id,
+    expiresAt: row.expires_at,
+    createdAt: row.created_at,
+  };
+}
+
+/** The invitation; with `lock`, its row is locked (`for update`) until the transaction ends. */
+export async function findInvitation(db: Db, id: string, options: { lock?: boolean } = {}): Promise<InvitationRow | null> {
+  const [row] = await db<InvitationRow[]>`
+    select ${db(invitationColumns)} from invitations where id = ${id} ${options.lock ? db`for update` : db``}`;
+  return row ?? null;
+}
+
+/** The loader of `resource: invitation` routes (src/resources.ts). */
+export const invitationResource: Resource<InvitationRow> = {
+  load: (sql, id) => findInvitation(sql, id),
+  organizationOf: (invitation) => invitation.organization_id,
+  notFound: 'No such invitation.',
+};
+
+export async function pendingInvitationsOf(db: Db, organizationId: string): Promise<InvitationRow[]> {
+  return db<InvitationRow[]>`
+    select ${db(invitationColumns)} from invitations
+    where organization_id = ${organizationId} and status = 'pending'
+    order by created_at desc, id desc`;
+}
+
+/** The newest pending invitation of this address (case aside) to the organization. */
+export async function pendingInvitationFor(db: Db, organizationId: string, email: string): Promise<InvitationRow | null> {
+  const [row] = await db<InvitationRow[]>`
+    select ${db(invitationColumns)} from invitations
+    where organization_id = ${organizationId} and status = 'pending' and lower(email) = lower(${email})
+    order by created_at desc limit 1`;
+  return row ?? null;
+}
+
+/**
+ * Locks the organization's row against other invitations and answers its name, or null when it is
+ * gone. "No key": rows that only reference the organization, like new members, need not wait.
+ */
+export async function lockOrganizationForInvitations(tx: Db, organizationId: string): Promise<{ name: string } | null> {
+  const [row] = await tx<{ name: string }[]>`select name from organizations where id = ${organizationId} for no key update`;
+  return row ?? null;
+}
+
+/**
+ * Seats taken: members plus invitations that can still be accepted at `now` (an expired one holds
+ * none), leaving out the invitation `except` (one being re-sent).
+ */
+export async function takenSeats(db: Db, organizationId: string, now: Date, except: string | undefined): Promise<number> {
+  const [seats] = await db<{ taken: number }[]>`
+    select (select count(*) from members where organization_id = ${organizationId})::int
+         + (select count(*) from invitations where organization_id = ${organizationId} and status = 'pending'
+              and expires_at > ${now} and id <> ${except ?? ''})::int as taken`;
+  return seats!.taken;
+}
+
+interface InvitationTerms {
+  role: OrganizationRole;
+  teamId: string | null;
+  inviterId: string;
+  expiresAt: Date;
+  now: Date;
+}
+
+export async function insertInvitation(tx: Db, row: InvitationTerms & { id: string; organizationId: string; email: string }): Promise<InvitationRow> {
+  const [invitation] = await tx<InvitationRow[]>`
+    insert into invitations (id, organization_id, email, role, team_id, status, inviter_id, expires_at, created_at, updated_at)
+    values (${row.id}, ${row.organizationId}, ${row.email}, ${row.role}, ${row.teamId}, 'pending',
+            ${row.inviterId}, ${row.expiresAt}, ${row.now}, ${row.now})
+    returning ${tx(invitationColumns)}`;
+  return invitation!;
+}
+
+/** Re-sends a pending invitation with new terms. */
+export async function renewInvitation(tx: Db, id: string, terms: InvitationTerms): Promise<InvitationRow> {
+  const [invitation] = await tx<InvitationRow[]>`
+    update invitations set role = ${terms.role}, team_id = ${terms.teamId}, inviter_id = ${terms.inviterId},
+                           expires_at = ${terms.expiresAt}, updated_at = ${terms.now}
+    where id = ${id} returning ${tx(invitationColumns)}`;
+  return invitation!;
+}
+
+export async function setInvitationStatus(db: Db, id: string, status: InvitationRow['status'], now: Date): Promise<InvitationRow> {
+  const [row] = await db<InvitationRow[]>`
+    update invitations set status = ${status}, updated_at = ${now} where id = ${id} returning ${db(invitationColumns)}`;
+  return row!;
+}
+
+/** The user's address and whether it is verified: an invitation is answered only by the address it names. */
+export async function findUserEmail(db: Db, userId: string): Promise<{ email: string; email_verified: boolean } | null> {
+  const [user] = await db<{ email: string; email_verified: boolean }[]>`select email, email_verified from users where id = ${userId}`;
+  return user ?? null;
+}

@@ -1,0 +1,105 @@
+/** SQL of an organization's members, and their mapping to the contract's Member. */
+import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
+import type { OrganizationRole } from '../auth/permissions.ts';
+import type { Db } from '../db/db.ts';
+
+export type Member = AuthRouteOutput<'auth.organization.updateMemberRole'>;
+
+export interface MemberRow {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  role: OrganizationRole;
+  created_at: Date;
+  email: string;
+  name: string;
+  image: string | null;
+}
+
+export function toMember(row: MemberRow): Member {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    userId: row.user_id,
+    role: row.role,
+    createdAt: row.created_at,
+    user: { id: row.user_id, email: row.email, name: row.name, image: row.image },
+  };
+}
+
+/** Every member with their user, oldest first (ties broken by id so pages are stable). */
+export async function membersOf(db: Db, organizationId: string, page?: { limit: number; offset: number }): Promise<MemberRow[]> {
+  return db<MemberRow[]>`
+    select m.id, m.organization_id, m.user_id, m.role, m.created_at, u.email, u.name, u.image
+    from members m join users u on u.id = m.user_id
+    where m.organization_id = ${organizationId}
+    order by m.created_at, m.id
+    ${page ? db`limit ${page.limit} offset ${page.offset}` : db``}`;
+}
+
+export async function countMembers(db: Db, organizationId: string): Promise<number> {
+  const [count] = await db<{ total: number }[]>`select count(*)::int as total from members where organization_id = ${organizationId}`;
+  return count!.total;
+}
+
+export async function findMember(db: Db, memberId: string): Promise<MemberRow | null> {
+  const [row] = await db<MemberRow[]>`
+    select m.id, m.organization_id, m.user_id, m.role, m.created_at, u.email, u.name, u.image
+    from members m join users u on u.id = m.user_id
+    where m.id = ${memberId}`;
+  return row ?? null;
+}
+
+/**
+ * Locks every membership of the organization (`for update`, in id order, so concurrent lockers
+ * cannot deadlock) and answers them with their users. Every change to roles or membership takes
+ * these locks first (member-guards.ts).
+ */
+export async function lockMembers(tx: Db, organizationId: string): Promise<MemberRow[]> {
+  return tx<MemberRow[]>`
+    select m.id, m.organization_id, m.user_id, m.role, m.created_at, u.email, u.name, u.image
+    from members m join users u on u.id = m.user_id
+    where m.organization_id = ${organizationId}
+    order by m.id
+    for update of m`;
+}
+
+/**
+ * Share-locks the user's membership of the organization (`for share`: it cannot be removed before
+ * the transaction ends); false when they are not a member.
+ */
+export async function shareLockMembership(tx: Db, organizationId: string, userId: string): Promise<boolean> {
+  const [member] = await tx`select id from members where organization_id = ${organizationId} and user_id = ${userId} for share`;
+  return member !== undefined;
+}
+
+export async function roleIn(db: Db, organizationId: string, userId: string): Promise<OrganizationRole | null> {
+  const [row] = await db<{ role: OrganizationRole }[]>`select role from members where organization_id = ${organizationId} and user_id = ${userId}`;
+  return row?.role ?? null;
+}
+
+/** The creator of an organization becomes its first owner. */
+export async function insertOwner(tx: Db, row: { id: string; organizationId: string; userId: string; now: Date }): Promise<void> {
+  await tx`insert into members (id, organization_id, user_id, role, created_at) values (${row.id}, ${row.organizationId}, ${row.userId}, 'owner', ${row.now})`;
+}
+
+/** Inserts the membership; false when the user already is a member (`on conflict do nothing`). */
+export async function insertMemberUnlessPresent(
+  tx: Db,
+  row: { id: string; organizationId: string; userId: string; role: OrganizationRole; now: Date },
+): Promise<boolean> {
+  const [added] = await tx`
+    insert into members (id, organization_id, user_id, role, created_at)
+    values (${row.id}, ${row.organizationId}, ${row.userId}, ${row.role}, ${row.now})
+    on conflict (organization_id, user_id) do nothing returning id`;
+  return added !== undefined;
+}
+
+export async function setMemberRole(tx: Db, memberId: string, role: OrganizationRole): Promise<void> {
+  await tx`update members set role = ${role} where id = ${memberId}`;
+}
+
+/** Deletes the membership only: removeFromTeamsOf (teams-store.ts) ends the user's team memberships. */
+export async function deleteMember(tx: Db, memberId: string): Promise<void> {
+  await tx`delete from members where id = ${memberId}`;
+}

@@ -1,0 +1,98 @@
+/** SQL of teams and team members (team-routes.ts), and their mapping to the contract's Team. */
+import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
+import type { Db } from '../db/db.ts';
+import type { Resource } from '../resources.ts';
+
+export type Team = AuthRouteOutput<'auth.organization.createTeam'>;
+
+export interface TeamRow {
+  id: string;
+  organization_id: string;
+  name: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface TeamMemberRow {
+  id: string;
+  team_id: string;
+  user_id: string;
+  created_at: Date;
+}
+
+const teamColumns = ['id', 'organization_id', 'name', 'created_at', 'updated_at'];
+
+export function toTeam(row: TeamRow): Team {
+  return { id: row.id, organizationId: row.organization_id, name: row.name, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
+export async function findTeam(db: Db, id: string): Promise<TeamRow | null> {
+  const [row] = await db<TeamRow[]>`select ${db(teamColumns)} from teams where id = ${id}`;
+  return row ?? null;
+}
+
+/** The loader of `resource: team` routes (src/resources.ts). */
+export const teamResource: Resource<TeamRow> = {
+  load: (sql, id) => findTeam(sql, id),
+  organizationOf: (team) => team.organization_id,
+  notFound: 'No such team.',
+};
+
+export async function teamsOf(db: Db, organizationId: string): Promise<TeamRow[]> {
+  return db<TeamRow[]>`
+    select ${db(teamColumns)} from teams where organization_id = ${organizationId} order by created_at, id`;
+}
+
+/** Share-locks the team (`for share`: it cannot be deleted before the transaction ends); false when it is gone. */
+export async function shareLockTeam(tx: Db, id: string): Promise<boolean> {
+  const [team] = await tx`select id from teams where id = ${id} for share`;
+  return team !== undefined;
+}
+
+export async function insertTeam(tx: Db, row: { id: string; organizationId: string; name: string; now: Date }): Promise<TeamRow> {
+  const [team] = await tx<TeamRow[]>`
+    insert into teams (id, organization_id, name, created_at, updated_at) values (${row.id}, ${row.organizationId}, ${row.name}, ${row.now}, ${row.now})
+    returning ${tx(teamColumns)}`;
+  return team!;
+}
+
+/** The renamed team, or null when it is gone. */
+export async function renameTeam(tx: Db, id: string, name: string, now: Date): Promise<TeamRow | null> {
+  const [team] = await tx<TeamRow[]>`update teams set name = ${name}, updated_at = ${now} where id = ${id} returning ${tx(teamColumns)}`;
+  return team ?? null;
+}
+
+/**
+ * Deletes the team and answers it, or null when it was already gone. The foreign keys do the rest:
+ * its team memberships go, and its workspaces and pending invitations stay with team_id set to null
+ * (`on delete set null`).
+ */
+export async function deleteTeam(tx: Db, id: string): Promise<TeamRow | null> {
+  const [team] = await tx<TeamRow[]>`delete from teams where id = ${id} returning ${tx(teamColumns)}`;
+  return team ?? null;
+}
+
+/** Adds the user to the team; null when they already are in it. */
+export async function insertTeamMember(tx: Db, row: { id: string; teamId: string; userId: string; now: Date }): Promise<TeamMemberRow | null> {
+  const [added] = await tx<TeamMemberRow[]>`
+    insert into team_members (id, team_id, user_id, created_at) values (${row.id}, ${row.teamId}, ${row.userId}, ${row.now})
+    on conflict (team_id, user_id) do nothing
+    returning id, team_id, user_id, created_at`;
+  return added ?? null;
+}
+
+/** Adds the user to the team unless already there (`on conflict do nothing`, whichever constraint). */
+export async function ensureTeamMember(tx: Db, row: { id: string; teamId: string; userId: string; now: Date }): Promise<void> {
+  await tx`insert into team_members (id, team_id, user_id, created_at) values (${row.id}, ${row.teamId}, ${row.userId}, ${row.now}) on conflict do nothing`;
+}
+
+/** Removes the user from the team and answers the team membership's id, or null when they were not in it. */
+export async function deleteTeamMember(tx: Db, teamId: string, userId: string): Promise<string | null> {
+  const [removed] = await tx<{ id: string }[]>`delete from team_members where team_id = ${teamId} and user_id = ${userId} returning id`;
+  return removed?.id ?? null;
+}
+
+/** Ends a user's memberships of every team of the organization (on removal or leaving). */
+export async function removeFromTeamsOf(db: Db, organizationId: string, userId: string): Promise<void> {
+  await db`delete from team_members where user_id = ${userId} and team_id in (select id from teams where organization_id = ${organizationId})`;
+}
