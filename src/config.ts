@@ -11,10 +11,22 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** Timeouts set on every database connection, and the transaction guard (see DatabaseSettings). */
+  database: DatabaseSettings;
   publicUrl: string;
   webUrl: string | undefined;
   trustedOrigins: string[];
-  trustProxy: boolean;
+  /**
+   * TRUST_PROXY, in the terms of Express's `trust proxy` setting: which peers may name the client
+   * through X-Forwarded-For. `false` (the default): none; the socket address is the client.
+   * A hop count N (`true` means 1): N proxies sit in front, each appending the address it saw, so
+   * the client is the Nth entry from the right and anything a client wrote further left is
+   * ignored (Express's own `true`, "trust every hop", would let a client choose its address, so it
+   * is not offered). A comma-separated list of addresses, CIDR subnets and the names `loopback`,
+   * `linklocal`, `uniquelocal`: those peers are proxies, and the client is the rightmost entry
+   * that is not one of them.
+   */
+  trustProxy: false | number | string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   environment: string;
   rateLimitPerMinute: number;
@@ -75,6 +87,7 @@ export const settingNames = [
   'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET', 'GOOGLE_ISSUER',
   'SECRET', 'MAX_UPLOAD_BYTES', 'STORAGE_DRIVER', 'S3_BUCKET', 'S3_REGION', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE',
   'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
+  'DB_STATEMENT_TIMEOUT_MS', 'DB_LOCK_TIMEOUT_MS', 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS',
 ] as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -93,10 +106,11 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     dataDir: resolve(text(env, 'DATA_DIR', './.data')),
     databaseUrl: databaseUrl(env),
+    database: databaseSettings(env, environment),
     publicUrl: publicUrl.replace(/\/+$/, ''),
     webUrl: webUrl?.replace(/\/+$/, ''),
     trustedOrigins: origins(env, 'TRUSTED_ORIGINS'),
-    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     environment,
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 300, 1, 1_000_000),
@@ -140,6 +154,36 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(value)) return true;
   if (['0', 'false', 'no', 'off'].includes(value)) return false;
   throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+/** TRUST_PROXY (see Config.trustProxy): false, a hop count, or a list of proxy addresses and subnets. */
+function trustProxy(env: Env): false | number | string[] {
+  const value = raw(env, 'TRUST_PROXY')?.toLowerCase();
+  if (value === undefined || ['false', 'no', 'off'].includes(value)) return false;
+  if (['true', 'yes', 'on'].includes(value)) return 1;
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops > 32) throw new ConfigError(`TRUST_PROXY must be at most 32 hops, got "${value}"`);
+    return hops === 0 ? false : hops;
+  }
+  const items = value.split(',').map((item) => item.trim()).filter(Boolean);
+  for (const item of items) {
+    if (!isProxyAddress(item)) {
+      throw new ConfigError(`TRUST_PROXY must be true, false, a hop count, or a list of addresses, CIDR subnets, loopback, linklocal and uniquelocal; got "${item}"`);
+    }
+  }
+  return items;
+}
+
+function isProxyAddress(item: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(item)) return true;
+  const [address, bits, extra] = item.split('/');
+  const family = isIP(address ?? '');
+  if (family === 0 || extra !== undefined) return false;
+  if (bits === undefined) return true;
+  // Express also takes an IPv4 netmask after the slash (10.0.0.0/255.0.0.0).
+  if (family === 4 && isIP(bits) === 4) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
 }
 
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
@@ -222,6 +266,33 @@ function databaseUrl(env: Env): string | undefined {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
   }
   return value;
+}
+
+/**
+ * Server-side limits set on every database connection (milliseconds; 0 turns one off), so one
+ * runaway statement, lock wait or forgotten transaction cannot hold a connection, and the locks it
+ * took, for ever. On the embedded database PGlite accepts the
+ * first two but enforces neither, and an idle-in-transaction timeout that fires there freezes the
+ * process, so that one is left off in embedded mode (src/db/connection.ts).
+ */
+export interface DatabaseSettings {
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+  /** Pool queries inside an open transaction throw (src/db/transaction-guard.ts); on outside production. */
+  transactionGuard: boolean;
+}
+
+/** PostgreSQL's millisecond settings stop at 2^31 - 1 (about 24.8 days). */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+function databaseSettings(env: Env, environment: string): DatabaseSettings {
+  return {
+    statementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30_000, 0, MAX_TIMEOUT_MS),
+    lockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 10_000, 0, MAX_TIMEOUT_MS),
+    idleInTransactionTimeoutMs: integer(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000, 0, MAX_TIMEOUT_MS),
+    transactionGuard: environment !== 'production',
+  };
 }
 
 /** A comma-separated list of origins; each must be a bare origin (scheme, host, port). */

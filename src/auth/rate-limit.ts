@@ -1,8 +1,13 @@
 /**
  * Fixed-window request limiter kept in process memory, as the specification sizes it: for one API
  * instance. Used for the shared per-IP limiter on /rpc/* and /api/v1/* and for the smaller
- * per-route limiters (contact form, identity routes, sign-in per email).
+ * per-route limiters (contact form, identity routes, sign-in attempts).
+ *
+ * Clients are counted by `addressKey`: an IPv4 address as is, an IPv6 address by its /64 (one
+ * host usually holds a whole /64, so counting single IPv6 addresses would give it 2^64 budgets).
  */
+import { isIP } from 'node:net';
+
 export interface RateLimiter {
   /** Counts one hit for key; answers whether it is allowed and, if not, seconds until the window resets. */
   hit(key: string): { allowed: true } | { allowed: false; retryAfterSeconds: number };
@@ -30,4 +35,41 @@ export function createRateLimiter(options: { limit: number; windowMs: number; no
       return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((window.start + options.windowMs - time) / 1000)) };
     },
   };
+}
+
+/** A limiter whose keys are client addresses, counted by `addressKey`. */
+export function byAddress(limiter: RateLimiter): RateLimiter {
+  return { hit: (address) => limiter.hit(addressKey(address)) };
+}
+
+/** The key of one account's sign-in attempts from one client (an IPv6 client by its /64). */
+export function signInKey(email: string, address: string): string {
+  return JSON.stringify([email.toLowerCase(), addressKey(address)]);
+}
+
+/**
+ * The limiter key of an address: IPv4 as is, IPv6 as its /64 prefix (`2001:db8:0:1::/64`).
+ * Anything that is not an address (`unknown`, or a key already made) is returned unchanged, so
+ * applying it twice is harmless.
+ */
+export function addressKey(address: string): string {
+  const bare = address.replace(/%.*$/, '');
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(bare);
+  if (mapped && isIP(mapped[1]!) === 4) return mapped[1]!;
+  if (isIP(bare) !== 6) return address;
+  const groups = expandIPv6(bare.toLowerCase());
+  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address. */
+function expandIPv6(address: string): number[] {
+  // An IPv4 tail (::ffff:1.2.3.4, 64:ff9b::1.2.3.4) is two groups written in decimal.
+  const text = address.replace(/(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/, (_all, a, b, c, d) =>
+    `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`);
+  const [head = '', rest] = text.split('::');
+  const groups = (part: string) => part.split(':').filter(Boolean).map((group) => parseInt(group, 16));
+  const left = groups(head);
+  if (rest === undefined) return left;
+  const right = groups(rest);
+  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
 }

@@ -1,4 +1,8 @@
-/** One pino line per request when its response has finished (or the client went away). */
+/**
+ * One pino line per request when its response has finished (or the client went away). An error
+ * answer's line carries its code (`res.locals.errorCode`, set by error-handler.ts) and is logged
+ * at error level for 5xx, warn for 4xx; every other line at info.
+ */
 import type { RequestHandler } from 'express';
 
 export function accessLog(): RequestHandler {
@@ -8,14 +12,20 @@ export function accessLog(): RequestHandler {
     const log = () => {
       if (logged) return;
       logged = true;
-      req.log.info({
+      const status = res.statusCode;
+      const code: unknown = res.locals.errorCode;
+      const line = {
         method: req.method,
         path: req.originalUrl.split('?')[0],
-        status: res.statusCode,
+        status,
+        ...(typeof code === 'string' ? { code } : {}),
         ms: Number(process.hrtime.bigint() - started) / 1e6,
         ip: req.clientIp,
         aborted: !res.writableFinished,
-      }, 'request');
+      };
+      if (status >= 500) req.log.error(line, 'request');
+      else if (status >= 400) req.log.warn(line, 'request');
+      else req.log.info(line, 'request');
     };
     res.on('finish', log);
     res.on('close', log);

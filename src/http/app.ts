@@ -3,7 +3,7 @@
  * and the `serve` command both call buildApp and then listen where they like.
  */
 import { readFileSync } from 'node:fs';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Config } from '../config.ts';
 import type { Handlers, Services } from '../context.ts';
 import type { Database } from '../db/connection.ts';
@@ -24,14 +24,17 @@ import { uploadRoutes } from '../storage/upload-routes.ts';
 import { describeDocument } from '../documents/store.ts';
 import { handlers as allHandlers, streamHandlers } from '../procedures.ts';
 import { accessLog } from './access-log.ts';
-import { clientIp } from './client-ip.ts';
+import { clientIp, configureTrustProxy } from './client-ip.ts';
 import { allowedOrigins, corsPolicy } from './cors.ts';
-import { errorHandler, MAX_BODY_BYTES } from './error-handler.ts';
+import { errorHandler, MAX_BODY_BYTES, sendError } from './error-handler.ts';
+import { identityLimiter } from './identity-limiter.ts';
 import { ipLimiter } from './ip-limiter.ts';
+import { jsonBody } from './json-body.ts';
 import { notFound } from './not-found.ts';
 import { operationalRoutes } from './operational-routes.ts';
-import { createRateLimiter } from '../auth/rate-limit.ts';
+import { byAddress, createRateLimiter } from '../auth/rate-limit.ts';
 import { createReadinessCheck } from './readiness.ts';
+import { badRequest } from '../contract/errors.ts';
 import { requestId } from './request-id.ts';
 import { restRouter } from './rest-transport.ts';
 import { rpcRouter } from './rpc-transport.ts';
@@ -67,8 +70,10 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
     authenticate: overrides.authenticate ?? sessionAuthenticator(db.sql, now),
     mailer: overrides.mailer === undefined ? createMailer(config, logger) : overrides.mailer,
     limiters: {
-      contact: createRateLimiter({ limit: 5, windowMs: 10 * 60_000, now: clock }),
+      contact: byAddress(createRateLimiter({ limit: 5, windowMs: 10 * 60_000, now: clock })),
+      // Keyed by signInKey (email and address): 5 tries at one account from one client per 15 minutes.
       signInEmail: createRateLimiter({ limit: 5, windowMs: 15 * 60_000, now: clock }),
+      signInAddress: byAddress(createRateLimiter({ limit: config.authRateLimitPerMinute * 5, windowMs: 15 * 60_000, now: clock })),
     },
     plans: overrides.plans ?? unbilled,
     secret,
@@ -81,13 +86,15 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
   app.disable('x-powered-by');
   // ETags only where a route sets one (the OpenAPI document); upload PUTs must carry none.
   app.set('etag', false);
+  configureTrustProxy(app, config.trustProxy);
 
-  app.use(clientIp(config.trustProxy), requestId(logger), accessLog(), securityHeaders(), corsPolicy(config));
+  app.use(clientIp(), requestId(logger), accessLog(), securityHeaders(), corsPolicy(config), wellEncodedPath());
   const trusted = allowedOrigins(config);
-  // The limiter first: a flood of made-up tokens is refused before each costs a session lookup.
+  // The limiters first: a flood of made-up tokens is refused before each costs a session lookup.
   app.use(['/rpc', '/api/v1'], ipLimiter(config.rateLimitPerMinute, clock));
-  app.use(['/rpc', '/api/v1', '/api/auth'], originCheck(trusted), sessionMiddleware(services));
-  app.use(['/rpc', '/api/v1'], express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false }));
+  app.use('/api/auth', identityLimiter(config.authRateLimitPerMinute, clock));
+  // The CSRF check before the body is read; the body before the session lookup, so a refused body costs no query.
+  app.use(['/rpc', '/api/v1', '/api/auth'], originCheck(trusted), jsonBody({ limit: MAX_BODY_BYTES }), sessionMiddleware(services));
   app.use(operationalRoutes({ document: contractDocument, ready: createReadinessCheck(() => db.ping()) }));
   // The local driver's stand-in for a bucket; with S3 the routes do not exist.
   if (services.storage instanceof LocalDriver) {
@@ -99,4 +106,22 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
   app.use(notFound());
   app.use(errorHandler());
   return { app, services };
+}
+
+/**
+ * A path whose percent-escapes do not decode (`/documents/%ff`, a lone `%`) answers 400 before
+ * any limiter, session or route sees it: routers, path parameters and the database only ever get
+ * text that decodes.
+ */
+function wellEncodedPath(): RequestHandler {
+  return (req, res, next) => {
+    try {
+      decodeURIComponent(req.path);
+    } catch {
+      const message = 'The path is not valid percent-encoding.';
+      sendError(req, res, badRequest([{ path: [], message }], message));
+      return;
+    }
+    next();
+  };
 }

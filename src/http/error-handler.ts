@@ -1,7 +1,9 @@
 /**
  * Turns anything thrown while answering into the right body: an ApiError into the error envelope,
- * body-parser's refusals into 413 payload_too_large or 400, and everything else into the generic
- * 500 `{ error: 'internal_error', requestId }`, with the cause logged once.
+ * the body reader's refusals into 413 payload_too_large or 400, bad bytes in the path and database
+ * refusals of the input's text into 400, and everything else into the generic 500
+ * `{ error: 'internal_error', requestId }`, with the cause logged once. The code of every error
+ * answer is left on `res.locals.errorCode` for the access-log line.
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { WireError } from '../rpc/wire.ts';
@@ -10,35 +12,84 @@ import { findRoute } from './route-lookup.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/**
+ * PostgreSQL errors that mean the input's values cannot be stored or compared as sent (a NUL in
+ * text, a character the encoding lacks, text that is not a number or uuid, a number out of range,
+ * a value too long, nesting too deep for the server's stack): a bad request, never a 500. The
+ * contract's patterns should refuse such input first; this is the last line of defence.
+ */
+const INPUT_SQLSTATES: Record<string, string> = {
+  '22001': 'A value is too long.',
+  '22003': 'A number is out of range.',
+  '22008': 'A date or time is out of range.',
+  '22021': 'The input holds characters that cannot be stored (such as NUL).',
+  '22P02': 'A value does not have the expected form.',
+  '22P05': 'The input holds characters that cannot be stored.',
+  '54001': 'The input is nested too deeply.',
+};
+
 export function sendError(req: Request, res: Response, error: unknown, declared?: readonly string[]): void {
   if (res.headersSent) {
     req.log.error({ err: error }, 'error after the response started');
     res.destroy();
     return;
   }
-  const known = toApiError(error);
+  const known = toApiError(req, error);
   if (known) {
-    // Errors raised before routing (limiter, body parser) learn the operation from the path.
+    // Errors raised before routing (limiter, body reader) learn the operation from the path.
     const codes = declared ?? findRoute(req.method, req.originalUrl.split('?')[0]!)?.errors ?? [];
+    res.locals.errorCode = known.code;
     res.status(known.status).set(known.headers).json(known.toBody(codes));
     return;
   }
   if (isBodyError(error) && error.type === 'entity.too.large') {
-    res.status(413).json({ error: 'payload_too_large', message: `Request body exceeds ${MAX_BODY_BYTES} bytes.`, requestId: req.id });
+    sendPayloadTooLarge(req, res);
     return;
   }
   req.log.error({ err: error }, 'internal error');
+  res.locals.errorCode = 'internal_error';
   res.status(500).json({ error: 'internal_error', requestId: req.id });
 }
 
-function toApiError(error: unknown): ApiError | undefined {
+/**
+ * 413 payload_too_large (specification, "Errors"), in the shape of the other transport-level
+ * refusals. When the body has not been read (its declared length was too big, or it was cut off
+ * at the limit) the connection closes after the answer, so the rest is never read.
+ */
+export function sendPayloadTooLarge(req: Request, res: Response): void {
+  if (!req.complete) res.setHeader('Connection', 'close');
+  res.locals.errorCode = 'payload_too_large';
+  res.status(413).json({ error: 'payload_too_large', message: `Request body exceeds ${MAX_BODY_BYTES} bytes.`, requestId: req.id });
+}
+
+function toApiError(req: Request, error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
   if (error instanceof WireError) return badRequest([{ path: [], message: error.message }], error.message);
   if (isBodyError(error) && error.type !== 'entity.too.large' && error.status < 500) {
     const message = error.type === 'entity.parse.failed' ? 'The request body is not valid JSON.' : error.message;
     return badRequest([{ path: [], message }], message);
   }
+  // Express's router answers a path parameter that is not valid percent-encoding with a URIError of status 400.
+  if (error instanceof URIError) {
+    const message = 'The path is not valid percent-encoding.';
+    return badRequest([{ path: [], message }], message);
+  }
+  const sqlstate = databaseCode(error);
+  if (sqlstate !== undefined && sqlstate in INPUT_SQLSTATES) {
+    // Logged: the input should have been refused earlier, by the contract or the handler.
+    req.log.warn({ err: error, sqlstate }, 'database refused the input');
+    const message = INPUT_SQLSTATES[sqlstate]!;
+    return badRequest([{ path: [], message, params: { reason: 'database_refused', sqlstate } }], message);
+  }
   return undefined;
+}
+
+/** The SQLSTATE of a postgres.js (or PGlite) error; undefined for anything else. */
+function databaseCode(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const { code, severity } = error as Error & { code?: unknown; severity?: unknown };
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  return error.name === 'PostgresError' || typeof severity === 'string' ? code : undefined;
 }
 
 interface BodyParserError extends Error {

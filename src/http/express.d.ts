@@ -8,10 +8,14 @@ declare global {
       id: string;
       /** The request's logger; every line carries the request id. */
       log: Logger;
-      /** The client's address (see client-ip.ts). */
+      /** The client's address, from Express's `trust proxy` (TRUST_PROXY; see client-ip.ts). */
       clientIp: string;
       /** The signed-in caller, or null (see auth/session-middleware.ts). */
       principal: Principal | null;
+    }
+    interface Locals {
+      /** The code of an error answer (`NOT_FOUND`, `payload_too_large`, ...), for the access-log line (error-handler.ts). */
+      errorCode?: string;
     }
   }
 }

@@ -2,17 +2,17 @@
  * /api/auth/*: the identity routes of openapi/auth.yaml. Each request is read like a REST
  * procedure call (path, query and body as one input), passes the same checks (401, 400 from the
  * generated validators, the declared access), and its handler's AuthAnswer becomes the response:
- * a JSON body or a redirect, plus any session token or cookie it hands out.
+ * a JSON body or a redirect, plus any session token or cookie it hands out. The body reader and the
+ * identity limiters run before it, in app.ts (json-body.ts, identity-limiter.ts).
  * Also serves the contract at /api/auth/openapi.json and its reference page at /api/auth/reference.
  */
 import express, { type Request, type Response, type Router } from 'express';
 import { authRoutes, type AuthRouteName } from '../../generated/auth-routes.ts';
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
 import type { Services } from '../context.ts';
-import { sendError, MAX_BODY_BYTES } from './error-handler.ts';
+import { sendError } from './error-handler.ts';
 import { invoke, NO_BODY } from './procedure-call.ts';
 import { documentRoute } from './operational-routes.ts';
-import { createRateLimiter, type RateLimiter } from '../auth/rate-limit.ts';
 import { callRequest, restInput, toExpressPath } from './rest-transport.ts';
 import { ApiError } from '../contract/errors.ts';
 import { clearSessionCookie, sendSessionToken } from '../auth/authenticate.ts';
@@ -20,21 +20,14 @@ import { readCookie, serializeCookie } from '../auth/cookies.ts';
 import type { AuthAnswer, AuthExtra, AuthHandlers } from '../auth/identity-route.ts';
 import { referencePage } from '../auth/reference-page.ts';
 
-/** Routes where guessing pays: sign-up, sign-in, reset and verification mail get a tight per-IP budget. */
-const SENSITIVE: readonly string[] = ['auth.signUpEmail', 'auth.signInEmail', 'auth.requestPasswordReset', 'auth.sendVerificationEmail', 'auth.resetPassword', 'auth.changePassword'];
-
 export function identityRouter(options: { document: object; handlers: AuthHandlers; services: Services }): Router {
   const { document, handlers, services } = options;
   const { config } = services;
   const secure = config.publicUrl.startsWith('https:');
-  const clock = () => services.now().getTime();
-  const general = createRateLimiter({ limit: config.authRateLimitPerMinute * 10, windowMs: 60_000, now: clock });
-  const sensitive = createRateLimiter({ limit: config.authRateLimitPerMinute, windowMs: 60_000, now: clock });
 
   const router = express.Router({ strict: true });
   router.get('/openapi.json', documentRoute(document));
   router.use('/reference', referencePage());
-  router.use(express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false }));
 
   for (const route of Object.values(authRoutes) as ProcedureDefinition[]) {
     const method = route.method.toLowerCase() as 'get' | 'post';
@@ -42,8 +35,6 @@ export function identityRouter(options: { document: object; handlers: AuthHandle
       try {
         // Express answers HEAD with the GET route; these GETs act (verify-email spends its token).
         if (req.method === 'HEAD') throw new ApiError('METHOD_NOT_ALLOWED', { headers: { Allow: 'GET' } });
-        limit(general, req);
-        if (SENSITIVE.includes(route.name)) limit(sensitive, req);
         const { input, refused } = restInput(route, req);
         const answer = await invoke<AuthAnswer<unknown>, AuthExtra>({
           procedure: route,
@@ -63,13 +54,6 @@ export function identityRouter(options: { document: object; handlers: AuthHandle
     });
   }
   return router;
-}
-
-function limit(limiter: RateLimiter, req: Request): void {
-  const result = limiter.hit(req.clientIp);
-  if (!result.allowed) {
-    throw new ApiError('TOO_MANY_REQUESTS', { message: 'Too many attempts, try again in a minute.', headers: { 'Retry-After': String(result.retryAfterSeconds) } });
-  }
 }
 
 function respond(route: ProcedureDefinition, answer: AuthAnswer<unknown>, res: Response, options: { secure: boolean; now: Date }): void {

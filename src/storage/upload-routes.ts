@@ -182,5 +182,6 @@ export function uploadRoutes(options: UploadRoutesOptions): Router {
 function fail(req: Request, res: Response, status: number, error: string, message: string, headers: Record<string, string> = {}): void {
   // A refused upload's body is not read: close the connection rather than let Node drain up to 32 MB.
   if (!req.complete) res.setHeader('Connection', 'close');
+  res.locals.errorCode = error; // for the access-log line
   res.status(status).set(headers).json({ error, message, requestId: req.id });
 }

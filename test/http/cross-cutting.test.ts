@@ -37,10 +37,21 @@ describe('X-Request-Id', () => {
     expect(await response.json()).toEqual({ error: 'internal_error', requestId: 'trace-500' });
     await new Promise((resolve) => setTimeout(resolve, 20));
     const lines = server.logs.filter((line) => line.requestId === 'trace-500');
-    const errors = lines.filter((line) => line.level === 50);
+    const errors = lines.filter((line) => line.level === 50 && line.msg !== 'request');
     expect(errors).toHaveLength(1); // the cause is logged once
     expect(errors[0]!.err.message).toBe('database on fire');
-    expect(lines.filter((line) => line.msg === 'request')).toEqual([expect.objectContaining({ status: 500, method: 'GET', path: '/api/v1/auth-config' })]);
+    // The access-log line of a 5xx is at error level and names the error.
+    expect(lines.filter((line) => line.msg === 'request')).toEqual([expect.objectContaining({ level: 50, status: 500, code: 'internal_error', method: 'GET', path: '/api/v1/auth-config' })]);
+  });
+
+  it('logs 4xx access lines at warn with their code, and the rest at info without one', async () => {
+    await server.fetch('/api/v1/me', { headers: { 'x-request-id': 'trace-401' } });
+    await server.fetch('/api/v1/health', { headers: { 'x-request-id': 'trace-200' } });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const line = (id: string) => server.logs.find((entry) => entry.requestId === id && entry.msg === 'request');
+    expect(line('trace-401')).toMatchObject({ level: 40, status: 401, code: 'UNAUTHORIZED' });
+    expect(line('trace-200')).toMatchObject({ level: 30, status: 200 });
+    expect(line('trace-200')).not.toHaveProperty('code');
   });
 });
 

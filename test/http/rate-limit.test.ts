@@ -1,23 +1,35 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { resolveClientIp } from '../../src/http/client-ip.ts';
-import { createRateLimiter } from '../../src/auth/rate-limit.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { normalizeAddress } from '../../src/http/client-ip.ts';
+import { addressKey, createRateLimiter, signInKey } from '../../src/auth/rate-limit.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { createTestDatabase } from '../support/database.ts';
+import type { Database } from '../../src/db/connection.ts';
 
-describe('resolveClientIp', () => {
+describe('addressKey and normalizeAddress', () => {
   const cases = [
-    { given: { socket: '::ffff:10.0.0.9', forwarded: '203.0.113.7', trust: false }, want: '10.0.0.9' },
-    { given: { socket: '10.0.0.9', forwarded: '203.0.113.7', trust: true }, want: '203.0.113.7' },
-    { given: { socket: '10.0.0.9', forwarded: ' 2001:db8::1 ', trust: true }, want: '2001:db8::1' },
-    { given: { socket: '10.0.0.9', forwarded: '198.51.100.1, 203.0.113.7', trust: true }, want: '10.0.0.9' },
-    { given: { socket: '10.0.0.9', forwarded: 'not-an-ip', trust: true }, want: '10.0.0.9' },
-    { given: { socket: '10.0.0.9', forwarded: undefined, trust: true }, want: '10.0.0.9' },
+    { address: '203.0.113.7', normal: '203.0.113.7', key: '203.0.113.7' },
+    { address: '::ffff:10.0.0.9', normal: '10.0.0.9', key: '10.0.0.9' },
+    { address: '::FFFF:10.0.0.9', normal: '10.0.0.9', key: '10.0.0.9' },
+    { address: '2001:db8:1:2::1', normal: '2001:db8:1:2::1', key: '2001:db8:1:2::/64' },
+    { address: '2001:DB8:1:2:aaaa:bbbb:cccc:dddd', normal: '2001:db8:1:2:aaaa:bbbb:cccc:dddd', key: '2001:db8:1:2::/64' },
+    { address: '2001:db8::1', normal: '2001:db8::1', key: '2001:db8:0:0::/64' },
+    { address: 'fe80::1%eth0', normal: 'fe80::1', key: 'fe80:0:0:0::/64' },
+    { address: '64:ff9b::203.0.113.7', normal: '64:ff9b::203.0.113.7', key: '64:ff9b:0:0::/64' },
+    { address: '::1', normal: '::1', key: '0:0:0:0::/64' },
+    { address: 'unknown', normal: 'unknown', key: 'unknown' },
   ];
-  for (const { given, want } of cases) {
-    it(`${JSON.stringify(given)} -> ${want}`, () => {
-      expect(resolveClientIp(given.socket, given.forwarded, given.trust)).toBe(want);
+  for (const { address, normal, key } of cases) {
+    it(`${address} -> ${normal}, limited as ${key}`, () => {
+      expect(normalizeAddress(address)).toBe(normal);
+      expect(addressKey(address)).toBe(key);
+      expect(addressKey(key)).toBe(key); // applying it twice is harmless
     });
   }
+
+  it('sign-in keys hold the email (any case) and the address key', () => {
+    expect(signInKey('Ada@Example.com', '2001:db8:1:2::1')).toBe(signInKey('ada@example.com', '2001:db8:1:2::99'));
+    expect(signInKey('ada@example.com', '203.0.113.1')).not.toBe(signInKey('ada@example.com', '203.0.113.2'));
+  });
 });
 
 describe('createRateLimiter', () => {
@@ -55,22 +67,75 @@ describe('the shared per-IP limiter', () => {
     expect((await server.fetch('/healthz')).status).toBe(200);
   });
 
-  it('counts x-forwarded-for clients apart only behind a trusted proxy', async () => {
-    const db = await createTestDatabase();
-    const trusted = await startTestServer({ db, env: { RATE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: 'true' } });
-    const untrusted = await startTestServer({ db, env: { RATE_LIMIT_PER_MINUTE: '1' } });
-    servers.push(trusted, untrusted);
-    const from = (ip: string) => ({ headers: { 'x-forwarded-for': ip } });
+  it('behind a proxy that appends to X-Forwarded-For, each client has its own budget, whatever it wrote itself', async () => {
+    const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: 'true' } });
+    servers.push(server);
+    const from = (forwarded: string) => ({ headers: { 'x-forwarded-for': forwarded } });
+    expect((await server.fetch('/api/v1/health', from('203.0.113.1'))).status).toBe(200);
+    expect((await server.fetch('/api/v1/health', from('203.0.113.2'))).status).toBe(200);
+    // The client wrote the left part; the proxy appended what it saw.
+    expect((await server.fetch('/api/v1/health', from('198.51.100.9, 203.0.113.3'))).status).toBe(200);
+    expect((await server.fetch('/api/v1/health', from('198.51.100.10, 203.0.113.3'))).status).toBe(429);
+    expect((await server.fetch('/api/v1/health', from('203.0.113.3'))).status).toBe(429);
+    expect((await server.fetch('/api/v1/health', from('203.0.113.1'))).status).toBe(429);
+  });
 
-    expect((await trusted.fetch('/api/v1/health', from('203.0.113.1'))).status).toBe(200);
-    expect((await trusted.fetch('/api/v1/health', from('203.0.113.2'))).status).toBe(200);
-    expect((await trusted.fetch('/api/v1/health', from('203.0.113.1'))).status).toBe(429);
-    // A list is not a single address: the socket address counts, and it has a budget of its own.
-    expect((await trusted.fetch('/api/v1/health', from('203.0.113.3, 203.0.113.4'))).status).toBe(200);
-    expect((await trusted.fetch('/api/v1/health', from('203.0.113.5, 203.0.113.6'))).status).toBe(429);
+  it('counts an IPv6 client by its /64 and an IPv4-mapped address as the IPv4 one', async () => {
+    const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: '1' } });
+    servers.push(server);
+    const from = (forwarded: string) => ({ headers: { 'x-forwarded-for': forwarded } });
+    expect((await server.fetch('/api/v1/health', from('2001:db8:1:2::1'))).status).toBe(200);
+    expect((await server.fetch('/api/v1/health', from('2001:db8:1:2:ffff::77'))).status).toBe(429);
+    expect((await server.fetch('/api/v1/health', from('2001:db8:1:3::1'))).status).toBe(200);
+    expect((await server.fetch('/api/v1/health', from('203.0.113.50'))).status).toBe(200);
+    expect((await server.fetch('/api/v1/health', from('::ffff:203.0.113.50'))).status).toBe(429);
+  });
 
-    expect((await untrusted.fetch('/api/v1/health', from('203.0.113.1'))).status).toBe(200);
-    expect((await untrusted.fetch('/api/v1/health', from('203.0.113.2'))).status).toBe(429);
+  it('ignores X-Forwarded-For without TRUST_PROXY', async () => {
+    const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '1' } });
+    servers.push(server);
+    expect((await server.fetch('/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.1' } })).status).toBe(200);
+    expect((await server.fetch('/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.2' } })).status).toBe(429);
+  });
+});
+
+describe('the client address under each TRUST_PROXY', () => {
+  let db: Database;
+  const servers: Record<string, TestServer> = {};
+  const settings = { none: undefined, true: 'true', two: '2', loopback: 'loopback', chain: '127.0.0.1, 10.0.0.0/8' } as const;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    for (const [name, value] of Object.entries(settings)) {
+      servers[name] = await startTestServer({ db, env: value === undefined ? {} : { TRUST_PROXY: value } });
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(Object.values(servers).map((s) => s.close()));
     await db.close();
   });
+
+  /** The address on the access-log line of one request carrying this X-Forwarded-For. */
+  async function clientOf(server: TestServer, forwarded: string | undefined): Promise<string> {
+    const id = `ip-${Math.random().toString(36).slice(2)}`;
+    await server.fetch('/healthz', { headers: { 'x-request-id': id, ...(forwarded === undefined ? {} : { 'x-forwarded-for': forwarded }) } });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    return server.logs.find((line) => line.requestId === id && line.msg === 'request')!.ip;
+  }
+
+  const cases: { setting: keyof typeof settings; forwarded: string | undefined; want: string }[] = [
+    { setting: 'none', forwarded: '203.0.113.7', want: '127.0.0.1' },
+    { setting: 'true', forwarded: undefined, want: '127.0.0.1' },
+    { setting: 'true', forwarded: '203.0.113.7', want: '203.0.113.7' },
+    { setting: 'true', forwarded: 'spoofed, 198.51.100.1, 203.0.113.7', want: '203.0.113.7' },
+    { setting: 'true', forwarded: ' 2001:DB8::1 ', want: '2001:db8::1' },
+    { setting: 'two', forwarded: '198.51.100.1, 203.0.113.7, 10.0.0.2', want: '203.0.113.7' },
+    { setting: 'loopback', forwarded: '203.0.113.7, 10.0.0.2', want: '10.0.0.2' },
+    { setting: 'chain', forwarded: '198.51.100.1, 203.0.113.7, 10.0.0.2', want: '203.0.113.7' },
+    { setting: 'chain', forwarded: '10.1.1.1, 10.0.0.2', want: '10.1.1.1' },
+  ];
+  for (const { setting, forwarded, want } of cases) {
+    it(`TRUST_PROXY=${settings[setting] ?? '(unset)'}, X-Forwarded-For ${JSON.stringify(forwarded)} -> ${want}`, async () => {
+      expect(await clientOf(servers[setting]!, forwarded)).toBe(want);
+    });
+  }
 });

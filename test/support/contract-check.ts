@@ -15,7 +15,7 @@ export function assertMatchesContract(method: string, url: URL, status: number, 
   let validate: ValidateFunction | undefined;
   if (!procedure || (url.pathname.startsWith('/rpc/') && method !== 'POST')) {
     // Outside every procedure: only the HTTP layer's own answers may come back.
-    validate = { 404: schemaValidator('NotFoundError'), 405: schemaValidator('MethodNotAllowedError'), 413: schemaValidator('TransportErrorBody'), 429: schemaValidator('TooManyRequestsError') }[status];
+    validate = { 400: schemaValidator('BadRequestError'), 404: schemaValidator('NotFoundError'), 405: schemaValidator('MethodNotAllowedError'), 413: schemaValidator('TransportErrorBody'), 429: schemaValidator('TooManyRequestsError') }[status];
     if (!validate) throw new Error(`${where}: no operation here, and the HTTP layer never answers ${status}`);
   } else {
     if (status >= 300 && status < 400) return; // redirects (identity routes) carry no body

@@ -14,11 +14,21 @@ describe('loadConfig', () => {
     { given: { PORT: '8080' }, want: { port: 8080, publicUrl: 'http://127.0.0.1:8080' } },
     { given: { PUBLIC_URL: 'https://api.example.com/' }, want: { publicUrl: 'https://api.example.com' } },
     { given: { TRUSTED_ORIGINS: 'https://a.example.com, https://b.example.com:8443' }, want: { trustedOrigins: ['https://a.example.com', 'https://b.example.com:8443'] } },
-    { given: { TRUST_PROXY: 'yes', LOG_LEVEL: 'debug' }, want: { trustProxy: true, logLevel: 'debug' } },
+    { given: { TRUST_PROXY: 'yes', LOG_LEVEL: 'debug' }, want: { trustProxy: 1, logLevel: 'debug' } },
+    // TRUST_PROXY: true is one proxy hop, a number that many hops, 0 or false none, else a list of proxies.
+    { given: { TRUST_PROXY: 'true' }, want: { trustProxy: 1 } },
+    { given: { TRUST_PROXY: '2' }, want: { trustProxy: 2 } },
+    { given: { TRUST_PROXY: '0' }, want: { trustProxy: false } },
+    { given: { TRUST_PROXY: 'off' }, want: { trustProxy: false } },
+    { given: { TRUST_PROXY: 'loopback, 10.0.0.0/8, 192.168.1.1, fd00::/8, 172.16.0.0/255.240.0.0' }, want: { trustProxy: ['loopback', '10.0.0.0/8', '192.168.1.1', 'fd00::/8', '172.16.0.0/255.240.0.0'] } },
     { given: { DATABASE_URL: 'postgres://u:p@db:5432/app' }, want: { databaseUrl: 'postgres://u:p@db:5432/app' } },
     { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters' }, want: { validateResponses: false } },
     { given: { CONTACT_EMAIL: 'hello@example.com', REQUIRE_EMAIL_VERIFICATION: 'true' }, want: { contactEmail: 'hello@example.com', requireEmailVerification: true } },
     { given: { PORT: '  ' }, want: { port: 3000 } },
+    { given: {}, want: { database: { statementTimeoutMs: 30_000, lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 60_000, transactionGuard: true } } },
+    { given: { DB_STATEMENT_TIMEOUT_MS: '5000', DB_LOCK_TIMEOUT_MS: '0', DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '120000' }, want: { database: { statementTimeoutMs: 5000, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 120_000 } } },
+    { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters' }, want: { database: { transactionGuard: false } } },
+    { given: { NODE_ENV: 'test' }, want: { database: { transactionGuard: true } } },
   ];
   for (const { given, want } of good) {
     it(`reads ${JSON.stringify(given)}`, () => {
@@ -30,6 +40,9 @@ describe('loadConfig', () => {
     { given: { PORT: 'eighty' }, names: 'PORT' },
     { given: { PORT: '70000' }, names: 'PORT' },
     { given: { TRUST_PROXY: 'maybe' }, names: 'TRUST_PROXY' },
+    { given: { TRUST_PROXY: '10.0.0.0/33' }, names: 'TRUST_PROXY' },
+    { given: { TRUST_PROXY: '10.0.0.1, example.com' }, names: 'TRUST_PROXY' },
+    { given: { TRUST_PROXY: '100' }, names: 'TRUST_PROXY' },
     { given: { LOG_LEVEL: 'loud' }, names: 'LOG_LEVEL' },
     { given: { DATABASE_URL: 'mysql://db/app' }, names: 'DATABASE_URL' },
     { given: { PUBLIC_URL: 'ftp://files' }, names: 'PUBLIC_URL' },
@@ -41,6 +54,9 @@ describe('loadConfig', () => {
     { given: { STORAGE_DRIVER: 's3' }, names: 'S3_BUCKET' },
     { given: { EMAIL_PROVIDER: 'smtp' }, names: 'SMTP_URL' },
     { given: { GITHUB_CLIENT_ID: 'only-the-id' }, names: 'GITHUB_CLIENT_ID' },
+    { given: { DB_STATEMENT_TIMEOUT_MS: '30s' }, names: 'DB_STATEMENT_TIMEOUT_MS' },
+    { given: { DB_LOCK_TIMEOUT_MS: '-1' }, names: 'DB_LOCK_TIMEOUT_MS' },
+    { given: { DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '2147483648' }, names: 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS' },
   ];
   for (const { given, names } of bad) {
     it(`stops on ${JSON.stringify(given)} naming ${names}`, () => {
