@@ -2,7 +2,7 @@
 // PGlite, PostgreSQL compiled to WebAssembly, running in this process and served
 // over the PostgreSQL wire protocol on a loopback port, so the rest of the
 // service talks to it through the same driver as to a real server.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto';
@@ -26,8 +26,32 @@ export interface EmbeddedDatabase {
   close(): Promise<void>;
 }
 
+// Every extension a migration may create must be loaded here: PGlite cannot
+// load one later. Production servers ship both (pgcrypto is contrib).
+const extensions = { vector, pgcrypto };
+
+/** The extensions every embedded database loads (part of the migrated template's key). */
+export const embeddedExtensionNames: readonly string[] = Object.keys(extensions);
+
 export function embeddedPgDataPath(dataDir: string): string {
   return join(dataDir, 'pg');
+}
+
+// Present while a start creates `<dataDir>/pg` (initdb, or unpacking a template). A start that
+// finds it was cut off halfway (killed, power loss): what is there is not a database, and it is
+// created again instead of failing on every later start.
+function creatingMarkerPath(dataDir: string): string {
+  return `${embeddedPgDataPath(dataDir)}.creating`;
+}
+
+/**
+ * True when `<dataDir>/pg` holds a database (so `loadDataDir` must not be passed), false when a
+ * start would create one: no files there, or only what a cut-off creation left.
+ */
+export async function embeddedDatabaseExists(dataDir: string): Promise<boolean> {
+  if (await exists(creatingMarkerPath(dataDir))) return false;
+  const entries = await readdir(embeddedPgDataPath(dataDir)).catch(() => []);
+  return entries.length > 0;
 }
 
 export async function startEmbeddedDatabase(options: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase> {
@@ -38,12 +62,18 @@ export async function startEmbeddedDatabase(options: EmbeddedDatabaseOptions): P
   let db: PGlite | undefined;
   let server: PGLiteSocketServer;
   try {
+    const marker = creatingMarkerPath(options.dataDir);
+    const creating = !(await embeddedDatabaseExists(options.dataDir));
+    if (creating) {
+      await rm(pgDataPath, { recursive: true, force: true });
+      await writeFile(marker, `${process.pid}\n`);
+    }
     db = await PGlite.create(pgDataPath, {
-      // Every extension a migration may create must be loaded here: PGlite
-      // cannot load one later. Production servers ship both (pgcrypto is contrib).
-      extensions: { vector, pgcrypto },
+      extensions,
       ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
     });
+    // A failed creation keeps the marker: the next start begins again from an empty directory.
+    if (creating) await rm(marker, { force: true });
     // maxConnections 1: the socket multiplexer mixes up concurrent connections'
     // extended-protocol messages (pglite #1046, PR #977), so only one client
     // connection is allowed; port 0 lets the OS pick a free port.
@@ -84,4 +114,8 @@ async function shutDown(stopServing: () => Promise<void>, db: PGlite, lock: Data
   } finally {
     await lock.release();
   }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, () => false);
 }

@@ -140,6 +140,10 @@ function checksumError(file: MigrationFile, row: AppliedRow): Error {
 }
 
 async function takeLock(tx: Tx): Promise<void> {
+  // A migration may run long and a runner may queue behind another: the connection's statement
+  // and lock timeouts (DB_STATEMENT_TIMEOUT_MS, DB_LOCK_TIMEOUT_MS) are for requests, not for this
+  // transaction.
+  await tx`select set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true)`;
   await tx`select pg_advisory_xact_lock(${lockKey}::bigint)`;
 }
 

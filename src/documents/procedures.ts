@@ -74,7 +74,8 @@ export const documentProcedures = {
     if (document.status === 'ready') return document;
     const { storage, config } = ctx.services;
     const key = store.objectKey(document);
-    const stored = await storage.stat(key);
+    // Moves the uploaded bytes into place (from a staging key nothing else reads) and measures them.
+    const stored = await storage.commitUpload(key);
     if (!stored) throw new ApiError('PRECONDITION_FAILED', { message: 'The upload has not arrived yet.' });
     // The declared size, capped by MAX_UPLOAD_BYTES (which may have gone down since createUpload).
     const maxBytes = Math.min(document.size, config.maxUploadBytes);

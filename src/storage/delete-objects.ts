@@ -1,7 +1,9 @@
 /**
  * Best-effort removal of many stored objects, for deletions that cascade in the database
  * (a workspace, an organization): the rows go regardless, and every key that survives is logged
- * so it can be cleaned up by hand (specification, workspaces.delete).
+ * so it can be cleaned up by hand (specification, workspaces.delete). Pass the documents' keys;
+ * the driver removes their uploads not committed with them (the S3 driver's `staging/` objects),
+ * and a surviving one is logged under its own key.
  */
 import type { Logger } from '../logger.ts';
 import type { StorageDriver } from './driver.ts';

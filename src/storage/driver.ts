@@ -8,15 +8,31 @@ export interface StorageDriver {
   readonly name: 'local' | 's3';
   /** For system status: the data directory or the bucket. */
   readonly location: string;
+  /**
+   * An address the client PUTs the bytes to. What arrives there is not the document's object yet:
+   * `commitUpload` makes it so (the S3 driver stages uploads under another key; the local upload
+   * route writes in place but refuses once the document is ready).
+   */
   presignUpload(key: string, o: { contentType: string; size: number; expiresInSeconds: number; now: Date }): Promise<{ url: string; headers: Record<string, string>; expiresAt: Date }>;
   presignDownload(key: string, o: { filename: string; contentType: string; expiresInSeconds: number; now: Date }): Promise<{ url: string; expiresAt: Date }>;
+  /**
+   * documents.complete: makes the uploaded bytes the stored object of `key` and answers its size,
+   * or null when nothing was uploaded (and nothing committed before). Afterwards the upload
+   * address, still valid for its lifetime, can no longer change what `stat`, `read` and downloads
+   * see. Committing again with nothing new uploaded answers the stored object's size.
+   */
+  commitUpload(key: string): Promise<{ size: number } | null>;
   /** The stored object's size in bytes, or null when there is none. */
   stat(key: string): Promise<{ size: number } | null>;
   /** Streams the stored object (text extraction later reads it). Rejects with ObjectNotFoundError when there is none. */
   read(key: string): Promise<NodeJS.ReadableStream>;
-  /** Deleting an object that does not exist succeeds. */
+  /** Deletes the stored object and any upload of it not committed; deleting what does not exist succeeds. */
   delete(key: string): Promise<void>;
-  /** Best effort: answers the keys that could not be deleted (and logs nothing itself). */
+  /**
+   * Best effort, for many keys (with their uploads not committed, as `delete`): answers the objects
+   * that could not be deleted, by the name the storage knows them by (the S3 driver may name a
+   * staged upload), and logs nothing itself.
+   */
   deleteMany(keys: string[]): Promise<{ failed: string[] }>;
 }
 

@@ -4,7 +4,7 @@
  * query string (signed-url.ts). For one machine and development; production with several
  * instances uses the S3 driver.
  */
-import { open, rm, stat, unlink } from 'node:fs/promises';
+import { open, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expiryOf, ObjectNotFoundError, parseKey, type StorageDriver } from './driver.ts';
 import { signedQuery, type SignedTarget } from './signed-url.ts';
@@ -42,6 +42,17 @@ export class LocalDriver implements StorageDriver {
     return join(this.location, organizationId, documentId);
   }
 
+  /**
+   * Where an upload may be staged until commitUpload moves it to filePath: `.<doc>.upload` beside
+   * it (the dot keeps it from ever being a key). The upload route checks that the document is
+   * pending before it writes, but a PUT that started while it was pending can finish after
+   * documents.complete: written here, it cannot replace a ready document's bytes.
+   */
+  uploadPath(key: string): string {
+    const { organizationId, documentId } = parseKey(key);
+    return join(this.location, organizationId, `.${documentId}.upload`);
+  }
+
   async presignUpload(key: string, o: { contentType: string; size: number; expiresInSeconds: number; now: Date }) {
     if (!Number.isSafeInteger(o.size) || o.size < 0) throw new RangeError(`size must be a byte count, got ${o.size}`);
     const expiresAt = expiryOf(o.now, o.expiresInSeconds);
@@ -53,6 +64,16 @@ export class LocalDriver implements StorageDriver {
   async presignDownload(key: string, o: { filename: string; contentType: string; expiresInSeconds: number; now: Date }) {
     const expiresAt = expiryOf(o.now, o.expiresInSeconds);
     return { url: this.#url({ method: 'GET', path: LocalDriver.routePath(key), expires: expiresAt.getTime() / 1000 }), expiresAt };
+  }
+
+  /** Moves a staged upload (uploadPath) into place, if there is one, and measures the file. */
+  async commitUpload(key: string): Promise<{ size: number } | null> {
+    try {
+      await rename(this.uploadPath(key), this.filePath(key));
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+    }
+    return this.stat(key);
   }
 
   async stat(key: string): Promise<{ size: number } | null> {
@@ -77,7 +98,7 @@ export class LocalDriver implements StorageDriver {
   }
 
   async delete(key: string): Promise<void> {
-    await rm(this.filePath(key), { force: true });
+    await Promise.all([rm(this.filePath(key), { force: true }), rm(this.uploadPath(key), { force: true })]);
   }
 
   async deleteMany(keys: string[]): Promise<{ failed: string[] }> {
@@ -86,10 +107,15 @@ export class LocalDriver implements StorageDriver {
     const queue = [...keys];
     const worker = async () => {
       for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
-        try {
-          await unlink(this.filePath(key));
-        } catch (error) {
-          if (!isMissing(error)) failed.push(key);
+        for (const path of [this.filePath.bind(this), this.uploadPath.bind(this)]) {
+          try {
+            await unlink(path(key));
+          } catch (error) {
+            if (!isMissing(error)) {
+              failed.push(key);
+              break;
+            }
+          }
         }
       }
     };

@@ -1,9 +1,21 @@
 /**
  * The S3 driver: any S3-compatible bucket (AWS, MinIO, R2; s3rver in tests). Clients upload and
- * download straight to and from the bucket through presigned addresses; the API only measures,
- * reads and deletes.
+ * download straight to and from the bucket through presigned addresses; the API only commits,
+ * measures, reads and deletes.
+ *
+ * Uploads are staged. A presigned PUT cannot be revoked and stays valid for its whole lifetime, so
+ * it does not write the document's object `<org>/<doc>` but `staging/<org>/<doc>`, which nothing
+ * reads. commitUpload (documents.complete) copies the staged bytes to the document's key and
+ * deletes the staged object: a PUT after that only writes a staging object again, and the bytes of
+ * a ready document stay what complete measured.
+ *
+ * Such a late PUT leaves a stray staging object. `delete` and `deleteMany` remove a document's
+ * staging object with its object, so it goes with its document, workspace or organization; one
+ * PUT after that deletion (within the address's lifetime) is caught only by a lifecycle rule on
+ * the bucket that expires objects under `staging/` (after a day, say): configure one.
  */
 import {
+  CopyObjectCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -19,6 +31,15 @@ import { expiryOf, ObjectNotFoundError, parseKey, type StorageDriver } from './d
 
 /** DeleteObjects takes at most 1000 keys per request. */
 export const DELETE_BATCH = 1000;
+
+/** Where uploads to the document `<org>/<doc>` land until commitUpload. */
+export const STAGING_PREFIX = 'staging/';
+
+/** The staging key of a document's key (checked). */
+export function stagingKey(key: string): string {
+  parseKey(key);
+  return `${STAGING_PREFIX}${key}`;
+}
 
 export function s3ClientConfig(settings: S3Settings): S3ClientConfig {
   return {
@@ -49,14 +70,15 @@ export class S3Driver implements StorageDriver {
   }
 
   /**
-   * Content-Type and Content-Length are signed headers of the address, so the PUT must send
-   * exactly these (returned as `headers`): a client cannot store more than it declared.
+   * A PUT to the staging key. Content-Type and Content-Length are signed headers of the address,
+   * so the PUT must send exactly these (returned as `headers`): a client cannot store more than it
+   * declared.
    */
   async presignUpload(key: string, o: { contentType: string; size: number; expiresInSeconds: number; now: Date }) {
-    parseKey(key);
+    const staged = stagingKey(key);
     if (!Number.isSafeInteger(o.size) || o.size < 0) throw new RangeError(`size must be a byte count, got ${o.size}`);
     const expiresAt = expiryOf(o.now, o.expiresInSeconds);
-    const command = new PutObjectCommand({ Bucket: this.#bucket, Key: key, ContentType: o.contentType, ContentLength: o.size });
+    const command = new PutObjectCommand({ Bucket: this.#bucket, Key: staged, ContentType: o.contentType, ContentLength: o.size });
     const url = await getSignedUrl(this.client, command, {
       expiresIn: o.expiresInSeconds,
       signingDate: o.now,
@@ -75,6 +97,26 @@ export class S3Driver implements StorageDriver {
       ResponseContentType: o.contentType,
     });
     return { url: await getSignedUrl(this.client, command, { expiresIn: o.expiresInSeconds, signingDate: o.now }), expiresAt };
+  }
+
+  /**
+   * Copies the staged upload to the document's key (CopyObject keeps its Content-Type), deletes
+   * the staged object, and answers the size stored under the document's key. Nothing staged:
+   * either nothing was uploaded (null) or an earlier commit moved it (that object's size), so a
+   * complete retried after a failure finds the bytes it committed. Objects up to 5 GiB, S3's limit
+   * for both a single PUT and a single copy.
+   */
+  async commitUpload(key: string): Promise<{ size: number } | null> {
+    const staged = stagingKey(key);
+    try {
+      await this.client.send(new CopyObjectCommand({ Bucket: this.#bucket, Key: key, CopySource: `${this.#bucket}/${staged}` }));
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      return this.stat(key);
+    }
+    // A failure here leaves a staging object nothing reads (see the top of this file).
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: staged })).catch(() => undefined);
+    return this.stat(key);
   }
 
   async stat(key: string): Promise<{ size: number } | null> {
@@ -101,18 +143,19 @@ export class S3Driver implements StorageDriver {
     }
   }
 
+  /** Deletes the document's object and its staging object (an upload not committed, or a late PUT). */
   async delete(key: string): Promise<void> {
-    parseKey(key);
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: key }));
+    const staged = stagingKey(key);
+    await Promise.all([key, staged].map((Key) => this.client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key }))));
   }
 
+  /** As `delete` for each key, in DeleteObjects batches; a failed staging object is named by its own key. */
   async deleteMany(keys: string[]): Promise<{ failed: string[] }> {
     const failed: string[] = [];
     const valid: string[] = [];
     for (const key of keys) {
       try {
-        parseKey(key);
-        valid.push(key);
+        valid.push(key, stagingKey(key));
       } catch {
         failed.push(key);
       }

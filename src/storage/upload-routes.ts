@@ -91,7 +91,9 @@ export function uploadRoutes(options: UploadRoutesOptions): Router {
       return;
     }
 
-    const target = driver.filePath(`${allowed.organizationId}/${allowed.documentId}`);
+    // Into the staging path: documents.complete moves it into place (commitUpload), so a PUT that
+    // races past the pending check above can never replace the bytes of a ready document.
+    const target = driver.uploadPath(`${allowed.organizationId}/${allowed.documentId}`);
     await mkdir(dirname(target), { recursive: true });
     // Beside the target (same file system, so the rename is atomic); the dot keeps it from ever looking like a key.
     const temp = join(dirname(target), `.${allowed.documentId}.${randomUUID()}.part`);

@@ -9,7 +9,7 @@ import { createTestDatabase } from '../support/database.ts';
 describe('embedded database', () => {
   let db: Database;
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await createTestDatabase({ embedded: true });
   });
   afterAll(() => db?.close());
 

@@ -9,14 +9,16 @@ import { defaultMigrationsDir, migrate, migrationStatus, readMigrationFiles } fr
 import { createTestDatabase } from '../support/database.ts';
 
 // Each test runs its own migrations in its own schema (search_path on the one
-// embedded connection), so schema_migrations starts empty every time.
+// embedded connection), so schema_migrations starts empty every time. That needs
+// the single connection, so the embedded database even with TEST_DATABASE_URL;
+// the real server's separate sessions are tested at the end of this file.
 let db: Database;
 let sql: postgres.Sql;
 const tempDirs: string[] = [];
 let schemaCount = 0;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
+  db = await createTestDatabase({ embedded: true });
   sql = db.sql;
 });
 afterAll(async () => {

