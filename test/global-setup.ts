@@ -1,6 +1,13 @@
 // Runs once per test run: builds one migrated embedded database and dumps it to
 // a tarball. Each test file then clones it (test/support/database.ts), which
 // costs about a second instead of the 4-6 s of a fresh PGlite initdb.
+//
+// With TEST_DATABASE_URL (a disposable PostgreSQL 15+ server with pgvector, e.g.
+// `make test-pg`), it also migrates a template DATABASE on that server, and test
+// files get their own `CREATE DATABASE ... TEMPLATE` copy of it instead. The
+// embedded template is built either way: tests about the embedded database
+// itself still use it.
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +23,11 @@ declare module 'vitest' {
     templateDataDir: string;
     /** Where test databases put their throwaway data directories. */
     testScratchRoot: string;
+    /**
+     * With TEST_DATABASE_URL: the migrated template database on that server; each test database's
+     * name starts with `${templateDatabase}_`. Empty without TEST_DATABASE_URL.
+     */
+    templateDatabase: string;
   }
 }
 
@@ -23,6 +35,25 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const scratchRoot = await chooseScratchRoot();
   await removeAbandonedDirs(scratchRoot);
   const dir = await mkdtemp(join(scratchRoot, 'workspace-api-template-'));
+  const externalUrl = process.env.TEST_DATABASE_URL || undefined;
+  // The two templates side by side: the server's takes about a second, PGlite's several.
+  const [embedded, external] = await Promise.allSettled([embeddedTemplate(dir), externalUrl ? externalTemplate(externalUrl) : Promise.resolve('')]);
+  const template = external.status === 'fulfilled' ? external.value : '';
+  const teardown = async () => {
+    await rm(dir, { recursive: true, force: true });
+    if (externalUrl && template) await dropRunDatabases(externalUrl, template);
+  };
+  if (embedded.status === 'rejected' || external.status === 'rejected') {
+    await teardown();
+    throw embedded.status === 'rejected' ? embedded.reason : (external as PromiseRejectedResult).reason;
+  }
+  project.provide('templateDataDir', embedded.value);
+  project.provide('testScratchRoot', scratchRoot);
+  project.provide('templateDatabase', template);
+  return teardown;
+}
+
+async function embeddedTemplate(dir: string): Promise<string> {
   const embedded = await startEmbeddedDatabase({ dataDir: join(dir, 'data') });
   try {
     const sql = postgres(embedded.url, embeddedClientOptions);
@@ -34,15 +65,48 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const tarball = await embedded.dumpDataDir();
     const tarballPath = join(dir, 'template.tar');
     await writeFile(tarballPath, new Uint8Array(await tarball.arrayBuffer()));
-    project.provide('templateDataDir', tarballPath);
-    project.provide('testScratchRoot', scratchRoot);
+    return tarballPath;
   } finally {
     await embedded.close();
   }
-  return async () => {
-    await rm(dir, { recursive: true, force: true });
-  };
 }
+
+/** Creates and migrates `wsapi_<random>` on the server; answers its name. Nothing stays connected to it. */
+async function externalTemplate(url: string): Promise<string> {
+  const name = `wsapi_${randomBytes(5).toString('hex')}`;
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database ${quoteIdentifier(name)}`);
+  } finally {
+    await admin.end();
+  }
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  const sql = postgres(target.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await migrate(sql);
+  } catch (error) {
+    await sql.end();
+    await dropRunDatabases(url, name);
+    throw error;
+  }
+  await sql.end();
+  return name;
+}
+
+/** Drops the template and every test database of this run that a killed worker left behind. */
+async function dropRunDatabases(url: string, template: string): Promise<void> {
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await admin<{ datname: string }[]>`
+      select datname from pg_database where datname = ${template} or starts_with(datname, ${template + '_'})`;
+    for (const { datname } of rows) await admin.unsafe(`drop database if exists ${quoteIdentifier(datname)} with (force)`);
+  } finally {
+    await admin.end();
+  }
+}
+
+const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 // Writing PGlite's 40 MB of files took this machine's disk about twice as long
 // as tmpfs (a clone: 1.6-2.3 s against 1.0-1.4 s), and test databases need not

@@ -4,6 +4,7 @@ import type { CursorPosition } from '../pagination/cursor.ts';
 import type { components } from '../../generated/types.ts';
 import type { Resource } from '../resources.ts';
 import type { Db } from '../db/db.ts';
+import { storageKey } from '../storage/driver.ts';
 
 /** The contract's Document (date-time fields are Dates, see codegen/types.ts). */
 export type Document = components['schemas']['Document'];
@@ -129,7 +130,7 @@ export async function deleteDocument(sql: Sql, id: string): Promise<void> {
 }
 
 export function objectKey(document: Pick<Document, 'organizationId' | 'id'>): string {
-  return `${document.organizationId}/${document.id}`;
+  return storageKey(document.organizationId, document.id);
 }
 
 /** What the local driver's /uploads route needs to know of a document: name, type and state. */

@@ -6,6 +6,7 @@
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { OrganizationRole } from '../auth/permissions.ts';
 import type { Db } from '../db/db.ts';
+import { storageKey } from '../storage/driver.ts';
 
 export type Organization = AuthRouteOutput<'auth.organization.update'>;
 
@@ -82,8 +83,8 @@ export async function hasLiveSubscription(db: Db, organizationId: string): Promi
 
 /** The storage keys (`<organizationId>/<documentId>`) of the organization's documents. */
 export async function documentKeysOf(db: Db, organizationId: string): Promise<string[]> {
-  const rows = await db<{ key: string }[]>`select organization_id || '/' || id as key from documents where organization_id = ${organizationId}`;
-  return rows.map((row) => row.key);
+  const rows = await db<{ id: string }[]>`select id from documents where organization_id = ${organizationId}`;
+  return rows.map((row) => storageKey(organizationId, row.id));
 }
 
 /**

@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
 import { contentDisposition } from './content-disposition.ts';
-import { isKeySegment } from './driver.ts';
+import { isKeySegment, storageKey } from './driver.ts';
 import { isMissing, type LocalDriver } from './local-driver.ts';
 import { verifySignedQuery } from './signed-url.ts';
 
@@ -93,7 +93,7 @@ export function uploadRoutes(options: UploadRoutesOptions): Router {
 
     // Into the staging path: documents.complete moves it into place (commitUpload), so a PUT that
     // races past the pending check above can never replace the bytes of a ready document.
-    const target = driver.uploadPath(`${allowed.organizationId}/${allowed.documentId}`);
+    const target = driver.uploadPath(storageKey(allowed.organizationId, allowed.documentId));
     await mkdir(dirname(target), { recursive: true });
     // Beside the target (same file system, so the rename is atomic); the dot keeps it from ever looking like a key.
     const temp = join(dirname(target), `.${allowed.documentId}.${randomUUID()}.part`);
@@ -139,7 +139,7 @@ export function uploadRoutes(options: UploadRoutesOptions): Router {
     }
     let handle: FileHandle;
     try {
-      handle = await open(driver.filePath(`${allowed.organizationId}/${allowed.documentId}`), 'r');
+      handle = await open(driver.filePath(storageKey(allowed.organizationId, allowed.documentId)), 'r');
     } catch (error) {
       if (!isMissing(error)) throw error;
       fail(req, res, 404, 'not_found', 'The document has not been uploaded.');

@@ -2,6 +2,7 @@
 import type { Sql } from '../db/connection.ts';
 import type { components } from '../../generated/types.ts';
 import type { Resource } from '../resources.ts';
+import { storageKey } from '../storage/driver.ts';
 
 /** The contract's Workspace (createdAt is a Date, see codegen/types.ts). */
 export type Workspace = components['schemas']['Workspace'];
@@ -77,9 +78,9 @@ export async function workspaceUsage(sql: Sql, workspaceId: string): Promise<num
  */
 export async function deleteWorkspace(sql: Sql, id: string): Promise<string[]> {
   return sql.begin(async (tx) => {
-    const rows = await tx<{ key: string }[]>`select organization_id || '/' || id as key from documents where workspace_id = ${id} for update`;
+    const rows = await tx<{ organization_id: string; id: string }[]>`select organization_id, id from documents where workspace_id = ${id} for update`;
     await tx`delete from workspaces where id = ${id}`;
-    return rows.map((row) => row.key);
+    return rows.map((row) => storageKey(row.organization_id, row.id));
   }) as Promise<string[]>;
 }
 

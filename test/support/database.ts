@@ -1,13 +1,31 @@
-// A fresh, already-migrated embedded database for one test file, cloned from
-// the template that test/global-setup.ts builds once per run.
+// A fresh, already-migrated database for one test file, copied from the template
+// that test/global-setup.ts builds once per run: an embedded PGlite clone, or,
+// with TEST_DATABASE_URL, a database of its own on that server.
+import { randomBytes } from 'node:crypto';
 import { openAsBlob } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import postgres from 'postgres';
 import { inject } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
 
-/** Opens an isolated copy of the migrated template; close() also deletes its temp directory. */
-export async function createTestDatabase(): Promise<Database> {
+export interface TestDatabaseOptions {
+  /**
+   * The embedded PGlite clone even when TEST_DATABASE_URL is set: for tests about the embedded
+   * database itself, or that rely on its single connection (session state such as search_path).
+   */
+  embedded?: boolean;
+}
+
+/** Set when test databases live on a real server (TEST_DATABASE_URL): several connections, real concurrency. */
+export const externalDatabaseUrl: string | undefined = process.env.TEST_DATABASE_URL || undefined;
+
+/** The URL of each external test database, for second clients on it. */
+const databaseUrls = new WeakMap<Database, string>();
+
+/** Opens an isolated copy of the migrated template; close() also deletes it. */
+export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<Database> {
+  if (externalDatabaseUrl && !options.embedded) return createExternalTestDatabase(externalDatabaseUrl);
   const dataDir = await mkdtemp(join(inject('testScratchRoot'), 'workspace-api-test-'));
   try {
     // PGlite unpacks the tarball into the empty dataDir before starting.
@@ -26,4 +44,62 @@ export async function createTestDatabase(): Promise<Database> {
     await rm(dataDir, { recursive: true, force: true });
     throw error;
   }
+}
+
+const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/** One statement on the server's own database (CREATE/DROP DATABASE cannot run in the target). */
+async function onServer(url: string, statement: string): Promise<void> {
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(statement);
+  } finally {
+    await admin.end();
+  }
+}
+
+// `CREATE DATABASE ... TEMPLATE` copies the migrated template in a few tens of milliseconds.
+// The name starts with the template's, so the run's teardown finds databases a killed worker left.
+async function createExternalTestDatabase(url: string): Promise<Database> {
+  const template = inject('templateDatabase');
+  if (!template) throw new Error('TEST_DATABASE_URL is set, but test/global-setup.ts made no template database (was it set when vitest started?)');
+  const name = `${template}_${randomBytes(6).toString('hex')}`;
+  await onServer(url, `create database ${quoteIdentifier(name)} template ${quoteIdentifier(template)}`);
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  let db: Database;
+  try {
+    // The external kind: a pool of several connections, as in production.
+    db = await openDatabase({ databaseUrl: target.toString(), dataDir: inject('testScratchRoot') });
+  } catch (error) {
+    await onServer(url, `drop database if exists ${quoteIdentifier(name)} with (force)`);
+    throw error;
+  }
+  let closing: Promise<void> | undefined;
+  const testDb: Database = {
+    ...db,
+    close() {
+      closing ??= (async () => {
+        try {
+          await db.close();
+        } finally {
+          await onServer(url, `drop database if exists ${quoteIdentifier(name)} with (force)`);
+        }
+      })();
+      return closing;
+    },
+  };
+  databaseUrls.set(testDb, target.toString());
+  return testDb;
+}
+
+/**
+ * Another client on the same test database, as a second API instance has: on a real server its
+ * own pool of connections (close it before the database). The embedded server takes a single
+ * client, so there it is the same one, and its close() does nothing.
+ */
+export async function openSecondClient(db: Database): Promise<Database> {
+  const url = databaseUrls.get(db);
+  if (!url) return { ...db, close: async () => {} };
+  return openDatabase({ databaseUrl: url, dataDir: inject('testScratchRoot') });
 }

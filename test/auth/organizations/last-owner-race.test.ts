@@ -1,40 +1,24 @@
 /**
  * The last-owner guard with real concurrency. The embedded database has one backend, so there
  * requests already take turns (members.test.ts covers that); only a real PostgreSQL server runs
- * two transactions at the same time and shows that the row locks serialize them. Set
- * TEST_DATABASE_URL to a disposable server to run this; it works in a schema of its own and
- * needs only the identity tables (no pgvector).
+ * two transactions at the same time and shows that the row locks serialize them. So this runs
+ * only with TEST_DATABASE_URL (`make test-pg`), on this file's own database on that server, which
+ * the app reaches through a pool of several connections.
  */
-import { readFile } from 'node:fs/promises';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../../src/db/connection.ts';
+import { externalDatabaseUrl } from '../../support/database.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 import { addMembership, createUser } from '../../support/users.ts';
 import { memberId, post, TEST_ENV } from './fixtures.ts';
 
-const externalUrl = process.env.TEST_DATABASE_URL;
-
-describe.skipIf(!externalUrl)('the last-owner guard on a real PostgreSQL server', () => {
-  const schema = `orgs_race_${process.pid}_${Date.now()}`;
-  let admin: postgres.Sql;
-  let sql: postgres.Sql;
+describe.skipIf(!externalDatabaseUrl)('the last-owner guard on a real PostgreSQL server', () => {
   let server: TestServer;
 
   beforeAll(async () => {
-    admin = postgres(externalUrl!, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`create schema ${schema}`);
-    sql = postgres(externalUrl!, { max: 10, onnotice: () => {}, connection: { search_path: schema } });
-    await sql.unsafe(await readFile(new URL('../../../sql/0002_identity.sql', import.meta.url), 'utf8'));
-    const db: Database = { sql, kind: 'external', close: async () => {}, ping: async () => { await sql`select 1`; } };
-    server = await startTestServer({ env: TEST_ENV, db });
+    server = await startTestServer({ env: TEST_ENV });
+    expect(server.db.kind).toBe('external');
   });
-  afterAll(async () => {
-    await server?.close();
-    await sql?.end();
-    await admin?.unsafe(`drop schema if exists ${schema} cascade`);
-    await admin?.end();
-  });
+  afterAll(() => server?.close());
 
   async function twoOwners() {
     const a = await createUser(server.db);
@@ -44,7 +28,7 @@ describe.skipIf(!externalUrl)('the last-owner guard on a real PostgreSQL server'
     return { orgId, a, b, aId: await memberId(server, orgId, a), bId: await memberId(server, orgId, b) };
   }
 
-  const owners = async (orgId: string) => (await sql`select 1 from members where organization_id = ${orgId} and role = 'owner'`).length;
+  const owners = async (orgId: string) => (await server.db.sql`select 1 from members where organization_id = ${orgId} and role = 'owner'`).length;
 
   it('keeps exactly one owner when both owners demote each other, step down or leave at once', async () => {
     const races = [
