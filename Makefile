@@ -1,6 +1,6 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
 # Node 24 that the `node` dev dependency puts first on their PATH (see toolchain.md).
-.PHONY: install browser start test codegen codegen-check lint mock bench ci clean
+.PHONY: install browser start test test-pg codegen codegen-check lint mock bench ci clean
 
 STAMP := node_modules/.install-stamp
 
@@ -10,8 +10,11 @@ $(STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# Not through npm: node is make's own child (exec replaces the recipe's shell), so stopping make
+# (SIGTERM, or Ctrl-C to the process group) reaches the server, which drains, closes the database
+# and exits. Through `npm run`, the `sh -c` between npm and node died and left node running.
 start: install
-	npm run --silent start
+	@exec node_modules/.bin/node src/main.ts serve
 
 # The identity reference page is tested in a real browser: Debian's chromium package.
 browser:
@@ -20,6 +23,11 @@ browser:
 
 test: install browser
 	npm run --silent test
+
+# The whole suite against a throwaway PostgreSQL 15 server with pgvector (installed from Debian
+# packages when missing, as root): real parallel connections, so the race tests run too.
+test-pg: install browser
+	scripts/test-pg.sh
 
 codegen: install
 	npm run --silent codegen
@@ -36,7 +44,7 @@ mock: install
 bench: install
 	npm run --silent bench
 
-ci: lint codegen-check test
+ci: lint codegen-check test test-pg
 
 clean:
 	rm -rf .data .tmp
