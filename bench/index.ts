@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: both benchmarks on one migrated embedded database (opening it costs ~5 s, so it
- * is shared), then a table of each figure beside its aim. A measurement, not a test: nothing
+ * is shared), the upload and the start-up benchmarks (start.ts spawns `node src/main.ts serve`
+ * itself), then a table of each figure beside its aim. A measurement, not a test: nothing
  * fails when a figure misses its aim.
  */
 import { availableParallelism } from 'node:os';
@@ -24,6 +25,7 @@ try {
     ['routing + validation added latency', `${routing.addedUs.toFixed(1)} µs  (${routing.routedUs.toFixed(1)} - ${routing.directUs.toFixed(1)})`, `<= ${ROUTING_AIM_US} µs`],
     ['  of which validateInput alone', `${routing.validateUs.toFixed(1)} µs`, ''],
     ...(await import('./upload.ts').then((upload) => upload.uploadRows())), // 25 MiB PUT /uploads vs fs copy (bench/upload.ts)
+    ...(await import('./start.ts').then((start) => start.startRows())), // `serve` to /readyz: fresh, restart, without template (bench/start.ts)
   ];
   const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log();

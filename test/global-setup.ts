@@ -1,6 +1,7 @@
-// Runs once per test run: builds one migrated embedded database and dumps it to
-// a tarball. Each test file then clones it (test/support/database.ts), which
-// costs about a second instead of the 4-6 s of a fresh PGlite initdb.
+// Runs once per test run: finds (or builds, once per migration change) the migrated
+// embedded template the service starts from (src/db/template.ts). Each test file
+// then clones it (test/support/database.ts), which costs about a second instead
+// of the 4-6 s of a fresh PGlite initdb.
 //
 // With TEST_DATABASE_URL (a disposable PostgreSQL 15+ server with pgvector, e.g.
 // `make test-pg`), it also migrates a template DATABASE on that server, and test
@@ -8,14 +9,13 @@
 // embedded template is built either way: tests about the embedded database
 // itself still use it.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { readdir, rm, stat, statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
-import { embeddedClientOptions } from '../src/db/connection.ts';
-import { startEmbeddedDatabase } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrations.ts';
+import { ensureTemplate } from '../src/db/template.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -34,13 +34,11 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const scratchRoot = await chooseScratchRoot();
   await removeAbandonedDirs(scratchRoot);
-  const dir = await mkdtemp(join(scratchRoot, 'workspace-api-template-'));
   const externalUrl = process.env.TEST_DATABASE_URL || undefined;
   // The two templates side by side: the server's takes about a second, PGlite's several.
-  const [embedded, external] = await Promise.allSettled([embeddedTemplate(dir), externalUrl ? externalTemplate(externalUrl) : Promise.resolve('')]);
+  const [embedded, external] = await Promise.allSettled([embeddedTemplate(), externalUrl ? externalTemplate(externalUrl) : Promise.resolve('')]);
   const template = external.status === 'fulfilled' ? external.value : '';
   const teardown = async () => {
-    await rm(dir, { recursive: true, force: true });
     if (externalUrl && template) await dropRunDatabases(externalUrl, template);
   };
   if (embedded.status === 'rejected' || external.status === 'rejected') {
@@ -53,22 +51,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return teardown;
 }
 
-async function embeddedTemplate(dir: string): Promise<string> {
-  const embedded = await startEmbeddedDatabase({ dataDir: join(dir, 'data') });
-  try {
-    const sql = postgres(embedded.url, embeddedClientOptions);
-    try {
-      await migrate(sql);
-    } finally {
-      await sql.end();
-    }
-    const tarball = await embedded.dumpDataDir();
-    const tarballPath = join(dir, 'template.tar');
-    await writeFile(tarballPath, new Uint8Array(await tarball.arrayBuffer()));
-    return tarballPath;
-  } finally {
-    await embedded.close();
-  }
+/**
+ * The migrated embedded template the service itself starts from (src/db/template.ts): cached
+ * under node_modules/.cache by migration checksums, so a run after the first pays nothing for it.
+ */
+async function embeddedTemplate(): Promise<string> {
+  return (await ensureTemplate()).path;
 }
 
 /** Creates and migrates `wsapi_<random>` on the server; answers its name. Nothing stays connected to it. */

@@ -17,6 +17,9 @@ import postgres from 'postgres';
 import { embeddedClientOptions } from './connection.ts';
 import { embeddedExtensionNames, startEmbeddedDatabase } from './embedded.ts';
 import { defaultMigrationsDir, migrate, readMigrationFiles } from './migrations.ts';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
 
 /** Bump when the way the template is made changes in a way the key does not see. */
 const FORMAT = 1;
@@ -138,8 +141,9 @@ async function cachedBlob(path: string): Promise<Blob | undefined> {
 }
 
 async function packageVersion(name: string): Promise<string> {
-  // The packages' `exports` do not list package.json: walk up from their entry point.
-  let dir = dirname(fileURLToPath(import.meta.resolve(name)));
+  // The packages' `exports` do not list package.json: walk up from their entry point. (Resolved
+  // with require: import.meta.resolve is missing where vitest loads this, in its global setup.)
+  let dir = dirname(require.resolve(name));
   for (;;) {
     const manifest = await readFile(join(dir, 'package.json'), 'utf8').then((text) => JSON.parse(text) as { name?: string; version?: string }, () => undefined);
     if (manifest?.name === name && manifest.version) return manifest.version;

@@ -1,0 +1,172 @@
+/**
+ * Start-up of `node src/main.ts serve` on the embedded database, as `make start` runs it: the time
+ * from spawning the process to the first 200 from GET /readyz, for
+ *   - a fresh data directory, started from the migrated template (src/db/template.ts);
+ *   - a restart on that directory;
+ *   - the baseline in the same run: a fresh data directory with `--no-template` (PGlite's initdb,
+ *     then every migration: the path every fresh start took before the template).
+ * Also the stop: SIGTERM to exit. Rounds alternate the order of the two fresh starts; medians are
+ * reported. The template is built first if missing (that time is printed, not counted: it is paid
+ * once per migration change, normally at install). A measurement, not a test: nothing fails when
+ * a figure misses its aim.
+ *   node bench/start.ts
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { ensureTemplate } from '../src/db/template.ts';
+
+export const START_AIM_MS = { fresh: 3000, restart: 1500 };
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+
+export interface StartMeasure {
+  /** Spawn to the first 200 from /readyz. */
+  readyMs: number;
+  /** SIGTERM to exit. */
+  stopMs: number;
+  exitCode: number | null;
+}
+
+export interface StartBenchResult {
+  /** Medians of the rounds, ms. */
+  freshMs: number;
+  restartMs: number;
+  baselineMs: number;
+  stopMs: number;
+  /** Every stop exited 0. */
+  cleanStops: boolean;
+  /** Set when the template had to be built first (ms). */
+  templateBuildMs: number | undefined;
+}
+
+/** Starts the server on dataDir (port chosen by the OS), waits for /readyz 200, stops it with SIGTERM. */
+export async function measureStart(dataDir: string, args: string[] = []): Promise<StartMeasure> {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  delete env.DATABASE_URL;
+  const started = performance.now();
+  const child = spawn(process.execPath, ['src/main.ts', 'serve', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      const lines = createInterface({ input: child.stdout });
+      lines.on('line', (line) => {
+        const entry = parseLine(line);
+        if (entry?.msg === 'listening' && typeof entry.port === 'number') resolve(entry.port);
+      });
+      exited.then(([code]) => reject(new Error(`the server exited (${code}) before listening: ${stderr.trim()}`)), reject);
+    });
+    while ((await fetch(`http://127.0.0.1:${port}/readyz`)).status !== 200) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const readyMs = performance.now() - started;
+    const stopping = performance.now();
+    child.kill('SIGTERM');
+    const [exitCode] = await exited;
+    return { readyMs, stopMs: performance.now() - stopping, exitCode };
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+}
+
+export async function benchStart({ rounds = 3 } = {}): Promise<StartBenchResult> {
+  const templateStarted = performance.now();
+  const { built } = await ensureTemplate();
+  const templateBuildMs = built ? performance.now() - templateStarted : undefined;
+  if (templateBuildMs !== undefined) console.log(`  built the migrated template first: ${(templateBuildMs / 1000).toFixed(1)} s (once per migration change)`);
+
+  const scratch = await mkdtemp(join(tmpdir(), 'workspace-api-bench-start-'));
+  const fresh: number[] = [];
+  const restart: number[] = [];
+  const baseline: number[] = [];
+  const stops: StartMeasure[] = [];
+  try {
+    // Untimed: warms the file cache and Node's compile cache, as any start after install would have.
+    await measureStart(join(scratch, 'warm-up'));
+    for (let round = 1; round <= rounds; round++) {
+      const dir = join(scratch, `round-${round}`);
+      const runFresh = async () => {
+        const m = await measureStart(join(dir, 'template'));
+        fresh.push(m.readyMs);
+        stops.push(m);
+        const r = await measureStart(join(dir, 'template'));
+        restart.push(r.readyMs);
+        stops.push(r);
+      };
+      const runBaseline = async () => {
+        const m = await measureStart(join(dir, 'initdb'), ['--no-template']);
+        baseline.push(m.readyMs);
+        stops.push(m);
+      };
+      for (const run of round % 2 ? [runFresh, runBaseline] : [runBaseline, runFresh]) await run();
+      console.log(
+        `  start round ${round}: fresh ${ms(fresh.at(-1)!)}, restart ${ms(restart.at(-1)!)}, ` +
+          `fresh without template ${ms(baseline.at(-1)!)}; stops ${stops.slice(-3).map((s) => `${ms(s.stopMs)} (exit ${s.exitCode})`).join(', ')}`,
+      );
+    }
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  return {
+    freshMs: median(fresh),
+    restartMs: median(restart),
+    baselineMs: median(baseline),
+    stopMs: median(stops.map((s) => s.stopMs)),
+    cleanStops: stops.every((s) => s.exitCode === 0),
+    templateBuildMs,
+  };
+}
+
+export async function startRows(): Promise<string[][]> {
+  console.log('start, node src/main.ts serve to GET /readyz 200 (embedded database):');
+  let r: StartBenchResult;
+  try {
+    r = await benchStart();
+  } catch (error) {
+    // A server that does not start is a finding to print, not a reason to lose the other benchmarks' table.
+    console.log(`  start benchmark failed: ${error instanceof Error ? error.message : String(error)}`);
+    return [['start', 'failed (see above)', `<= ${seconds(START_AIM_MS.fresh)} fresh, <= ${seconds(START_AIM_MS.restart)} restart`]];
+  }
+  return [
+    ['start, fresh data dir (from the template)', `${seconds(r.freshMs)}`, `<= ${seconds(START_AIM_MS.fresh)}`],
+    ['  baseline: fresh without template (initdb) / fresh', `${(r.baselineMs / r.freshMs).toFixed(1)}x  (${seconds(r.baselineMs)} / ${seconds(r.freshMs)})`, ''],
+    ['start, restart on that data dir', `${seconds(r.restartMs)}`, `<= ${seconds(START_AIM_MS.restart)}`],
+    ['  stop, SIGTERM to exit (median)', `${seconds(r.stopMs)}, ${r.cleanStops ? 'every exit 0' : 'NOT every exit 0'}`, ''],
+  ];
+}
+
+function parseLine(line: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function ms(value: number): string {
+  return `${Math.round(value)} ms`;
+}
+
+function seconds(value: number): string {
+  return `${(value / 1000).toFixed(2)} s`;
+}
+
+if (import.meta.main) {
+  const rows = [['measure', 'result', 'aim'], ...(await startRows())];
+  const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
+  console.log();
+  for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+}
