@@ -9,7 +9,7 @@
 import { readFileSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { bundleContract } from './bundle.ts';
+import { bundleContract, publishedDocument } from './bundle.ts';
 import { readOperations } from './operations.ts';
 import { buildTypes } from './types.ts';
 import { buildValidators } from './validators.ts';
@@ -24,9 +24,11 @@ const files: Record<string, string> = {};
 let count = 0;
 
 {
-  const doc = bundleContract(root, version, 'v1');
+  const bundle = bundleContract(root, version, 'v1');
+  const doc = publishedDocument(bundle);
   const operations = readOperations(doc);
-  const validators = buildValidators(doc, operations);
+  // From the whole bundle: the x-internal schemas (the HTTP layer's own answers) get validators too.
+  const validators = buildValidators(bundle, operations);
   count += operations.length;
   Object.assign(files, {
     'openapi.json': `${JSON.stringify(doc, null, 2)}\n`,
@@ -38,9 +40,10 @@ let count = 0;
   });
 }
 {
-  const doc = bundleContract(root, version, 'auth');
+  const bundle = bundleContract(root, version, 'auth');
+  const doc = publishedDocument(bundle);
   const operations = readOperations(doc);
-  const validators = buildValidators(doc, operations);
+  const validators = buildValidators(bundle, operations);
   count += operations.length;
   Object.assign(files, {
     'auth-openapi.json': `${JSON.stringify(doc, null, 2)}\n`,

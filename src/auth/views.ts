@@ -1,5 +1,5 @@
 /**
- * Rows as the identity routes answer them (openapi/auth/schemas/User.yaml and Session.yaml):
+ * Rows as the identity routes answer them (openapi/auth/schemas/AuthUser.yaml and Session.yaml):
  * camelCase, and never a secret. Other identity modules that answer users can reuse toUser.
  */
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';

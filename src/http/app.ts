@@ -95,7 +95,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
   app.use('/api/auth', identityLimiter(config.authRateLimitPerMinute, clock));
   // The CSRF check before the body is read; the body before the session lookup, so a refused body costs no query.
   app.use(['/rpc', '/api/v1', '/api/auth'], originCheck(trusted), jsonBody({ limit: MAX_BODY_BYTES }), sessionMiddleware(services));
-  app.use(operationalRoutes({ document: contractDocument, ready: createReadinessCheck(() => db.ping()) }));
+  app.use(operationalRoutes({ document: contractDocument, publicUrl: config.publicUrl, ready: createReadinessCheck(() => db.ping()) }));
   // The local driver's stand-in for a bucket; with S3 the routes do not exist.
   if (services.storage instanceof LocalDriver) {
     app.use(uploadRoutes({ driver: services.storage, secret, maxUploadBytes: config.maxUploadBytes, now, describe: (organizationId, documentId) => describeDocument(db.sql, organizationId, documentId) }));

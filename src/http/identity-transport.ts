@@ -26,7 +26,7 @@ export function identityRouter(options: { document: object; handlers: AuthHandle
   const secure = config.publicUrl.startsWith('https:');
 
   const router = express.Router({ strict: true });
-  router.get('/openapi.json', documentRoute(document));
+  router.get('/openapi.json', documentRoute(document, `${config.publicUrl}/api/auth`));
   router.use('/reference', referencePage());
 
   for (const route of Object.values(authRoutes) as ProcedureDefinition[]) {

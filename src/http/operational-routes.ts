@@ -7,7 +7,18 @@ import express, { type RequestHandler, type Router } from 'express';
 import { withoutCacheHeader } from './security-headers.ts';
 import type { ReadinessResult } from './readiness.ts';
 
-export function operationalRoutes(options: { document: object; ready: () => Promise<ReadinessResult> }): Router {
+export interface OperationalRoutesOptions {
+  /** The procedures' contract, generated/openapi.json (deployment-neutral: a relative server). */
+  document: object;
+  /**
+   * PUBLIC_URL (config.publicUrl): the served document names `<publicUrl>/api/v1` as its first
+   * server. Without it the document is served as generated, with only its relative server.
+   */
+  publicUrl?: string;
+  ready: () => Promise<ReadinessResult>;
+}
+
+export function operationalRoutes(options: OperationalRoutesOptions): Router {
   const router = express.Router();
 
   router.get('/healthz', (_req, res) => {
@@ -22,13 +33,20 @@ export function operationalRoutes(options: { document: object; ready: () => Prom
     else res.status(503).json({ status: 'unavailable', checks: { database: result.database } });
   });
 
-  router.get('/api/v1/openapi.json', documentRoute(options.document));
+  router.get('/api/v1/openapi.json', documentRoute(options.document, options.publicUrl === undefined ? undefined : `${options.publicUrl}/api/v1`));
   return router;
 }
 
-/** Serves a contract document built once per process, with an ETag, no-cache and 304 on a match. */
-export function documentRoute(document: object): RequestHandler {
-  const body = Buffer.from(JSON.stringify(document));
+/**
+ * Serves a contract document built once, when the app is built, with an ETag (a hash of the body,
+ * so it changes with the document and with the server named), no-cache and 304 on a match.
+ * `serverUrl` is the absolute address the document's paths live under on this deployment
+ * (`<PUBLIC_URL>/api/v1`, `<PUBLIC_URL>/api/auth`): it becomes the first server, so SDKs generated
+ * from the served document reach this deployment without being told where.
+ */
+export function documentRoute(document: object, serverUrl?: string): RequestHandler {
+  const served = serverUrl === undefined ? document : withServer(document as ContractDocument, serverUrl);
+  const body = Buffer.from(JSON.stringify(served));
   const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
   return (req, res) => {
     res.setHeader('Cache-Control', 'no-cache');
@@ -39,6 +57,16 @@ export function documentRoute(document: object): RequestHandler {
     }
     res.type('application/json').send(body);
   };
+}
+
+interface ContractDocument {
+  servers?: { url: string; description?: string }[];
+}
+
+/** The document with `url` as its first server; the generated servers (the relative one) follow. */
+export function withServer<T extends ContractDocument>(document: T, url: string): T {
+  const others = (document.servers ?? []).filter((server) => server.url !== url);
+  return { ...document, servers: [{ url, description: 'This deployment (its PUBLIC_URL).' }, ...others] };
 }
 
 /** RFC 9110 §13.1.2: If-None-Match is `*` or a list of entity tags, compared weakly. */

@@ -4,6 +4,8 @@ import type { Database } from '../../src/db/connection.ts';
 import { createReadinessCheck } from '../../src/http/readiness.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { createTestDatabase } from '../support/database.ts';
+import generated from '../../generated/openapi.json' with { type: 'json' };
+import generatedAuth from '../../generated/auth-openapi.json' with { type: 'json' };
 
 describe('/healthz and /readyz', () => {
   let server: TestServer;
@@ -110,5 +112,43 @@ describe('GET /api/v1/openapi.json', () => {
   it('system.health reports the same version', async () => {
     const response = await server.fetch('/api/v1/health');
     expect((await response.json()).version).toBe(packageJson.version);
+  });
+
+  it('names this deployment first: PUBLIC_URL + /api/v1, then the relative server; otherwise the generated document', async () => {
+    const document = await (await server.fetch('/api/v1/openapi.json')).json();
+    expect(document.servers[0].url).toBe(`${server.origin}/api/v1`);
+    expect(document.servers.map((s: { url: string }) => s.url)).toEqual([`${server.origin}/api/v1`, '/api/v1']);
+    expect({ ...document, servers: generated.servers }).toEqual(generated);
+  });
+
+  it('the identity document names PUBLIC_URL + /api/auth first', async () => {
+    const response = await server.fetch('/api/auth/openapi.json');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('etag')).toMatch(/^"[\w-]+"$/);
+    const document = await response.json();
+    expect(document.servers.map((s: { url: string }) => s.url)).toEqual([`${server.origin}/api/auth`, '/api/auth']);
+    expect({ ...document, servers: generatedAuth.servers }).toEqual(generatedAuth);
+  });
+});
+
+describe('the served documents under another PUBLIC_URL', () => {
+  let local: TestServer;
+  let other: TestServer;
+  beforeAll(async () => {
+    [local, other] = await Promise.all([startTestServer(), startTestServer({ env: { PUBLIC_URL: 'https://api.example.com/' } })]);
+  });
+  afterAll(() => Promise.all([local?.close(), other?.close()]));
+
+  it('name that address, and their ETags change with it', async () => {
+    for (const [path, base] of [['/api/v1/openapi.json', '/api/v1'], ['/api/auth/openapi.json', '/api/auth']] as const) {
+      const here = await local.fetch(path);
+      const there = await other.fetch(path);
+      expect((await there.json()).servers[0], path).toEqual({ url: `https://api.example.com${base}`, description: 'This deployment (its PUBLIC_URL).' });
+      const etag = there.headers.get('etag')!;
+      expect(etag, path).not.toBe(here.headers.get('etag'));
+      // Each deployment answers 304 to its own ETag only.
+      expect((await other.fetch(path, { headers: { 'if-none-match': etag } })).status, path).toBe(304);
+      expect((await local.fetch(path, { headers: { 'if-none-match': etag } })).status, path).toBe(200);
+    }
   });
 });
