@@ -1,7 +1,7 @@
 /**
  * Turns anything thrown while answering into the right body: an ApiError into the error envelope,
- * the body reader's refusals into 413 payload_too_large or 400, bad bytes in the path and database
- * refusals of the input's text into 400, and everything else into the generic 500
+ * the body reader's refusals (body-parser's and json-body.ts's) into 413 payload_too_large or 400,
+ * bad bytes in the path and database refusals of the input's text into 400, and everything else into the generic 500
  * `{ error: 'internal_error', requestId }`, with the cause logged once. The code of every error
  * answer is left on `res.locals.errorCode` for the access-log line.
  */
@@ -29,6 +29,9 @@ const INPUT_SQLSTATES: Record<string, string> = {
 };
 
 export function sendError(req: Request, res: Response, error: unknown, declared?: readonly string[]): void {
+  // A body refused before it was read (its type, charset, encoding or length): close the
+  // connection after the answer instead of reading the rest.
+  if (isBodyError(error) && !req.complete && !res.headersSent) res.setHeader('Connection', 'close');
   if (res.headersSent) {
     req.log.error({ err: error }, 'error after the response started');
     res.destroy();
@@ -62,11 +65,23 @@ export function sendPayloadTooLarge(req: Request, res: Response): void {
   res.status(413).json({ error: 'payload_too_large', message: `Request body exceeds ${MAX_BODY_BYTES} bytes.`, requestId: req.id });
 }
 
+/**
+ * What body-parser's refusals (by `type`) say; its own messages name no fix. Anything else (json-body.ts's
+ * refusals: not JSON, not UTF-8, too deep, poison keys) says its own message.
+ */
+const BODY_MESSAGES: Record<string, string> = {
+  'entity.parse.failed': 'The request body is not valid JSON.',
+  'charset.unsupported': 'The request body must be UTF-8 JSON: charset must be utf-8.',
+  'encoding.unsupported': 'The request body may not be compressed: send it without Content-Encoding.',
+  'request.aborted': 'The request body was cut short.',
+  'request.size.invalid': 'The request body was cut short.',
+};
+
 function toApiError(req: Request, error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
   if (error instanceof WireError) return badRequest([{ path: [], message: error.message }], error.message);
   if (isBodyError(error) && error.type !== 'entity.too.large' && error.status < 500) {
-    const message = error.type === 'entity.parse.failed' ? 'The request body is not valid JSON.' : error.message;
+    const message = BODY_MESSAGES[error.type] ?? error.message;
     return badRequest([{ path: [], message }], message);
   }
   // Express's router answers a path parameter that is not valid percent-encoding with a URIError of status 400.
