@@ -5,9 +5,13 @@
  * object).
  *
  * The merged input schema is the body schema with every one of its keywords (allOf, if/then/else,
- * dependentRequired, unevaluatedProperties, ...), plus the path and query parameters as extra
- * properties beside the body's. Conditions on body fields keep working because the merged object
- * holds those fields at the top level, as the body did.
+ * oneOf with its discriminator, dependentRequired, unevaluatedProperties, ...), plus the path and
+ * query parameters as extra properties beside the body's. Conditions on body fields keep working
+ * because the merged object holds those fields at the top level, as the body did.
+ *
+ * An event-stream procedure's answer is a `oneOf` of named message components, each an object with
+ * `event` (a const), optionally `id`, and `data`: its route row maps each event name to that
+ * component (`events`), which both the server's stream check and the typed client read.
  */
 type Json = Record<string, any>;
 
@@ -28,6 +32,8 @@ export interface Operation {
   produces: 'json' | 'event-stream';
   /** Paths of the input's `format: date-time` fields (see ProcedureDefinition.dateInputs). */
   dateInputs: string[][];
+  /** Event-stream procedures: each event name and the component schema of its message. */
+  events?: Record<string, string>;
   inputSchema: Json;
   outputSchema: Json | undefined;
 }
@@ -68,8 +74,8 @@ function readOperation(doc: Json, path: string, method: string, op: Json, shared
   const body = op.requestBody && deref(doc, op.requestBody).content?.['application/json']?.schema;
   const bodySchema = body ? deref(doc, body) : undefined;
   if (bodySchema) {
-    if (bodySchema.type !== 'object') throw new Error(`${name}: request bodies must be objects`);
-    for (const key of Object.keys(bodySchema.properties ?? {})) {
+    if (!isObjectSchema(doc, bodySchema)) throw new Error(`${name}: request bodies must be objects (or a oneOf/anyOf of objects)`);
+    for (const key of bodyFieldNames(doc, bodySchema)) {
       if (key in parameters) throw new Error(`${name}: body field ${key} clashes with a parameter`);
       fields.push({ name: key, in: 'body' });
     }
@@ -96,9 +102,71 @@ function readOperation(doc: Json, path: string, method: string, op: Json, shared
     successStatus: Number(successStatus),
     produces,
     dateInputs: dateInputs(doc, name, inputSchema),
+    ...(produces === 'event-stream' ? { events: streamEvents(doc, name, content['text/event-stream'].schema) } : {}),
     inputSchema,
     outputSchema: produces === 'json' ? content['application/json']?.schema : undefined,
   };
+}
+
+/**
+ * A body is an object schema, or a union (oneOf/anyOf) whose every branch is one: the discriminated
+ * bodies SDK generators turn into tagged unions (jobs.create).
+ */
+function isObjectSchema(doc: Json, schema: Json, path: ReadonlySet<Json> = new Set()): boolean {
+  if (path.has(schema)) return false;
+  if (schema.type === 'object') return true;
+  if (schema.type !== undefined) return false;
+  const union: Json[] | undefined = schema.oneOf ?? schema.anyOf;
+  const inner = new Set([...path, schema]);
+  return Array.isArray(union) && union.length > 0 && union.every((branch) => isObjectSchema(doc, deref(doc, branch), inner));
+}
+
+/** The body's field names: its own properties and those of every branch of its oneOf/anyOf/allOf. */
+function bodyFieldNames(doc: Json, schema: Json, seen = new Set<Json>()): string[] {
+  if (seen.has(schema)) return [];
+  seen.add(schema);
+  const names = new Set(Object.keys(schema.properties ?? {}));
+  for (const keyword of IN_PLACE_LIST) {
+    for (const branch of schema[keyword] ?? []) for (const key of bodyFieldNames(doc, deref(doc, branch), seen)) names.add(key);
+  }
+  return [...names];
+}
+
+/** The component that names each message of an event stream: `#/components/schemas/<Name>`. */
+const COMPONENT = /^#\/components\/schemas\/([^/]+)$/;
+
+/**
+ * The events of an event-stream answer: its schema must be a `oneOf` (directly or through one
+ * $ref) of component refs, each an object whose `event` is a `const`, with a `data` property and
+ * at most an `id` besides. Answers `{ <event>: <component> }`; a discriminator mapping, when
+ * present, must say the same.
+ */
+export function streamEvents(doc: Json, name: string, schema: Json | undefined): Record<string, string> {
+  const union = schema && deref(doc, schema);
+  if (!Array.isArray(union?.oneOf)) throw new Error(`${name}: a text/event-stream answer must be a oneOf of message components`);
+  const events: Record<string, string> = {};
+  for (const branch of union.oneOf) {
+    const component = typeof branch.$ref === 'string' ? COMPONENT.exec(branch.$ref)?.[1] : undefined;
+    if (!component) throw new Error(`${name}: each event of the stream must be a $ref to a component schema`);
+    const message = deref(doc, branch);
+    const event = message.properties?.event?.const;
+    if (message.type !== 'object' || typeof event !== 'string') throw new Error(`${name}: ${component} must be an object whose event is a const`);
+    if (!message.properties?.data || !(message.required ?? []).includes('data')) throw new Error(`${name}: ${component} must require data`);
+    const extra = Object.keys(message.properties).filter((key) => !['event', 'id', 'data'].includes(key));
+    if (extra.length > 0) throw new Error(`${name}: ${component} has properties an SSE event cannot carry: ${extra.join(', ')}`);
+    if (message.additionalProperties !== false) throw new Error(`${name}: ${component} must close the object`);
+    if (event in events) throw new Error(`${name}: the event ${event} is declared twice`);
+    events[event] = component;
+  }
+  const mapping: Json | undefined = union.discriminator?.mapping;
+  if (union.discriminator && union.discriminator.propertyName !== 'event') throw new Error(`${name}: the stream's discriminator must be event`);
+  if (mapping) {
+    const mapped = Object.fromEntries(Object.entries<string>(mapping).map(([event, ref]) => [event, COMPONENT.exec(ref)?.[1]]));
+    if (JSON.stringify(Object.entries(mapped).sort()) !== JSON.stringify(Object.entries(events).sort())) {
+      throw new Error(`${name}: the stream's discriminator mapping does not match its oneOf`);
+    }
+  }
+  return events;
 }
 
 /**
@@ -113,19 +181,24 @@ const PROPERTY_SET = ['minProperties', 'maxProperties', 'propertyNames', 'patter
 /**
  * The schema both transports validate: the body schema with all its keywords, plus the path and
  * query parameters as extra properties. An operation without a body gets an object of its
- * parameters; unknown fields are refused unless the body says otherwise.
+ * parameters; unknown fields are refused unless the body says otherwise. A union body (a
+ * oneOf/anyOf of objects, as jobs.create's) is not closed at the top: its branches close it, and
+ * closing the top too would refuse every field of the branches.
  *
  * With parameters present, the body's in-place subschemas (allOf/anyOf/oneOf/not/if/then/else,
  * dependentSchemas) must still see the object as the body alone: each one that closes the object
  * (additionalProperties or unevaluatedProperties) gets the parameter names as `name: true`
- * properties, which exempts them without constraining them. Keywords that count or match all
- * property names (minProperties, maxProperties, propertyNames, patternProperties) cannot be made
- * blind to the parameters, so codegen refuses them on a body that shares its input with
- * parameters rather than change their meaning.
+ * properties, which exempts them without constraining them. A `$ref` in such a place (a union's
+ * named branches) that closes the object is inlined first, so its copy can be exempted; the
+ * component itself is left alone. Keywords that count or match all property names
+ * (minProperties, maxProperties, propertyNames, patternProperties) cannot be made blind to the
+ * parameters, so codegen refuses them on a body that shares its input with parameters rather
+ * than change their meaning.
  */
 export function mergeInputSchema(doc: Json, name: string, parameters: Json, parametersRequired: string[], body: Json | undefined): Json {
   const { properties: bodyProperties = {}, required: bodyRequired = [], ...rest } = body ?? {};
-  const closed = 'additionalProperties' in rest || 'unevaluatedProperties' in rest ? {} : { additionalProperties: false };
+  const union = Array.isArray(rest.oneOf) || Array.isArray(rest.anyOf);
+  const closed = union || 'additionalProperties' in rest || 'unevaluatedProperties' in rest ? {} : { additionalProperties: false };
   const merged: Json = {
     ...structuredClone(rest),
     type: 'object',
@@ -151,9 +224,20 @@ function inPlaceSubschemas(schema: Json): Json[] {
   return subs;
 }
 
-function exemptParameters(doc: Json, name: string, schema: Json, parameters: string[]): void {
+/** Annotations that may sit beside a `$ref` and that an inlined copy of its target may replace. */
+const ANNOTATIONS = new Set(['description', 'summary', 'title', 'examples', 'example', 'deprecated', 'readOnly', 'writeOnly', '$comment']);
+
+function exemptParameters(doc: Json, name: string, schema: Json, parameters: string[], refs: Set<string> = new Set()): void {
   if (typeof schema.$ref === 'string' && needsExemption(doc, deref(doc, schema), new Set([schema.$ref]))) {
-    throw new Error(`${name}: ${schema.$ref}, applied in place to a body that shares its input with parameters, closes the object; inline it so codegen can exempt the parameters`);
+    // Inline the closing component in place (this is the merged copy), then exempt the copy.
+    const ref: string = schema.$ref;
+    if (refs.has(ref)) throw new Error(`${name}: ${ref} applies itself in place; codegen cannot exempt the parameters from it`);
+    refs = new Set([...refs, ref]);
+    const target = structuredClone(deref(doc, schema));
+    const { $ref: _ref, ...siblings } = schema;
+    delete schema.$ref;
+    if (Object.keys(siblings).every((key) => ANNOTATIONS.has(key))) Object.assign(schema, target, siblings);
+    else schema.allOf = [...(schema.allOf ?? []), target];
   }
   for (const keyword of PROPERTY_SET) {
     if (keyword in schema) throw new Error(`${name}: a ${keyword} inside the body's allOf/anyOf/oneOf/not/if/then/else would see the path and query parameters too; restructure the body schema`);
@@ -164,7 +248,7 @@ function exemptParameters(doc: Json, name: string, schema: Json, parameters: str
     for (const parameter of parameters) if (!(parameter in properties)) properties[parameter] = true;
     schema.properties = properties;
   }
-  for (const sub of inPlaceSubschemas(schema)) exemptParameters(doc, name, sub, parameters);
+  for (const sub of inPlaceSubschemas(schema)) exemptParameters(doc, name, sub, parameters, refs);
 }
 
 function needsExemption(doc: Json, schema: Json, seen: Set<string>): boolean {

@@ -114,7 +114,7 @@ const SCHEMA_LISTS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems']);
 export function toAjvSchema(schema: unknown): unknown {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
   const out: Json = {};
-  for (const [key, child] of Object.entries<any>(schema)) {
+  for (const [key, child] of Object.entries<any>(discriminated(schema as Json) ?? schema)) {
     if ((DROPPED_ANNOTATIONS as readonly string[]).includes(key)) continue;
     if (key.startsWith('x-') && !(TEXT_KEYWORDS as readonly string[]).includes(key)) continue;
     if (key === '$ref' && typeof child === 'string') out.$ref = child.replace(/^#\/components\/schemas\//, `${BASE}schemas/`);
@@ -124,6 +124,42 @@ export function toAjvSchema(schema: unknown): unknown {
     else out[key] = child;
   }
   return out;
+}
+
+/**
+ * A `oneOf` with a `discriminator` (jobs.create's body, the 403 of FORBIDDEN or LIMIT_REACHED, the
+ * events of a stream), as Ajv compiles it: a check of the tag, then one `if tag = value then
+ * branch` per branch. The same values pass as with the `oneOf` (each tag value picks exactly one
+ * branch, which is what a discriminator promises), but a refused value gets the errors of the one
+ * branch its tag names (`documentId` is not a known field on a text.embed job), not those of every
+ * branch, and a missing or unknown tag is reported at the tag. (Ajv's own `discriminator` option
+ * validates the same way but reports a bad tag at the object, and refuses `mapping`.)
+ *
+ * A branch's tag values come from the mapping (a `$ref` branch) or its own `const` (an inline
+ * branch, e.g. one codegen inlined to exempt parameters). Without them for every branch, or when
+ * two branches share a value, the `oneOf` is compiled as it is.
+ */
+function discriminated(schema: Json): Json | undefined {
+  const { discriminator, oneOf, ...rest } = schema;
+  const tag = discriminator?.propertyName;
+  if (typeof tag !== 'string' || !Array.isArray(oneOf) || oneOf.length === 0) return undefined;
+  const mapping: Record<string, unknown> = discriminator.mapping ?? {};
+  const values = oneOf.map((branch: Json): string[] => {
+    if (typeof branch?.$ref === 'string') return Object.keys(mapping).filter((value) => mapping[value] === branch.$ref);
+    const own = branch?.properties?.[tag]?.const;
+    return typeof own === 'string' ? [own] : [];
+  });
+  const all = values.flat();
+  if (values.some((list: string[]) => list.length === 0) || new Set(all).size !== all.length) return undefined;
+  const picks = (list: string[]) => ({ type: 'object', required: [tag], properties: { [tag]: list.length === 1 ? { const: list[0] } : { enum: list } } });
+  return {
+    ...rest,
+    allOf: [
+      ...(rest.allOf ?? []),
+      picks(all),
+      ...oneOf.map((branch: Json, i: number) => ({ if: picks(values[i]!), then: branch })),
+    ],
+  };
 }
 
 /** `x-single-line` and `x-multi-line`: refuse control characters with params.reason = control_characters. */

@@ -1021,7 +1021,7 @@ export interface components {
             callbackURL?: string;
         };
         /**
-         * @description A user account as the identity routes answer it.
+         * @description A user account as the identity routes answer it. The procedures' `User` (the answer of `user.me` under `/api/v1`) is a shorter view of the same account.
          * @example {
          *       "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *       "email": "ada@example.com",
@@ -1036,7 +1036,7 @@ export interface components {
          *       "updatedAt": "2026-11-21T09:15:00.000Z"
          *     }
          */
-        User: {
+        AuthUser: {
             /**
              * @description The user's id.
              * @example usr_o7nzqdg4w5lltzqli3n4fvu2
@@ -1122,7 +1122,7 @@ export interface components {
              * @example ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq
              */
             token: string | null;
-            user: components["schemas"]["User"];
+            user: components["schemas"]["AuthUser"];
         };
         /**
          * @description One reason the input was refused.
@@ -1594,7 +1594,7 @@ export interface components {
          */
         SessionWithUser: {
             session: components["schemas"]["Session"];
-            user: components["schemas"]["User"];
+            user: components["schemas"]["AuthUser"];
         };
         /**
          * @description The current session and its user, or null when the request carries no valid session.
@@ -2847,7 +2847,7 @@ export interface components {
          */
         UserPage: {
             /** @description The users of this page. */
-            users: components["schemas"]["User"][];
+            users: components["schemas"]["AuthUser"][];
             /**
              * @description How many users match the search in all pages together.
              * @example 1
@@ -2890,7 +2890,7 @@ export interface components {
          *     }
          */
         UserResult: {
-            user: components["schemas"]["User"];
+            user: components["schemas"]["AuthUser"];
         };
         /**
          * @description The body of auth.admin.banUser.

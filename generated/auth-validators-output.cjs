@@ -258,13 +258,13 @@ return errors === 0;
 }
 validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_User = validate21;
-const schema32 = {"type":"object","description":"A user account as the identity routes answer it.","required":["id","email","emailVerified","name","image","role","banned","banReason","banExpiresAt","createdAt","updatedAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The user's id.","examples":["usr_o7nzqdg4w5lltzqli3n4fvu2"]},"email":{"type":"string","format":"email","description":"The user's email address; unique regardless of case.","examples":["ada@example.com"]},"emailVerified":{"type":"boolean","description":"True once the user followed a verification link or signed in through a provider that vouches for the address.","examples":[true]},"name":{"type":"string","description":"The user's display name.","examples":["Ada Lovelace"]},"image":{"type":["string","null"],"description":"Address of the user's avatar image, or null when there is none.","examples":["https://avatars.githubusercontent.com/u/583231"]},"role":{"type":["string","null"],"description":"The platform role. `admin` marks a platform administrator; any other value or null is an ordinary user. Independent of organization roles.","examples":["user"]},"banned":{"type":"boolean","description":"True while a platform admin's ban is in force; a banned user cannot sign in.","examples":[false]},"banReason":{"type":["string","null"],"description":"Why the user was banned, or null.","examples":["Repeated spam uploads."]},"banExpiresAt":{"type":["string","null"],"format":"date-time","description":"When the ban ends, or null (not banned, or banned for good).","examples":["2026-12-21T09:15:00.000Z"]},"createdAt":{"type":"string","format":"date-time","description":"When the user signed up.","examples":["2026-11-02T14:30:00.000Z"]},"updatedAt":{"type":"string","format":"date-time","description":"When the user row last changed.","examples":["2026-11-21T09:15:00.000Z"]}},"examples":[{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":false,"banReason":null,"banExpiresAt":null,"createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}],"$id":"https://contract.local/schemas/User"};
+exports.schema_AuthUser = validate21;
+const schema32 = {"type":"object","description":"A user account as the identity routes answer it. The procedures' `User` (the answer of `user.me` under `/api/v1`) is a shorter view of the same account.","required":["id","email","emailVerified","name","image","role","banned","banReason","banExpiresAt","createdAt","updatedAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The user's id.","examples":["usr_o7nzqdg4w5lltzqli3n4fvu2"]},"email":{"type":"string","format":"email","description":"The user's email address; unique regardless of case.","examples":["ada@example.com"]},"emailVerified":{"type":"boolean","description":"True once the user followed a verification link or signed in through a provider that vouches for the address.","examples":[true]},"name":{"type":"string","description":"The user's display name.","examples":["Ada Lovelace"]},"image":{"type":["string","null"],"description":"Address of the user's avatar image, or null when there is none.","examples":["https://avatars.githubusercontent.com/u/583231"]},"role":{"type":["string","null"],"description":"The platform role. `admin` marks a platform administrator; any other value or null is an ordinary user. Independent of organization roles.","examples":["user"]},"banned":{"type":"boolean","description":"True while a platform admin's ban is in force; a banned user cannot sign in.","examples":[false]},"banReason":{"type":["string","null"],"description":"Why the user was banned, or null.","examples":["Repeated spam uploads."]},"banExpiresAt":{"type":["string","null"],"format":"date-time","description":"When the ban ends, or null (not banned, or banned for good).","examples":["2026-12-21T09:15:00.000Z"]},"createdAt":{"type":"string","format":"date-time","description":"When the user signed up.","examples":["2026-11-02T14:30:00.000Z"]},"updatedAt":{"type":"string","format":"date-time","description":"When the user row last changed.","examples":["2026-11-21T09:15:00.000Z"]}},"examples":[{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":false,"banReason":null,"banExpiresAt":null,"createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}],"$id":"https://contract.local/schemas/AuthUser"};
 const func7 = Object.prototype.hasOwnProperty;
 const formats6 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/schemas/User" */;
+/*# sourceURL="https://contract.local/schemas/AuthUser" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate21.evaluated;
@@ -601,7 +601,7 @@ return errors === 0;
 validate21.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_AuthResult = validate22;
-const schema33 = {"type":"object","description":"The user after a sign-up, sign-in or password change, and the new session's token when one was created (also sent as the `set-auth-token` header and the `session` cookie).","required":["token","user"],"additionalProperties":false,"properties":{"token":{"type":["string","null"],"description":"The new session's token `<id>.<secret>`, or null when no session was created (sign-up while email verification is required; a password change that keeps the other sessions).","examples":["ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq"]},"user":{"$ref":"https://contract.local/schemas/User"}},"examples":[{"token":"ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq","user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":false,"banReason":null,"banExpiresAt":null,"createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}}],"$id":"https://contract.local/schemas/AuthResult"};
+const schema33 = {"type":"object","description":"The user after a sign-up, sign-in or password change, and the new session's token when one was created (also sent as the `set-auth-token` header and the `session` cookie).","required":["token","user"],"additionalProperties":false,"properties":{"token":{"type":["string","null"],"description":"The new session's token `<id>.<secret>`, or null when no session was created (sign-up while email verification is required; a password change that keeps the other sessions).","examples":["ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq"]},"user":{"$ref":"https://contract.local/schemas/AuthUser"}},"examples":[{"token":"ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq","user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":false,"banReason":null,"banExpiresAt":null,"createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}}],"$id":"https://contract.local/schemas/AuthResult"};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/AuthResult" */;
@@ -664,7 +664,7 @@ if(data.user !== undefined){
 let data1 = data.user;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.id === undefined){
-const err4 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+const err4 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -674,7 +674,7 @@ vErrors.push(err4);
 errors++;
 }
 if(data1.email === undefined){
-const err5 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+const err5 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -684,7 +684,7 @@ vErrors.push(err5);
 errors++;
 }
 if(data1.emailVerified === undefined){
-const err6 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "emailVerified"},message:"must have required property '"+"emailVerified"+"'"};
+const err6 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "emailVerified"},message:"must have required property '"+"emailVerified"+"'"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -694,7 +694,7 @@ vErrors.push(err6);
 errors++;
 }
 if(data1.name === undefined){
-const err7 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+const err7 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -704,7 +704,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data1.image === undefined){
-const err8 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "image"},message:"must have required property '"+"image"+"'"};
+const err8 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "image"},message:"must have required property '"+"image"+"'"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -714,7 +714,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data1.role === undefined){
-const err9 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+const err9 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -724,7 +724,7 @@ vErrors.push(err9);
 errors++;
 }
 if(data1.banned === undefined){
-const err10 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banned"},message:"must have required property '"+"banned"+"'"};
+const err10 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banned"},message:"must have required property '"+"banned"+"'"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -734,7 +734,7 @@ vErrors.push(err10);
 errors++;
 }
 if(data1.banReason === undefined){
-const err11 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banReason"},message:"must have required property '"+"banReason"+"'"};
+const err11 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banReason"},message:"must have required property '"+"banReason"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -744,7 +744,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data1.banExpiresAt === undefined){
-const err12 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banExpiresAt"},message:"must have required property '"+"banExpiresAt"+"'"};
+const err12 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banExpiresAt"},message:"must have required property '"+"banExpiresAt"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -754,7 +754,7 @@ vErrors.push(err12);
 errors++;
 }
 if(data1.createdAt === undefined){
-const err13 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+const err13 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -764,7 +764,7 @@ vErrors.push(err13);
 errors++;
 }
 if(data1.updatedAt === undefined){
-const err14 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
+const err14 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -775,7 +775,7 @@ errors++;
 }
 for(const key1 in data1){
 if(!(func7.call(schema32.properties, key1))){
-const err15 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+const err15 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -787,7 +787,7 @@ errors++;
 }
 if(data1.id !== undefined){
 if(typeof data1.id !== "string"){
-const err16 = {instancePath:instancePath+"/user/id",schemaPath:"https://contract.local/schemas/User/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err16 = {instancePath:instancePath+"/user/id",schemaPath:"https://contract.local/schemas/AuthUser/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -801,7 +801,7 @@ if(data1.email !== undefined){
 let data3 = data1.email;
 if(typeof data3 === "string"){
 if(!(formats0.test(data3))){
-const err17 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/User/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
+const err17 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/AuthUser/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -812,7 +812,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/User/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err18 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/AuthUser/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -824,7 +824,7 @@ errors++;
 }
 if(data1.emailVerified !== undefined){
 if(typeof data1.emailVerified !== "boolean"){
-const err19 = {instancePath:instancePath+"/user/emailVerified",schemaPath:"https://contract.local/schemas/User/properties/emailVerified/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err19 = {instancePath:instancePath+"/user/emailVerified",schemaPath:"https://contract.local/schemas/AuthUser/properties/emailVerified/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -836,7 +836,7 @@ errors++;
 }
 if(data1.name !== undefined){
 if(typeof data1.name !== "string"){
-const err20 = {instancePath:instancePath+"/user/name",schemaPath:"https://contract.local/schemas/User/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err20 = {instancePath:instancePath+"/user/name",schemaPath:"https://contract.local/schemas/AuthUser/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -849,7 +849,7 @@ errors++;
 if(data1.image !== undefined){
 let data6 = data1.image;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err21 = {instancePath:instancePath+"/user/image",schemaPath:"https://contract.local/schemas/User/properties/image/type",keyword:"type",params:{type: schema32.properties.image.type},message:"must be string,null"};
+const err21 = {instancePath:instancePath+"/user/image",schemaPath:"https://contract.local/schemas/AuthUser/properties/image/type",keyword:"type",params:{type: schema32.properties.image.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -862,7 +862,7 @@ errors++;
 if(data1.role !== undefined){
 let data7 = data1.role;
 if((typeof data7 !== "string") && (data7 !== null)){
-const err22 = {instancePath:instancePath+"/user/role",schemaPath:"https://contract.local/schemas/User/properties/role/type",keyword:"type",params:{type: schema32.properties.role.type},message:"must be string,null"};
+const err22 = {instancePath:instancePath+"/user/role",schemaPath:"https://contract.local/schemas/AuthUser/properties/role/type",keyword:"type",params:{type: schema32.properties.role.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -874,7 +874,7 @@ errors++;
 }
 if(data1.banned !== undefined){
 if(typeof data1.banned !== "boolean"){
-const err23 = {instancePath:instancePath+"/user/banned",schemaPath:"https://contract.local/schemas/User/properties/banned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err23 = {instancePath:instancePath+"/user/banned",schemaPath:"https://contract.local/schemas/AuthUser/properties/banned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -887,7 +887,7 @@ errors++;
 if(data1.banReason !== undefined){
 let data9 = data1.banReason;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err24 = {instancePath:instancePath+"/user/banReason",schemaPath:"https://contract.local/schemas/User/properties/banReason/type",keyword:"type",params:{type: schema32.properties.banReason.type},message:"must be string,null"};
+const err24 = {instancePath:instancePath+"/user/banReason",schemaPath:"https://contract.local/schemas/AuthUser/properties/banReason/type",keyword:"type",params:{type: schema32.properties.banReason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -900,7 +900,7 @@ errors++;
 if(data1.banExpiresAt !== undefined){
 let data10 = data1.banExpiresAt;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err25 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/User/properties/banExpiresAt/type",keyword:"type",params:{type: schema32.properties.banExpiresAt.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/banExpiresAt/type",keyword:"type",params:{type: schema32.properties.banExpiresAt.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -911,7 +911,7 @@ errors++;
 }
 if(typeof data10 === "string"){
 if(!(formats6.validate(data10))){
-const err26 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/User/properties/banExpiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err26 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/banExpiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -926,7 +926,7 @@ if(data1.createdAt !== undefined){
 let data11 = data1.createdAt;
 if(typeof data11 === "string"){
 if(!(formats6.validate(data11))){
-const err27 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/User/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err27 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -937,7 +937,7 @@ errors++;
 }
 }
 else {
-const err28 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/User/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err28 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -951,7 +951,7 @@ if(data1.updatedAt !== undefined){
 let data12 = data1.updatedAt;
 if(typeof data12 === "string"){
 if(!(formats6.validate(data12))){
-const err29 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/User/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err29 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -962,7 +962,7 @@ errors++;
 }
 }
 else {
-const err30 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/User/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err30 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -974,7 +974,7 @@ errors++;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err31 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -3705,7 +3705,7 @@ return errors === 0;
 validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_SessionWithUser = validate40;
-const schema53 = {"type":"object","description":"A session and the user it signs in.","required":["session","user"],"additionalProperties":false,"properties":{"session":{"$ref":"https://contract.local/schemas/Session"},"user":{"$ref":"https://contract.local/schemas/User"}},"examples":[{"session":{"id":"ks2x7q4mhv3n5rtw2cpa6yfb","userId":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:15:00.000Z","expiresAt":"2026-12-21T09:15:00.000Z","lastVerifiedAt":"2026-11-21T09:15:00.000Z","ipAddress":"203.0.113.7","userAgent":"Mozilla/5.0 (Macintosh; Intel Mac OS X 14_6) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15","impersonatedBy":null,"current":true},"user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":false,"banReason":null,"banExpiresAt":null,"createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}}],"$id":"https://contract.local/schemas/SessionWithUser"};
+const schema53 = {"type":"object","description":"A session and the user it signs in.","required":["session","user"],"additionalProperties":false,"properties":{"session":{"$ref":"https://contract.local/schemas/Session"},"user":{"$ref":"https://contract.local/schemas/AuthUser"}},"examples":[{"session":{"id":"ks2x7q4mhv3n5rtw2cpa6yfb","userId":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:15:00.000Z","expiresAt":"2026-12-21T09:15:00.000Z","lastVerifiedAt":"2026-11-21T09:15:00.000Z","ipAddress":"203.0.113.7","userAgent":"Mozilla/5.0 (Macintosh; Intel Mac OS X 14_6) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15","impersonatedBy":null,"current":true},"user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":false,"banReason":null,"banExpiresAt":null,"createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}}],"$id":"https://contract.local/schemas/SessionWithUser"};
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/SessionWithUser" */;
@@ -4022,7 +4022,7 @@ if(data.user !== undefined){
 let data10 = data.user;
 if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
 if(data10.id === undefined){
-const err26 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+const err26 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -4032,7 +4032,7 @@ vErrors.push(err26);
 errors++;
 }
 if(data10.email === undefined){
-const err27 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+const err27 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -4042,7 +4042,7 @@ vErrors.push(err27);
 errors++;
 }
 if(data10.emailVerified === undefined){
-const err28 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "emailVerified"},message:"must have required property '"+"emailVerified"+"'"};
+const err28 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "emailVerified"},message:"must have required property '"+"emailVerified"+"'"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4052,7 +4052,7 @@ vErrors.push(err28);
 errors++;
 }
 if(data10.name === undefined){
-const err29 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+const err29 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -4062,7 +4062,7 @@ vErrors.push(err29);
 errors++;
 }
 if(data10.image === undefined){
-const err30 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "image"},message:"must have required property '"+"image"+"'"};
+const err30 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "image"},message:"must have required property '"+"image"+"'"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -4072,7 +4072,7 @@ vErrors.push(err30);
 errors++;
 }
 if(data10.role === undefined){
-const err31 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+const err31 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -4082,7 +4082,7 @@ vErrors.push(err31);
 errors++;
 }
 if(data10.banned === undefined){
-const err32 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banned"},message:"must have required property '"+"banned"+"'"};
+const err32 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banned"},message:"must have required property '"+"banned"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -4092,7 +4092,7 @@ vErrors.push(err32);
 errors++;
 }
 if(data10.banReason === undefined){
-const err33 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banReason"},message:"must have required property '"+"banReason"+"'"};
+const err33 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banReason"},message:"must have required property '"+"banReason"+"'"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -4102,7 +4102,7 @@ vErrors.push(err33);
 errors++;
 }
 if(data10.banExpiresAt === undefined){
-const err34 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banExpiresAt"},message:"must have required property '"+"banExpiresAt"+"'"};
+const err34 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banExpiresAt"},message:"must have required property '"+"banExpiresAt"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -4112,7 +4112,7 @@ vErrors.push(err34);
 errors++;
 }
 if(data10.createdAt === undefined){
-const err35 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+const err35 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -4122,7 +4122,7 @@ vErrors.push(err35);
 errors++;
 }
 if(data10.updatedAt === undefined){
-const err36 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
+const err36 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -4133,7 +4133,7 @@ errors++;
 }
 for(const key2 in data10){
 if(!(func7.call(schema32.properties, key2))){
-const err37 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+const err37 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -4145,7 +4145,7 @@ errors++;
 }
 if(data10.id !== undefined){
 if(typeof data10.id !== "string"){
-const err38 = {instancePath:instancePath+"/user/id",schemaPath:"https://contract.local/schemas/User/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err38 = {instancePath:instancePath+"/user/id",schemaPath:"https://contract.local/schemas/AuthUser/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4159,7 +4159,7 @@ if(data10.email !== undefined){
 let data12 = data10.email;
 if(typeof data12 === "string"){
 if(!(formats0.test(data12))){
-const err39 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/User/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
+const err39 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/AuthUser/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -4170,7 +4170,7 @@ errors++;
 }
 }
 else {
-const err40 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/User/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err40 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/AuthUser/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -4182,7 +4182,7 @@ errors++;
 }
 if(data10.emailVerified !== undefined){
 if(typeof data10.emailVerified !== "boolean"){
-const err41 = {instancePath:instancePath+"/user/emailVerified",schemaPath:"https://contract.local/schemas/User/properties/emailVerified/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err41 = {instancePath:instancePath+"/user/emailVerified",schemaPath:"https://contract.local/schemas/AuthUser/properties/emailVerified/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -4194,7 +4194,7 @@ errors++;
 }
 if(data10.name !== undefined){
 if(typeof data10.name !== "string"){
-const err42 = {instancePath:instancePath+"/user/name",schemaPath:"https://contract.local/schemas/User/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err42 = {instancePath:instancePath+"/user/name",schemaPath:"https://contract.local/schemas/AuthUser/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -4207,7 +4207,7 @@ errors++;
 if(data10.image !== undefined){
 let data15 = data10.image;
 if((typeof data15 !== "string") && (data15 !== null)){
-const err43 = {instancePath:instancePath+"/user/image",schemaPath:"https://contract.local/schemas/User/properties/image/type",keyword:"type",params:{type: schema32.properties.image.type},message:"must be string,null"};
+const err43 = {instancePath:instancePath+"/user/image",schemaPath:"https://contract.local/schemas/AuthUser/properties/image/type",keyword:"type",params:{type: schema32.properties.image.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -4220,7 +4220,7 @@ errors++;
 if(data10.role !== undefined){
 let data16 = data10.role;
 if((typeof data16 !== "string") && (data16 !== null)){
-const err44 = {instancePath:instancePath+"/user/role",schemaPath:"https://contract.local/schemas/User/properties/role/type",keyword:"type",params:{type: schema32.properties.role.type},message:"must be string,null"};
+const err44 = {instancePath:instancePath+"/user/role",schemaPath:"https://contract.local/schemas/AuthUser/properties/role/type",keyword:"type",params:{type: schema32.properties.role.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -4232,7 +4232,7 @@ errors++;
 }
 if(data10.banned !== undefined){
 if(typeof data10.banned !== "boolean"){
-const err45 = {instancePath:instancePath+"/user/banned",schemaPath:"https://contract.local/schemas/User/properties/banned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err45 = {instancePath:instancePath+"/user/banned",schemaPath:"https://contract.local/schemas/AuthUser/properties/banned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -4245,7 +4245,7 @@ errors++;
 if(data10.banReason !== undefined){
 let data18 = data10.banReason;
 if((typeof data18 !== "string") && (data18 !== null)){
-const err46 = {instancePath:instancePath+"/user/banReason",schemaPath:"https://contract.local/schemas/User/properties/banReason/type",keyword:"type",params:{type: schema32.properties.banReason.type},message:"must be string,null"};
+const err46 = {instancePath:instancePath+"/user/banReason",schemaPath:"https://contract.local/schemas/AuthUser/properties/banReason/type",keyword:"type",params:{type: schema32.properties.banReason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -4258,7 +4258,7 @@ errors++;
 if(data10.banExpiresAt !== undefined){
 let data19 = data10.banExpiresAt;
 if((typeof data19 !== "string") && (data19 !== null)){
-const err47 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/User/properties/banExpiresAt/type",keyword:"type",params:{type: schema32.properties.banExpiresAt.type},message:"must be string,null"};
+const err47 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/banExpiresAt/type",keyword:"type",params:{type: schema32.properties.banExpiresAt.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -4269,7 +4269,7 @@ errors++;
 }
 if(typeof data19 === "string"){
 if(!(formats6.validate(data19))){
-const err48 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/User/properties/banExpiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err48 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/banExpiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -4284,7 +4284,7 @@ if(data10.createdAt !== undefined){
 let data20 = data10.createdAt;
 if(typeof data20 === "string"){
 if(!(formats6.validate(data20))){
-const err49 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/User/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err49 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -4295,7 +4295,7 @@ errors++;
 }
 }
 else {
-const err50 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/User/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err50 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -4309,7 +4309,7 @@ if(data10.updatedAt !== undefined){
 let data21 = data10.updatedAt;
 if(typeof data21 === "string"){
 if(!(formats6.validate(data21))){
-const err51 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/User/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err51 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -4320,7 +4320,7 @@ errors++;
 }
 }
 else {
-const err52 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/User/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err52 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -4332,7 +4332,7 @@ errors++;
 }
 }
 else {
-const err53 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err53 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -12315,7 +12315,7 @@ return errors === 0;
 validate97.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_UserPage = validate98;
-const schema134 = {"type":"object","description":"One page of the platform's users, newest first, with the total number of matches.","required":["users","total"],"additionalProperties":false,"properties":{"users":{"type":"array","description":"The users of this page.","items":{"$ref":"https://contract.local/schemas/User"}},"total":{"type":"integer","minimum":0,"description":"How many users match the search in all pages together.","examples":[1]}},"examples":[{"users":[{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":false,"banReason":null,"banExpiresAt":null,"createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}],"total":1}],"$id":"https://contract.local/schemas/UserPage"};
+const schema134 = {"type":"object","description":"One page of the platform's users, newest first, with the total number of matches.","required":["users","total"],"additionalProperties":false,"properties":{"users":{"type":"array","description":"The users of this page.","items":{"$ref":"https://contract.local/schemas/AuthUser"}},"total":{"type":"integer","minimum":0,"description":"How many users match the search in all pages together.","examples":[1]}},"examples":[{"users":[{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":false,"banReason":null,"banExpiresAt":null,"createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}],"total":1}],"$id":"https://contract.local/schemas/UserPage"};
 
 function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/UserPage" */;
@@ -12369,7 +12369,7 @@ for(let i0=0; i0<len0; i0++){
 let data1 = data0[i0];
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.id === undefined){
-const err3 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+const err3 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12379,7 +12379,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data1.email === undefined){
-const err4 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+const err4 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -12389,7 +12389,7 @@ vErrors.push(err4);
 errors++;
 }
 if(data1.emailVerified === undefined){
-const err5 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "emailVerified"},message:"must have required property '"+"emailVerified"+"'"};
+const err5 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "emailVerified"},message:"must have required property '"+"emailVerified"+"'"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -12399,7 +12399,7 @@ vErrors.push(err5);
 errors++;
 }
 if(data1.name === undefined){
-const err6 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+const err6 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -12409,7 +12409,7 @@ vErrors.push(err6);
 errors++;
 }
 if(data1.image === undefined){
-const err7 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "image"},message:"must have required property '"+"image"+"'"};
+const err7 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "image"},message:"must have required property '"+"image"+"'"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -12419,7 +12419,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data1.role === undefined){
-const err8 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+const err8 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -12429,7 +12429,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data1.banned === undefined){
-const err9 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banned"},message:"must have required property '"+"banned"+"'"};
+const err9 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banned"},message:"must have required property '"+"banned"+"'"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -12439,7 +12439,7 @@ vErrors.push(err9);
 errors++;
 }
 if(data1.banReason === undefined){
-const err10 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banReason"},message:"must have required property '"+"banReason"+"'"};
+const err10 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banReason"},message:"must have required property '"+"banReason"+"'"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -12449,7 +12449,7 @@ vErrors.push(err10);
 errors++;
 }
 if(data1.banExpiresAt === undefined){
-const err11 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banExpiresAt"},message:"must have required property '"+"banExpiresAt"+"'"};
+const err11 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banExpiresAt"},message:"must have required property '"+"banExpiresAt"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -12459,7 +12459,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data1.createdAt === undefined){
-const err12 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+const err12 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -12469,7 +12469,7 @@ vErrors.push(err12);
 errors++;
 }
 if(data1.updatedAt === undefined){
-const err13 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
+const err13 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -12480,7 +12480,7 @@ errors++;
 }
 for(const key1 in data1){
 if(!(func7.call(schema32.properties, key1))){
-const err14 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+const err14 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -12492,7 +12492,7 @@ errors++;
 }
 if(data1.id !== undefined){
 if(typeof data1.id !== "string"){
-const err15 = {instancePath:instancePath+"/users/" + i0+"/id",schemaPath:"https://contract.local/schemas/User/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err15 = {instancePath:instancePath+"/users/" + i0+"/id",schemaPath:"https://contract.local/schemas/AuthUser/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -12506,7 +12506,7 @@ if(data1.email !== undefined){
 let data3 = data1.email;
 if(typeof data3 === "string"){
 if(!(formats0.test(data3))){
-const err16 = {instancePath:instancePath+"/users/" + i0+"/email",schemaPath:"https://contract.local/schemas/User/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
+const err16 = {instancePath:instancePath+"/users/" + i0+"/email",schemaPath:"https://contract.local/schemas/AuthUser/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -12517,7 +12517,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath:instancePath+"/users/" + i0+"/email",schemaPath:"https://contract.local/schemas/User/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err17 = {instancePath:instancePath+"/users/" + i0+"/email",schemaPath:"https://contract.local/schemas/AuthUser/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -12529,7 +12529,7 @@ errors++;
 }
 if(data1.emailVerified !== undefined){
 if(typeof data1.emailVerified !== "boolean"){
-const err18 = {instancePath:instancePath+"/users/" + i0+"/emailVerified",schemaPath:"https://contract.local/schemas/User/properties/emailVerified/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err18 = {instancePath:instancePath+"/users/" + i0+"/emailVerified",schemaPath:"https://contract.local/schemas/AuthUser/properties/emailVerified/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -12541,7 +12541,7 @@ errors++;
 }
 if(data1.name !== undefined){
 if(typeof data1.name !== "string"){
-const err19 = {instancePath:instancePath+"/users/" + i0+"/name",schemaPath:"https://contract.local/schemas/User/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err19 = {instancePath:instancePath+"/users/" + i0+"/name",schemaPath:"https://contract.local/schemas/AuthUser/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -12554,7 +12554,7 @@ errors++;
 if(data1.image !== undefined){
 let data6 = data1.image;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err20 = {instancePath:instancePath+"/users/" + i0+"/image",schemaPath:"https://contract.local/schemas/User/properties/image/type",keyword:"type",params:{type: schema32.properties.image.type},message:"must be string,null"};
+const err20 = {instancePath:instancePath+"/users/" + i0+"/image",schemaPath:"https://contract.local/schemas/AuthUser/properties/image/type",keyword:"type",params:{type: schema32.properties.image.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -12567,7 +12567,7 @@ errors++;
 if(data1.role !== undefined){
 let data7 = data1.role;
 if((typeof data7 !== "string") && (data7 !== null)){
-const err21 = {instancePath:instancePath+"/users/" + i0+"/role",schemaPath:"https://contract.local/schemas/User/properties/role/type",keyword:"type",params:{type: schema32.properties.role.type},message:"must be string,null"};
+const err21 = {instancePath:instancePath+"/users/" + i0+"/role",schemaPath:"https://contract.local/schemas/AuthUser/properties/role/type",keyword:"type",params:{type: schema32.properties.role.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -12579,7 +12579,7 @@ errors++;
 }
 if(data1.banned !== undefined){
 if(typeof data1.banned !== "boolean"){
-const err22 = {instancePath:instancePath+"/users/" + i0+"/banned",schemaPath:"https://contract.local/schemas/User/properties/banned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err22 = {instancePath:instancePath+"/users/" + i0+"/banned",schemaPath:"https://contract.local/schemas/AuthUser/properties/banned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -12592,7 +12592,7 @@ errors++;
 if(data1.banReason !== undefined){
 let data9 = data1.banReason;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err23 = {instancePath:instancePath+"/users/" + i0+"/banReason",schemaPath:"https://contract.local/schemas/User/properties/banReason/type",keyword:"type",params:{type: schema32.properties.banReason.type},message:"must be string,null"};
+const err23 = {instancePath:instancePath+"/users/" + i0+"/banReason",schemaPath:"https://contract.local/schemas/AuthUser/properties/banReason/type",keyword:"type",params:{type: schema32.properties.banReason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -12605,7 +12605,7 @@ errors++;
 if(data1.banExpiresAt !== undefined){
 let data10 = data1.banExpiresAt;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err24 = {instancePath:instancePath+"/users/" + i0+"/banExpiresAt",schemaPath:"https://contract.local/schemas/User/properties/banExpiresAt/type",keyword:"type",params:{type: schema32.properties.banExpiresAt.type},message:"must be string,null"};
+const err24 = {instancePath:instancePath+"/users/" + i0+"/banExpiresAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/banExpiresAt/type",keyword:"type",params:{type: schema32.properties.banExpiresAt.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -12616,7 +12616,7 @@ errors++;
 }
 if(typeof data10 === "string"){
 if(!(formats6.validate(data10))){
-const err25 = {instancePath:instancePath+"/users/" + i0+"/banExpiresAt",schemaPath:"https://contract.local/schemas/User/properties/banExpiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err25 = {instancePath:instancePath+"/users/" + i0+"/banExpiresAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/banExpiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -12631,7 +12631,7 @@ if(data1.createdAt !== undefined){
 let data11 = data1.createdAt;
 if(typeof data11 === "string"){
 if(!(formats6.validate(data11))){
-const err26 = {instancePath:instancePath+"/users/" + i0+"/createdAt",schemaPath:"https://contract.local/schemas/User/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err26 = {instancePath:instancePath+"/users/" + i0+"/createdAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -12642,7 +12642,7 @@ errors++;
 }
 }
 else {
-const err27 = {instancePath:instancePath+"/users/" + i0+"/createdAt",schemaPath:"https://contract.local/schemas/User/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err27 = {instancePath:instancePath+"/users/" + i0+"/createdAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -12656,7 +12656,7 @@ if(data1.updatedAt !== undefined){
 let data12 = data1.updatedAt;
 if(typeof data12 === "string"){
 if(!(formats6.validate(data12))){
-const err28 = {instancePath:instancePath+"/users/" + i0+"/updatedAt",schemaPath:"https://contract.local/schemas/User/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err28 = {instancePath:instancePath+"/users/" + i0+"/updatedAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -12667,7 +12667,7 @@ errors++;
 }
 }
 else {
-const err29 = {instancePath:instancePath+"/users/" + i0+"/updatedAt",schemaPath:"https://contract.local/schemas/User/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err29 = {instancePath:instancePath+"/users/" + i0+"/updatedAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -12679,7 +12679,7 @@ errors++;
 }
 }
 else {
-const err30 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/User/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err30 = {instancePath:instancePath+"/users/" + i0,schemaPath:"https://contract.local/schemas/AuthUser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -12854,7 +12854,7 @@ return errors === 0;
 validate99.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_UserResult = validate100;
-const schema138 = {"type":"object","description":"The user after a platform admin's change.","required":["user"],"additionalProperties":false,"properties":{"user":{"$ref":"https://contract.local/schemas/User"}},"examples":[{"user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":true,"banReason":"Repeated spam uploads.","banExpiresAt":"2026-12-21T09:15:00.000Z","createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}}],"$id":"https://contract.local/schemas/UserResult"};
+const schema138 = {"type":"object","description":"The user after a platform admin's change.","required":["user"],"additionalProperties":false,"properties":{"user":{"$ref":"https://contract.local/schemas/AuthUser"}},"examples":[{"user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","emailVerified":true,"name":"Ada Lovelace","image":null,"role":"user","banned":true,"banReason":"Repeated spam uploads.","banExpiresAt":"2026-12-21T09:15:00.000Z","createdAt":"2026-11-02T14:30:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}}],"$id":"https://contract.local/schemas/UserResult"};
 
 function validate100(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/UserResult" */;
@@ -12894,7 +12894,7 @@ if(data.user !== undefined){
 let data0 = data.user;
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
 if(data0.id === undefined){
-const err2 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+const err2 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12904,7 +12904,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data0.email === undefined){
-const err3 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+const err3 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12914,7 +12914,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data0.emailVerified === undefined){
-const err4 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "emailVerified"},message:"must have required property '"+"emailVerified"+"'"};
+const err4 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "emailVerified"},message:"must have required property '"+"emailVerified"+"'"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -12924,7 +12924,7 @@ vErrors.push(err4);
 errors++;
 }
 if(data0.name === undefined){
-const err5 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+const err5 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -12934,7 +12934,7 @@ vErrors.push(err5);
 errors++;
 }
 if(data0.image === undefined){
-const err6 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "image"},message:"must have required property '"+"image"+"'"};
+const err6 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "image"},message:"must have required property '"+"image"+"'"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -12944,7 +12944,7 @@ vErrors.push(err6);
 errors++;
 }
 if(data0.role === undefined){
-const err7 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+const err7 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -12954,7 +12954,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data0.banned === undefined){
-const err8 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banned"},message:"must have required property '"+"banned"+"'"};
+const err8 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banned"},message:"must have required property '"+"banned"+"'"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -12964,7 +12964,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data0.banReason === undefined){
-const err9 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banReason"},message:"must have required property '"+"banReason"+"'"};
+const err9 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banReason"},message:"must have required property '"+"banReason"+"'"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -12974,7 +12974,7 @@ vErrors.push(err9);
 errors++;
 }
 if(data0.banExpiresAt === undefined){
-const err10 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "banExpiresAt"},message:"must have required property '"+"banExpiresAt"+"'"};
+const err10 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "banExpiresAt"},message:"must have required property '"+"banExpiresAt"+"'"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -12984,7 +12984,7 @@ vErrors.push(err10);
 errors++;
 }
 if(data0.createdAt === undefined){
-const err11 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+const err11 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -12994,7 +12994,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data0.updatedAt === undefined){
-const err12 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
+const err12 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -13005,7 +13005,7 @@ errors++;
 }
 for(const key1 in data0){
 if(!(func7.call(schema32.properties, key1))){
-const err13 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+const err13 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -13017,7 +13017,7 @@ errors++;
 }
 if(data0.id !== undefined){
 if(typeof data0.id !== "string"){
-const err14 = {instancePath:instancePath+"/user/id",schemaPath:"https://contract.local/schemas/User/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err14 = {instancePath:instancePath+"/user/id",schemaPath:"https://contract.local/schemas/AuthUser/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -13031,7 +13031,7 @@ if(data0.email !== undefined){
 let data2 = data0.email;
 if(typeof data2 === "string"){
 if(!(formats0.test(data2))){
-const err15 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/User/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
+const err15 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/AuthUser/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -13042,7 +13042,7 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/User/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err16 = {instancePath:instancePath+"/user/email",schemaPath:"https://contract.local/schemas/AuthUser/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -13054,7 +13054,7 @@ errors++;
 }
 if(data0.emailVerified !== undefined){
 if(typeof data0.emailVerified !== "boolean"){
-const err17 = {instancePath:instancePath+"/user/emailVerified",schemaPath:"https://contract.local/schemas/User/properties/emailVerified/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err17 = {instancePath:instancePath+"/user/emailVerified",schemaPath:"https://contract.local/schemas/AuthUser/properties/emailVerified/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -13066,7 +13066,7 @@ errors++;
 }
 if(data0.name !== undefined){
 if(typeof data0.name !== "string"){
-const err18 = {instancePath:instancePath+"/user/name",schemaPath:"https://contract.local/schemas/User/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err18 = {instancePath:instancePath+"/user/name",schemaPath:"https://contract.local/schemas/AuthUser/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -13079,7 +13079,7 @@ errors++;
 if(data0.image !== undefined){
 let data5 = data0.image;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err19 = {instancePath:instancePath+"/user/image",schemaPath:"https://contract.local/schemas/User/properties/image/type",keyword:"type",params:{type: schema32.properties.image.type},message:"must be string,null"};
+const err19 = {instancePath:instancePath+"/user/image",schemaPath:"https://contract.local/schemas/AuthUser/properties/image/type",keyword:"type",params:{type: schema32.properties.image.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -13092,7 +13092,7 @@ errors++;
 if(data0.role !== undefined){
 let data6 = data0.role;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err20 = {instancePath:instancePath+"/user/role",schemaPath:"https://contract.local/schemas/User/properties/role/type",keyword:"type",params:{type: schema32.properties.role.type},message:"must be string,null"};
+const err20 = {instancePath:instancePath+"/user/role",schemaPath:"https://contract.local/schemas/AuthUser/properties/role/type",keyword:"type",params:{type: schema32.properties.role.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -13104,7 +13104,7 @@ errors++;
 }
 if(data0.banned !== undefined){
 if(typeof data0.banned !== "boolean"){
-const err21 = {instancePath:instancePath+"/user/banned",schemaPath:"https://contract.local/schemas/User/properties/banned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err21 = {instancePath:instancePath+"/user/banned",schemaPath:"https://contract.local/schemas/AuthUser/properties/banned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -13117,7 +13117,7 @@ errors++;
 if(data0.banReason !== undefined){
 let data8 = data0.banReason;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err22 = {instancePath:instancePath+"/user/banReason",schemaPath:"https://contract.local/schemas/User/properties/banReason/type",keyword:"type",params:{type: schema32.properties.banReason.type},message:"must be string,null"};
+const err22 = {instancePath:instancePath+"/user/banReason",schemaPath:"https://contract.local/schemas/AuthUser/properties/banReason/type",keyword:"type",params:{type: schema32.properties.banReason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -13130,7 +13130,7 @@ errors++;
 if(data0.banExpiresAt !== undefined){
 let data9 = data0.banExpiresAt;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err23 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/User/properties/banExpiresAt/type",keyword:"type",params:{type: schema32.properties.banExpiresAt.type},message:"must be string,null"};
+const err23 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/banExpiresAt/type",keyword:"type",params:{type: schema32.properties.banExpiresAt.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -13141,7 +13141,7 @@ errors++;
 }
 if(typeof data9 === "string"){
 if(!(formats6.validate(data9))){
-const err24 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/User/properties/banExpiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err24 = {instancePath:instancePath+"/user/banExpiresAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/banExpiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -13156,7 +13156,7 @@ if(data0.createdAt !== undefined){
 let data10 = data0.createdAt;
 if(typeof data10 === "string"){
 if(!(formats6.validate(data10))){
-const err25 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/User/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err25 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -13167,7 +13167,7 @@ errors++;
 }
 }
 else {
-const err26 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/User/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err26 = {instancePath:instancePath+"/user/createdAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -13181,7 +13181,7 @@ if(data0.updatedAt !== undefined){
 let data11 = data0.updatedAt;
 if(typeof data11 === "string"){
 if(!(formats6.validate(data11))){
-const err27 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/User/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+const err27 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -13192,7 +13192,7 @@ errors++;
 }
 }
 else {
-const err28 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/User/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err28 = {instancePath:instancePath+"/user/updatedAt",schemaPath:"https://contract.local/schemas/AuthUser/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -13204,7 +13204,7 @@ errors++;
 }
 }
 else {
-const err29 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/User/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err29 = {instancePath:instancePath+"/user",schemaPath:"https://contract.local/schemas/AuthUser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -21255,7 +21255,7 @@ return errors === 0;
 validate191.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_changePassword_401 = validate193;
-const schema273 = {"oneOf":[{"$ref":"https://contract.local/schemas/UnauthorizedError"},{"$ref":"https://contract.local/schemas/InvalidEmailOrPasswordError"}],"$id":"https://contract.local/procedures/auth.changePassword/output/401"};
+const schema273 = {"$id":"https://contract.local/procedures/auth.changePassword/output/401","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["UNAUTHORIZED","INVALID_EMAIL_OR_PASSWORD"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"UNAUTHORIZED"}}},"then":{"$ref":"https://contract.local/schemas/UnauthorizedError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"INVALID_EMAIL_OR_PASSWORD"}}},"then":{"$ref":"https://contract.local/schemas/InvalidEmailOrPasswordError"}}]};
 
 function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.changePassword/output/401" */;
@@ -21268,13 +21268,9 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-const _errs0 = errors;
-let valid0 = false;
-let passing0 = null;
-const _errs1 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.code === undefined){
+const err0 = {instancePath,schemaPath:"#/allOf/0/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -21283,8 +21279,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(data.code !== undefined){
+let data0 = data.code;
+if(!((data0 === "UNAUTHORIZED") || (data0 === "INVALID_EMAIL_OR_PASSWORD"))){
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema273.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -21293,8 +21291,10 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/allOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -21303,8 +21303,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const _errs4 = errors;
+let valid2 = true;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.code === undefined) && (missing0 = "code")){
+const err3 = {};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -21313,9 +21319,10 @@ vErrors.push(err3);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+else {
+if(data.code !== undefined){
+if("UNAUTHORIZED" !== data.code){
+const err4 = {};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -21325,9 +21332,10 @@ vErrors.push(err4);
 errors++;
 }
 }
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+else {
+const err5 = {};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -21337,10 +21345,21 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid0 = _errs5 === errors;
+errors = _errs4;
+if(vErrors !== null){
+if(_errs4){
+vErrors.length = _errs4;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs8 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -21349,8 +21368,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(data.code === undefined){
+const err7 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -21359,11 +21378,8 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.status === undefined){
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -21372,8 +21388,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(data.message === undefined){
+const err9 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -21382,10 +21398,9 @@ vErrors.push(err9);
 }
 errors++;
 }
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err10 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -21395,9 +21410,9 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err11 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -21406,16 +21421,11 @@ vErrors.push(err11);
 }
 errors++;
 }
-var _valid0 = _errs1 === errors;
-if(_valid0){
-valid0 = true;
-passing0 = 0;
-var props0 = true;
 }
-const _errs13 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err12 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.code !== undefined){
+let data3 = data.code;
+if(typeof data3 !== "string"){
+const err12 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -21424,8 +21434,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data.code === undefined){
-const err13 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if("UNAUTHORIZED" !== data3){
+const err13 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -21434,8 +21444,11 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data.status === undefined){
-const err14 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+if(data.status !== undefined){
+let data4 = data.status;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err14 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -21444,8 +21457,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(data.message === undefined){
-const err15 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(401 !== data4){
+const err15 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -21454,9 +21467,10 @@ vErrors.push(err15);
 }
 errors++;
 }
-for(const key1 in data){
-if(!((((key1 === "defined") || (key1 === "code")) || (key1 === "status")) || (key1 === "message"))){
-const err16 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err16 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -21466,9 +21480,9 @@ vErrors.push(err16);
 errors++;
 }
 }
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err17 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err17 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -21477,11 +21491,14 @@ vErrors.push(err17);
 }
 errors++;
 }
+var _valid0 = _errs8 === errors;
+valid2 = _valid0;
+if(valid2){
+var props0 = true;
 }
-if(data.code !== undefined){
-let data5 = data.code;
-if(typeof data5 !== "string"){
-const err18 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(!valid2){
+const err18 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -21490,8 +21507,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-if("INVALID_EMAIL_OR_PASSWORD" !== data5){
-const err19 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/code/const",keyword:"const",params:{allowedValue: "INVALID_EMAIL_OR_PASSWORD"},message:"must be equal to constant"};
+if(props0 !== true){
+props0 = props0 || {};
+props0.code = true;
+}
+const _errs21 = errors;
+let valid6 = true;
+const _errs22 = errors;
+if(errors === _errs22){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if((data.code === undefined) && (missing1 = "code")){
+const err19 = {};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -21500,11 +21527,10 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
-if(data.status !== undefined){
-let data6 = data.status;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err20 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+if(data.code !== undefined){
+if("INVALID_EMAIL_OR_PASSWORD" !== data.code){
+const err20 = {};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -21513,8 +21539,11 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(401 !== data6){
-const err21 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+}
+}
+}
+else {
+const err21 = {};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -21524,9 +21553,21 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err22 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid1 = _errs22 === errors;
+errors = _errs21;
+if(vErrors !== null){
+if(_errs21){
+vErrors.length = _errs21;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid1){
+const _errs25 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err22 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -21535,10 +21576,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-}
-}
-else {
-const err23 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.code === undefined){
+const err23 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -21547,22 +21586,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-var _valid0 = _errs13 === errors;
-if(_valid0 && valid0){
-valid0 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid0 = true;
-passing0 = 1;
-if(props0 !== true){
-props0 = true;
-}
-}
-}
-if(!valid0){
-const err24 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(data.status === undefined){
+const err24 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -21571,15 +21596,132 @@ vErrors.push(err24);
 }
 errors++;
 }
-else {
-errors = _errs0;
-if(vErrors !== null){
-if(_errs0){
-vErrors.length = _errs0;
+if(data.message === undefined){
+const err25 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err25];
 }
 else {
-vErrors = null;
+vErrors.push(err25);
 }
+errors++;
+}
+for(const key1 in data){
+if(!((((key1 === "defined") || (key1 === "code")) || (key1 === "status")) || (key1 === "message"))){
+const err26 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err27 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data8 = data.code;
+if(typeof data8 !== "string"){
+const err28 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if("INVALID_EMAIL_OR_PASSWORD" !== data8){
+const err29 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/code/const",keyword:"const",params:{allowedValue: "INVALID_EMAIL_OR_PASSWORD"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data9 = data.status;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err30 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(401 !== data9){
+const err31 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err32 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidEmailOrPasswordError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+var _valid1 = _errs25 === errors;
+valid6 = _valid1;
+if(valid6){
+var props1 = true;
+}
+}
+if(!valid6){
+const err34 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(props0 !== true && props1 !== undefined){
+if(props1 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props1);
 }
 }
 validate193.errors = vErrors;
@@ -30928,7 +31070,7 @@ return errors === 0;
 validate286.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_inviteMember_403 = validate287;
-const schema417 = {"oneOf":[{"$ref":"https://contract.local/schemas/ForbiddenError"},{"$ref":"https://contract.local/schemas/LimitReachedError"}],"$id":"https://contract.local/procedures/auth.organization.inviteMember/output/403"};
+const schema417 = {"$id":"https://contract.local/procedures/auth.organization.inviteMember/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
 function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/403" */;
@@ -30941,13 +31083,9 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-const _errs0 = errors;
-let valid0 = false;
-let passing0 = null;
-const _errs1 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.code === undefined){
+const err0 = {instancePath,schemaPath:"#/allOf/0/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -30956,8 +31094,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(data.code !== undefined){
+let data0 = data.code;
+if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema417.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -30966,8 +31106,10 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/allOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -30976,8 +31118,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const _errs4 = errors;
+let valid2 = true;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.code === undefined) && (missing0 = "code")){
+const err3 = {};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -30986,9 +31134,10 @@ vErrors.push(err3);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+else {
+if(data.code !== undefined){
+if("FORBIDDEN" !== data.code){
+const err4 = {};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -30998,9 +31147,10 @@ vErrors.push(err4);
 errors++;
 }
 }
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+else {
+const err5 = {};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -31010,10 +31160,21 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid0 = _errs5 === errors;
+errors = _errs4;
+if(vErrors !== null){
+if(_errs4){
+vErrors.length = _errs4;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs8 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -31022,8 +31183,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(data.code === undefined){
+const err7 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -31032,11 +31193,8 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.status === undefined){
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -31045,8 +31203,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(data.message === undefined){
+const err9 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -31055,10 +31213,9 @@ vErrors.push(err9);
 }
 errors++;
 }
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err10 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -31068,9 +31225,9 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err11 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -31079,16 +31236,11 @@ vErrors.push(err11);
 }
 errors++;
 }
-var _valid0 = _errs1 === errors;
-if(_valid0){
-valid0 = true;
-passing0 = 0;
-var props0 = true;
 }
-const _errs13 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err12 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.code !== undefined){
+let data3 = data.code;
+if(typeof data3 !== "string"){
+const err12 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -31097,8 +31249,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data.code === undefined){
-const err13 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if("FORBIDDEN" !== data3){
+const err13 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -31107,8 +31259,11 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data.status === undefined){
-const err14 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+if(data.status !== undefined){
+let data4 = data.status;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err14 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -31117,8 +31272,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(data.message === undefined){
-const err15 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(403 !== data4){
+const err15 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -31127,8 +31282,10 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data.data === undefined){
-const err16 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "data"},message:"must have required property '"+"data"+"'"};
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err16 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -31137,9 +31294,10 @@ vErrors.push(err16);
 }
 errors++;
 }
-for(const key1 in data){
-if(!(((((key1 === "defined") || (key1 === "code")) || (key1 === "status")) || (key1 === "message")) || (key1 === "data"))){
-const err17 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+}
+}
+else {
+const err17 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -31148,10 +31306,14 @@ vErrors.push(err17);
 }
 errors++;
 }
+var _valid0 = _errs8 === errors;
+valid2 = _valid0;
+if(valid2){
+var props0 = true;
 }
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err18 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(!valid2){
+const err18 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -31160,11 +31322,18 @@ vErrors.push(err18);
 }
 errors++;
 }
+if(props0 !== true){
+props0 = props0 || {};
+props0.code = true;
 }
-if(data.code !== undefined){
-let data5 = data.code;
-if(typeof data5 !== "string"){
-const err19 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const _errs21 = errors;
+let valid6 = true;
+const _errs22 = errors;
+if(errors === _errs22){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if((data.code === undefined) && (missing1 = "code")){
+const err19 = {};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -31173,8 +31342,10 @@ vErrors.push(err19);
 }
 errors++;
 }
-if("LIMIT_REACHED" !== data5){
-const err20 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/const",keyword:"const",params:{allowedValue: "LIMIT_REACHED"},message:"must be equal to constant"};
+else {
+if(data.code !== undefined){
+if("LIMIT_REACHED" !== data.code){
+const err20 = {};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -31184,10 +31355,10 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data6 = data.status;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err21 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+}
+else {
+const err21 = {};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -31196,8 +31367,22 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(403 !== data6){
-const err22 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+}
+var _valid1 = _errs22 === errors;
+errors = _errs21;
+if(vErrors !== null){
+if(_errs21){
+vErrors.length = _errs21;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid1){
+const _errs25 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err22 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -31206,10 +31391,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err23 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.code === undefined){
+const err23 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -31218,12 +31401,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-}
-if(data.data !== undefined){
-let data8 = data.data;
-if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-if(data8.kind === undefined){
-const err24 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(data.status === undefined){
+const err24 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -31232,8 +31411,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data8.limit === undefined){
-const err25 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "limit"},message:"must have required property '"+"limit"+"'"};
+if(data.message === undefined){
+const err25 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -31242,8 +31421,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data8.plan === undefined){
-const err26 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "plan"},message:"must have required property '"+"plan"+"'"};
+if(data.data === undefined){
+const err26 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "data"},message:"must have required property '"+"data"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -31252,9 +31431,9 @@ vErrors.push(err26);
 }
 errors++;
 }
-for(const key2 in data8){
-if(!(((key2 === "kind") || (key2 === "limit")) || (key2 === "plan"))){
-const err27 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+for(const key1 in data){
+if(!(((((key1 === "defined") || (key1 === "code")) || (key1 === "status")) || (key1 === "message")) || (key1 === "data"))){
+const err27 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -31264,10 +31443,9 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data8.kind !== undefined){
-let data9 = data8.kind;
-if(typeof data9 !== "string"){
-const err28 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err28 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -31276,8 +31454,11 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(!((((data9 === "workspaces") || (data9 === "members")) || (data9 === "aiCredits")) || (data9 === "storageBytes"))){
-const err29 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema96.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.code !== undefined){
+let data8 = data.code;
+if(typeof data8 !== "string"){
+const err29 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -31286,11 +31467,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-if(data8.limit !== undefined){
-let data10 = data8.limit;
-if(!((typeof data10 == "number") && (isFinite(data10)))){
-const err30 = {instancePath:instancePath+"/data/limit",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if("LIMIT_REACHED" !== data8){
+const err30 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/const",keyword:"const",params:{allowedValue: "LIMIT_REACHED"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -31300,9 +31478,10 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data8.plan !== undefined){
-if(typeof data8.plan !== "string"){
-const err31 = {instancePath:instancePath+"/data/plan",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/plan/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.status !== undefined){
+let data9 = data.status;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err31 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -31311,10 +31490,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(403 !== data9){
+const err32 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -31324,9 +31501,9 @@ vErrors.push(err32);
 errors++;
 }
 }
-}
-else {
-const err33 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err33 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -31335,22 +31512,12 @@ vErrors.push(err33);
 }
 errors++;
 }
-var _valid0 = _errs13 === errors;
-if(_valid0 && valid0){
-valid0 = false;
-passing0 = [passing0, 1];
 }
-else {
-if(_valid0){
-valid0 = true;
-passing0 = 1;
-if(props0 !== true){
-props0 = true;
-}
-}
-}
-if(!valid0){
-const err34 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(data.data !== undefined){
+let data11 = data.data;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(data11.kind === undefined){
+const err34 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -31359,15 +31526,132 @@ vErrors.push(err34);
 }
 errors++;
 }
-else {
-errors = _errs0;
-if(vErrors !== null){
-if(_errs0){
-vErrors.length = _errs0;
+if(data11.limit === undefined){
+const err35 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "limit"},message:"must have required property '"+"limit"+"'"};
+if(vErrors === null){
+vErrors = [err35];
 }
 else {
-vErrors = null;
+vErrors.push(err35);
 }
+errors++;
+}
+if(data11.plan === undefined){
+const err36 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "plan"},message:"must have required property '"+"plan"+"'"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+for(const key2 in data11){
+if(!(((key2 === "kind") || (key2 === "limit")) || (key2 === "plan"))){
+const err37 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data11.kind !== undefined){
+let data12 = data11.kind;
+if(typeof data12 !== "string"){
+const err38 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(!((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes"))){
+const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema96.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data11.limit !== undefined){
+let data13 = data11.limit;
+if(!((typeof data13 == "number") && (isFinite(data13)))){
+const err40 = {instancePath:instancePath+"/data/limit",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data11.plan !== undefined){
+if(typeof data11.plan !== "string"){
+const err41 = {instancePath:instancePath+"/data/plan",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/plan/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+var _valid1 = _errs25 === errors;
+valid6 = _valid1;
+if(valid6){
+var props1 = true;
+}
+}
+if(!valid6){
+const err44 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if(props0 !== true && props1 !== undefined){
+if(props1 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props1);
 }
 }
 validate287.errors = vErrors;
@@ -43126,7 +43410,7 @@ return errors === 0;
 validate408.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_resetPassword_400 = validate409;
-const schema605 = {"oneOf":[{"$ref":"https://contract.local/schemas/BadRequestError"},{"$ref":"https://contract.local/schemas/InvalidTokenError"}],"$id":"https://contract.local/procedures/auth.resetPassword/output/400"};
+const schema605 = {"$id":"https://contract.local/procedures/auth.resetPassword/output/400","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["BAD_REQUEST","INVALID_TOKEN"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"BAD_REQUEST"}}},"then":{"$ref":"https://contract.local/schemas/BadRequestError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"INVALID_TOKEN"}}},"then":{"$ref":"https://contract.local/schemas/InvalidTokenError"}}]};
 
 function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/output/400" */;
@@ -43139,24 +43423,9 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-const _errs0 = errors;
-let valid0 = false;
-let passing0 = null;
-const _errs1 = errors;
-if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
-errors = vErrors.length;
-}
-var _valid0 = _errs1 === errors;
-if(_valid0){
-valid0 = true;
-passing0 = 0;
-var props0 = true;
-}
-const _errs2 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.code === undefined){
+const err0 = {instancePath,schemaPath:"#/allOf/0/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -43165,8 +43434,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(data.code !== undefined){
+let data0 = data.code;
+if(!((data0 === "BAD_REQUEST") || (data0 === "INVALID_TOKEN"))){
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema605.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -43175,8 +43446,10 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/allOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -43185,8 +43458,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const _errs4 = errors;
+let valid2 = true;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.code === undefined) && (missing0 = "code")){
+const err3 = {};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -43195,9 +43474,10 @@ vErrors.push(err3);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+else {
+if(data.code !== undefined){
+if("BAD_REQUEST" !== data.code){
+const err4 = {};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -43207,9 +43487,10 @@ vErrors.push(err4);
 errors++;
 }
 }
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+else {
+const err5 = {};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -43219,10 +43500,30 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid0 = _errs5 === errors;
+errors = _errs4;
+if(vErrors !== null){
+if(_errs4){
+vErrors.length = _errs4;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs8 = errors;
+if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+errors = vErrors.length;
+}
+var _valid0 = _errs8 === errors;
+valid2 = _valid0;
+if(valid2){
+var props0 = true;
+}
+}
+if(!valid2){
+const err6 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -43231,8 +43532,18 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("INVALID_TOKEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/code/const",keyword:"const",params:{allowedValue: "INVALID_TOKEN"},message:"must be equal to constant"};
+if(props0 !== true){
+props0 = props0 || {};
+props0.code = true;
+}
+const _errs10 = errors;
+let valid4 = true;
+const _errs11 = errors;
+if(errors === _errs11){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if((data.code === undefined) && (missing1 = "code")){
+const err7 = {};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -43241,11 +43552,10 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+if(data.code !== undefined){
+if("INVALID_TOKEN" !== data.code){
+const err8 = {};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -43254,8 +43564,11 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(400 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/status/const",keyword:"const",params:{allowedValue: 400},message:"must be equal to constant"};
+}
+}
+}
+else {
+const err9 = {};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -43265,9 +43578,21 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid1 = _errs11 === errors;
+errors = _errs10;
+if(vErrors !== null){
+if(_errs10){
+vErrors.length = _errs10;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid1){
+const _errs14 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err10 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -43276,10 +43601,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.code === undefined){
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -43288,22 +43611,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-var _valid0 = _errs2 === errors;
-if(_valid0 && valid0){
-valid0 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid0 = true;
-passing0 = 1;
-if(props0 !== true){
-props0 = true;
-}
-}
-}
-if(!valid0){
-const err12 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(data.status === undefined){
+const err12 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -43312,15 +43621,132 @@ vErrors.push(err12);
 }
 errors++;
 }
-else {
-errors = _errs0;
-if(vErrors !== null){
-if(_errs0){
-vErrors.length = _errs0;
+if(data.message === undefined){
+const err13 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err13];
 }
 else {
-vErrors = null;
+vErrors.push(err13);
 }
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err14 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err15 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data4 = data.code;
+if(typeof data4 !== "string"){
+const err16 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if("INVALID_TOKEN" !== data4){
+const err17 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/code/const",keyword:"const",params:{allowedValue: "INVALID_TOKEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data5 = data.status;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err18 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(400 !== data5){
+const err19 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/status/const",keyword:"const",params:{allowedValue: 400},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err20 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+var _valid1 = _errs14 === errors;
+valid4 = _valid1;
+if(valid4){
+var props1 = true;
+}
+}
+if(!valid4){
+const err22 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(props0 !== true && props1 !== undefined){
+if(props1 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props1);
 }
 }
 validate409.errors = vErrors;
@@ -47310,7 +47736,7 @@ return errors === 0;
 validate452.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInEmail_403 = validate453;
-const schema673 = {"oneOf":[{"$ref":"https://contract.local/schemas/EmailNotVerifiedError"},{"$ref":"https://contract.local/schemas/BannedUserError"},{"$ref":"https://contract.local/schemas/ForbiddenError"}],"$id":"https://contract.local/procedures/auth.signInEmail/output/403"};
+const schema673 = {"$id":"https://contract.local/procedures/auth.signInEmail/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["EMAIL_NOT_VERIFIED","BANNED_USER","FORBIDDEN"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"EMAIL_NOT_VERIFIED"}}},"then":{"$ref":"https://contract.local/schemas/EmailNotVerifiedError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"BANNED_USER"}}},"then":{"$ref":"https://contract.local/schemas/BannedUserError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}}]};
 
 function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/403" */;
@@ -47323,13 +47749,9 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-const _errs0 = errors;
-let valid0 = false;
-let passing0 = null;
-const _errs1 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.code === undefined){
+const err0 = {instancePath,schemaPath:"#/allOf/0/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -47338,8 +47760,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(data.code !== undefined){
+let data0 = data.code;
+if(!(((data0 === "EMAIL_NOT_VERIFIED") || (data0 === "BANNED_USER")) || (data0 === "FORBIDDEN"))){
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema673.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -47348,8 +47772,10 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/allOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -47358,8 +47784,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const _errs4 = errors;
+let valid2 = true;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.code === undefined) && (missing0 = "code")){
+const err3 = {};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -47368,9 +47800,10 @@ vErrors.push(err3);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+else {
+if(data.code !== undefined){
+if("EMAIL_NOT_VERIFIED" !== data.code){
+const err4 = {};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -47380,9 +47813,10 @@ vErrors.push(err4);
 errors++;
 }
 }
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+else {
+const err5 = {};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -47392,10 +47826,21 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid0 = _errs5 === errors;
+errors = _errs4;
+if(vErrors !== null){
+if(_errs4){
+vErrors.length = _errs4;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs8 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -47404,8 +47849,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("EMAIL_NOT_VERIFIED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/code/const",keyword:"const",params:{allowedValue: "EMAIL_NOT_VERIFIED"},message:"must be equal to constant"};
+if(data.code === undefined){
+const err7 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -47414,11 +47859,8 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.status === undefined){
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -47427,8 +47869,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(data.message === undefined){
+const err9 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -47437,10 +47879,9 @@ vErrors.push(err9);
 }
 errors++;
 }
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err10 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -47450,9 +47891,9 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err11 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -47461,16 +47902,11 @@ vErrors.push(err11);
 }
 errors++;
 }
-var _valid0 = _errs1 === errors;
-if(_valid0){
-valid0 = true;
-passing0 = 0;
-var props0 = true;
 }
-const _errs13 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err12 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.code !== undefined){
+let data3 = data.code;
+if(typeof data3 !== "string"){
+const err12 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -47479,8 +47915,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data.code === undefined){
-const err13 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if("EMAIL_NOT_VERIFIED" !== data3){
+const err13 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/code/const",keyword:"const",params:{allowedValue: "EMAIL_NOT_VERIFIED"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -47489,8 +47925,11 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data.status === undefined){
-const err14 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+if(data.status !== undefined){
+let data4 = data.status;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err14 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -47499,8 +47938,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(data.message === undefined){
-const err15 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(403 !== data4){
+const err15 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -47509,9 +47948,10 @@ vErrors.push(err15);
 }
 errors++;
 }
-for(const key1 in data){
-if(!((((key1 === "defined") || (key1 === "code")) || (key1 === "status")) || (key1 === "message"))){
-const err16 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err16 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -47521,9 +47961,9 @@ vErrors.push(err16);
 errors++;
 }
 }
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err17 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/BannedUserError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err17 = {instancePath,schemaPath:"https://contract.local/schemas/EmailNotVerifiedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -47532,11 +47972,14 @@ vErrors.push(err17);
 }
 errors++;
 }
+var _valid0 = _errs8 === errors;
+valid2 = _valid0;
+if(valid2){
+var props0 = true;
 }
-if(data.code !== undefined){
-let data5 = data.code;
-if(typeof data5 !== "string"){
-const err18 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/BannedUserError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(!valid2){
+const err18 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -47545,8 +47988,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-if("BANNED_USER" !== data5){
-const err19 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/BannedUserError/properties/code/const",keyword:"const",params:{allowedValue: "BANNED_USER"},message:"must be equal to constant"};
+if(props0 !== true){
+props0 = props0 || {};
+props0.code = true;
+}
+const _errs21 = errors;
+let valid6 = true;
+const _errs22 = errors;
+if(errors === _errs22){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if((data.code === undefined) && (missing1 = "code")){
+const err19 = {};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -47555,11 +48008,10 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
-if(data.status !== undefined){
-let data6 = data.status;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err20 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/BannedUserError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+if(data.code !== undefined){
+if("BANNED_USER" !== data.code){
+const err20 = {};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -47568,8 +48020,11 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(403 !== data6){
-const err21 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/BannedUserError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+}
+}
+}
+else {
+const err21 = {};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -47579,9 +48034,21 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err22 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/BannedUserError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid1 = _errs22 === errors;
+errors = _errs21;
+if(vErrors !== null){
+if(_errs21){
+vErrors.length = _errs21;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid1){
+const _errs25 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err22 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -47590,10 +48057,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-}
-}
-else {
-const err23 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.code === undefined){
+const err23 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -47602,23 +48067,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-var _valid0 = _errs13 === errors;
-if(_valid0 && valid0){
-valid0 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid0 = true;
-passing0 = 1;
-if(props0 !== true){
-props0 = true;
-}
-}
-const _errs25 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err24 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.status === undefined){
+const err24 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -47627,8 +48077,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data.code === undefined){
-const err25 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(data.message === undefined){
+const err25 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -47637,8 +48087,9 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data.status === undefined){
-const err26 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+for(const key1 in data){
+if(!((((key1 === "defined") || (key1 === "code")) || (key1 === "status")) || (key1 === "message"))){
+const err26 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -47647,8 +48098,10 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data.message === undefined){
-const err27 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err27 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/BannedUserError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -47657,9 +48110,11 @@ vErrors.push(err27);
 }
 errors++;
 }
-for(const key2 in data){
-if(!((((key2 === "defined") || (key2 === "code")) || (key2 === "status")) || (key2 === "message"))){
-const err28 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+}
+if(data.code !== undefined){
+let data8 = data.code;
+if(typeof data8 !== "string"){
+const err28 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/BannedUserError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -47668,10 +48123,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err29 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if("BANNED_USER" !== data8){
+const err29 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/BannedUserError/properties/code/const",keyword:"const",params:{allowedValue: "BANNED_USER"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -47681,10 +48134,10 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data.code !== undefined){
-let data9 = data.code;
-if(typeof data9 !== "string"){
-const err30 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.status !== undefined){
+let data9 = data.status;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err30 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/BannedUserError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -47693,8 +48146,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-if("FORBIDDEN" !== data9){
-const err31 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(403 !== data9){
+const err31 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/BannedUserError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -47704,10 +48157,9 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data10 = data.status;
-if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err32 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err32 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/BannedUserError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -47716,8 +48168,10 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(403 !== data10){
-const err33 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+}
+}
+else {
+const err33 = {instancePath,schemaPath:"https://contract.local/schemas/BannedUserError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -47726,10 +48180,14 @@ vErrors.push(err33);
 }
 errors++;
 }
+var _valid1 = _errs25 === errors;
+valid6 = _valid1;
+if(valid6){
+var props1 = true;
 }
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err34 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(!valid6){
+const err34 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -47738,10 +48196,23 @@ vErrors.push(err34);
 }
 errors++;
 }
-}
+if(props0 !== true && props1 !== undefined){
+if(props1 === true){
+props0 = true;
 }
 else {
-const err35 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+props0 = props0 || {};
+Object.assign(props0, props1);
+}
+}
+const _errs38 = errors;
+let valid10 = true;
+const _errs39 = errors;
+if(errors === _errs39){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing2;
+if((data.code === undefined) && (missing2 = "code")){
+const err35 = {};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -47750,23 +48221,10 @@ vErrors.push(err35);
 }
 errors++;
 }
-var _valid0 = _errs25 === errors;
-if(_valid0 && valid0){
-valid0 = false;
-passing0 = [passing0, 2];
-}
 else {
-if(_valid0){
-valid0 = true;
-passing0 = 2;
-if(props0 !== true){
-props0 = true;
-}
-}
-}
-}
-if(!valid0){
-const err36 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(data.code !== undefined){
+if("FORBIDDEN" !== data.code){
+const err36 = {};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -47775,15 +48233,189 @@ vErrors.push(err36);
 }
 errors++;
 }
+}
+}
+}
 else {
-errors = _errs0;
+const err37 = {};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+var _valid2 = _errs39 === errors;
+errors = _errs38;
 if(vErrors !== null){
-if(_errs0){
-vErrors.length = _errs0;
+if(_errs38){
+vErrors.length = _errs38;
 }
 else {
 vErrors = null;
 }
+}
+if(_valid2){
+const _errs42 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err38 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(data.code === undefined){
+const err39 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(data.status === undefined){
+const err40 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(data.message === undefined){
+const err41 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+for(const key2 in data){
+if(!((((key2 === "defined") || (key2 === "code")) || (key2 === "status")) || (key2 === "message"))){
+const err42 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err43 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data13 = data.code;
+if(typeof data13 !== "string"){
+const err44 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if("FORBIDDEN" !== data13){
+const err45 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data14 = data.status;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err46 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(403 !== data14){
+const err47 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err48 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+var _valid2 = _errs42 === errors;
+valid10 = _valid2;
+if(valid10){
+var props2 = true;
+}
+}
+if(!valid10){
+const err50 = {instancePath,schemaPath:"#/allOf/3/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+if(props0 !== true && props2 !== undefined){
+if(props2 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props2);
 }
 }
 validate453.errors = vErrors;
@@ -50703,7 +51335,7 @@ return errors === 0;
 validate483.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_verifyEmail_400 = validate484;
-const schema725 = {"oneOf":[{"$ref":"https://contract.local/schemas/BadRequestError"},{"$ref":"https://contract.local/schemas/InvalidTokenError"}],"$id":"https://contract.local/procedures/auth.verifyEmail/output/400"};
+const schema725 = {"$id":"https://contract.local/procedures/auth.verifyEmail/output/400","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["BAD_REQUEST","INVALID_TOKEN"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"BAD_REQUEST"}}},"then":{"$ref":"https://contract.local/schemas/BadRequestError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"INVALID_TOKEN"}}},"then":{"$ref":"https://contract.local/schemas/InvalidTokenError"}}]};
 
 function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/400" */;
@@ -50716,24 +51348,9 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-const _errs0 = errors;
-let valid0 = false;
-let passing0 = null;
-const _errs1 = errors;
-if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
-errors = vErrors.length;
-}
-var _valid0 = _errs1 === errors;
-if(_valid0){
-valid0 = true;
-passing0 = 0;
-var props0 = true;
-}
-const _errs2 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(data.code === undefined){
+const err0 = {instancePath,schemaPath:"#/allOf/0/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -50742,8 +51359,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(data.code !== undefined){
+let data0 = data.code;
+if(!((data0 === "BAD_REQUEST") || (data0 === "INVALID_TOKEN"))){
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema725.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -50752,8 +51371,10 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/allOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -50762,8 +51383,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const _errs4 = errors;
+let valid2 = true;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.code === undefined) && (missing0 = "code")){
+const err3 = {};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -50772,9 +51399,10 @@ vErrors.push(err3);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+else {
+if(data.code !== undefined){
+if("BAD_REQUEST" !== data.code){
+const err4 = {};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -50784,9 +51412,10 @@ vErrors.push(err4);
 errors++;
 }
 }
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+else {
+const err5 = {};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -50796,10 +51425,30 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid0 = _errs5 === errors;
+errors = _errs4;
+if(vErrors !== null){
+if(_errs4){
+vErrors.length = _errs4;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs8 = errors;
+if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+errors = vErrors.length;
+}
+var _valid0 = _errs8 === errors;
+valid2 = _valid0;
+if(valid2){
+var props0 = true;
+}
+}
+if(!valid2){
+const err6 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -50808,8 +51457,18 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("INVALID_TOKEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/code/const",keyword:"const",params:{allowedValue: "INVALID_TOKEN"},message:"must be equal to constant"};
+if(props0 !== true){
+props0 = props0 || {};
+props0.code = true;
+}
+const _errs10 = errors;
+let valid4 = true;
+const _errs11 = errors;
+if(errors === _errs11){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if((data.code === undefined) && (missing1 = "code")){
+const err7 = {};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -50818,11 +51477,10 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+if(data.code !== undefined){
+if("INVALID_TOKEN" !== data.code){
+const err8 = {};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -50831,8 +51489,11 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(400 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/status/const",keyword:"const",params:{allowedValue: 400},message:"must be equal to constant"};
+}
+}
+}
+else {
+const err9 = {};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -50842,9 +51503,21 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid1 = _errs11 === errors;
+errors = _errs10;
+if(vErrors !== null){
+if(_errs10){
+vErrors.length = _errs10;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid1){
+const _errs14 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err10 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -50853,10 +51526,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.code === undefined){
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -50865,22 +51536,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-var _valid0 = _errs2 === errors;
-if(_valid0 && valid0){
-valid0 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid0 = true;
-passing0 = 1;
-if(props0 !== true){
-props0 = true;
-}
-}
-}
-if(!valid0){
-const err12 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(data.status === undefined){
+const err12 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -50889,15 +51546,132 @@ vErrors.push(err12);
 }
 errors++;
 }
-else {
-errors = _errs0;
-if(vErrors !== null){
-if(_errs0){
-vErrors.length = _errs0;
+if(data.message === undefined){
+const err13 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err13];
 }
 else {
-vErrors = null;
+vErrors.push(err13);
 }
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err14 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err15 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data4 = data.code;
+if(typeof data4 !== "string"){
+const err16 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if("INVALID_TOKEN" !== data4){
+const err17 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/code/const",keyword:"const",params:{allowedValue: "INVALID_TOKEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data5 = data.status;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err18 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(400 !== data5){
+const err19 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/status/const",keyword:"const",params:{allowedValue: 400},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err20 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/InvalidTokenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"https://contract.local/schemas/InvalidTokenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+var _valid1 = _errs14 === errors;
+valid4 = _valid1;
+if(valid4){
+var props1 = true;
+}
+}
+if(!valid4){
+const err22 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(props0 !== true && props1 !== undefined){
+if(props1 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props1);
 }
 }
 validate484.errors = vErrors;

@@ -224,6 +224,12 @@ export interface paths {
          * @description Answers the workspace of `organizationId` with this slug, plus the bytes its documents store
          *     and the plan's storage limit (null while billing is not configured). Needs membership with
          *     workspace:read (every role). 404 NOT_FOUND when the organization has no such slug.
+         *
+         *     **Same path template as `/workspaces/{id}`.** `GET /workspaces/{slug}` (this operation) and
+         *     `PATCH`/`DELETE /workspaces/{id}` (workspaces.update, workspaces.delete) differ by method
+         *     only: the server picks the operation from the method and never from the value. A GET always
+         *     reads the segment as a slug, so there is no GET by id: a workspace id (`ws_` and 24
+         *     characters, 27 in all) sent here answers 400 BAD_REQUEST, because a slug never contains `_`.
          */
         get: operations["workspaces.get"];
         put?: never;
@@ -250,6 +256,12 @@ export interface paths {
          *     basis: a stored object that cannot be removed is logged and does not stop the deletion.
          *     Needs workspace:delete (owners and admins only) in the workspace's organization, derived
          *     from the row: a workspace of another organization answers 403.
+         *
+         *     **Same path template as `/workspaces/{slug}`.** This operation and workspaces.update
+         *     (`/workspaces/{id}`) differ from workspaces.get (`GET /workspaces/{slug}`) by method only:
+         *     the server picks the operation from the method and never from the value. A DELETE always
+         *     reads the segment as an id (`ws_` and 24 characters, 27 in all): a slug sent here answers
+         *     400 BAD_REQUEST; look the workspace up by slug with workspaces.get first to learn its id.
          */
         delete: operations["workspaces.delete"];
         options?: never;
@@ -261,6 +273,12 @@ export interface paths {
          *     workspace:update (every role) in the workspace's organization, derived from the row: a
          *     workspace of another organization answers 403. A slug already used in the organization
          *     answers 409 CONFLICT; a `teamId` outside the organization answers 404 NOT_FOUND.
+         *
+         *     **Same path template as `/workspaces/{slug}`.** This operation and workspaces.delete
+         *     (`/workspaces/{id}`) differ from workspaces.get (`GET /workspaces/{slug}`) by method only:
+         *     the server picks the operation from the method and never from the value. A PATCH always
+         *     reads the segment as an id (`ws_` and 24 characters, 27 in all): a slug sent here answers
+         *     400 BAD_REQUEST; look the workspace up by slug with workspaces.get first to learn its id.
          */
         patch: operations["workspaces.update"];
         trace?: never;
@@ -773,36 +791,6 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description The error envelope of every procedure, on both transports. `defined` is true when the operation declares the code; `data` is present only for codes that carry data.
-         * @example {
-         *       "defined": true,
-         *       "code": "NOT_FOUND",
-         *       "status": 404,
-         *       "message": "Workspace not found."
-         *     }
-         */
-        ApiErrorBody: {
-            /** @description True when the operation declares this code in its contract. */
-            defined: boolean;
-            /**
-             * @description Stable machine-readable error code.
-             * @example NOT_FOUND
-             */
-            code: string;
-            /**
-             * @description The HTTP status, repeated for transports that do not expose it.
-             * @example 404
-             */
-            status: number;
-            /**
-             * @description Human-readable explanation; safe to show to a person.
-             * @example Not found.
-             */
-            message: string;
-            /** @description Code-specific details. */
-            data?: unknown;
-        };
-        /**
          * @description One reason the input was refused.
          * @example {
          *       "path": [
@@ -980,28 +968,6 @@ export interface components {
             /**
              * @description Human-readable explanation.
              * @example Not found.
-             */
-            message: string;
-        };
-        /**
-         * @description The path exists but does not accept this method; the Allow header lists the methods it does accept.
-         * @example {
-         *       "defined": true,
-         *       "code": "METHOD_NOT_ALLOWED",
-         *       "status": 405,
-         *       "message": "Method not allowed."
-         *     }
-         */
-        MethodNotAllowedError: {
-            /** @description True when the operation declares this code in its contract. */
-            defined: boolean;
-            /** @constant */
-            code: "METHOD_NOT_ALLOWED";
-            /** @constant */
-            status: 405;
-            /**
-             * @description Human-readable explanation.
-             * @example Method not allowed.
              */
             message: string;
         };
@@ -2253,26 +2219,27 @@ export interface components {
         /**
          * @description A background job, metered in AI credits. `input` and `result` are populated only once the job is finished (while queued or running they are absent or repeat what the caller sent); list rows omit `result` unless `includeResult=true`.
          * @example {
-         *       "id": "job_s6kc6o6oya7vngcngsuu4stu",
+         *       "id": "job_n3wq5xr7tk2hbmvd4pzy6cla",
          *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
          *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
-         *       "kind": "document.extract",
+         *       "kind": "document.index",
          *       "status": "succeeded",
-         *       "input": {},
+         *       "input": {
+         *         "retryOf": "job_s6kc6o6oya7vngcngsuu4stu"
+         *       },
          *       "result": {
-         *         "characters": 18234,
-         *         "pages": 12
+         *         "chunks": 24
          *       },
          *       "error": null,
-         *       "credits": 1,
+         *       "credits": 2,
          *       "attempt": 1,
-         *       "retryOf": null,
+         *       "retryOf": "job_s6kc6o6oya7vngcngsuu4stu",
          *       "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
-         *       "createdAt": "2026-11-21T09:16:00.000Z",
-         *       "startedAt": "2026-11-21T09:16:01.000Z",
-         *       "finishedAt": "2026-11-21T09:16:04.000Z",
-         *       "updatedAt": "2026-11-21T09:16:04.000Z"
+         *       "createdAt": "2026-11-21T09:16:07.000Z",
+         *       "startedAt": "2026-11-21T09:16:07.000Z",
+         *       "finishedAt": "2026-11-21T09:16:09.000Z",
+         *       "updatedAt": "2026-11-21T09:16:09.000Z"
          *     }
          */
         Job: {
@@ -2301,6 +2268,9 @@ export interface components {
             /**
              * @description The job's input, arbitrary values (text.embed: `{ texts }`). On a job made by jobs.retry, `input.retryOf` names the original job.
              * @example {
+             *       "retryOf": "job_s6kc6o6oya7vngcngsuu4stu"
+             *     }
+             * @example {
              *       "texts": [
              *         "Quarterly revenue grew 14%."
              *       ]
@@ -2312,8 +2282,7 @@ export interface components {
             /**
              * @description The job's outcome, arbitrary values, once it succeeded (text.embed: the vectors). Omitted from jobs.list rows unless `includeResult=true`.
              * @example {
-             *       "characters": 18234,
-             *       "pages": 12
+             *       "chunks": 24
              *     }
              */
             result?: unknown;
@@ -2328,7 +2297,7 @@ export interface components {
             } | null;
             /**
              * @description AI credits charged for this job (refunded when it is canceled).
-             * @example 1
+             * @example 2
              */
             credits: number;
             /**
@@ -2338,7 +2307,7 @@ export interface components {
             attempt: number;
             /**
              * @description The job this one retries (mirrors `input.retryOf`), or null.
-             * @example null
+             * @example job_s6kc6o6oya7vngcngsuu4stu
              */
             retryOf: string | null;
             /**
@@ -2348,24 +2317,24 @@ export interface components {
             createdBy: string | null;
             /**
              * Format: date-time
-             * @example 2026-11-21T09:16:00.000Z
+             * @example 2026-11-21T09:16:07.000Z
              */
             createdAt: Date;
             /**
              * Format: date-time
              * @description When a worker last started the job, or null while it has not started.
-             * @example 2026-11-21T09:16:01.000Z
+             * @example 2026-11-21T09:16:07.000Z
              */
             startedAt: Date | null;
             /**
              * Format: date-time
              * @description When the job reached succeeded, failed or canceled, or null.
-             * @example 2026-11-21T09:16:04.000Z
+             * @example 2026-11-21T09:16:09.000Z
              */
             finishedAt: Date | null;
             /**
              * Format: date-time
-             * @example 2026-11-21T09:16:04.000Z
+             * @example 2026-11-21T09:16:09.000Z
              */
             updatedAt: Date;
         };
@@ -2374,22 +2343,67 @@ export interface components {
          * @example {
          *       "items": [
          *         {
+         *           "id": "job_e4t7vcm2qa5rzkxh3ndw6yjb",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *           "workspaceId": null,
+         *           "documentId": null,
+         *           "kind": "text.embed",
+         *           "status": "canceled",
+         *           "input": {
+         *             "texts": [
+         *               "Quarterly revenue grew 14%.",
+         *               "Churn fell to 2.1%."
+         *             ]
+         *           },
+         *           "error": null,
+         *           "credits": 1,
+         *           "attempt": 0,
+         *           "retryOf": null,
+         *           "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+         *           "createdAt": "2026-11-21T09:17:00.000Z",
+         *           "startedAt": null,
+         *           "finishedAt": "2026-11-21T09:17:02.000Z",
+         *           "updatedAt": "2026-11-21T09:17:02.000Z"
+         *         },
+         *         {
+         *           "id": "job_n3wq5xr7tk2hbmvd4pzy6cla",
+         *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *           "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *           "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
+         *           "kind": "document.index",
+         *           "status": "succeeded",
+         *           "input": {
+         *             "retryOf": "job_s6kc6o6oya7vngcngsuu4stu"
+         *           },
+         *           "error": null,
+         *           "credits": 2,
+         *           "attempt": 1,
+         *           "retryOf": "job_s6kc6o6oya7vngcngsuu4stu",
+         *           "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+         *           "createdAt": "2026-11-21T09:16:07.000Z",
+         *           "startedAt": "2026-11-21T09:16:07.000Z",
+         *           "finishedAt": "2026-11-21T09:16:09.000Z",
+         *           "updatedAt": "2026-11-21T09:16:09.000Z"
+         *         },
+         *         {
          *           "id": "job_s6kc6o6oya7vngcngsuu4stu",
          *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *           "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
          *           "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
-         *           "kind": "document.extract",
-         *           "status": "succeeded",
+         *           "kind": "document.index",
+         *           "status": "failed",
          *           "input": {},
-         *           "error": null,
-         *           "credits": 1,
-         *           "attempt": 1,
+         *           "error": {
+         *             "message": "The AI service is unavailable, try again later."
+         *           },
+         *           "credits": 2,
+         *           "attempt": 3,
          *           "retryOf": null,
          *           "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
          *           "createdAt": "2026-11-21T09:16:00.000Z",
-         *           "startedAt": "2026-11-21T09:16:01.000Z",
-         *           "finishedAt": "2026-11-21T09:16:04.000Z",
-         *           "updatedAt": "2026-11-21T09:16:04.000Z"
+         *           "startedAt": "2026-11-21T09:16:05.000Z",
+         *           "finishedAt": "2026-11-21T09:16:06.000Z",
+         *           "updatedAt": "2026-11-21T09:16:06.000Z"
          *         }
          *       ],
          *       "nextCursor": null
@@ -2419,16 +2433,33 @@ export interface components {
             expiresAt: Date;
         };
         /**
+         * @description The first event of jobs.stream, once the stream is open and authorized: `event: ready` with a `StreamReadyEvent` as data. No `id:` line.
+         * @example {
+         *       "event": "ready",
+         *       "data": {
+         *         "expiresAt": "2026-11-21T09:30:00.000Z"
+         *       }
+         *     }
+         */
+        StreamReadyMessage: {
+            /**
+             * @description The `event:` line. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "ready";
+            data: components["schemas"]["StreamReadyEvent"];
+        };
+        /**
          * @description The data of an SSE event named `job`: the job row as it is now. `input` and `result` are present only once the job is finished. The event's `id:` line carries a monotonically increasing event id to send back as `Last-Event-Id` when reconnecting.
          * @example {
          *       "id": "job_s6kc6o6oya7vngcngsuu4stu",
          *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
          *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
-         *       "kind": "document.extract",
+         *       "kind": "document.index",
          *       "status": "running",
          *       "error": null,
-         *       "credits": 1,
+         *       "credits": 2,
          *       "attempt": 1,
          *       "retryOf": null,
          *       "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
@@ -2439,6 +2470,43 @@ export interface components {
          *     }
          */
         JobEvent: components["schemas"]["Job"];
+        /**
+         * @description `event: job`, sent each time a job of the organization (or of the narrowed workspace) is created or changes, with the job row (`JobEvent`) as data and an `id:` line.
+         * @example {
+         *       "event": "job",
+         *       "id": "1042",
+         *       "data": {
+         *         "id": "job_s6kc6o6oya7vngcngsuu4stu",
+         *         "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *         "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+         *         "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
+         *         "kind": "document.index",
+         *         "status": "running",
+         *         "error": null,
+         *         "credits": 2,
+         *         "attempt": 1,
+         *         "retryOf": null,
+         *         "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+         *         "createdAt": "2026-11-21T09:16:00.000Z",
+         *         "startedAt": "2026-11-21T09:16:01.000Z",
+         *         "finishedAt": null,
+         *         "updatedAt": "2026-11-21T09:16:01.000Z"
+         *       }
+         *     }
+         */
+        StreamJobMessage: {
+            /**
+             * @description The `event:` line. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "job";
+            /**
+             * @description The `id:` line: a monotonically increasing event id. Send the last one received as `Last-Event-Id` when reconnecting to get every later event still retained (at least 24 hours).
+             * @example 1042
+             */
+            id: string;
+            data: components["schemas"]["JobEvent"];
+        };
         /**
          * @description The data of the SSE event named `end`, sent just before the server closes the stream.
          * @example {
@@ -2454,7 +2522,139 @@ export interface components {
             reason: "expired" | "revoked";
         };
         /**
-         * @description The body of jobs.create. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the workspace comes from the document) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`.
+         * @description The last event of a stream the server closes: `event: end` with a `StreamEndEvent` as data (`expired` after 15 minutes: reconnect; `revoked`: access was lost). No `id:` line.
+         * @example {
+         *       "event": "end",
+         *       "data": {
+         *         "reason": "expired"
+         *       }
+         *     }
+         */
+        StreamEndMessage: {
+            /**
+             * @description The `event:` line. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "end";
+            data: components["schemas"]["StreamEndEvent"];
+        };
+        /**
+         * @description The only event of a refused stream (the sixth concurrent one of a user): `event: error` with the TOO_MANY_REQUESTS error body as data, after the 200 that opened the stream; then the stream closes. No `id:` line.
+         * @example {
+         *       "event": "error",
+         *       "data": {
+         *         "defined": true,
+         *         "code": "TOO_MANY_REQUESTS",
+         *         "status": 429,
+         *         "message": "Too many concurrent streams, close one and try again."
+         *       }
+         *     }
+         */
+        StreamErrorMessage: {
+            /**
+             * @description The `event:` line. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "error";
+            data: components["schemas"]["TooManyRequestsError"];
+        };
+        /**
+         * @description One server-sent event of jobs.stream, discriminated by `event` (the `event:` line). `data` is the JSON of the event's `data:` line and `id` its `id:` line (only `job` events carry one). Besides events the stream carries `retry: 3000` first and a comment line (`:`) every 15 seconds; neither is an event (no `data:`), so clients never see them as one.
+         * @example {
+         *       "event": "ready",
+         *       "data": {
+         *         "expiresAt": "2026-11-21T09:30:00.000Z"
+         *       }
+         *     }
+         * @example {
+         *       "event": "end",
+         *       "data": {
+         *         "reason": "expired"
+         *       }
+         *     }
+         */
+        JobsStreamMessage: components["schemas"]["StreamReadyMessage"] | components["schemas"]["StreamJobMessage"] | components["schemas"]["StreamEndMessage"] | components["schemas"]["StreamErrorMessage"];
+        /**
+         * @description The body of jobs.create for a `document.extract` job (1 AI credit): extract the text of a `ready` document. Takes no `input`.
+         * @example {
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "kind": "document.extract",
+         *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d"
+         *     }
+         */
+        JobsCreateDocumentExtractInput: {
+            /** @description The organization that runs and pays for the job; the caller needs job:create in it. */
+            organizationId: components["schemas"]["OrganizationId"];
+            /**
+             * @description The job kind (the discriminator of the jobs.create body). (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "document.extract";
+            /** @description The document to extract; 404 when it is not in the organization, 412 while its upload is unfinished. */
+            documentId: components["schemas"]["DocumentId"];
+        };
+        /**
+         * @description The body of jobs.create for a `document.index` job (2 AI credits): split a `ready` document into chunks and embed them for search, extracting its text first when no extraction exists. Takes no `input`.
+         * @example {
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "kind": "document.index",
+         *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d"
+         *     }
+         */
+        JobsCreateDocumentIndexInput: {
+            /** @description The organization that runs and pays for the job; the caller needs job:create in it. */
+            organizationId: components["schemas"]["OrganizationId"];
+            /**
+             * @description The job kind (the discriminator of the jobs.create body). (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "document.index";
+            /** @description The document to index; 404 when it is not in the organization, 412 while its upload is unfinished. */
+            documentId: components["schemas"]["DocumentId"];
+        };
+        /**
+         * @description The body of jobs.create for a `text.embed` job (1 AI credit): embed the given texts; the job's result holds one vector per text. Takes no `documentId` (the job has no workspace).
+         * @example {
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "kind": "text.embed",
+         *       "input": {
+         *         "texts": [
+         *           "Quarterly revenue grew 14%.",
+         *           "Churn fell to 2.1%."
+         *         ]
+         *       }
+         *     }
+         */
+        JobsCreateTextEmbedInput: {
+            /** @description The organization that runs and pays for the job; the caller needs job:create in it. */
+            organizationId: components["schemas"]["OrganizationId"];
+            /**
+             * @description The job kind (the discriminator of the jobs.create body). (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "text.embed";
+            /**
+             * @description The texts to embed.
+             * @example {
+             *       "texts": [
+             *         "Quarterly revenue grew 14%.",
+             *         "Churn fell to 2.1%."
+             *       ]
+             *     }
+             */
+            input: {
+                /**
+                 * @description The texts to embed; the result holds one vector per text, in the same order.
+                 * @example [
+                 *       "Quarterly revenue grew 14%.",
+                 *       "Churn fell to 2.1%."
+                 *     ]
+                 */
+                texts: string[];
+            };
+        };
+        /**
+         * @description The body of jobs.create: one of three shapes, chosen by `kind`. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the job's workspace is the document's) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`. Any other field is refused with 400 BAD_REQUEST.
          * @example {
          *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "kind": "document.index",
@@ -2471,24 +2671,7 @@ export interface components {
          *       }
          *     }
          */
-        JobsCreateInput: {
-            /** @description The organization that runs and pays for the job; the caller needs job:create in it. */
-            organizationId: components["schemas"]["OrganizationId"];
-            kind: components["schemas"]["JobKind"];
-            /** @description The document to process (document.extract, document.index); 404 when it is not in the organization, 412 while its upload is unfinished. */
-            documentId?: components["schemas"]["DocumentId"];
-            /** @description The input of a text.embed job. */
-            input?: {
-                /**
-                 * @description The texts to embed; the result holds one vector per text, in the same order.
-                 * @example [
-                 *       "Quarterly revenue grew 14%.",
-                 *       "Churn fell to 2.1%."
-                 *     ]
-                 */
-                texts: string[];
-            };
-        } & unknown;
+        JobsCreateInput: components["schemas"]["JobsCreateDocumentExtractInput"] | components["schemas"]["JobsCreateDocumentIndexInput"] | components["schemas"]["JobsCreateTextEmbedInput"];
         /**
          * @description A job's id: `job_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
          * @example job_s6kc6o6oya7vngcngsuu4stu
@@ -4015,10 +4198,115 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "job_e4t7vcm2qa5rzkxh3ndw6yjb",
+                     *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *           "workspaceId": null,
+                     *           "documentId": null,
+                     *           "kind": "text.embed",
+                     *           "status": "canceled",
+                     *           "input": {
+                     *             "texts": [
+                     *               "Quarterly revenue grew 14%.",
+                     *               "Churn fell to 2.1%."
+                     *             ]
+                     *           },
+                     *           "error": null,
+                     *           "credits": 1,
+                     *           "attempt": 0,
+                     *           "retryOf": null,
+                     *           "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *           "createdAt": "2026-11-21T09:17:00.000Z",
+                     *           "startedAt": null,
+                     *           "finishedAt": "2026-11-21T09:17:02.000Z",
+                     *           "updatedAt": "2026-11-21T09:17:02.000Z"
+                     *         },
+                     *         {
+                     *           "id": "job_n3wq5xr7tk2hbmvd4pzy6cla",
+                     *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *           "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+                     *           "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
+                     *           "kind": "document.index",
+                     *           "status": "succeeded",
+                     *           "input": {
+                     *             "retryOf": "job_s6kc6o6oya7vngcngsuu4stu"
+                     *           },
+                     *           "error": null,
+                     *           "credits": 2,
+                     *           "attempt": 1,
+                     *           "retryOf": "job_s6kc6o6oya7vngcngsuu4stu",
+                     *           "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *           "createdAt": "2026-11-21T09:16:07.000Z",
+                     *           "startedAt": "2026-11-21T09:16:07.000Z",
+                     *           "finishedAt": "2026-11-21T09:16:09.000Z",
+                     *           "updatedAt": "2026-11-21T09:16:09.000Z"
+                     *         },
+                     *         {
+                     *           "id": "job_s6kc6o6oya7vngcngsuu4stu",
+                     *           "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *           "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+                     *           "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
+                     *           "kind": "document.index",
+                     *           "status": "failed",
+                     *           "input": {},
+                     *           "error": {
+                     *             "message": "The AI service is unavailable, try again later."
+                     *           },
+                     *           "credits": 2,
+                     *           "attempt": 3,
+                     *           "retryOf": null,
+                     *           "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *           "createdAt": "2026-11-21T09:16:00.000Z",
+                     *           "startedAt": "2026-11-21T09:16:05.000Z",
+                     *           "finishedAt": "2026-11-21T09:16:06.000Z",
+                     *           "updatedAt": "2026-11-21T09:16:06.000Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["JobPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `status` filter outside the five states. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "status"
+                     *             ],
+                     *             "message": "must be equal to one of the allowed values",
+                     *             "params": {
+                     *               "allowedValues": [
+                     *                 "queued",
+                     *                 "running",
+                     *                 "succeeded",
+                     *                 "failed",
+                     *                 "canceled"
+                     *               ]
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["RequestTooLarge"];
@@ -4053,16 +4341,74 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The event stream (see the operation description for the events). */
+            /**
+             * @description The event stream. Each event is one `JobsStreamMessage`: its `event` is the `event:` line,
+             *     its `id` the `id:` line (job events only) and its `data` the JSON of the `data:` line.
+             *     A stream as it goes over the wire (each event ends with a blank line):
+             *
+             *     ```text
+             *     retry: 3000
+             *
+             *     event: ready
+             *     data: {"expiresAt":"2026-11-21T09:30:00.000Z"}
+             *
+             *     id: 1042
+             *     event: job
+             *     data: {"id":"job_s6kc6o6oya7vngcngsuu4stu","organizationId":"org_pycdybk377oxtzq6svizx3or","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","kind":"document.index","status":"running","error":null,"credits":2,"attempt":1,"retryOf":null,"createdBy":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:16:00.000Z","startedAt":"2026-11-21T09:16:01.000Z","finishedAt":null,"updatedAt":"2026-11-21T09:16:01.000Z"}
+             *
+             *     : keep-alive
+             *
+             *     id: 1043
+             *     event: job
+             *     data: {"id":"job_s6kc6o6oya7vngcngsuu4stu","organizationId":"org_pycdybk377oxtzq6svizx3or","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","kind":"document.index","status":"failed","input":{},"error":{"message":"The AI service is unavailable, try again later."},"credits":2,"attempt":3,"retryOf":null,"createdBy":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:16:00.000Z","startedAt":"2026-11-21T09:16:05.000Z","finishedAt":"2026-11-21T09:16:06.000Z","updatedAt":"2026-11-21T09:16:06.000Z"}
+             *
+             *     id: 1044
+             *     event: job
+             *     data: {"id":"job_n3wq5xr7tk2hbmvd4pzy6cla","organizationId":"org_pycdybk377oxtzq6svizx3or","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","kind":"document.index","status":"queued","error":null,"credits":2,"attempt":0,"retryOf":"job_s6kc6o6oya7vngcngsuu4stu","createdBy":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:16:07.000Z","startedAt":null,"finishedAt":null,"updatedAt":"2026-11-21T09:16:07.000Z"}
+             *
+             *     event: end
+             *     data: {"reason":"expired"}
+             *
+             *     ```
+             */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["JobsStreamMessage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `workspaceId` that is not a workspace id. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "workspaceId"
+                     *             ],
+                     *             "message": "must match pattern \"^ws_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^ws_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["RequestTooLarge"];
@@ -4089,10 +4435,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "job_s6kc6o6oya7vngcngsuu4stu",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+                     *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
+                     *       "kind": "document.index",
+                     *       "status": "queued",
+                     *       "error": null,
+                     *       "credits": 2,
+                     *       "attempt": 0,
+                     *       "retryOf": null,
+                     *       "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *       "createdAt": "2026-11-21T09:16:00.000Z",
+                     *       "startedAt": null,
+                     *       "finishedAt": null,
+                     *       "updatedAt": "2026-11-21T09:16:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a text.embed job given a `documentId` (each kind takes only its own fields). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "documentId"
+                     *             ],
+                     *             "message": "is not a known field"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
@@ -4123,10 +4514,61 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "job_s6kc6o6oya7vngcngsuu4stu",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+                     *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
+                     *       "kind": "document.index",
+                     *       "status": "failed",
+                     *       "input": {},
+                     *       "error": {
+                     *         "message": "The AI service is unavailable, try again later."
+                     *       },
+                     *       "credits": 2,
+                     *       "attempt": 3,
+                     *       "retryOf": null,
+                     *       "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *       "createdAt": "2026-11-21T09:16:00.000Z",
+                     *       "startedAt": "2026-11-21T09:16:05.000Z",
+                     *       "finishedAt": "2026-11-21T09:16:06.000Z",
+                     *       "updatedAt": "2026-11-21T09:16:06.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a job id. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^job_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^job_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4142,7 +4584,7 @@ export interface operations {
             path: {
                 /**
                  * @description The id of the job to cancel.
-                 * @example job_s6kc6o6oya7vngcngsuu4stu
+                 * @example job_e4t7vcm2qa5rzkxh3ndw6yjb
                  */
                 id: components["schemas"]["JobId"];
             };
@@ -4156,10 +4598,64 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "job_e4t7vcm2qa5rzkxh3ndw6yjb",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "workspaceId": null,
+                     *       "documentId": null,
+                     *       "kind": "text.embed",
+                     *       "status": "canceled",
+                     *       "input": {
+                     *         "texts": [
+                     *           "Quarterly revenue grew 14%.",
+                     *           "Churn fell to 2.1%."
+                     *         ]
+                     *       },
+                     *       "error": null,
+                     *       "credits": 1,
+                     *       "attempt": 0,
+                     *       "retryOf": null,
+                     *       "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *       "createdAt": "2026-11-21T09:17:00.000Z",
+                     *       "startedAt": null,
+                     *       "finishedAt": "2026-11-21T09:17:02.000Z",
+                     *       "updatedAt": "2026-11-21T09:17:02.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a job id. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^job_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^job_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4184,16 +4680,67 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The new job, `queued`. */
+            /** @description The new job, `queued`, whose `input.retryOf` and `retryOf` name the failed job. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "job_n3wq5xr7tk2hbmvd4pzy6cla",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+                     *       "documentId": "doc_zjli6ufh3reosfhypn5nwk2d",
+                     *       "kind": "document.index",
+                     *       "status": "queued",
+                     *       "input": {
+                     *         "retryOf": "job_s6kc6o6oya7vngcngsuu4stu"
+                     *       },
+                     *       "error": null,
+                     *       "credits": 2,
+                     *       "attempt": 0,
+                     *       "retryOf": "job_s6kc6o6oya7vngcngsuu4stu",
+                     *       "createdBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *       "createdAt": "2026-11-21T09:16:07.000Z",
+                     *       "startedAt": null,
+                     *       "finishedAt": null,
+                     *       "updatedAt": "2026-11-21T09:16:07.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a job id. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^job_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^job_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];

@@ -2270,8 +2270,535 @@ return errors === 0;
 validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_jobs_create = validate39;
-const schema66 = {"type":"object","description":"The body of jobs.create. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the workspace comes from the document) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`.","additionalProperties":false,"allOf":[{"if":{"required":["kind"],"properties":{"kind":{"const":"text.embed"}}},"then":{"description":"text.embed needs `input` and takes no `documentId`.","required":["input"],"properties":{"input":{"type":"object"},"documentId":false},"unevaluatedProperties":true},"else":{"description":"document.extract and document.index need `documentId` and take no `input`.","required":["documentId"],"properties":{"documentId":{"type":"string"},"input":false},"unevaluatedProperties":true}}],"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.index","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"},{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"text.embed","input":{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"$ref":"https://contract.local/schemas/JobKind"},"documentId":{"$ref":"https://contract.local/schemas/DocumentId","description":"The document to process (document.extract, document.index); 404 when it is not in the organization, 412 while its upload is unfinished."},"input":{"type":"object","description":"The input of a text.embed job.","required":["texts"],"additionalProperties":false,"properties":{"texts":{"type":"array","minItems":1,"maxItems":64,"description":"The texts to embed; the result holds one vector per text, in the same order.","items":{"type":"string","minLength":1,"maxLength":8000,"x-multi-line":true,"description":"One text; tab, LF and CR are allowed, other control characters are refused."},"examples":[["Quarterly revenue grew 14%.","Churn fell to 2.1%."]]}}}},"required":["organizationId","kind"],"$id":"https://contract.local/procedures/jobs.create/input"};
-const schema68 = {"type":"string","description":"What a job does, and the AI credits it costs: `document.extract` (1) extracts a document's text, `document.index` (2) splits it into chunks and embeds them for search (extracting first when no extraction exists), `text.embed` (1) embeds the given texts and answers the vectors in its result.","enum":["document.extract","document.index","text.embed"],"examples":["document.index"],"$id":"https://contract.local/schemas/JobKind"};
+const schema66 = {"description":"The body of jobs.create: one of three shapes, chosen by `kind`. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the job's workspace is the document's) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`. Any other field is refused with 400 BAD_REQUEST.","examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.index","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"},{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"text.embed","input":{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}}],"type":"object","properties":{},"required":[],"$id":"https://contract.local/procedures/jobs.create/input","allOf":[{"type":"object","required":["kind"],"properties":{"kind":{"enum":["document.extract","document.index","text.embed"]}}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.extract"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentExtractInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.index"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentIndexInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"text.embed"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateTextEmbedInput"}}]};
+const schema67 = {"type":"object","description":"The body of jobs.create for a `document.extract` job (1 AI credit): extract the text of a `ready` document. Takes no `input`.","required":["organizationId","kind","documentId"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"document.extract","description":"The job kind (the discriminator of the jobs.create body).","examples":["document.extract"]},"documentId":{"$ref":"https://contract.local/schemas/DocumentId","description":"The document to extract; 404 when it is not in the organization, 412 while its upload is unfinished."}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.extract","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"}],"$id":"https://contract.local/schemas/JobsCreateDocumentExtractInput"};
+
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/JobsCreateDocumentExtractInput" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.organizationId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.kind === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.documentId === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "documentId"},message:"must have required property '"+"documentId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "organizationId") || (key0 === "kind")) || (key0 === "documentId"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+let data0 = data.organizationId;
+if(typeof data0 === "string"){
+if(!pattern8.test(data0)){
+const err4 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/pattern",keyword:"pattern",params:{pattern: "^org_[a-z2-7]{24}$"},message:"must match pattern \""+"^org_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.kind !== undefined){
+let data1 = data.kind;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("document.extract" !== data1){
+const err7 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "document.extract"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.documentId !== undefined){
+let data2 = data.documentId;
+if(typeof data2 === "string"){
+if(!pattern22.test(data2)){
+const err8 = {instancePath:instancePath+"/documentId",schemaPath:"https://contract.local/schemas/DocumentId/pattern",keyword:"pattern",params:{pattern: "^doc_[a-z2-7]{24}$"},message:"must match pattern \""+"^doc_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/documentId",schemaPath:"https://contract.local/schemas/DocumentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate40.errors = vErrors;
+return errors === 0;
+}
+validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema70 = {"type":"object","description":"The body of jobs.create for a `document.index` job (2 AI credits): split a `ready` document into chunks and embed them for search, extracting its text first when no extraction exists. Takes no `input`.","required":["organizationId","kind","documentId"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"document.index","description":"The job kind (the discriminator of the jobs.create body).","examples":["document.index"]},"documentId":{"$ref":"https://contract.local/schemas/DocumentId","description":"The document to index; 404 when it is not in the organization, 412 while its upload is unfinished."}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.index","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"}],"$id":"https://contract.local/schemas/JobsCreateDocumentIndexInput"};
+
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/JobsCreateDocumentIndexInput" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate42.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.organizationId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.kind === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.documentId === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "documentId"},message:"must have required property '"+"documentId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "organizationId") || (key0 === "kind")) || (key0 === "documentId"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+let data0 = data.organizationId;
+if(typeof data0 === "string"){
+if(!pattern8.test(data0)){
+const err4 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/pattern",keyword:"pattern",params:{pattern: "^org_[a-z2-7]{24}$"},message:"must match pattern \""+"^org_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.kind !== undefined){
+let data1 = data.kind;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("document.index" !== data1){
+const err7 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "document.index"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.documentId !== undefined){
+let data2 = data.documentId;
+if(typeof data2 === "string"){
+if(!pattern22.test(data2)){
+const err8 = {instancePath:instancePath+"/documentId",schemaPath:"https://contract.local/schemas/DocumentId/pattern",keyword:"pattern",params:{pattern: "^doc_[a-z2-7]{24}$"},message:"must match pattern \""+"^doc_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/documentId",schemaPath:"https://contract.local/schemas/DocumentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate42.errors = vErrors;
+return errors === 0;
+}
+validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema73 = {"type":"object","description":"The body of jobs.create for a `text.embed` job (1 AI credit): embed the given texts; the job's result holds one vector per text. Takes no `documentId` (the job has no workspace).","required":["organizationId","kind","input"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"text.embed","description":"The job kind (the discriminator of the jobs.create body).","examples":["text.embed"]},"input":{"type":"object","description":"The texts to embed.","required":["texts"],"additionalProperties":false,"properties":{"texts":{"type":"array","minItems":1,"maxItems":64,"description":"The texts to embed; the result holds one vector per text, in the same order.","items":{"type":"string","minLength":1,"maxLength":8000,"x-multi-line":true,"description":"One text; tab, LF and CR are allowed, other control characters are refused."},"examples":[["Quarterly revenue grew 14%.","Churn fell to 2.1%."]]}},"examples":[{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"text.embed","input":{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}}],"$id":"https://contract.local/schemas/JobsCreateTextEmbedInput"};
+
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/JobsCreateTextEmbedInput" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate44.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.organizationId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.kind === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.input === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "organizationId") || (key0 === "kind")) || (key0 === "input"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+let data0 = data.organizationId;
+if(typeof data0 === "string"){
+if(!pattern8.test(data0)){
+const err4 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/pattern",keyword:"pattern",params:{pattern: "^org_[a-z2-7]{24}$"},message:"must match pattern \""+"^org_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.kind !== undefined){
+let data1 = data.kind;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("text.embed" !== data1){
+const err7 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "text.embed"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.input !== undefined){
+let data2 = data.input;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.texts === undefined){
+const err8 = {instancePath:instancePath+"/input",schemaPath:"#/properties/input/required",keyword:"required",params:{missingProperty: "texts"},message:"must have required property '"+"texts"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+for(const key1 in data2){
+if(!(key1 === "texts")){
+const err9 = {instancePath:instancePath+"/input",schemaPath:"#/properties/input/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data2.texts !== undefined){
+let data3 = data2.texts;
+if(Array.isArray(data3)){
+if(data3.length > 64){
+const err10 = {instancePath:instancePath+"/input/texts",schemaPath:"#/properties/input/properties/texts/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data3.length < 1){
+const err11 = {instancePath:instancePath+"/input/texts",schemaPath:"#/properties/input/properties/texts/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+let data4 = data3[i0];
+if(typeof data4 === "string"){
+if(func1(data4) > 8000){
+const err12 = {instancePath:instancePath+"/input/texts/" + i0,schemaPath:"#/properties/input/properties/texts/items/maxLength",keyword:"maxLength",params:{limit: 8000},message:"must NOT have more than 8000 characters"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(func1(data4) < 1){
+const err13 = {instancePath:instancePath+"/input/texts/" + i0,schemaPath:"#/properties/input/properties/texts/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(pattern20.test(data4)){
+const err14 = {instancePath:instancePath+"/input/texts/" + i0,schemaPath:"#/properties/input/properties/texts/items/x-multi-line",keyword:"x-multi-line",params:{reason: "control_characters"},message:"must not contain control characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/input/texts/" + i0,schemaPath:"#/properties/input/properties/texts/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/input/texts",schemaPath:"#/properties/input/properties/texts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/input",schemaPath:"#/properties/input/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+validate44.errors = vErrors;
+return errors === 0;
+}
+validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/input" */;
@@ -2284,13 +2811,9 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-const _errs2 = errors;
-let valid1 = true;
-const _errs3 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.kind === undefined) && (missing0 = "kind")){
-const err0 = {};
+if(data.kind === undefined){
+const err0 = {instancePath,schemaPath:"#/allOf/0/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2299,10 +2822,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-else {
 if(data.kind !== undefined){
-if("text.embed" !== data.kind){
-const err1 = {};
+let data0 = data.kind;
+if(!(((data0 === "document.extract") || (data0 === "document.index")) || (data0 === "text.embed"))){
+const err1 = {instancePath:instancePath+"/kind",schemaPath:"#/allOf/0/properties/kind/enum",keyword:"enum",params:{allowedValues: schema66.allOf[0].properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2313,23 +2836,8 @@ errors++;
 }
 }
 }
-}
-var _valid0 = _errs3 === errors;
-errors = _errs2;
-if(vErrors !== null){
-if(_errs2){
-vErrors.length = _errs2;
-}
 else {
-vErrors = null;
-}
-}
-let ifClause0;
-if(_valid0){
-const _errs5 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.input === undefined){
-const err2 = {instancePath,schemaPath:"#/allOf/0/then/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
+const err2 = {instancePath,schemaPath:"#/allOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2338,10 +2846,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.input !== undefined){
-let data1 = data.input;
-if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
-const err3 = {instancePath:instancePath+"/input",schemaPath:"#/allOf/0/then/properties/input/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const _errs5 = errors;
+let valid2 = true;
+const _errs6 = errors;
+if(errors === _errs6){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.kind === undefined) && (missing0 = "kind")){
+const err3 = {};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2350,9 +2862,10 @@ vErrors.push(err3);
 }
 errors++;
 }
-}
-if(data.documentId !== undefined){
-const err4 = {instancePath:instancePath+"/documentId",schemaPath:"#/allOf/0/then/properties/documentId/false schema",keyword:"false schema",params:{},message:"boolean schema is false"};
+else {
+if(data.kind !== undefined){
+if("document.extract" !== data.kind){
+const err4 = {};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2362,18 +2875,10 @@ vErrors.push(err4);
 errors++;
 }
 }
-var _valid0 = _errs5 === errors;
-valid1 = _valid0;
-if(valid1){
-var props0 = true;
 }
-ifClause0 = "then";
 }
 else {
-const _errs9 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.documentId === undefined){
-const err5 = {instancePath,schemaPath:"#/allOf/0/else/required",keyword:"required",params:{missingProperty: "documentId"},message:"must have required property '"+"documentId"+"'"};
+const err5 = {};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2382,9 +2887,31 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(data.documentId !== undefined){
-if(typeof data.documentId !== "string"){
-const err6 = {instancePath:instancePath+"/documentId",schemaPath:"#/allOf/0/else/properties/documentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+var _valid0 = _errs6 === errors;
+errors = _errs5;
+if(vErrors !== null){
+if(_errs5){
+vErrors.length = _errs5;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs9 = errors;
+if(!(validate40(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate40.errors : vErrors.concat(validate40.errors);
+errors = vErrors.length;
+}
+var _valid0 = _errs9 === errors;
+valid2 = _valid0;
+if(valid2){
+var props0 = true;
+}
+}
+if(!valid2){
+const err6 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2393,9 +2920,18 @@ vErrors.push(err6);
 }
 errors++;
 }
+if(props0 !== true){
+props0 = props0 || {};
+props0.kind = true;
 }
-if(data.input !== undefined){
-const err7 = {instancePath:instancePath+"/input",schemaPath:"#/allOf/0/else/properties/input/false schema",keyword:"false schema",params:{},message:"boolean schema is false"};
+const _errs11 = errors;
+let valid4 = true;
+const _errs12 = errors;
+if(errors === _errs12){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if((data.kind === undefined) && (missing1 = "kind")){
+const err7 = {};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2404,18 +2940,10 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-var _valid0 = _errs9 === errors;
-valid1 = _valid0;
-if(valid1){
-if(props0 !== true){
-props0 = true;
-}
-}
-ifClause0 = "else";
-}
-if(!valid1){
-const err8 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: ifClause0},message:"must match \""+ifClause0+"\" schema"};
+else {
+if(data.kind !== undefined){
+if("document.index" !== data.kind){
+const err8 = {};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2424,9 +2952,11 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.organizationId === undefined){
-const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+}
+}
+}
+else {
+const err9 = {};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2435,8 +2965,31 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(data.kind === undefined){
-const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+}
+var _valid1 = _errs12 === errors;
+errors = _errs11;
+if(vErrors !== null){
+if(_errs11){
+vErrors.length = _errs11;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid1){
+const _errs15 = errors;
+if(!(validate42(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
+errors = vErrors.length;
+}
+var _valid1 = _errs15 === errors;
+valid4 = _valid1;
+if(valid4){
+var props1 = true;
+}
+}
+if(!valid4){
+const err10 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2445,9 +2998,23 @@ vErrors.push(err10);
 }
 errors++;
 }
-for(const key2 in data){
-if(!((((key2 === "organizationId") || (key2 === "kind")) || (key2 === "documentId")) || (key2 === "input"))){
-const err11 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(props0 !== true && props1 !== undefined){
+if(props1 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props1);
+}
+}
+const _errs17 = errors;
+let valid6 = true;
+const _errs18 = errors;
+if(errors === _errs18){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing2;
+if((data.kind === undefined) && (missing2 = "kind")){
+const err11 = {};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2456,12 +3023,10 @@ vErrors.push(err11);
 }
 errors++;
 }
-}
-if(data.organizationId !== undefined){
-let data5 = data.organizationId;
-if(typeof data5 === "string"){
-if(!pattern8.test(data5)){
-const err12 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/pattern",keyword:"pattern",params:{pattern: "^org_[a-z2-7]{24}$"},message:"must match pattern \""+"^org_[a-z2-7]{24}$"+"\""};
+else {
+if(data.kind !== undefined){
+if("text.embed" !== data.kind){
+const err12 = {};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2471,8 +3036,10 @@ vErrors.push(err12);
 errors++;
 }
 }
+}
+}
 else {
-const err13 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err13 = {};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2482,10 +3049,30 @@ vErrors.push(err13);
 errors++;
 }
 }
-if(data.kind !== undefined){
-let data6 = data.kind;
-if(typeof data6 !== "string"){
-const err14 = {instancePath:instancePath+"/kind",schemaPath:"https://contract.local/schemas/JobKind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var _valid2 = _errs18 === errors;
+errors = _errs17;
+if(vErrors !== null){
+if(_errs17){
+vErrors.length = _errs17;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid2){
+const _errs21 = errors;
+if(!(validate44(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
+errors = vErrors.length;
+}
+var _valid2 = _errs21 === errors;
+valid6 = _valid2;
+if(valid6){
+var props2 = true;
+}
+}
+if(!valid6){
+const err14 = {instancePath,schemaPath:"#/allOf/3/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2494,8 +3081,17 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(!(((data6 === "document.extract") || (data6 === "document.index")) || (data6 === "text.embed"))){
-const err15 = {instancePath:instancePath+"/kind",schemaPath:"https://contract.local/schemas/JobKind/enum",keyword:"enum",params:{allowedValues: schema68.enum},message:"must be equal to one of the allowed values"};
+if(props0 !== true && props2 !== undefined){
+if(props2 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props2);
+}
+}
+if(!(data && typeof data == "object" && !Array.isArray(data))){
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2504,174 +3100,20 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-if(data.documentId !== undefined){
-let data7 = data.documentId;
-if(typeof data7 === "string"){
-if(!pattern22.test(data7)){
-const err16 = {instancePath:instancePath+"/documentId",schemaPath:"https://contract.local/schemas/DocumentId/pattern",keyword:"pattern",params:{pattern: "^doc_[a-z2-7]{24}$"},message:"must match pattern \""+"^doc_[a-z2-7]{24}$"+"\""};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-}
-else {
-const err17 = {instancePath:instancePath+"/documentId",schemaPath:"https://contract.local/schemas/DocumentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-}
-if(data.input !== undefined){
-let data8 = data.input;
-if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-if(data8.texts === undefined){
-const err18 = {instancePath:instancePath+"/input",schemaPath:"#/properties/input/required",keyword:"required",params:{missingProperty: "texts"},message:"must have required property '"+"texts"+"'"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-for(const key3 in data8){
-if(!(key3 === "texts")){
-const err19 = {instancePath:instancePath+"/input",schemaPath:"#/properties/input/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-}
-if(data8.texts !== undefined){
-let data9 = data8.texts;
-if(Array.isArray(data9)){
-if(data9.length > 64){
-const err20 = {instancePath:instancePath+"/input/texts",schemaPath:"#/properties/input/properties/texts/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-if(data9.length < 1){
-const err21 = {instancePath:instancePath+"/input/texts",schemaPath:"#/properties/input/properties/texts/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-const len0 = data9.length;
-for(let i0=0; i0<len0; i0++){
-let data10 = data9[i0];
-if(typeof data10 === "string"){
-if(func1(data10) > 8000){
-const err22 = {instancePath:instancePath+"/input/texts/" + i0,schemaPath:"#/properties/input/properties/texts/items/maxLength",keyword:"maxLength",params:{limit: 8000},message:"must NOT have more than 8000 characters"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-if(func1(data10) < 1){
-const err23 = {instancePath:instancePath+"/input/texts/" + i0,schemaPath:"#/properties/input/properties/texts/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-if(pattern20.test(data10)){
-const err24 = {instancePath:instancePath+"/input/texts/" + i0,schemaPath:"#/properties/input/properties/texts/items/x-multi-line",keyword:"x-multi-line",params:{reason: "control_characters"},message:"must not contain control characters"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-}
-else {
-const err25 = {instancePath:instancePath+"/input/texts/" + i0,schemaPath:"#/properties/input/properties/texts/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-}
-}
-else {
-const err26 = {instancePath:instancePath+"/input/texts",schemaPath:"#/properties/input/properties/texts/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-}
-}
-else {
-const err27 = {instancePath:instancePath+"/input",schemaPath:"#/properties/input/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-}
-}
-else {
-const err28 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err28];
-}
-else {
-vErrors.push(err28);
-}
-errors++;
-}
 validate39.errors = vErrors;
+evaluated0.props = props0;
 return errors === 0;
 }
-validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate39.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.input_jobs_get = validate40;
-const schema70 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.get/input"};
+exports.input_jobs_get = validate46;
+const schema75 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.get/input"};
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate40.evaluated;
+const evaluated0 = validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2737,20 +3179,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
-validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_list = validate41;
-const schema72 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"},"documentId":{"$ref":"https://contract.local/schemas/DocumentId"},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":25,"examples":[25]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]},"includeResult":{"type":"boolean","default":false,"examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.list/input"};
-const schema76 = {"type":"string","description":"A job's state: `queued` until a worker takes it, `running`, then one of the finished states `succeeded`, `failed` or `canceled` (only a queued job can be canceled).","enum":["queued","running","succeeded","failed","canceled"],"examples":["succeeded"],"$id":"https://contract.local/schemas/JobStatus"};
+exports.input_jobs_list = validate47;
+const schema77 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"},"documentId":{"$ref":"https://contract.local/schemas/DocumentId"},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":25,"examples":[25]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]},"includeResult":{"type":"boolean","default":false,"examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.list/input"};
+const schema81 = {"type":"string","description":"A job's state: `queued` until a worker takes it, `running`, then one of the finished states `succeeded`, `failed` or `canceled` (only a queued job can be canceled).","enum":["queued","running","succeeded","failed","canceled"],"examples":["succeeded"],"$id":"https://contract.local/schemas/JobStatus"};
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate41.evaluated;
+const evaluated0 = validate47.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2874,7 +3316,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((((data3 === "queued") || (data3 === "running")) || (data3 === "succeeded")) || (data3 === "failed")) || (data3 === "canceled"))){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/JobStatus/enum",keyword:"enum",params:{allowedValues: schema76.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/JobStatus/enum",keyword:"enum",params:{allowedValues: schema81.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2983,19 +3425,19 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
-validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_retry = validate42;
-const schema77 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.retry/input"};
+exports.input_jobs_retry = validate48;
+const schema82 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.retry/input"};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate42.evaluated;
+const evaluated0 = validate48.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3061,19 +3503,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
-validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_stream = validate43;
-const schema79 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.stream/input"};
+exports.input_jobs_stream = validate49;
+const schema84 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.stream/input"};
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate43.evaluated;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3164,19 +3606,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_organizations_auditLog = validate44;
-const schema82 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.auditLog/input"};
+exports.input_organizations_auditLog = validate50;
+const schema87 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.auditLog/input"};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.auditLog/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate44.evaluated;
+const evaluated0 = validate50.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3323,19 +3765,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
-validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_organizations_usage = validate45;
-const schema84 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.usage/input"};
+exports.input_organizations_usage = validate51;
+const schema89 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.usage/input"};
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate45.evaluated;
+const evaluated0 = validate51.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3401,19 +3843,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate45.errors = vErrors;
+validate51.errors = vErrors;
 return errors === 0;
 }
-validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_system_authConfig = validate46;
-const schema86 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.authConfig/input"};
+exports.input_system_authConfig = validate52;
+const schema91 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.authConfig/input"};
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate46.evaluated;
+const evaluated0 = validate52.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3442,19 +3884,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate52.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_system_flags = validate47;
-const schema87 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.flags/input"};
+exports.input_system_flags = validate53;
+const schema92 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.flags/input"};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate47.evaluated;
+const evaluated0 = validate53.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3510,19 +3952,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate53.errors = vErrors;
 return errors === 0;
 }
-validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_system_health = validate48;
-const schema89 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.health/input"};
+exports.input_system_health = validate54;
+const schema94 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.health/input"};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate48.evaluated;
+const evaluated0 = validate54.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3551,19 +3993,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate48.errors = vErrors;
+validate54.errors = vErrors;
 return errors === 0;
 }
-validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_user_me = validate49;
-const schema90 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/user.me/input"};
+exports.input_user_me = validate55;
+const schema95 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/user.me/input"};
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate49.evaluated;
+const evaluated0 = validate55.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3592,21 +4034,21 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate49.errors = vErrors;
+validate55.errors = vErrors;
 return errors === 0;
 }
-validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_create = validate50;
-const schema91 = {"type":"object","description":"The body of workspaces.create.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","name":"Research","slug":"research"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that will own the workspace; the caller needs workspace:create in it."},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the same organization (404 otherwise), or null / absent for none.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Research"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Lowercase letters, digits and inner hyphens; unique within the organization (409 otherwise).","examples":["research"]}},"required":["organizationId","name","slug"],"$id":"https://contract.local/procedures/workspaces.create/input"};
-const schema93 = {"type":"string","pattern":"^team_[a-z2-7]{24}$","description":"A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"],"$id":"https://contract.local/schemas/TeamId"};
-const pattern52 = new RegExp("^team_[a-z2-7]{24}$", "u");
+exports.input_workspaces_create = validate56;
+const schema96 = {"type":"object","description":"The body of workspaces.create.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","name":"Research","slug":"research"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that will own the workspace; the caller needs workspace:create in it."},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the same organization (404 otherwise), or null / absent for none.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Research"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Lowercase letters, digits and inner hyphens; unique within the organization (409 otherwise).","examples":["research"]}},"required":["organizationId","name","slug"],"$id":"https://contract.local/procedures/workspaces.create/input"};
+const schema98 = {"type":"string","pattern":"^team_[a-z2-7]{24}$","description":"A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"],"$id":"https://contract.local/schemas/TeamId"};
+const pattern55 = new RegExp("^team_[a-z2-7]{24}$", "u");
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate50.evaluated;
+const evaluated0 = validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3687,7 +4129,7 @@ const _errs6 = errors;
 let valid2 = false;
 const _errs7 = errors;
 if(typeof data1 === "string"){
-if(!pattern52.test(data1)){
+if(!pattern55.test(data1)){
 const err6 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/TeamId/pattern",keyword:"pattern",params:{pattern: "^team_[a-z2-7]{24}$"},message:"must match pattern \""+"^team_[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -3856,19 +4298,19 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate50.errors = vErrors;
+validate56.errors = vErrors;
 return errors === 0;
 }
-validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_delete = validate51;
-const schema94 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.delete/input"};
+exports.input_workspaces_delete = validate57;
+const schema99 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.delete/input"};
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate51.evaluated;
+const evaluated0 = validate57.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3934,19 +4376,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate51.errors = vErrors;
+validate57.errors = vErrors;
 return errors === 0;
 }
-validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_get = validate52;
-const schema96 = {"type":"object","properties":{"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["research"]},"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["slug","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.get/input"};
+exports.input_workspaces_get = validate58;
+const schema101 = {"type":"object","properties":{"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["research"]},"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["slug","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.get/input"};
 
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.get/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate52.evaluated;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4077,19 +4519,19 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate52.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_list = validate53;
-const schema98 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.list/input"};
+exports.input_workspaces_list = validate59;
+const schema103 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.list/input"};
 
-function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate53.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4155,19 +4597,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate53.errors = vErrors;
+validate59.errors = vErrors;
 return errors === 0;
 }
-validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_update = validate54;
-const schema100 = {"type":"object","description":"The optional body of workspaces.update. Every field is optional; only the fields present are changed, and an empty or absent body leaves the workspace as it is.","additionalProperties":false,"examples":[{"name":"Research & Development","slug":"research-dev"}],"properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"New display name; one line, no control characters.","examples":["Research & Development"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"New slug; unique within the organization (409 otherwise).","examples":["research-dev"]},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]}},"required":["id"],"$id":"https://contract.local/procedures/workspaces.update/input"};
+exports.input_workspaces_update = validate60;
+const schema105 = {"type":"object","description":"The optional body of workspaces.update. Every field is optional; only the fields present are changed, and an empty or absent body leaves the workspace as it is.","additionalProperties":false,"examples":[{"name":"Research & Development","slug":"research-dev"}],"properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"New display name; one line, no control characters.","examples":["Research & Development"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"New slug; unique within the organization (409 otherwise).","examples":["research-dev"]},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]}},"required":["id"],"$id":"https://contract.local/procedures/workspaces.update/input"};
 
-function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate54.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4328,7 +4770,7 @@ const _errs10 = errors;
 let valid2 = false;
 const _errs11 = errors;
 if(typeof data3 === "string"){
-if(!pattern52.test(data3)){
+if(!pattern55.test(data3)){
 const err13 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/TeamId/pattern",keyword:"pattern",params:{pattern: "^team_[a-z2-7]{24}$"},message:"must match pattern \""+"^team_[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -4397,8 +4839,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate54.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

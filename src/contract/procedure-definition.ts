@@ -42,6 +42,12 @@ export interface ProcedureDefinition {
    * Empty when the input declares no date-time field.
    */
   dateInputs: readonly (readonly string[])[];
+  /**
+   * Event-stream procedures only: each event name the stream may send, and the component schema
+   * (in the contract's `components/schemas`) of the whole message `{ event, id?, data }`, from the
+   * `oneOf` of its `text/event-stream` answer. The server checks every event it sends against it.
+   */
+  events?: Readonly<Record<string, string>>;
 }
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {};

@@ -1,23 +1,18 @@
 /**
  * Server-sent events for streaming procedures (jobs.stream), on both transports. The call takes
  * the binding layer's one path (401, 400, 403, 501); the stream handler then writes events through
- * a sink that knows nothing about Express. With response validation on, every event's data is
- * checked against the contract like any answer.
+ * a sink that knows nothing about Express. With response validation on, every event is checked
+ * against the contract like any answer: the message `{ event, id?, data }` against the component
+ * the route row names for that event (`procedure.events`, which codegen reads from the `oneOf` of
+ * the procedure's `text/event-stream` answer). An event the contract does not declare is refused.
  */
 import type { Request, Response } from 'express';
 import type { EventSink, StreamHandler } from '../context.ts';
-import { schemaValidator } from '../contract/validators.ts';
+import type { ProcedureDefinition } from '../contract/procedure-definition.ts';
+import { schemaValidator, type ValidateFunction } from '../contract/validators.ts';
 import { checkAnswer, invoke, NO_BODY, type Call } from './procedure-call.ts';
 
 export type { EventSink, StreamHandler, StreamHandlers } from '../context.ts';
-
-/** The contract's schema of each event's `data:` line (jobs.stream's `$defs`). */
-const EVENT_SCHEMAS: Record<string, string> = {
-  ready: 'StreamReadyEvent',
-  job: 'JobEvent',
-  end: 'StreamEndEvent',
-  error: 'TooManyRequestsError',
-};
 
 export async function sendStream(
   call: Omit<Call<void>, 'run' | 'body'>,
@@ -30,7 +25,7 @@ export async function sendStream(
     ...call,
     body: () => NO_BODY,
     run: handler && (async (input, ctx) => {
-      const sink = openStream(call.procedure.successStatus, req, res, validate ? checkEvent(call.procedure.name) : undefined);
+      const sink = openStream(call.procedure.successStatus, req, res, validate ? checkEvent(call.procedure) : undefined);
       try {
         await handler(input, ctx, sink);
       } finally {
@@ -40,16 +35,33 @@ export async function sendStream(
   });
 }
 
-function checkEvent(procedure: string): (event: string, data: unknown) => void {
-  return (event, data) => {
-    const schema = EVENT_SCHEMAS[event];
-    if (!schema) throw new Error(`${procedure} sent the event ${event}, which its contract does not declare`);
-    checkAnswer(`${procedure} (event ${event})`, schemaValidator(schema), data);
+/** Per procedure, the validator of each event's message (built on the first stream). */
+const eventValidators = new Map<string, Map<string, ValidateFunction>>();
+
+function validatorsOf(procedure: Pick<ProcedureDefinition, 'name' | 'events'>): Map<string, ValidateFunction> {
+  let validators = eventValidators.get(procedure.name);
+  if (validators) return validators;
+  validators = new Map();
+  for (const [event, component] of Object.entries(procedure.events ?? {})) {
+    const validate = schemaValidator(component);
+    if (!validate) throw new Error(`${procedure.name}: no validator for ${component}, the message of its event ${event}: run make codegen`);
+    validators.set(event, validate);
+  }
+  eventValidators.set(procedure.name, validators);
+  return validators;
+}
+
+function checkEvent(procedure: Pick<ProcedureDefinition, 'name' | 'events'>): (event: string, data: unknown, id: string | undefined) => void {
+  const validators = validatorsOf(procedure);
+  return (event, data, id) => {
+    const validate = validators.get(event);
+    if (!validate) throw new Error(`${procedure.name} sent the event ${event}, which its contract does not declare`);
+    checkAnswer(`${procedure.name} (event ${event})`, validate, id === undefined ? { event, data } : { event, id, data });
   };
 }
 
 /** Starts the 200 event-stream answer once the call is admitted. */
-function openStream(status: number, req: Request, res: Response, check: ((event: string, data: unknown) => void) | undefined): EventSink {
+function openStream(status: number, req: Request, res: Response, check: ((event: string, data: unknown, id: string | undefined) => void) | undefined): EventSink {
   const controller = new AbortController();
   res.status(status);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
@@ -59,7 +71,7 @@ function openStream(status: number, req: Request, res: Response, check: ((event:
   return {
     send(event, data, id) {
       if (controller.signal.aborted) return;
-      check?.(event, data);
+      check?.(event, data, id);
       res.write(`event: ${event}\n${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`);
     },
     comment(text) {

@@ -41,6 +41,23 @@ export interface StreamEvent<T = unknown> {
   data: T;
 }
 
+/**
+ * What a typed stream yields, from the contract's union of messages `{ event, id?, data }`: one
+ * member per event name with `data` typed by its schema, and `id` the last event id received (an
+ * SSE `id:` carries over to the events after it, so `Last-Event-Id` can resume from any of them).
+ * The `error` event is never yielded: the iterator throws it as an ApiClientError.
+ */
+export type StreamEventOf<Message> = Message extends { event: infer E extends string; data: infer D }
+  ? E extends 'error' ? never : { event: E; id: string | undefined; data: D }
+  : never;
+
+/**
+ * Per event name the contract declares, the paths of its data's `format: date-time` fields (`*`:
+ * any array element or map value), which the client turns into Dates. Events not listed are not
+ * declared by the contract and are skipped.
+ */
+export type StreamDates = Readonly<Record<string, readonly (readonly string[])[]>>;
+
 export function createCaller(options: ClientOptions) {
   const doFetch = options.fetch ?? globalThis.fetch;
   const base = options.baseUrl.replace(/\/+$/, '');
@@ -66,7 +83,7 @@ export function createCaller(options: ClientOptions) {
       const response = await post(procedure, input);
       return decode(await response.json());
     },
-    async *stream(procedure: string, input: unknown, dateFields: readonly string[], opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<StreamEvent> {
+    async *stream<Event = StreamEvent>(procedure: string, input: unknown, dates: StreamDates, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<Event> {
       const headers: Record<string, string> = { accept: 'text/event-stream' };
       if (opts.lastEventId) headers['last-event-id'] = opts.lastEventId;
       const response = await post(procedure, input, headers, opts.signal);
@@ -75,7 +92,9 @@ export function createCaller(options: ClientOptions) {
         if (message.event === 'error' && data && typeof data === 'object') {
           throw new ApiClientError(data as ConstructorParameters<typeof ApiClientError>[0]);
         }
-        yield { event: message.event, id: message.id, data: reviveFields(data, dateFields) };
+        const paths = Object.hasOwn(dates, message.event) ? dates[message.event] : undefined;
+        if (!paths) continue;
+        yield { event: message.event, id: message.id, data: reviveDates(data, paths) } as Event;
       }
     },
   };
@@ -132,12 +151,19 @@ function parseData(text: string): unknown {
 }
 
 /** Stream payloads are plain JSON; the contract names their date-time fields, which become Dates. */
-function reviveFields(data: unknown, fields: readonly string[]): unknown {
-  if (data === null || typeof data !== 'object') return data;
-  const out: Record<string, unknown> = { ...(data as Record<string, unknown>) };
-  for (const field of fields) {
-    const value = out[field];
-    if (typeof value === 'string') out[field] = new Date(value);
-  }
-  return out;
+function reviveDates(data: unknown, paths: readonly (readonly string[])[]): unknown {
+  const revive = (value: unknown, path: readonly string[]): unknown => {
+    if (path.length === 0) {
+      if (typeof value !== 'string') return value;
+      const date = new Date(value);
+      return Number.isNaN(date.getTime()) ? value : date;
+    }
+    const [key, ...rest] = path as [string, ...string[]];
+    if (Array.isArray(value)) return key === '*' ? value.map((item) => revive(item, rest)) : value;
+    if (value === null || typeof value !== 'object') return value;
+    const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+    for (const name of key === '*' ? Object.keys(out) : Object.hasOwn(out, key) ? [key] : []) out[name] = revive(out[name], rest);
+    return out;
+  };
+  return paths.reduce<unknown>((value, path) => revive(value, path), data);
 }

@@ -1,11 +1,13 @@
 /** The generated typed RPC client against the real server. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClientError, createClient } from '../../generated/client.ts';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { ApiClientError, createClient, type ProcedureEvent } from '../../generated/client.ts';
+import type { ProcedureInput } from '../../generated/procedures.ts';
 import type { StreamHandler } from '../../src/context.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
 
 const ORG = 'org_pycdybk377oxtzq6svizx3or';
+const DOC = 'doc_zjli6ufh3reosfhypn5nwk2d';
 const job = {
   id: 'job_s6kc6o6oya7vngcngsuu4stu', organizationId: ORG, workspaceId: null, documentId: null, kind: 'text.embed', status: 'queued',
   error: null, credits: 1, attempt: 0, retryOf: null, createdBy: 'usr_owner',
@@ -71,14 +73,48 @@ describe('createClient', () => {
 
   it('exposes jobs.stream as an async iterator of events with Dates', async () => {
     const client = createClient({ baseUrl: server.origin, token: 'usr_owner', fetch: checked });
-    const events = [];
+    const events: ProcedureEvent<'jobs.stream'>[] = [];
     for await (const event of client.jobs.stream({ organizationId: ORG })) events.push(event);
     expect(events.map((e) => e.event)).toEqual(['ready', 'job', 'job', 'end']);
     expect(events.map((e) => e.id)).toEqual([undefined, '1', '2', '2']);
-    const [ready, queued, running] = events as { data: Record<string, unknown> }[];
-    expect(ready!.data.expiresAt).toBeInstanceOf(Date);
-    expect(queued!.data.createdAt).toBeInstanceOf(Date);
+    const [ready, queued, running, end] = events;
+    expect(ready!.event === 'ready' && ready!.data.expiresAt).toBeInstanceOf(Date);
+    expect(queued!.event === 'job' && queued!.data.createdAt).toBeInstanceOf(Date);
     expect(running!.data).toMatchObject({ status: 'running', startedAt: new Date('2026-11-21T09:15:01.000Z') });
+    expect(end!.data).toEqual({ reason: 'expired' });
+  });
+
+  it('types each stream event from the contract: the event name picks the type of its data', () => {
+    type Event = ProcedureEvent<'jobs.stream'>;
+    // `error` is thrown as an ApiClientError, never yielded.
+    expectTypeOf<Event['event']>().toEqualTypeOf<'ready' | 'job' | 'end'>();
+    expectTypeOf<Extract<Event, { event: 'ready' }>['data']['expiresAt']>().toEqualTypeOf<Date>();
+    expectTypeOf<Extract<Event, { event: 'job' }>['data']['status']>().toEqualTypeOf<'queued' | 'running' | 'succeeded' | 'failed' | 'canceled'>();
+    expectTypeOf<Extract<Event, { event: 'job' }>['data']['startedAt']>().toEqualTypeOf<Date | null>();
+    expectTypeOf<Extract<Event, { event: 'end' }>['data']['reason']>().toEqualTypeOf<'expired' | 'revoked'>();
+    expectTypeOf<Event['id']>().toEqualTypeOf<string | undefined>();
+  });
+
+  it('types jobs.create as a union of its kinds, and the server refuses what the type refuses', async () => {
+    type Input = ProcedureInput<'jobs.create'>;
+    expectTypeOf<Input['kind']>().toEqualTypeOf<'document.extract' | 'document.index' | 'text.embed'>();
+    expectTypeOf<Extract<Input, { kind: 'text.embed' }>>().not.toHaveProperty('documentId');
+    expectTypeOf<Extract<Input, { kind: 'document.index' }>>().not.toHaveProperty('input');
+    const client = createClient({ baseUrl: server.origin, token: 'usr_owner', fetch: checked });
+    const wrong = {
+      // @ts-expect-error a text.embed job takes no documentId
+      embedWithDocument: (): Input => ({ organizationId: ORG, kind: 'text.embed', input: { texts: ['a'] }, documentId: DOC }),
+      // @ts-expect-error a document.index job needs its documentId
+      indexWithoutDocument: (): Input => ({ organizationId: ORG, kind: 'document.index' }),
+      // @ts-expect-error a document.extract job takes no input
+      extractWithInput: (): Input => ({ organizationId: ORG, kind: 'document.extract', documentId: DOC, input: { texts: ['a'] } }),
+    };
+    const refused = await Promise.all(Object.values(wrong).map((make) => client.jobs.create(make()).catch((error: unknown) => error)));
+    expect(refused.map((error) => (error as ApiClientError).data)).toEqual([
+      { issues: [{ path: ['documentId'], message: 'is not a known field' }] },
+      { issues: [{ path: ['documentId'], message: "must have required property 'documentId'" }] },
+      { issues: [{ path: ['input'], message: 'is not a known field' }] },
+    ]);
   });
 
   it('a refused stream throws before yielding', async () => {

@@ -10,7 +10,7 @@ import v1Document from '../../generated/openapi.json' with { type: 'json' };
 import authDocument from '../../generated/auth-openapi.json' with { type: 'json' };
 import { procedures } from '../../generated/procedures.ts';
 import { authRoutes } from '../../generated/auth-routes.ts';
-import { ANY, dateInputs, deref, mergeInputSchema, readOperations, type Operation } from '../../codegen/operations.ts';
+import { ANY, dateInputs, deref, mergeInputSchema, readOperations, streamEvents, type Operation } from '../../codegen/operations.ts';
 import { createAjv, DROPPED_ANNOTATIONS, TEXT_KEYWORDS, toAjvSchema } from '../../codegen/validators.ts';
 import { validateInput } from '../../src/contract/validators.ts';
 import { ApiError } from '../../src/contract/errors.ts';
@@ -112,13 +112,16 @@ describe.each(documents)('%s: every keyword of every input schema reaches the in
         expect(actual.get(pointer), `${op.name}: body ${pointer}`).toBe(JSON.stringify(value));
       }
     }
-    // What the merged input holds besides: the parameters, their required names, and closing
-    // the object when the body does not say (it always does in this contract).
+    // What the merged input holds besides: the parameters, their required names, its type (a
+    // union body, as jobs.create's, has none of its own), and closing the object when the body
+    // does not say (every object body does in this contract; a union's branches close it).
     const expected = new Set([
       ...parameters.flatMap(({ name, schema }) => keywords(toAjvSchema(schema), `/properties/${name}`).map(([p]) => p)),
-      ...(body ? keywords(toAjvSchema(body)).map(([p]) => p) : ['/type', '/additionalProperties']),
+      ...(body ? keywords(toAjvSchema(body)).map(([p]) => p) : ['/additionalProperties']),
+      '/type',
       '/required',
     ]);
+    if (body?.oneOf) expect(merged.additionalProperties, `${op.name}: a union body is not closed at the top`).toBeUndefined();
     expect([...actual.keys()].filter((pointer) => !expected.has(pointer))).toEqual([]);
 
     // Nothing the validator needs is dropped on the way to Ajv, here or in a referenced component.
@@ -132,10 +135,12 @@ describe.each(documents)('%s: every keyword of every input schema reaches the in
     expect(() => createAjv(doc, { useDefaults: true }).compile(merged)).not.toThrow();
   });
 
-  it('the body schemas all close the object and lose nothing in the merge', () => {
+  it('the body schemas all close the object (a union body: each of its branches) and lose nothing in the merge', () => {
     for (const op of operations) {
       const { body } = inputSchemasOf(doc, op);
-      if (body) expect(body.additionalProperties, op.name).toBe(false);
+      if (!body) continue;
+      const branches = body.oneOf ? (body.oneOf as Json[]).map((branch) => deref(doc, branch)) : [body];
+      for (const branch of branches) expect(branch.additionalProperties, op.name).toBe(false);
     }
   });
 
@@ -193,10 +198,105 @@ describe('mergeInputSchema carries every keyword of the body', () => {
     ['propertyNames', { ...body, propertyNames: { pattern: '^[a-z]$' } }],
     ['patternProperties', { ...body, patternProperties: { '^x': true } }],
     ['a nested minProperties', { ...body, allOf: [{ minProperties: 2 }] }],
-    ['an in-place $ref that closes the object', { ...body, allOf: [{ $ref: '#/components/schemas/Closed' }] }],
+    ['an in-place $ref whose target counts properties', { ...body, allOf: [{ $ref: '#/components/schemas/Counted' }] }],
+    ['an in-place $ref that applies itself', { ...body, allOf: [{ $ref: '#/components/schemas/Itself' }] }],
   ])('refuses %s beside parameters rather than let it count them', (_what, schema) => {
-    expect(() => mergeInputSchema(doc, 'x', { id: { type: 'string' } }, [], schema)).toThrow(/parameters/);
-    expect(() => mergeInputSchema(doc, 'x', {}, [], schema)).not.toThrow();
+    const withTargets = { components: { schemas: { ...doc.components.schemas, Counted: { type: 'object', minProperties: 1 }, Itself: { additionalProperties: false, allOf: [{ $ref: '#/components/schemas/Itself' }] } } } };
+    expect(() => mergeInputSchema(withTargets, 'x', { id: { type: 'string' } }, [], schema)).toThrow(/parameters|itself/);
+    expect(() => mergeInputSchema(withTargets, 'x', {}, [], schema)).not.toThrow();
+  });
+
+  it('inlines an in-place $ref that closes the object beside parameters, and exempts the copy', () => {
+    const merged = mergeInputSchema(doc, 'x', { id: { type: 'string' } }, [], { ...body, allOf: [{ $ref: '#/components/schemas/Closed', description: 'closed' }] });
+    expect(merged.allOf).toEqual([{ type: 'object', additionalProperties: false, description: 'closed', properties: { id: true } }]);
+    expect(doc.components.schemas.Closed).toEqual({ type: 'object', additionalProperties: false });
+  });
+});
+
+describe('mergeInputSchema with a discriminated union body (jobs.create)', () => {
+  const doc = {
+    components: {
+      schemas: {
+        A: { type: 'object', required: ['kind', 'a'], additionalProperties: false, properties: { kind: { type: 'string', const: 'a' }, a: { type: 'string' } } },
+        B: { type: 'object', required: ['kind'], additionalProperties: false, properties: { kind: { type: 'string', const: 'b' }, b: { type: 'integer' } } },
+      },
+    },
+  };
+  const union = {
+    oneOf: [{ $ref: '#/components/schemas/A' }, { $ref: '#/components/schemas/B' }],
+    discriminator: { propertyName: 'kind', mapping: { a: '#/components/schemas/A', b: '#/components/schemas/B' } },
+  };
+  const issues = (validate: ReturnType<ReturnType<typeof createAjv>['compile']>, value: unknown) => {
+    validate(value);
+    return (validate.errors ?? []).filter((error) => error.keyword !== 'if').map((error) => [error.instancePath, error.keyword, error.params.additionalProperty ?? error.params.missingProperty ?? '']);
+  };
+
+  it('keeps the union as it is and does not close the top (its branches do)', () => {
+    const merged = mergeInputSchema(doc, 'x', {}, [], union);
+    expect(merged).toEqual({ ...union, type: 'object', properties: {}, required: [] });
+    const validate = createAjv(doc as Json, { useDefaults: false }).compile(toAjvSchema(merged) as Json);
+    expect(validate({ kind: 'a', a: 'x' })).toBe(true);
+    expect(validate({ kind: 'b', b: 1 })).toBe(true);
+    // The errors of the branch the tag picks, and a bad or missing tag at the tag.
+    expect(issues(validate, { kind: 'b', a: 'x' })).toEqual([['', 'additionalProperties', 'a']]);
+    expect(issues(validate, { kind: 'a' })).toEqual([['', 'required', 'a']]);
+    expect(issues(validate, { kind: 'c' })).toEqual([['/kind', 'enum', '']]);
+    expect(issues(validate, { a: 'x' })).toEqual([['', 'required', 'kind']]);
+  });
+
+  it('with parameters: inlines the branches, exempts the parameters in the copies, and still picks the branch by its tag', () => {
+    const merged = mergeInputSchema(doc, 'x', { id: { type: 'string' } }, ['id'], union);
+    expect(merged.required).toEqual(['id']);
+    expect(merged.oneOf.map((branch: Json) => branch.properties.id)).toEqual([true, true]);
+    expect(doc.components.schemas.A.properties).not.toHaveProperty('id');
+    const validate = createAjv(doc as Json, { useDefaults: false }).compile(toAjvSchema(merged) as Json);
+    expect(validate({ id: 'x', kind: 'a', a: 'y' })).toBe(true);
+    expect(validate({ kind: 'a', a: 'y' })).toBe(false);
+    expect(issues(validate, { id: 'x', kind: 'b', a: 'y' })).toEqual([['', 'additionalProperties', 'a']]);
+    expect(issues(validate, { id: 'x', kind: 'b', b: 1, extra: 1 })).toEqual([['', 'additionalProperties', 'extra']]);
+  });
+});
+
+describe('toAjvSchema: a discriminated oneOf validates as the oneOf does', () => {
+  /** Every discriminated oneOf of both contracts, where it is, with the values that test it. */
+  const unions = documents.flatMap(([file, doc]) => {
+    const found: [string, Json, Json][] = [];
+    const visit = (node: unknown, at: string) => {
+      if (node === null || typeof node !== 'object') return;
+      if (Array.isArray(node)) return node.forEach((child, i) => visit(child, `${at}/${i}`));
+      const schema = node as Json;
+      if (schema.discriminator && schema.oneOf) found.push([`${file} ${at}`, doc, schema]);
+      for (const [key, child] of Object.entries(schema)) if (key !== 'examples' && key !== 'example') visit(child, `${at}/${key}`);
+    };
+    visit(doc.paths, '#/paths');
+    visit(doc.components, '#/components');
+    return found;
+  });
+
+  it('finds them (jobs.create, the stream events, the 403s)', () => {
+    expect(unions.map(([at]) => at)).toEqual(expect.arrayContaining([
+      'openapi.yaml #/components/schemas/JobsCreateInput',
+      'openapi.yaml #/components/schemas/JobsStreamMessage',
+    ]));
+  });
+
+  it.each(unions.map(([at, doc, schema]) => [at, doc, schema] as const))('%s', (_at, doc, schema) => {
+    const rewritten = toAjvSchema(schema) as Json;
+    expect(rewritten.oneOf, 'compiled as one if/then per branch').toBeUndefined();
+    const ajv = createAjv(doc, { useDefaults: false });
+    const asRewritten = ajv.compile(rewritten);
+    const { discriminator: _d, ...plain } = schema;
+    const asOneOf = ajv.compile(toAjvSchema(plain) as Json);
+    // Every branch's examples, each also with its tag swapped for every other branch's and with
+    // the tag missing: both compilations agree on all of them.
+    const tag: string = schema.discriminator.propertyName;
+    const branches = (schema.oneOf as Json[]).map((branch) => deref(doc, branch));
+    const tags = branches.map((branch) => branch.properties[tag].const as string);
+    const values = branches.flatMap((branch) => (branch.examples ?? []) as Json[]);
+    expect(values.length, 'each branch has an example').toBeGreaterThanOrEqual(branches.length);
+    const variants = values.flatMap((value) => [value, ...tags.map((t) => ({ ...value, [tag]: t })), { ...value, [tag]: 'unknown' }, Object.fromEntries(Object.entries(value).filter(([key]) => key !== tag))]);
+    for (const value of variants) expect(asRewritten(structuredClone(value)), JSON.stringify(value)).toBe(asOneOf(structuredClone(value)));
+    for (const value of values) expect(asRewritten(structuredClone(value))).toBe(true);
   });
 });
 
@@ -262,6 +362,17 @@ describe.each(documents)('%s: every example validates against its schema', (_fil
       }
       const body = operation.requestBody && deref(doc, operation.requestBody).content?.['application/json']?.schema;
       if (body && !body.$ref) visit(body, `${method} ${path} body`);
+      // The media types' own examples (what Prism answers with first), of bodies and answers.
+      const contents: [string, Json][] = [
+        ...(operation.requestBody ? [[`${method} ${path} body`, deref(doc, operation.requestBody).content ?? {}] as [string, Json]] : []),
+        ...Object.entries<Json>(operation.responses ?? {}).map(([status, response]) => [`${method} ${path} ${status}`, deref(doc, response).content ?? {}] as [string, Json]),
+      ];
+      for (const [at, content] of contents) {
+        for (const [type, media] of Object.entries<Json>(content)) {
+          if (media.example !== undefined) examples.push([`${at} ${type} (example)`, media.schema, media.example]);
+          for (const [name, example] of Object.entries<Json>(media.examples ?? {})) examples.push([`${at} ${type} (examples.${name})`, media.schema, deref(doc, example).value]);
+        }
+      }
     }
   }
 
@@ -277,19 +388,188 @@ describe.each(documents)('%s: every example validates against its schema', (_fil
   });
 });
 
+describe('the jobs examples tell one story', () => {
+  const doc = v1Document as Json;
+  const operation = (name: string) => {
+    const { path, method } = procedures[name as keyof typeof procedures];
+    return doc.paths[path][method.toLowerCase()] as Json;
+  };
+  /**
+   * The example of one JSON answer of an operation. A media type's `example` is what Prism answers
+   * with (it ranks the schema's first example above named `examples`), so each jobs answer has one.
+   */
+  const answer = (name: string, status: string): any => {
+    const media = deref(doc, operation(name).responses[status]).content['application/json'];
+    expect(media.examples, `${name} ${status}: one example, the one Prism answers`).toBeUndefined();
+    expect(media.example, `${name} ${status}`).toBeDefined();
+    return media.example;
+  };
+  const only = (name: string) => answer(name, '200');
+  /** The stream's examples, one per event. */
+  const streamExamples = (): Record<string, any> => {
+    const media = operation('jobs.stream').responses['200'].content['text/event-stream'];
+    return Object.fromEntries(Object.entries<Json>(media.examples).map(([key, example]) => [key, deref(doc, example).value]));
+  };
+  const pathId = (name: string) => deref(doc, operation(name).parameters[0]).example;
+
+  it('jobs.create answers a queued job; jobs.get the same job, failed; jobs.retry a new queued job naming it; jobs.cancel a canceled one', () => {
+    const created = only('jobs.create');
+    const failed = only('jobs.get');
+    const retried = only('jobs.retry');
+    const canceled = only('jobs.cancel');
+    expect(created).toMatchObject({ status: 'queued', attempt: 0, startedAt: null, finishedAt: null, retryOf: null });
+    expect(created).not.toHaveProperty('input');
+    expect(failed).toMatchObject({ id: created.id, kind: created.kind, documentId: created.documentId, status: 'failed', error: { message: expect.any(String) } });
+    expect(pathId('jobs.get')).toBe(failed.id);
+    expect(pathId('jobs.retry')).toBe(failed.id);
+    expect(retried).toMatchObject({ status: 'queued', kind: failed.kind, documentId: failed.documentId, retryOf: failed.id, input: { retryOf: failed.id } });
+    expect(retried.id).not.toBe(failed.id);
+    expect(canceled).toMatchObject({ status: 'canceled', startedAt: null, finishedAt: expect.any(String) });
+    expect(pathId('jobs.cancel')).toBe(canceled.id);
+    // The body example jobs.create answers for is the first of the body schema's examples.
+    const body = deref(doc, operation('jobs.create').requestBody.content['application/json'].schema).examples[0];
+    expect(created).toMatchObject({ organizationId: body.organizationId, kind: body.kind, documentId: body.documentId });
+  });
+
+  it('jobs.list, the Job, JobPage and stream examples are the same jobs', () => {
+    const failed = only('jobs.get');
+    const retried = only('jobs.retry');
+    const canceled = only('jobs.cancel');
+    const page = only('jobs.list');
+    expect(page.items.map((job: Json) => job.id)).toEqual([canceled.id, retried.id, failed.id]);
+    expect(page.items[0]).toEqual(canceled);
+    expect(page.items[2]).toEqual(failed);
+    expect(page.items[1]).toMatchObject({ ...retried, status: 'succeeded', startedAt: expect.any(String), finishedAt: expect.any(String), updatedAt: expect.any(String), attempt: 1 });
+    expect(doc.components.schemas.JobPage.examples[0]).toEqual(page);
+    expect(doc.components.schemas.Job.examples[0]).toMatchObject({ ...page.items[1], result: expect.anything() });
+    expect(Object.keys(streamExamples())).toEqual(['ready', 'job', 'end', 'error']);
+    const job = streamExamples().job;
+    expect(job.data).toMatchObject({ id: failed.id, status: 'running' });
+    expect(doc.components.schemas.JobEvent.examples[0]).toEqual(job.data);
+  });
+
+  it('uses the ids of the rest of the contract', () => {
+    const ids = JSON.stringify(['jobs.create', 'jobs.get', 'jobs.retry', 'jobs.cancel', 'jobs.list'].map(only));
+    for (const id of ['org_pycdybk377oxtzq6svizx3or', 'ws_i5xx2bzn3kir2gshyl7sn5pk', 'doc_zjli6ufh3reosfhypn5nwk2d', 'job_s6kc6o6oya7vngcngsuu4stu', 'usr_o7nzqdg4w5lltzqli3n4fvu2']) expect(ids).toContain(id);
+    expect(ids.match(/\b(org|ws|doc|usr)_[a-z2-7]+/g)!.every((id) => JSON.stringify(doc.components.schemas).includes(id))).toBe(true);
+  });
+
+  it('each 400 example of a jobs operation is what the validator answers, and names a field of that operation', () => {
+    const ORG = 'org_pycdybk377oxtzq6svizx3or';
+    const DOC = 'doc_zjli6ufh3reosfhypn5nwk2d';
+    const inputs: Record<string, Record<string, unknown>> = {
+      'jobs.list': { organizationId: ORG, status: 'done' },
+      'jobs.stream': { organizationId: ORG, workspaceId: 'ws_1' },
+      'jobs.create': { organizationId: ORG, kind: 'text.embed', documentId: DOC, input: { texts: ['a'] } },
+      'jobs.get': { id: 'job_1' },
+      'jobs.cancel': { id: 'job_1' },
+      'jobs.retry': { id: 'job_1' },
+    };
+    for (const [name, input] of Object.entries(inputs)) {
+      const example = answer(name, '400');
+      expect(example.data.issues, name).toEqual(issuesOf(name, input));
+      const fields = procedures[name as keyof typeof procedures].fields.map((field) => field.name);
+      for (const issue of example.data.issues) expect(fields, name).toContain(issue.path[0]);
+    }
+    expect(Object.keys(inputs).sort()).toEqual(Object.keys(procedures).filter((name) => name.startsWith('jobs.')).sort());
+  });
+});
+
+describe('jobs.stream: the events are typed, and the wire example is valid SSE', () => {
+  const doc = v1Document as Json;
+  const { path, method, events } = procedures['jobs.stream'];
+  const response = doc.paths[path][method.toLowerCase()].responses['200'];
+
+  it('declares each event as a named message component, and the route row maps the same', () => {
+    const union = deref(doc, response.content['text/event-stream'].schema);
+    expect(response.content['text/event-stream'].schema).toEqual({ $ref: '#/components/schemas/JobsStreamMessage' });
+    expect(events).toEqual({ ready: 'StreamReadyMessage', job: 'StreamJobMessage', end: 'StreamEndMessage', error: 'StreamErrorMessage' });
+    expect(streamEvents(doc, 'jobs.stream', response.content['text/event-stream'].schema)).toEqual(events);
+    const data = Object.fromEntries(Object.entries(events!).map(([event, component]) => [event, doc.components.schemas[component].properties.data.$ref]));
+    expect(data).toEqual({
+      ready: '#/components/schemas/StreamReadyEvent',
+      job: '#/components/schemas/JobEvent',
+      end: '#/components/schemas/StreamEndEvent',
+      error: '#/components/schemas/TooManyRequestsError',
+    });
+    expect(union.discriminator.propertyName).toBe('event');
+    // Only job events carry an id, and they must.
+    expect(doc.components.schemas.StreamJobMessage.required).toContain('id');
+    for (const component of ['StreamReadyMessage', 'StreamEndMessage', 'StreamErrorMessage']) expect(doc.components.schemas[component].properties).not.toHaveProperty('id');
+  });
+
+  it('refuses an event-stream answer that is not a oneOf of message components', () => {
+    const schemas = { M: { type: 'object', required: ['event', 'data'], additionalProperties: false, properties: { event: { const: 'm' }, data: {} } } };
+    const at = (extra: Json) => ({ components: { schemas: { ...schemas, ...extra } } });
+    expect(streamEvents(at({}), 'x', { oneOf: [{ $ref: '#/components/schemas/M' }] })).toEqual({ m: 'M' });
+    expect(() => streamEvents(at({}), 'x', { type: 'string' })).toThrow(/oneOf/);
+    expect(() => streamEvents(at({}), 'x', { oneOf: [schemas.M] })).toThrow(/\$ref/);
+    expect(() => streamEvents(at({ N: { ...schemas.M, properties: { event: { type: 'string' }, data: {} } } }), 'x', { oneOf: [{ $ref: '#/components/schemas/N' }] })).toThrow(/const/);
+    expect(() => streamEvents(at({ N: { ...schemas.M, properties: { ...schemas.M.properties, retry: {} } } }), 'x', { oneOf: [{ $ref: '#/components/schemas/N' }] })).toThrow(/retry/);
+    expect(() => streamEvents(at({}), 'x', { oneOf: [{ $ref: '#/components/schemas/M' }, { $ref: '#/components/schemas/M' }] })).toThrow(/twice/);
+    expect(() => streamEvents(at({}), 'x', { oneOf: [{ $ref: '#/components/schemas/M' }], discriminator: { propertyName: 'event', mapping: { n: '#/components/schemas/M' } } })).toThrow(/mapping/);
+  });
+
+  it('the wire example in the description: every event ends with a blank line and matches its message schema', () => {
+    const wire = /```text\n([\s\S]*?)```/.exec(response.description)?.[1];
+    expect(wire).toBeDefined();
+    expect(wire!.endsWith('\n\n')).toBe(true);
+    expect(wire!.startsWith('retry: 3000\n\n')).toBe(true);
+    // WHATWG HTML: an event is dispatched at a blank line, when it has data; an id carries over.
+    const dispatched: { event: string; id?: string; data: unknown }[] = [];
+    let block: { event?: string; id?: string; data: string[] } = { data: [] };
+    for (const line of wire!.split('\n').slice(0, -1)) {
+      if (line === '') {
+        if (block.data.length > 0) dispatched.push({ event: block.event ?? 'message', ...(block.id === undefined ? {} : { id: block.id }), data: JSON.parse(block.data.join('\n')) });
+        block = { data: [] };
+        continue;
+      }
+      if (line.startsWith(':')) continue;
+      const [field, ...rest] = line.split(':');
+      const value = rest.join(':').replace(/^ /, '');
+      if (field === 'data') block.data.push(value);
+      else if (field === 'event' || field === 'id') block[field] = value;
+      else expect(field).toBe('retry');
+    }
+    expect(block.data).toEqual([]);
+    expect(dispatched.map((e) => e.event)).toEqual(['ready', 'job', 'job', 'job', 'end']);
+    const ajv = createAjv(doc, { useDefaults: false });
+    for (const message of dispatched) {
+      const validate = ajv.getSchema(`https://contract.local/schemas/${(events as Record<string, string>)[message.event]}`)!;
+      expect(validate(message), `${message.event}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+    // The same jobs as the other jobs examples: the created job runs and fails, its retry is queued.
+    const [, running, failed, retried] = dispatched as { data: Json }[];
+    expect(running!.data).toEqual(doc.components.schemas.JobEvent.examples[0]);
+    expect(failed!.data).toMatchObject({ id: running!.data.id, status: 'failed' });
+    expect(retried!.data).toMatchObject({ status: 'queued', retryOf: running!.data.id });
+  });
+});
+
 describe('the generated validators refuse what the contract refuses', () => {
   const ORG = 'org_pycdybk377oxtzq6svizx3or';
   const DOC = 'doc_zjli6ufh3reosfhypn5nwk2d';
   const path = (issues: { path: (string | number)[] }[]) => issues.map((issue) => issue.path.join('.'));
 
   it.each([
-    // jobs.create's kind rules (the body's allOf/if/then/else) hold.
+    // jobs.create's kind rules (the body's discriminated oneOf) hold, each refusal named by the
+    // one field at fault, whatever the other branches would have said.
     ['jobs.create', { organizationId: ORG, kind: 'text.embed', input: { texts: ['a'] }, documentId: DOC }, ['documentId']],
     ['jobs.create', { organizationId: ORG, kind: 'text.embed' }, ['input']],
+    ['jobs.create', { organizationId: ORG, kind: 'text.embed', documentId: DOC }, ['input', 'documentId']],
     ['jobs.create', { organizationId: ORG, kind: 'document.index' }, ['documentId']],
     ['jobs.create', { organizationId: ORG, kind: 'document.index', documentId: DOC, input: { texts: ['a'] } }, ['input']],
+    ['jobs.create', { organizationId: ORG, kind: 'document.extract', documentId: DOC, input: {} }, ['input']],
     ['jobs.create', { organizationId: ORG, kind: 'document.extract', documentId: DOC }, []],
+    ['jobs.create', { organizationId: ORG, kind: 'document.index', documentId: DOC }, []],
+    ['jobs.create', { organizationId: ORG, kind: 'document.extract', documentId: 'doc_1' }, ['documentId']],
+    ['jobs.create', { organizationId: ORG, kind: 'image.render', documentId: DOC }, ['kind']],
+    ['jobs.create', { organizationId: ORG, documentId: DOC }, ['kind']],
+    ['jobs.create', { kind: 'document.extract', documentId: DOC }, ['organizationId']],
     ['jobs.create', { organizationId: ORG, kind: 'text.embed', input: { texts: ['line one\nline\ttwo'] } }, []],
+    ['jobs.create', { organizationId: ORG, kind: 'text.embed', input: { texts: [] } }, ['input.texts']],
+    ['jobs.create', { organizationId: ORG, kind: 'text.embed', input: { texts: [''] } }, ['input.texts.0']],
+    ['jobs.create', { organizationId: ORG, kind: 'text.embed', input: { texts: ['a'], extra: 1 } }, ['input.extra']],
     ['jobs.create', { organizationId: ORG, kind: 'text.embed', input: { texts: ['NUL \u0000'] } }, ['input.texts.0']],
     // Ids: the prefix, then 24 characters of lowercase base32.
     ['documents.get', { id: DOC }, []],
@@ -332,6 +612,13 @@ describe('the generated validators refuse what the contract refuses', () => {
     ['auth.admin.listUsers', { searchValue: 'ada\u0000' }, ['searchValue']],
   ])('%s %j', (procedure, input, want) => {
     expect(path(issuesOf(procedure, input))).toEqual(want);
+  });
+
+  it('jobs.create keeps the bounds of text.embed: 1 to 64 texts of 1 to 8000 characters', () => {
+    const embed = (texts: string[]) => path(issuesOf('jobs.create', { organizationId: ORG, kind: 'text.embed', input: { texts } }));
+    expect(embed(Array(64).fill('x'.repeat(8000)))).toEqual([]);
+    expect(embed(Array(65).fill('a'))).toEqual(['input.texts']);
+    expect(embed(['x'.repeat(8001)])).toEqual(['input.texts.0']);
   });
 
   describe('organization metadata: any JSON, but no NUL or lone surrogate in a key or a string, at any depth', () => {
