@@ -1224,6 +1224,28 @@ export interface components {
             message: string;
         };
         /**
+         * @description The path exists but does not accept this method; the Allow header lists the methods it does accept. `defined` is false on a REST path (no operation answered: the method matched none) and true on an RPC procedure called without POST.
+         * @example {
+         *       "defined": false,
+         *       "code": "METHOD_NOT_ALLOWED",
+         *       "status": 405,
+         *       "message": "PUT is not allowed here."
+         *     }
+         */
+        MethodNotAllowedError: {
+            /** @description True when the operation declares this code in its contract. */
+            defined: boolean;
+            /** @constant */
+            code: "METHOD_NOT_ALLOWED";
+            /** @constant */
+            status: 405;
+            /**
+             * @description Human-readable explanation.
+             * @example PUT is not allowed here.
+             */
+            message: string;
+        };
+        /**
          * @description Missing deployment configuration or wrong row state.
          * @example {
          *       "defined": true,
@@ -2962,24 +2984,52 @@ export interface components {
         /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). */
         BadRequest: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["BadRequestError"];
             };
         };
-        /** @description The caller lacks access (FORBIDDEN). */
-        Forbidden: {
+        /** @description The Origin rule (CSRF) refused it (FORBIDDEN): sign-in and sign-up refuse an `Origin` that is not trusted (or `null`) even without a cookie, so no page elsewhere can sign a browser into another account. A request without Origin (an SDK, curl) is allowed unless it carries a Cookie header: like every request that changes something, a cookie request needs a trusted Origin. */
+        CrossSiteSignInRefused: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "defined": true,
+                 *       "code": "FORBIDDEN",
+                 *       "status": 403,
+                 *       "message": "Cross-site sign-in refused: the Origin is not trusted."
+                 *     }
+                 */
                 "application/json": components["schemas"]["ForbiddenError"];
+            };
+        };
+        /** @description The path exists but not with this method (METHOD_NOT_ALLOWED); `Allow` lists the methods it accepts. Answered by the HTTP layer, never by the operation itself. */
+        MethodNotAllowed: {
+            headers: {
+                Allow: components["headers"]["Allow"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["MethodNotAllowedError"];
             };
         };
         /** @description A deployment setting or the row's state does not allow this (PRECONDITION_FAILED). */
         PreconditionFailed: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -2989,6 +3039,7 @@ export interface components {
         /** @description The request body is over 1 MiB (payload_too_large). Any request to /api/v1 or /rpc may get it, whether or not the operation takes a body. */
         RequestTooLarge: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2998,6 +3049,9 @@ export interface components {
         /** @description An account with this email address already exists (USER_ALREADY_EXISTS). */
         UserAlreadyExists: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3007,6 +3061,10 @@ export interface components {
         /** @description A rate limit was reached (TOO_MANY_REQUESTS): the identity limiter, which is stricter on sign-up, sign-in, password-reset and verification-email requests (per IP, and per email address for sign-in), or the shared per-IP limiter. */
         IdentityTooManyRequests: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3016,6 +3074,9 @@ export interface components {
         /** @description Unexpected failure; quote the requestId when reporting it. */
         InternalError: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3025,15 +3086,21 @@ export interface components {
         /** @description The email address or the password is wrong (INVALID_EMAIL_OR_PASSWORD). */
         InvalidEmailOrPassword: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["InvalidEmailOrPasswordError"];
             };
         };
-        /** @description The email address is not verified while this deployment requires it (EMAIL_NOT_VERIFIED), the user is banned (BANNED_USER), or a request carrying a Cookie header came from an untrusted Origin (FORBIDDEN). */
+        /** @description The email address is not verified while this deployment requires it (EMAIL_NOT_VERIFIED), the user is banned (BANNED_USER), or the Origin rule (CSRF) refused it (FORBIDDEN): sign-in and sign-up refuse an `Origin` that is not trusted (or `null`) even without a cookie; a request without Origin (an SDK, curl) is allowed unless it carries a Cookie header (a cookie request that changes something needs a trusted Origin). */
         SignInForbidden: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3043,15 +3110,31 @@ export interface components {
         /** @description No session or bearer token, or an expired one (UNAUTHORIZED). */
         Unauthorized: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["UnauthorizedError"];
             };
         };
+        /** @description The caller lacks access (FORBIDDEN), or, on a POST, PUT, PATCH or DELETE, the Origin rule (CSRF) refused it: the request carried a Cookie header but no trusted `Origin` (FORBIDDEN). */
+        Forbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ForbiddenError"];
+            };
+        };
         /** @description No such row (NOT_FOUND). */
         NotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3061,6 +3144,9 @@ export interface components {
         /** @description No session or bearer token, or an expired one (UNAUTHORIZED), or the current password is wrong (INVALID_EMAIL_OR_PASSWORD). */
         UnauthorizedOrInvalidPassword: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3070,6 +3156,9 @@ export interface components {
         /** @description The input failed validation (BAD_REQUEST), or the emailed token is unknown, already used or expired (INVALID_TOKEN). */
         BadRequestOrInvalidToken: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3079,15 +3168,21 @@ export interface components {
         /** @description The row's state does not allow this (CONFLICT). */
         Conflict: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["ConflictError"];
             };
         };
-        /** @description The caller lacks access (FORBIDDEN), or a plan limit is reached (LIMIT_REACHED, only while billing is configured). */
+        /** @description The caller lacks access (FORBIDDEN), the Origin rule (CSRF) refused it: a request carrying a Cookie header but no trusted `Origin` (FORBIDDEN), or a plan limit is reached (LIMIT_REACHED, only while billing is configured). */
         ForbiddenOrLimitReached: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3097,6 +3192,11 @@ export interface components {
     };
     parameters: {
         /**
+         * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+         * @example checkout-7f3a9c2e
+         */
+        RequestIdHeader: string;
+        /**
          * @description The organization that owns the rows; the caller must be a member.
          * @example org_pycdybk377oxtzq6svizx3or
          */
@@ -3105,15 +3205,30 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
-         * @description The session token `<id>.<secret>` for clients without cookies: send it back as `Authorization: Bearer <token>`. Sent whenever the response creates or renews a session (a renewal happens at most hourly); the same string is the `session` cookie's value. CORS exposes this header to trusted origins.
+         * @description The request's id: the `X-Request-Id` the request carried when it was well formed (1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`), otherwise a fresh UUID. Every response carries it, the log lines of the request carry it, and an `internal_error` body repeats it as `requestId`.
+         * @example 3f6c1a9e-7b2d-4c1e-9a4f-2d8b6e0c5a17
+         */
+        RequestId: string;
+        /**
+         * @description The session token `<id>.<secret>` for clients without cookies: send it back as `Authorization: Bearer <token>`. Sent whenever the response creates or renews a session: sign-up, sign-in and impersonation create one; any request that carries a valid session (cookie or bearer) renews it when it was last renewed over an hour ago, whatever the operation and whatever the answer (an error too), unless the request was refused before the session was read (the per-IP limiter's 429, the Origin rule's 403, an unreadable or too large body). The same string is the `session` cookie's value. CORS exposes this header to trusted origins.
          * @example ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq
          */
         SetAuthToken: string;
         /**
-         * @description Sets the `session` cookie (HttpOnly, SameSite=Lax, Path=/, Max-Age; Secure when the service is served over HTTPS) whenever the response creates or renews a session. Its value is the same token as `set-auth-token`.
+         * @description Sets the `session` cookie (HttpOnly, SameSite=Lax, Path=/, Max-Age; Secure when the service is served over HTTPS) whenever the response creates a session, or renews the session the request's `session` cookie carried (a bearer request's renewal comes only in `set-auth-token`; see there for when a renewal happens). Its value is the same token as `set-auth-token`.
          * @example session=ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq; Max-Age=604800; Path=/; HttpOnly; Secure; SameSite=Lax
          */
         SetSessionCookie: string;
+        /**
+         * @description The methods this path accepts, comma-separated (`HEAD` too where `GET` is declared, on `/api/v1`).
+         * @example GET, HEAD, POST
+         */
+        Allow: string;
+        /**
+         * @description Seconds to wait before trying again (until the limiter's window frees a slot).
+         * @example 42
+         */
+        RetryAfter: number;
         /**
          * @description Short-lived HttpOnly cookies holding the OAuth state and, for Google, the PKCE verifier; the callback route reads them back and clears them. One Set-Cookie header per cookie.
          * @example oauth_state=q8vt2mk9xw4pl7nr3cy6bz5dfwgh3js2; Max-Age=600; Path=/api/auth; HttpOnly; Secure; SameSite=Lax
@@ -3137,7 +3252,13 @@ export interface operations {
     "auth.signUpEmail": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3150,6 +3271,7 @@ export interface operations {
             /** @description The new user, and the session token unless email verification is required. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -3159,7 +3281,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["CrossSiteSignInRefused"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             422: components["responses"]["UserAlreadyExists"];
@@ -3170,7 +3293,13 @@ export interface operations {
     "auth.signInEmail": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3183,6 +3312,7 @@ export interface operations {
             /** @description The user and the new session token. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -3194,6 +3324,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidEmailOrPassword"];
             403: components["responses"]["SignInForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3202,7 +3333,13 @@ export interface operations {
     "auth.signInSocial": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3215,6 +3352,8 @@ export interface operations {
             /** @description The provider's authorization address. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["OAuthStateCookie"];
                     [name: string]: unknown;
                 };
@@ -3223,7 +3362,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["CrossSiteSignInRefused"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3279,7 +3419,13 @@ export interface operations {
                  */
                 hd?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The provider that signed the user in.
@@ -3294,6 +3440,7 @@ export interface operations {
             /** @description Redirect to `callbackURL` with the session set, or to `errorCallbackURL` with `error` in the query. */
             302: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     Location: components["headers"]["Location"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
@@ -3302,6 +3449,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3310,7 +3458,13 @@ export interface operations {
     "auth.signOut": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3319,6 +3473,8 @@ export interface operations {
             /** @description The session is deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["ClearSessionCookie"];
                     [name: string]: unknown;
                 };
@@ -3329,6 +3485,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3337,7 +3494,13 @@ export interface operations {
     "auth.getSession": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3346,6 +3509,7 @@ export interface operations {
             /** @description The session and user, or null. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -3355,6 +3519,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3363,7 +3528,13 @@ export interface operations {
     "auth.listSessions": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3372,6 +3543,9 @@ export interface operations {
             /** @description The user's live sessions. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3381,6 +3555,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3389,7 +3564,13 @@ export interface operations {
     "auth.revokeSession": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3402,6 +3583,8 @@ export interface operations {
             /** @description The session is deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["ClearSessionCookie"];
                     [name: string]: unknown;
                 };
@@ -3413,6 +3596,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3421,7 +3605,13 @@ export interface operations {
     "auth.revokeOtherSessions": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3430,6 +3620,9 @@ export interface operations {
             /** @description The other sessions are deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3439,6 +3632,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3447,7 +3641,13 @@ export interface operations {
     "auth.revokeSessions": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3456,6 +3656,8 @@ export interface operations {
             /** @description Every session of the user is deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["ClearSessionCookie"];
                     [name: string]: unknown;
                 };
@@ -3466,6 +3668,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3474,7 +3677,13 @@ export interface operations {
     "auth.changePassword": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3487,6 +3696,7 @@ export interface operations {
             /** @description The user, and the new session token when the other sessions were revoked. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -3498,6 +3708,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["UnauthorizedOrInvalidPassword"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3506,7 +3717,13 @@ export interface operations {
     "auth.requestPasswordReset": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3519,6 +3736,9 @@ export interface operations {
             /** @description Accepted; an email is sent when an account has the address. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3527,6 +3747,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3536,7 +3757,13 @@ export interface operations {
     "auth.resetPassword": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3549,6 +3776,9 @@ export interface operations {
             /** @description The password is changed and every session of the user is deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3557,6 +3787,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidToken"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3565,7 +3796,13 @@ export interface operations {
     "auth.sendVerificationEmail": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3578,6 +3815,9 @@ export interface operations {
             /** @description Accepted; an email is sent when an unverified account has the address. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3586,6 +3826,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3606,7 +3847,13 @@ export interface operations {
                  */
                 callbackURL?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3615,6 +3862,9 @@ export interface operations {
             /** @description The email address is verified (no `callbackURL` given). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3624,12 +3874,16 @@ export interface operations {
             /** @description Redirect to `callbackURL` (with `error=INVALID_TOKEN` when the token failed). */
             302: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequestOrInvalidToken"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3638,7 +3892,13 @@ export interface operations {
     "auth.organization.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3651,6 +3911,9 @@ export interface operations {
             /** @description The new organization and its single member, the caller as owner. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3660,6 +3923,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3669,7 +3933,13 @@ export interface operations {
     "auth.organization.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3682,6 +3952,9 @@ export interface operations {
             /** @description The organization after the change. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3691,6 +3964,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3700,7 +3974,13 @@ export interface operations {
     "auth.organization.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3713,6 +3993,9 @@ export interface operations {
             /** @description The id of the deleted organization. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3723,6 +4006,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3732,7 +4016,13 @@ export interface operations {
     "auth.organization.list": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3741,6 +4031,9 @@ export interface operations {
             /** @description The caller's organizations and roles. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3750,6 +4043,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3764,7 +4058,13 @@ export interface operations {
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3773,6 +4073,9 @@ export interface operations {
             /** @description The organization with its members, pending invitations and teams. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3782,6 +4085,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3806,7 +4110,13 @@ export interface operations {
                  */
                 offset?: number;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3815,6 +4125,9 @@ export interface operations {
             /** @description One page of members and the total number of members. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3824,6 +4137,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3832,7 +4146,13 @@ export interface operations {
     "auth.organization.inviteMember": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3845,6 +4165,9 @@ export interface operations {
             /** @description The pending invitation. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3855,6 +4178,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
@@ -3865,7 +4189,13 @@ export interface operations {
     "auth.organization.acceptInvitation": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3878,6 +4208,9 @@ export interface operations {
             /** @description The accepted invitation and the new membership. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3888,6 +4221,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
@@ -3898,7 +4232,13 @@ export interface operations {
     "auth.organization.rejectInvitation": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3911,6 +4251,9 @@ export interface operations {
             /** @description The rejected invitation; `member` is null. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3921,6 +4264,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3930,7 +4274,13 @@ export interface operations {
     "auth.organization.cancelInvitation": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3943,6 +4293,9 @@ export interface operations {
             /** @description The invitation, now `canceled`. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3953,6 +4306,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3962,7 +4316,13 @@ export interface operations {
     "auth.organization.removeMember": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3975,6 +4335,9 @@ export interface operations {
             /** @description The removed membership. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3985,6 +4348,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3994,7 +4358,13 @@ export interface operations {
     "auth.organization.updateMemberRole": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4007,6 +4377,9 @@ export interface operations {
             /** @description The membership with its new role. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4017,6 +4390,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -4026,7 +4400,13 @@ export interface operations {
     "auth.organization.leave": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4039,6 +4419,9 @@ export interface operations {
             /** @description The caller's membership that ended. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4048,6 +4431,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -4057,7 +4441,13 @@ export interface operations {
     "auth.organization.createTeam": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4070,6 +4460,9 @@ export interface operations {
             /** @description The new team. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4079,6 +4472,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4087,7 +4481,13 @@ export interface operations {
     "auth.organization.updateTeam": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4100,6 +4500,9 @@ export interface operations {
             /** @description The team after the change. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4110,6 +4513,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4118,7 +4522,13 @@ export interface operations {
     "auth.organization.removeTeam": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4131,6 +4541,9 @@ export interface operations {
             /** @description The id of the deleted team. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4141,6 +4554,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4155,7 +4569,13 @@ export interface operations {
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4164,6 +4584,9 @@ export interface operations {
             /** @description The organization's teams. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4173,6 +4596,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4181,7 +4605,13 @@ export interface operations {
     "auth.organization.addTeamMember": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4194,6 +4624,9 @@ export interface operations {
             /** @description The new team membership. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4204,6 +4637,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -4213,7 +4647,13 @@ export interface operations {
     "auth.organization.removeTeamMember": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4226,6 +4666,9 @@ export interface operations {
             /** @description The user is no longer in the team. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4236,6 +4679,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4265,7 +4709,13 @@ export interface operations {
                  */
                 offset?: number;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4274,6 +4724,9 @@ export interface operations {
             /** @description One page of users and the total number of matches. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4283,6 +4736,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4291,7 +4745,13 @@ export interface operations {
     "auth.admin.setRole": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4304,6 +4764,9 @@ export interface operations {
             /** @description The user with the new role. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4314,6 +4777,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4322,7 +4786,13 @@ export interface operations {
     "auth.admin.banUser": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4335,6 +4805,9 @@ export interface operations {
             /** @description The banned user. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4345,6 +4818,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4353,7 +4827,13 @@ export interface operations {
     "auth.admin.unbanUser": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4366,6 +4846,9 @@ export interface operations {
             /** @description The user, no longer banned. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4376,6 +4859,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4384,7 +4868,13 @@ export interface operations {
     "auth.admin.impersonateUser": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4397,6 +4887,7 @@ export interface operations {
             /** @description The impersonation session and the impersonated user. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4409,6 +4900,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4417,7 +4909,13 @@ export interface operations {
     "auth.admin.stopImpersonating": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4426,6 +4924,7 @@ export interface operations {
             /** @description The platform admin's new session and user. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4437,6 +4936,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -4446,7 +4946,13 @@ export interface operations {
     "auth.admin.revokeUserSessions": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4459,6 +4965,9 @@ export interface operations {
             /** @description Every session of the user is deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4469,6 +4978,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4477,7 +4987,13 @@ export interface operations {
     "auth.admin.removeUser": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4490,6 +5006,9 @@ export interface operations {
             /** @description The user is deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4500,6 +5019,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];

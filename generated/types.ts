@@ -972,6 +972,28 @@ export interface components {
             message: string;
         };
         /**
+         * @description The path exists but does not accept this method; the Allow header lists the methods it does accept. `defined` is false on a REST path (no operation answered: the method matched none) and true on an RPC procedure called without POST.
+         * @example {
+         *       "defined": false,
+         *       "code": "METHOD_NOT_ALLOWED",
+         *       "status": 405,
+         *       "message": "PUT is not allowed here."
+         *     }
+         */
+        MethodNotAllowedError: {
+            /** @description True when the operation declares this code in its contract. */
+            defined: boolean;
+            /** @constant */
+            code: "METHOD_NOT_ALLOWED";
+            /** @constant */
+            status: 405;
+            /**
+             * @description Human-readable explanation.
+             * @example PUT is not allowed here.
+             */
+            message: string;
+        };
+        /**
          * @description The request conflicts with the current state of the row.
          * @example {
          *       "defined": true,
@@ -1088,6 +1110,28 @@ export interface components {
             /**
              * @description Human-readable explanation.
              * @example The AI service is unavailable, try again later.
+             */
+            message: string;
+        };
+        /**
+         * @description The procedure is part of the contract but not built on this deployment yet. Only procedures without a handler declare it; the declaration is removed when the procedure is built.
+         * @example {
+         *       "defined": true,
+         *       "code": "NOT_IMPLEMENTED",
+         *       "status": 501,
+         *       "message": "This operation is not available on this deployment yet."
+         *     }
+         */
+        NotImplementedError: {
+            /** @description True when the operation declares this code in its contract. */
+            defined: boolean;
+            /** @constant */
+            code: "NOT_IMPLEMENTED";
+            /** @constant */
+            status: 501;
+            /**
+             * @description Human-readable explanation.
+             * @example This operation is not available on this deployment yet.
              */
             message: string;
         };
@@ -3331,6 +3375,9 @@ export interface components {
         /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). */
         BadRequest: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3340,24 +3387,31 @@ export interface components {
         /** @description No session or bearer token, or an expired one (UNAUTHORIZED). */
         Unauthorized: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["UnauthorizedError"];
             };
         };
-        /** @description The caller lacks access (FORBIDDEN). */
+        /** @description The caller lacks access (FORBIDDEN), or, on a POST, PUT, PATCH or DELETE, the Origin rule (CSRF) refused it: the request carried a Cookie header but no trusted `Origin` (FORBIDDEN). */
         Forbidden: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["ForbiddenError"];
             };
         };
-        /** @description The caller lacks access (FORBIDDEN), or a plan limit is reached (LIMIT_REACHED, only while billing is configured). */
+        /** @description The caller lacks access (FORBIDDEN), the Origin rule (CSRF) refused it: a request carrying a Cookie header but no trusted `Origin` (FORBIDDEN), or a plan limit is reached (LIMIT_REACHED, only while billing is configured). */
         ForbiddenOrLimitReached: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3367,15 +3421,34 @@ export interface components {
         /** @description No such row (NOT_FOUND). */
         NotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["NotFoundError"];
             };
         };
+        /** @description The path exists but not with this method (METHOD_NOT_ALLOWED); `Allow` lists the methods it accepts. Answered by the HTTP layer, never by the operation itself. */
+        MethodNotAllowed: {
+            headers: {
+                Allow: components["headers"]["Allow"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["MethodNotAllowedError"];
+            };
+        };
         /** @description The row's state does not allow this (CONFLICT). */
         Conflict: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3385,6 +3458,9 @@ export interface components {
         /** @description A deployment setting or the row's state does not allow this (PRECONDITION_FAILED). */
         PreconditionFailed: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3394,6 +3470,9 @@ export interface components {
         /** @description The declared or stored size is above the limit (PAYLOAD_TOO_LARGE with data.maxBytes), or the request body itself is over 1 MiB (payload_too_large). */
         PayloadTooLarge: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3403,6 +3482,7 @@ export interface components {
         /** @description The request body is over 1 MiB (payload_too_large). Any request to /api/v1 or /rpc may get it, whether or not the operation takes a body. */
         RequestTooLarge: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3412,6 +3492,10 @@ export interface components {
         /** @description A rate limit was reached (TOO_MANY_REQUESTS). The shared per-IP limiter allows 300 requests per minute by default. */
         TooManyRequests: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3421,6 +3505,9 @@ export interface components {
         /** @description The AI service is unreachable or answered unusably (SERVICE_UNAVAILABLE). */
         ServiceUnavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -3430,14 +3517,34 @@ export interface components {
         /** @description Unexpected failure; quote the requestId when reporting it. */
         InternalError: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["InternalErrorBody"];
             };
         };
+        /** @description The procedure is not built on this deployment yet (NOT_IMPLEMENTED), answered after the access checks. This declaration is removed when the procedure is built. */
+        NotImplemented: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotImplementedError"];
+            };
+        };
     };
     parameters: {
+        /**
+         * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+         * @example checkout-7f3a9c2e
+         */
+        RequestIdHeader: string;
         /**
          * @description The organization's id.
          * @example org_pycdybk377oxtzq6svizx3or
@@ -3452,7 +3559,33 @@ export interface components {
         CursorQuery: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description The request's id: the `X-Request-Id` the request carried when it was well formed (1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`), otherwise a fresh UUID. Every response carries it, the log lines of the request carry it, and an `internal_error` body repeats it as `requestId`.
+         * @example 3f6c1a9e-7b2d-4c1e-9a4f-2d8b6e0c5a17
+         */
+        RequestId: string;
+        /**
+         * @description Seconds to wait before trying again (until the limiter's window frees a slot).
+         * @example 42
+         */
+        RetryAfter: number;
+        /**
+         * @description The methods this path accepts, comma-separated (`HEAD` too where `GET` is declared, on `/api/v1`).
+         * @example GET, HEAD, POST
+         */
+        Allow: string;
+        /**
+         * @description The session token `<id>.<secret>` for clients without cookies: send it back as `Authorization: Bearer <token>`. Sent whenever the response creates or renews a session: sign-up, sign-in and impersonation create one; any request that carries a valid session (cookie or bearer) renews it when it was last renewed over an hour ago, whatever the operation and whatever the answer (an error too), unless the request was refused before the session was read (the per-IP limiter's 429, the Origin rule's 403, an unreadable or too large body). The same string is the `session` cookie's value. CORS exposes this header to trusted origins.
+         * @example ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq
+         */
+        SetAuthToken: string;
+        /**
+         * @description Sets the `session` cookie (HttpOnly, SameSite=Lax, Path=/, Max-Age; Secure when the service is served over HTTPS) whenever the response creates a session, or renews the session the request's `session` cookie carried (a bearer request's renewal comes only in `set-auth-token`; see there for when a renewal happens). Its value is the same token as `set-auth-token`.
+         * @example session=ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq; Max-Age=604800; Path=/; HttpOnly; Secure; SameSite=Lax
+         */
+        SetSessionCookie: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -3460,7 +3593,13 @@ export interface operations {
     "system.health": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3469,6 +3608,9 @@ export interface operations {
             /** @description The service is up. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3476,6 +3618,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3484,7 +3627,13 @@ export interface operations {
     "system.authConfig": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3493,6 +3642,9 @@ export interface operations {
             /** @description The sign-in configuration of this deployment. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3500,6 +3652,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3511,7 +3664,13 @@ export interface operations {
                 /** @description Evaluate the flags for this organization (its overrides win over the defaults). */
                 organizationId?: components["schemas"]["OrganizationId"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3520,6 +3679,9 @@ export interface operations {
             /** @description Flag key to boolean. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3529,15 +3691,23 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "contact.send": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3550,6 +3720,9 @@ export interface operations {
             /** @description The message was accepted (or silently dropped by the honeypot). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3557,6 +3730,25 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            /** @description The Origin rule (CSRF) refused the request (FORBIDDEN): it carried a Cookie header but no trusted `Origin`. Send a trusted Origin, or no cookie. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "FORBIDDEN",
+                     *       "status": 403,
+                     *       "message": "Cross-site request refused: the Origin is not trusted."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -3566,7 +3758,13 @@ export interface operations {
     "user.me": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3575,6 +3773,9 @@ export interface operations {
             /** @description The signed-in user. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3584,6 +3785,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3592,7 +3794,13 @@ export interface operations {
     "organizations.usage": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The organization's id.
@@ -3607,6 +3815,9 @@ export interface operations {
             /** @description The organization's plan and usage. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3616,9 +3827,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "organizations.auditLog": {
@@ -3632,7 +3845,13 @@ export interface operations {
                 /** @description The `nextCursor` of the previous page, passed back unchanged. Opaque and signed: a value the service did not issue answers 400 BAD_REQUEST. */
                 cursor?: components["parameters"]["CursorQuery"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The organization's id.
@@ -3647,6 +3866,9 @@ export interface operations {
             /** @description One page of audit entries, newest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3656,15 +3878,23 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "billing.status": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The organization's id.
@@ -3679,6 +3909,9 @@ export interface operations {
             /** @description The organization's billing status. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3688,9 +3921,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "workspaces.list": {
@@ -3702,7 +3937,13 @@ export interface operations {
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3711,6 +3952,9 @@ export interface operations {
             /** @description The organization's workspaces. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3720,6 +3964,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3728,7 +3973,13 @@ export interface operations {
     "workspaces.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3741,6 +3992,9 @@ export interface operations {
             /** @description The new workspace. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3751,6 +4005,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -3766,7 +4021,13 @@ export interface operations {
                  */
                 organizationId: components["parameters"]["OrganizationIdQuery"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The workspace's slug.
@@ -3781,6 +4042,9 @@ export interface operations {
             /** @description The workspace and its storage. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3791,6 +4055,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3799,7 +4064,13 @@ export interface operations {
     "workspaces.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The workspace's id.
@@ -3814,6 +4085,9 @@ export interface operations {
             /** @description The id of the deleted workspace. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3824,6 +4098,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3832,7 +4107,13 @@ export interface operations {
     "workspaces.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The workspace's id.
@@ -3851,6 +4132,9 @@ export interface operations {
             /** @description The workspace after the change. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3861,6 +4145,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -3883,7 +4168,13 @@ export interface operations {
                 /** @description The `nextCursor` of the previous page, passed back unchanged. Opaque and signed: a value the service did not issue answers 400 BAD_REQUEST. */
                 cursor?: components["parameters"]["CursorQuery"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The workspace's id.
@@ -3898,6 +4189,9 @@ export interface operations {
             /** @description A page of documents and the workspace storage. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3908,6 +4202,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3916,7 +4211,13 @@ export interface operations {
     "documents.search": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The workspace's id.
@@ -3935,6 +4236,9 @@ export interface operations {
             /** @description The matching chunks, best first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3945,16 +4249,24 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
     "documents.createUpload": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3967,6 +4279,9 @@ export interface operations {
             /** @description The pending document and its upload request. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3977,6 +4292,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3985,7 +4301,13 @@ export interface operations {
     "documents.get": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The document's id.
@@ -4000,6 +4322,9 @@ export interface operations {
             /** @description The document. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4010,6 +4335,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4018,7 +4344,13 @@ export interface operations {
     "documents.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The document's id.
@@ -4033,6 +4365,9 @@ export interface operations {
             /** @description The id of the deleted document. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4043,6 +4378,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4051,7 +4387,13 @@ export interface operations {
     "documents.complete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The document's id.
@@ -4066,6 +4408,9 @@ export interface operations {
             /** @description The document, now `ready`, with the size the storage driver reported. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4076,6 +4421,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -4085,7 +4431,13 @@ export interface operations {
     "documents.downloadUrl": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The document's id.
@@ -4100,6 +4452,9 @@ export interface operations {
             /** @description The download address and when it expires. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4110,6 +4465,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -4119,7 +4475,13 @@ export interface operations {
     "documents.text": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The document's id.
@@ -4134,6 +4496,9 @@ export interface operations {
             /** @description The extracted text, or null before extraction succeeded. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4144,6 +4509,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4180,7 +4546,13 @@ export interface operations {
                  */
                 includeResult?: boolean;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The organization's id.
@@ -4195,6 +4567,9 @@ export interface operations {
             /** @description A page of jobs. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4274,6 +4649,9 @@ export interface operations {
             /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `status` filter outside the five states. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4309,9 +4687,11 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "jobs.stream": {
@@ -4329,6 +4709,11 @@ export interface operations {
                  * @example 1042
                  */
                 "Last-Event-Id"?: string;
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
             };
             path: {
                 /**
@@ -4344,7 +4729,8 @@ export interface operations {
             /**
              * @description The event stream. Each event is one `JobsStreamMessage`: its `event` is the `event:` line,
              *     its `id` the `id:` line (job events only) and its `data` the JSON of the `data:` line.
-             *     A stream as it goes over the wire (each event ends with a blank line):
+             *     A stream as it goes over the wire (each event ends with a blank line), which is also the
+             *     `example` a mock serves:
              *
              *     ```text
              *     retry: 3000
@@ -4373,15 +4759,44 @@ export interface operations {
              */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example retry: 3000
+                     *
+                     *     event: ready
+                     *     data: {"expiresAt":"2026-11-21T09:30:00.000Z"}
+                     *
+                     *     id: 1042
+                     *     event: job
+                     *     data: {"id":"job_s6kc6o6oya7vngcngsuu4stu","organizationId":"org_pycdybk377oxtzq6svizx3or","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","kind":"document.index","status":"running","error":null,"credits":2,"attempt":1,"retryOf":null,"createdBy":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:16:00.000Z","startedAt":"2026-11-21T09:16:01.000Z","finishedAt":null,"updatedAt":"2026-11-21T09:16:01.000Z"}
+                     *
+                     *     : keep-alive
+                     *
+                     *     id: 1043
+                     *     event: job
+                     *     data: {"id":"job_s6kc6o6oya7vngcngsuu4stu","organizationId":"org_pycdybk377oxtzq6svizx3or","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","kind":"document.index","status":"failed","input":{},"error":{"message":"The AI service is unavailable, try again later."},"credits":2,"attempt":3,"retryOf":null,"createdBy":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:16:00.000Z","startedAt":"2026-11-21T09:16:05.000Z","finishedAt":"2026-11-21T09:16:06.000Z","updatedAt":"2026-11-21T09:16:06.000Z"}
+                     *
+                     *     id: 1044
+                     *     event: job
+                     *     data: {"id":"job_n3wq5xr7tk2hbmvd4pzy6cla","organizationId":"org_pycdybk377oxtzq6svizx3or","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","kind":"document.index","status":"queued","error":null,"credits":2,"attempt":0,"retryOf":"job_s6kc6o6oya7vngcngsuu4stu","createdBy":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:16:07.000Z","startedAt":null,"finishedAt":null,"updatedAt":"2026-11-21T09:16:07.000Z"}
+                     *
+                     *     event: end
+                     *     data: {"reason":"expired"}
+                     */
                     "text/event-stream": components["schemas"]["JobsStreamMessage"];
                 };
             };
             /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `workspaceId` that is not a workspace id. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4411,15 +4826,23 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "jobs.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4432,6 +4855,9 @@ export interface operations {
             /** @description The new job, `queued`. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4460,6 +4886,9 @@ export interface operations {
             /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a text.embed job given a `documentId` (each kind takes only its own fields). */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4487,16 +4916,24 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "jobs.get": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The job's id.
@@ -4511,6 +4948,9 @@ export interface operations {
             /** @description The job. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4542,6 +4982,9 @@ export interface operations {
             /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a job id. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4572,15 +5015,23 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "jobs.cancel": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The id of the job to cancel.
@@ -4595,6 +5046,9 @@ export interface operations {
             /** @description The job, now `canceled`. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4629,6 +5083,9 @@ export interface operations {
             /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a job id. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4659,16 +5116,24 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "jobs.retry": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The id of the failed job to retry.
@@ -4683,6 +5148,9 @@ export interface operations {
             /** @description The new job, `queued`, whose `input.retryOf` and `retryOf` name the failed job. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4714,6 +5182,9 @@ export interface operations {
             /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a job id. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4744,10 +5215,12 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.organizations.list": {
@@ -4769,7 +5242,13 @@ export interface operations {
                  */
                 offset?: number;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4778,6 +5257,9 @@ export interface operations {
             /** @description One page of organizations and the total number of matches. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4787,15 +5269,23 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.organizations.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The organization's id.
@@ -4814,6 +5304,9 @@ export interface operations {
             /** @description The organization is deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4824,16 +5317,24 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.organizations.cancelSubscription": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The organization's id.
@@ -4852,6 +5353,9 @@ export interface operations {
             /** @description The subscription's state after the cancellation. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4862,16 +5366,24 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.flags.list": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4880,6 +5392,9 @@ export interface operations {
             /** @description Every feature flag. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4889,15 +5404,23 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.flags.upsert": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The flag's key.
@@ -4916,6 +5439,9 @@ export interface operations {
             /** @description The flag as stored now. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4925,15 +5451,23 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.flags.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The flag's key.
@@ -4948,6 +5482,9 @@ export interface operations {
             /** @description The flag is deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4958,15 +5495,23 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.flags.setOverride": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path: {
                 /**
                  * @description The flag's key.
@@ -4990,6 +5535,9 @@ export interface operations {
             /** @description The flag as stored now. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5000,15 +5548,23 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.system.status": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5017,6 +5573,9 @@ export interface operations {
             /** @description The deployment's status. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5026,9 +5585,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
 }

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { procedures, type ProcedureDefinition } from '../../generated/procedures.ts';
+import { schemaValidator } from '../../src/contract/validators.ts';
 import { assertMatchesContract } from '../support/contract-check.ts';
 import { exampleInput, restRequest } from '../support/example-inputs.ts';
 import { startPrism } from '../support/prism.ts';
@@ -52,7 +53,7 @@ async function seedExamples(server: TestServer) {
   return user;
 }
 
-describe.each(targets)('against the %s', (_name, start) => {
+describe.each(targets)('against the %s', (name, start) => {
   let target: Target;
   beforeAll(async () => {
     target = await start();
@@ -94,6 +95,31 @@ describe.each(targets)('against the %s', (_name, start) => {
     const { status, body } = await call(path.replace(/^\/api\/v1/, ''), init);
     expect(status).toBe(401);
     expect(body.code).toBe('UNAUTHORIZED');
+  });
+
+  // jobs.stream: the mock serves the contract's example, a whole stream as text (Prism 5.16 cannot
+  // serialise an object as text/event-stream); the server answers the 501 it declares until jobs exist.
+  const stream = restRequest(procedures['jobs.stream'], exampleInput(procedures['jobs.stream'])).path.replace(/^\/api\/v1/, '');
+  it.runIf(name === 'Prism mock')('jobs.stream answers a valid server-sent event stream', async () => {
+    const response = await fetch(`${target.base}${stream}`, { headers: { ...target.signedIn, accept: 'text/event-stream' } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(response.headers.get('x-request-id')).toMatch(/^[A-Za-z0-9._:=+/-]{1,128}$/);
+    const text = await response.text();
+    expect(text.endsWith('\n\n'), 'the last event ends with a blank line').toBe(true);
+    const validate = schemaValidator('JobsStreamMessage')!;
+    const events = text.split('\n\n').filter((block) => block.split('\n').some((line) => line.startsWith('data:')));
+    expect(events.map((block) => /^event: (.*)$/m.exec(block)?.[1])).toEqual(['ready', 'job', 'job', 'job', 'end']);
+    for (const block of events) {
+      const field = (key: string) => block.split('\n').find((line) => line.startsWith(`${key}:`))?.slice(key.length + 1).trim();
+      const message = { event: field('event'), ...(field('id') === undefined ? {} : { id: field('id') }), data: JSON.parse(field('data')!) };
+      expect(validate(message), `${block}\n${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+  });
+  it.runIf(name === 'real server')('jobs.stream answers the 501 it declares (no jobs yet)', async () => {
+    const { status, body } = await call(stream, { headers: target.signedIn });
+    expect(status).toBe(501);
+    expect(body).toMatchObject({ defined: true, code: 'NOT_IMPLEMENTED' });
   });
 
   // Every built read the contract documents, called with its own example input while signed in:
