@@ -39,13 +39,34 @@ export interface Operation {
 }
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
+const OTHER_METHODS = ['head', 'options', 'trace'] as const;
+
+/**
+ * `x-transport` marks an operation of the contract that is not a procedure: a route the HTTP layer
+ * serves itself, with its own bodies (today `uploads`: the local storage driver's signed
+ * `/uploads/{organizationId}/{documentId}` PUT, GET and HEAD, src/storage/upload-routes.ts). Such
+ * an operation is published (documented, linted, mocked) but gets no route-table row, no RPC
+ * route, no validators and no client method, and the REST router skips it.
+ */
+export const TRANSPORTS = ['uploads'] as const;
+
+/** Whether an operation object of the contract is a procedure (it has no `x-transport`). */
+export function isProcedure(op: Json): boolean {
+  return op['x-transport'] === undefined;
+}
 
 export function readOperations(doc: Json): Operation[] {
   const operations: Operation[] = [];
   for (const [path, item] of Object.entries<Json>(doc.paths)) {
-    for (const method of METHODS) {
+    for (const method of [...METHODS, ...OTHER_METHODS]) {
       const op = item[method];
-      if (op) operations.push(readOperation(doc, path, method, op, item.parameters ?? []));
+      if (!op) continue;
+      if (!isProcedure(op)) {
+        if (!(TRANSPORTS as readonly unknown[]).includes(op['x-transport'])) throw new Error(`${op.operationId}: unknown x-transport ${JSON.stringify(op['x-transport'])}`);
+        continue;
+      }
+      if (!(METHODS as readonly string[]).includes(method)) throw new Error(`${method.toUpperCase()} ${path}: a procedure is GET, PUT, POST, PATCH or DELETE (mark a route the HTTP layer serves itself with x-transport)`);
+      operations.push(readOperation(doc, path, method, op, item.parameters ?? []));
     }
   }
   return operations.sort((a, b) => a.name.localeCompare(b.name));

@@ -1268,7 +1268,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description Errors raised by the HTTP layer before a procedure runs, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*).
+         * @description Errors raised by the HTTP layer outside any procedure, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*), and on the signed `/uploads` addresses of the local storage driver `bad_request` (Content-Length not a byte count), `invalid_signature` (403), `not_found` (404), `method_not_allowed` (405), `length_required` (411) and `too_large` (413).
          * @example {
          *       "error": "payload_too_large",
          *       "message": "Request body exceeds 1048576 bytes.",
@@ -1277,10 +1277,13 @@ export interface components {
          */
         TransportErrorBody: {
             /** @enum {string} */
-            error: "payload_too_large";
+            error: "payload_too_large" | "bad_request" | "invalid_signature" | "not_found" | "method_not_allowed" | "length_required" | "too_large";
             /** @example Request body exceeds 1048576 bytes. */
             message: string;
-            /** @example 9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d */
+            /**
+             * @description The request's X-Request-Id.
+             * @example 9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d
+             */
             requestId: string;
         };
         /**
@@ -2981,18 +2984,6 @@ export interface components {
         };
     };
     responses: {
-        /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). */
-        BadRequest: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                "set-auth-token": components["headers"]["SetAuthToken"];
-                "Set-Cookie": components["headers"]["SetSessionCookie"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["BadRequestError"];
-            };
-        };
         /** @description The Origin rule (CSRF) refused it (FORBIDDEN): sign-in and sign-up refuse an `Origin` that is not trusted (or `null`) even without a cookie, so no page elsewhere can sign a browser into another account. A request without Origin (an SDK, curl) is allowed unless it carries a Cookie header: like every request that changes something, a cookie request needs a trusted Origin. */
         CrossSiteSignInRefused: {
             headers: {
@@ -3107,6 +3098,34 @@ export interface components {
                 "application/json": components["schemas"]["EmailNotVerifiedError"] | components["schemas"]["BannedUserError"] | components["schemas"]["ForbiddenError"];
             };
         };
+        /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). Only the operations that take no input refer to this response; each other operation declares its own 400 with an example naming one of its fields. The example: a request body sent to an operation that takes none. */
+        BadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "defined": true,
+                 *       "code": "BAD_REQUEST",
+                 *       "status": 400,
+                 *       "message": "Input validation failed.",
+                 *       "data": {
+                 *         "issues": [
+                 *           {
+                 *             "path": [],
+                 *             "message": "this operation takes no request body"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["BadRequestError"];
+            };
+        };
         /** @description No session or bearer token, or an expired one (UNAUTHORIZED). */
         Unauthorized: {
             headers: {
@@ -3151,18 +3170,6 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["UnauthorizedError"] | components["schemas"]["InvalidEmailOrPasswordError"];
-            };
-        };
-        /** @description The input failed validation (BAD_REQUEST), or the emailed token is unknown, already used or expired (INVALID_TOKEN). */
-        BadRequestOrInvalidToken: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                "set-auth-token": components["headers"]["SetAuthToken"];
-                "Set-Cookie": components["headers"]["SetSessionCookie"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["BadRequestError"] | components["schemas"]["InvalidTokenError"];
             };
         };
         /** @description The row's state does not allow this (CONFLICT). */
@@ -3280,7 +3287,39 @@ export interface operations {
                     "application/json": components["schemas"]["AuthResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `password` under 8 characters. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "password"
+                     *             ],
+                     *             "message": "must NOT have fewer than 8 characters",
+                     *             "params": {
+                     *               "limit": 8
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             403: components["responses"]["CrossSiteSignInRefused"];
             405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
@@ -3321,7 +3360,36 @@ export interface operations {
                     "application/json": components["schemas"]["AuthResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: no `password`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "password"
+                     *             ],
+                     *             "message": "must have required property 'password'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["InvalidEmailOrPassword"];
             403: components["responses"]["SignInForbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -3361,7 +3429,42 @@ export interface operations {
                     "application/json": components["schemas"]["SocialRedirect"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `provider` that is not configured. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "provider"
+                     *             ],
+                     *             "message": "must be equal to one of the allowed values",
+                     *             "params": {
+                     *               "allowedValues": [
+                     *                 "github",
+                     *                 "google"
+                     *               ]
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             403: components["responses"]["CrossSiteSignInRefused"];
             405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
@@ -3448,7 +3551,42 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `provider` that is not configured. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "provider"
+                     *             ],
+                     *             "message": "must be equal to one of the allowed values",
+                     *             "params": {
+                     *               "allowedValues": [
+                     *                 "github",
+                     *                 "google"
+                     *               ]
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3592,7 +3730,39 @@ export interface operations {
                     "application/json": components["schemas"]["StatusTrue"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: the session token where its id belongs. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3705,7 +3875,39 @@ export interface operations {
                     "application/json": components["schemas"]["AuthResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `newPassword` under 8 characters. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "newPassword"
+                     *             ],
+                     *             "message": "must NOT have fewer than 8 characters",
+                     *             "params": {
+                     *               "limit": 8
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["UnauthorizedOrInvalidPassword"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -3745,7 +3947,39 @@ export interface operations {
                     "application/json": components["schemas"]["StatusTrue"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `email` that is not an address. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "email"
+                     *             ],
+                     *             "message": "must match format \"email\"",
+                     *             "params": {
+                     *               "format": "email"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
@@ -3785,7 +4019,39 @@ export interface operations {
                     "application/json": components["schemas"]["StatusTrue"];
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidToken"];
+            /** @description The input failed validation (BAD_REQUEST), or the emailed token is unknown, already used or expired (INVALID_TOKEN). The example: a `newPassword` under 8 characters. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "newPassword"
+                     *             ],
+                     *             "message": "must NOT have fewer than 8 characters",
+                     *             "params": {
+                     *               "limit": 8
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"] | components["schemas"]["InvalidTokenError"];
+                };
+            };
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
@@ -3824,7 +4090,39 @@ export interface operations {
                     "application/json": components["schemas"]["StatusTrue"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `email` that is not an address. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "email"
+                     *             ],
+                     *             "message": "must match format \"email\"",
+                     *             "params": {
+                     *               "format": "email"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
@@ -3882,7 +4180,36 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequestOrInvalidToken"];
+            /** @description The input failed validation (BAD_REQUEST), or the emailed token is unknown, already used or expired (INVALID_TOKEN). The example: no `token`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "token"
+                     *             ],
+                     *             "message": "must have required property 'token'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"] | components["schemas"]["InvalidTokenError"];
+                };
+            };
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
@@ -3920,7 +4247,39 @@ export interface operations {
                     "application/json": components["schemas"]["OrganizationWithMembers"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `slug` with capitals and a space. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "slug"
+                     *             ],
+                     *             "message": "must match pattern \"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$\"",
+                     *             "params": {
+                     *               "pattern": "^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -3961,7 +4320,37 @@ export interface operations {
                     "application/json": components["schemas"]["Organization"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a field `data` does not have (the plan is not set here). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "data",
+                     *               "plan"
+                     *             ],
+                     *             "message": "is not a known field"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -4002,7 +4391,36 @@ export interface operations {
                     "application/json": components["schemas"]["DeletedOrganization"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: no `confirmSlug`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "confirmSlug"
+                     *             ],
+                     *             "message": "must have required property 'confirmSlug'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4082,7 +4500,39 @@ export interface operations {
                     "application/json": components["schemas"]["FullOrganization"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `organizationId` that is a slug, not an id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must match pattern \"^org_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^org_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -4134,7 +4584,40 @@ export interface operations {
                     "application/json": components["schemas"]["MemberPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `limit` above 100. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "limit"
+                     *             ],
+                     *             "message": "must be <= 100",
+                     *             "params": {
+                     *               "comparison": "<=",
+                     *               "limit": 100
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -4174,7 +4657,43 @@ export interface operations {
                     "application/json": components["schemas"]["Invitation"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `role` that is not an organization role. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "role"
+                     *             ],
+                     *             "message": "must be equal to one of the allowed values",
+                     *             "params": {
+                     *               "allowedValues": [
+                     *                 "owner",
+                     *                 "admin",
+                     *                 "member"
+                     *               ]
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
@@ -4217,7 +4736,39 @@ export interface operations {
                     "application/json": components["schemas"]["AcceptInvitationResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `invitationId` that is not an invitation id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "invitationId"
+                     *             ],
+                     *             "message": "must match pattern \"^inv_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^inv_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4257,10 +4808,58 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "invitation": {
+                     *         "id": "inv_zur7hxhav3ooefj2no4qbh5c",
+                     *         "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *         "email": "grace@example.com",
+                     *         "role": "member",
+                     *         "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
+                     *         "status": "rejected",
+                     *         "inviterId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *         "expiresAt": "2026-11-23T09:15:00.000Z",
+                     *         "createdAt": "2026-11-21T09:15:00.000Z"
+                     *       },
+                     *       "member": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["AcceptInvitationResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `invitationId` that is not an invitation id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "invitationId"
+                     *             ],
+                     *             "message": "must match pattern \"^inv_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^inv_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4299,10 +4898,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "inv_zur7hxhav3ooefj2no4qbh5c",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "email": "grace@example.com",
+                     *       "role": "member",
+                     *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
+                     *       "status": "canceled",
+                     *       "inviterId": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *       "expiresAt": "2026-11-23T09:15:00.000Z",
+                     *       "createdAt": "2026-11-21T09:15:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Invitation"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `invitationId` that is not an invitation id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "invitationId"
+                     *             ],
+                     *             "message": "must match pattern \"^inv_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^inv_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4344,7 +4988,48 @@ export interface operations {
                     "application/json": components["schemas"]["RemovedMember"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `memberIdOrEmail` that is neither a member id nor an email. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "memberIdOrEmail"
+                     *             ],
+                     *             "message": "must match pattern \"^mem_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^mem_[a-z2-7]{24}$"
+                     *             }
+                     *           },
+                     *           {
+                     *             "path": [
+                     *               "memberIdOrEmail"
+                     *             ],
+                     *             "message": "must match format \"email\"",
+                     *             "params": {
+                     *               "format": "email"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4383,10 +5068,61 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mem_a2iiytzrb7clph54urln75pd",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5",
+                     *       "role": "admin",
+                     *       "createdAt": "2026-11-21T10:02:00.000Z",
+                     *       "user": {
+                     *         "id": "usr_dd2gdmsaur66nam5wa5yydx5",
+                     *         "email": "grace@example.com",
+                     *         "name": "Grace Hopper",
+                     *         "image": null
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `role` that is not an organization role. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "role"
+                     *             ],
+                     *             "message": "must be equal to one of the allowed values",
+                     *             "params": {
+                     *               "allowedValues": [
+                     *                 "owner",
+                     *                 "admin",
+                     *                 "member"
+                     *               ]
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4425,10 +5161,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mem_a2iiytzrb7clph54urln75pd",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "userId": "usr_dd2gdmsaur66nam5wa5yydx5",
+                     *       "role": "member",
+                     *       "createdAt": "2026-11-21T10:02:00.000Z",
+                     *       "user": {
+                     *         "id": "usr_dd2gdmsaur66nam5wa5yydx5",
+                     *         "email": "grace@example.com",
+                     *         "name": "Grace Hopper",
+                     *         "image": null
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: no `organizationId`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must have required property 'organizationId'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -4469,7 +5249,39 @@ export interface operations {
                     "application/json": components["schemas"]["Team"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `name` with a line break. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "name"
+                     *             ],
+                     *             "message": "must not contain control characters",
+                     *             "params": {
+                     *               "reason": "control_characters"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -4506,10 +5318,49 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "team_o6ue33rb6pvp5bn2pzcyibbt",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "name": "Research and Development",
+                     *       "createdAt": "2026-11-21T09:15:00.000Z",
+                     *       "updatedAt": "2026-11-22T08:30:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Team"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `data` without `name`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "data",
+                     *               "name"
+                     *             ],
+                     *             "message": "must have required property 'name'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4547,10 +5398,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "team_o6ue33rb6pvp5bn2pzcyibbt"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeletedId"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `teamId` that is not a team id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "teamId"
+                     *             ],
+                     *             "message": "must match pattern \"^team_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^team_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4593,7 +5481,39 @@ export interface operations {
                     "application/json": components["schemas"]["TeamList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `organizationId` that is a slug, not an id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must match pattern \"^org_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^org_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -4633,7 +5553,39 @@ export interface operations {
                     "application/json": components["schemas"]["TeamMember"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an email where the user id belongs. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "userId"
+                     *             ],
+                     *             "message": "must match pattern \"^usr_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^usr_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4675,7 +5627,36 @@ export interface operations {
                     "application/json": components["schemas"]["StatusTrue"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: no `userId`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "userId"
+                     *             ],
+                     *             "message": "must have required property 'userId'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4733,7 +5714,42 @@ export interface operations {
                     "application/json": components["schemas"]["UserPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `searchField` that is neither `email` nor `name`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "searchField"
+                     *             ],
+                     *             "message": "must be equal to one of the allowed values",
+                     *             "params": {
+                     *               "allowedValues": [
+                     *                 "email",
+                     *                 "name"
+                     *               ]
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -4770,10 +5786,62 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_dd2gdmsaur66nam5wa5yydx5",
+                     *         "email": "grace@example.com",
+                     *         "emailVerified": true,
+                     *         "name": "Grace Hopper",
+                     *         "image": null,
+                     *         "role": "admin",
+                     *         "banned": false,
+                     *         "banReason": null,
+                     *         "banExpiresAt": null,
+                     *         "createdAt": "2026-11-21T09:58:00.000Z",
+                     *         "updatedAt": "2026-11-22T08:00:00.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UserResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an organization role (`owner`) where a platform role belongs. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "role"
+                     *             ],
+                     *             "message": "must be equal to one of the allowed values",
+                     *             "params": {
+                     *               "allowedValues": [
+                     *                 "admin",
+                     *                 "user"
+                     *               ]
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4811,10 +5879,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_dd2gdmsaur66nam5wa5yydx5",
+                     *         "email": "grace@example.com",
+                     *         "emailVerified": true,
+                     *         "name": "Grace Hopper",
+                     *         "image": null,
+                     *         "role": "user",
+                     *         "banned": true,
+                     *         "banReason": "Repeated spam uploads.",
+                     *         "banExpiresAt": "2026-12-22T08:00:00.000Z",
+                     *         "createdAt": "2026-11-21T09:58:00.000Z",
+                     *         "updatedAt": "2026-11-22T08:00:00.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UserResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `banExpiresIn` under 60 seconds. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "banExpiresIn"
+                     *             ],
+                     *             "message": "must be >= 60",
+                     *             "params": {
+                     *               "comparison": ">=",
+                     *               "limit": 60
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4852,10 +5970,59 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_dd2gdmsaur66nam5wa5yydx5",
+                     *         "email": "grace@example.com",
+                     *         "emailVerified": true,
+                     *         "name": "Grace Hopper",
+                     *         "image": null,
+                     *         "role": "user",
+                     *         "banned": false,
+                     *         "banReason": null,
+                     *         "banExpiresAt": null,
+                     *         "createdAt": "2026-11-21T09:58:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UserResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `userId` that is not a user id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "userId"
+                     *             ],
+                     *             "message": "must match pattern \"^usr_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^usr_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4896,7 +6063,39 @@ export interface operations {
                     "application/json": components["schemas"]["SessionWithUser"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an email where the user id belongs. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "userId"
+                     *             ],
+                     *             "message": "must match pattern \"^usr_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^usr_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4974,7 +6173,39 @@ export interface operations {
                     "application/json": components["schemas"]["SuccessTrue"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `userId` that is not a user id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "userId"
+                     *             ],
+                     *             "message": "must match pattern \"^usr_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^usr_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -5015,7 +6246,36 @@ export interface operations {
                     "application/json": components["schemas"]["SuccessTrue"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: no `userId`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "userId"
+                     *             ],
+                     *             "message": "must have required property 'userId'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

@@ -1932,7 +1932,7 @@ return errors === 0;
 validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_TransportErrorBody = validate28;
-const schema41 = {"type":"object","description":"Errors raised by the HTTP layer before a procedure runs, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*).","required":["error","message","requestId"],"additionalProperties":false,"properties":{"error":{"type":"string","enum":["payload_too_large"]},"message":{"type":"string","examples":["Request body exceeds 1048576 bytes."]},"requestId":{"type":"string","examples":["9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"]}},"examples":[{"error":"payload_too_large","message":"Request body exceeds 1048576 bytes.","requestId":"9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"}],"$id":"https://contract.local/schemas/TransportErrorBody"};
+const schema41 = {"type":"object","description":"Errors raised by the HTTP layer outside any procedure, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*), and on the signed `/uploads` addresses of the local storage driver `bad_request` (Content-Length not a byte count), `invalid_signature` (403), `not_found` (404), `method_not_allowed` (405), `length_required` (411) and `too_large` (413).","required":["error","message","requestId"],"additionalProperties":false,"properties":{"error":{"type":"string","enum":["payload_too_large","bad_request","invalid_signature","not_found","method_not_allowed","length_required","too_large"]},"message":{"type":"string","examples":["Request body exceeds 1048576 bytes."]},"requestId":{"type":"string","description":"The request's X-Request-Id.","examples":["9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"]}},"examples":[{"error":"payload_too_large","message":"Request body exceeds 1048576 bytes.","requestId":"9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"}],"$id":"https://contract.local/schemas/TransportErrorBody"};
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/TransportErrorBody" */;
@@ -2000,7 +2000,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -14580,7 +14580,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -15609,7 +15609,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -16485,7 +16485,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -17720,7 +17720,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -18802,7 +18802,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -19831,7 +19831,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -20860,7 +20860,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -21889,7 +21889,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -22436,7 +22436,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -23635,7 +23635,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -24209,7 +24209,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -25085,7 +25085,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -26420,7 +26420,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -27723,7 +27723,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -29186,7 +29186,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -30215,7 +30215,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -31247,7 +31247,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -32471,7 +32471,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -33347,7 +33347,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -35401,7 +35401,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -36430,7 +36430,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -37306,7 +37306,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -38182,7 +38182,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -39058,7 +39058,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -40240,7 +40240,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -41422,7 +41422,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -42493,7 +42493,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -43575,7 +43575,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -44784,7 +44784,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -45966,7 +45966,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -47151,7 +47151,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -48080,7 +48080,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -49179,7 +49179,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -50108,7 +50108,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -51190,7 +51190,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -52119,7 +52119,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -53048,7 +53048,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -54460,7 +54460,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -55424,7 +55424,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -56353,7 +56353,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -57229,7 +57229,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -58328,7 +58328,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];

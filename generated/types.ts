@@ -786,6 +786,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/uploads/{organizationId}/{documentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example org_pycdybk377oxtzq6svizx3or
+                 */
+                organizationId: components["parameters"]["OrganizationIdPath"];
+                /**
+                 * @description The document's id. An id of another shape answers 404 not_found (before the signature is checked).
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
+                 */
+                documentId: components["schemas"]["DocumentId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Download a ready document's bytes
+         * @description The GET documents.downloadUrl answers (`url`, valid until `expiresAt`, 5 minutes): the
+         *     document's bytes, with the document's contentType as Content-Type and a Content-Disposition
+         *     `attachment` naming the document (an ASCII `filename` and the exact UTF-8 `filename*`). Only
+         *     a `ready` document is served (404 while it is pending, after it was deleted, or when its
+         *     bytes are missing). No ETag, no ranges.
+         */
+        get: operations["uploads.get"];
+        /**
+         * Upload a pending document's bytes
+         * @description The PUT documents.createUpload answers in `upload`: send the bytes with exactly
+         *     `upload.headers` (`content-type` is the document's declared contentType, `content-length`
+         *     its declared size) before `upload.expiresAt`, then call documents.complete. Content-Length
+         *     is required (411 for a chunked body or none) and may not exceed the signed `size` nor
+         *     MAX_UPLOAD_BYTES (413, answered before the body is read); fewer bytes than Content-Length
+         *     (the client went away) keep nothing. The bytes go to a staging place that only
+         *     documents.complete moves into place, so a PUT after complete or after the document was
+         *     deleted answers 404 and never replaces a ready document's bytes. A later PUT to the same
+         *     address before complete replaces the staged bytes. The S3 driver checks the signed
+         *     Content-Type; the local driver does not (documents.complete measures the size, and the
+         *     download is always served with the declared contentType).
+         */
+        put: operations["uploads.put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Read a ready document's download headers
+         * @description The GET address of documents.downloadUrl asked for its headers only (HEAD is verified as
+         *     GET): the same status and headers as uploads.get, without a body.
+         */
+        head: operations["uploads.head"];
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1136,7 +1190,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description Errors raised by the HTTP layer before a procedure runs, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*).
+         * @description Errors raised by the HTTP layer outside any procedure, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*), and on the signed `/uploads` addresses of the local storage driver `bad_request` (Content-Length not a byte count), `invalid_signature` (403), `not_found` (404), `method_not_allowed` (405), `length_required` (411) and `too_large` (413).
          * @example {
          *       "error": "payload_too_large",
          *       "message": "Request body exceeds 1048576 bytes.",
@@ -1145,10 +1199,13 @@ export interface components {
          */
         TransportErrorBody: {
             /** @enum {string} */
-            error: "payload_too_large";
+            error: "payload_too_large" | "bad_request" | "invalid_signature" | "not_found" | "method_not_allowed" | "length_required" | "too_large";
             /** @example Request body exceeds 1048576 bytes. */
             message: string;
-            /** @example 9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d */
+            /**
+             * @description The request's X-Request-Id.
+             * @example 9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d
+             */
             requestId: string;
         };
         /**
@@ -1273,7 +1330,7 @@ export interface components {
          *       "email": "ada@example.com",
          *       "name": "Ada Lovelace",
          *       "image": null,
-         *       "role": null,
+         *       "role": "user",
          *       "createdAt": "2026-11-02T14:30:00.000Z"
          *     }
          */
@@ -3370,9 +3427,15 @@ export interface components {
             };
             auth: components["schemas"]["AuthConfig"];
         };
+        /**
+         * Format: binary
+         * @description A document's bytes, as they are: the body of an upload PUT and of a download, typed by the document's contentType (DocumentContentType). Not JSON, whatever the media type.
+         * @example %PDF-1.7
+         */
+        DocumentBytes: string;
     };
     responses: {
-        /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). */
+        /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). Only the operations that take no input refer to this response; each other operation declares its own 400 with an example naming one of its fields. The example: a request body sent to an operation that takes none. */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -3381,6 +3444,22 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "defined": true,
+                 *       "code": "BAD_REQUEST",
+                 *       "status": 400,
+                 *       "message": "Input validation failed.",
+                 *       "data": {
+                 *         "issues": [
+                 *           {
+                 *             "path": [],
+                 *             "message": "this operation takes no request body"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["BadRequestError"];
             };
         };
@@ -3538,6 +3617,98 @@ export interface components {
                 "application/json": components["schemas"]["NotImplementedError"];
             };
         };
+        /** @description The path is not valid percent-encoding: the API's BAD_REQUEST envelope (`defined: false`), answered before any route. */
+        UploadBadPath: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "defined": false,
+                 *       "code": "BAD_REQUEST",
+                 *       "status": 400,
+                 *       "message": "The path is not valid percent-encoding.",
+                 *       "data": {
+                 *         "issues": [
+                 *           {
+                 *             "path": [],
+                 *             "message": "The path is not valid percent-encoding."
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["BadRequestError"];
+            };
+        };
+        /** @description The signed query string is malformed (a parameter missing, repeated or of the wrong shape, or a `size` on a download), altered, made for another method or document, or expired (`invalid_signature`). */
+        UploadInvalidSignature: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "invalid_signature",
+                 *       "message": "The signed address has expired.",
+                 *       "requestId": "9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TransportErrorBody"];
+            };
+        };
+        /** @description `not_found`. An upload: no upload is pending for this document (it was completed or deleted, or never existed). A download: the document is not ready (still pending), was deleted or never existed, or its bytes are missing. Either: an id in the path has the wrong shape. */
+        UploadNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "not_found",
+                 *       "message": "No such document.",
+                 *       "requestId": "9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TransportErrorBody"];
+            };
+        };
+        /** @description Another method on this path (`method_not_allowed`); `Allow` lists the methods it accepts. */
+        UploadMethodNotAllowed: {
+            headers: {
+                /**
+                 * @description The methods of the signed-address path.
+                 * @example GET, HEAD, PUT
+                 */
+                Allow: "GET, HEAD, PUT";
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "method_not_allowed",
+                 *       "message": "POST is not allowed here.",
+                 *       "requestId": "9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TransportErrorBody"];
+            };
+        };
+        /** @description Unexpected failure (`internal_error`); quote the requestId when reporting it. */
+        UploadInternalError: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["InternalErrorBody"];
+            };
+        };
     };
     parameters: {
         /**
@@ -3688,7 +3859,39 @@ export interface operations {
                     "application/json": components["schemas"]["FlagValues"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `organizationId` that is not an organization id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must match pattern \"^org_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^org_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -3729,7 +3932,39 @@ export interface operations {
                     "application/json": components["schemas"]["ContactSendResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `message` under 10 characters. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "message"
+                     *             ],
+                     *             "message": "must NOT have fewer than 10 characters",
+                     *             "params": {
+                     *               "limit": 10
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             /** @description The Origin rule (CSRF) refused the request (FORBIDDEN): it carried a Cookie header but no trusted `Origin`. Send a trusted Origin, or no cookie. */
             403: {
                 headers: {
@@ -3779,6 +4014,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *       "email": "ada@example.com",
+                     *       "name": "Ada Lovelace",
+                     *       "image": null,
+                     *       "role": "user",
+                     *       "createdAt": "2026-11-02T14:30:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["User"];
                 };
             };
@@ -3824,7 +4069,39 @@ export interface operations {
                     "application/json": components["schemas"]["Usage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `organizationId` that is a slug, not an id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must match pattern \"^org_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^org_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -3875,7 +4152,40 @@ export interface operations {
                     "application/json": components["schemas"]["AuditLogPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `limit` of 0. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "limit"
+                     *             ],
+                     *             "message": "must be >= 1",
+                     *             "params": {
+                     *               "comparison": ">=",
+                     *               "limit": 1
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -3918,7 +4228,39 @@ export interface operations {
                     "application/json": components["schemas"]["BillingStatus"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `organizationId` that is a slug, not an id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must match pattern \"^org_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^org_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -3961,7 +4303,36 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: no `organizationId`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must have required property 'organizationId'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -4001,7 +4372,39 @@ export interface operations {
                     "application/json": components["schemas"]["Workspace"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `slug` with capitals and a space. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "slug"
+                     *             ],
+                     *             "message": "must match pattern \"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$\"",
+                     *             "params": {
+                     *               "pattern": "^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
@@ -4051,7 +4454,39 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceWithStorage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a workspace id where the slug belongs (a slug never contains `_`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "slug"
+                     *             ],
+                     *             "message": "must match pattern \"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$\"",
+                     *             "params": {
+                     *               "pattern": "^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4094,7 +4529,39 @@ export interface operations {
                     "application/json": components["schemas"]["DeletedId"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a slug where the workspace id belongs. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^ws_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^ws_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4138,10 +4605,52 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "teamId": "team_o6ue33rb6pvp5bn2pzcyibbt",
+                     *       "name": "Research & Development",
+                     *       "slug": "research-dev",
+                     *       "createdAt": "2026-11-21T09:15:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Workspace"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an empty `name`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "name"
+                     *             ],
+                     *             "message": "must NOT have fewer than 1 characters",
+                     *             "params": {
+                     *               "limit": 1
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4198,7 +4707,40 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `limit` above 200. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "limit"
+                     *             ],
+                     *             "message": "must be <= 200",
+                     *             "params": {
+                     *               "comparison": "<=",
+                     *               "limit": 200
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4245,7 +4787,39 @@ export interface operations {
                     "application/json": components["schemas"]["SearchAnswer"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an empty `query`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "query"
+                     *             ],
+                     *             "message": "must NOT have fewer than 1 characters",
+                     *             "params": {
+                     *               "limit": 1
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
@@ -4288,7 +4862,49 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentUpload"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `contentType` the service does not take. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "contentType"
+                     *             ],
+                     *             "message": "must be equal to one of the allowed values",
+                     *             "params": {
+                     *               "allowedValues": [
+                     *                 "text/plain",
+                     *                 "text/markdown",
+                     *                 "text/csv",
+                     *                 "text/html",
+                     *                 "application/json",
+                     *                 "application/pdf",
+                     *                 "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+                     *                 "image/png",
+                     *                 "image/jpeg"
+                     *               ]
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
@@ -4331,7 +4947,39 @@ export interface operations {
                     "application/json": components["schemas"]["Document"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a document id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^doc_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^doc_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4371,10 +5019,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "doc_zjli6ufh3reosfhypn5nwk2d"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeletedId"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a document id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^doc_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^doc_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4414,10 +5099,59 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "doc_zjli6ufh3reosfhypn5nwk2d",
+                     *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+                     *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk",
+                     *       "uploadedBy": "usr_o7nzqdg4w5lltzqli3n4fvu2",
+                     *       "name": "q3-report.pdf",
+                     *       "contentType": "application/pdf",
+                     *       "size": 482133,
+                     *       "status": "ready",
+                     *       "extracted": null,
+                     *       "indexedAt": null,
+                     *       "chunkCount": null,
+                     *       "createdAt": "2026-11-21T09:15:00.000Z",
+                     *       "updatedAt": "2026-11-21T09:15:03.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Document"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a document id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^doc_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^doc_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
@@ -4461,7 +5195,39 @@ export interface operations {
                     "application/json": components["schemas"]["DownloadUrl"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a document id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^doc_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^doc_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4505,7 +5271,39 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentText"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a document id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "id"
+                     *             ],
+                     *             "message": "must match pattern \"^doc_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^doc_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -5266,7 +6064,40 @@ export interface operations {
                     "application/json": components["schemas"]["OrganizationSummaryPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `limit` above 100. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "limit"
+                     *             ],
+                     *             "message": "must be <= 100",
+                     *             "params": {
+                     *               "comparison": "<=",
+                     *               "limit": 100
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -5313,7 +6144,36 @@ export interface operations {
                     "application/json": components["schemas"]["AdminOrganizationsDeleteResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: no `confirmSlug`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "confirmSlug"
+                     *             ],
+                     *             "message": "must have required property 'confirmSlug'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -5362,7 +6222,39 @@ export interface operations {
                     "application/json": components["schemas"]["CancelSubscriptionResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `organizationId` that is a slug, not an id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must match pattern \"^org_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^org_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -5448,7 +6340,39 @@ export interface operations {
                     "application/json": components["schemas"]["FeatureFlag"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `enabled` sent as a string. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "enabled"
+                     *             ],
+                     *             "message": "must be boolean",
+                     *             "params": {
+                     *               "type": "boolean"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -5491,7 +6415,39 @@ export interface operations {
                     "application/json": components["schemas"]["DeletedFlag"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `key` with capitals. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "key"
+                     *             ],
+                     *             "message": "must match pattern \"^[a-z0-9][a-z0-9._-]*$\"",
+                     *             "params": {
+                     *               "pattern": "^[a-z0-9][a-z0-9._-]*$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -5544,7 +6500,36 @@ export interface operations {
                     "application/json": components["schemas"]["FeatureFlag"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: no `enabled`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "enabled"
+                     *             ],
+                     *             "message": "must have required property 'enabled'"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -5590,6 +6575,318 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+        };
+    };
+    "uploads.get": {
+        parameters: {
+            query: {
+                /**
+                 * @description When the address stops working, in unix seconds (5 minutes after downloadUrl).
+                 * @example 1795252800
+                 */
+                expires: string;
+                /**
+                 * @description The address's signature (64 lowercase hex digits). A download address has no `size`: one sent makes the signature invalid (403).
+                 * @example 8c1e5a7b9d0f2e4c6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a0c1e3b5d7f9a
+                 */
+                signature: string;
+            };
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example org_pycdybk377oxtzq6svizx3or
+                 */
+                organizationId: components["parameters"]["OrganizationIdPath"];
+                /**
+                 * @description The document's id. An id of another shape answers 404 not_found (before the signature is checked).
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
+                 */
+                documentId: components["schemas"]["DocumentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document's bytes, as uploaded, typed with the document's contentType. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /**
+                     * @description The size of the stored bytes.
+                     * @example 482133
+                     */
+                    "Content-Length": number;
+                    /**
+                     * @description `attachment; filename="<ASCII name>"; filename*=UTF-8''<percent-encoded name>` (RFC 6266, RFC 8187): the document's name, control characters replaced, at most 200 characters (the extension kept).
+                     * @example attachment; filename="q3-report.pdf"; filename*=UTF-8''q3-report.pdf
+                     */
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Q3 report */
+                    "text/plain": components["schemas"]["DocumentBytes"];
+                    /** @example # Q3 report */
+                    "text/markdown": components["schemas"]["DocumentBytes"];
+                    /**
+                     * @example quarter,revenue
+                     *     Q3,482133
+                     */
+                    "text/csv": components["schemas"]["DocumentBytes"];
+                    /** @example <!doctype html><title>Q3 report</title> */
+                    "text/html": components["schemas"]["DocumentBytes"];
+                    /** @example {"quarter":"Q3","revenue":482133} */
+                    "application/json": components["schemas"]["DocumentBytes"];
+                    /** @example %PDF-1.7 */
+                    "application/pdf": components["schemas"]["DocumentBytes"];
+                    /** @example PK */
+                    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": components["schemas"]["DocumentBytes"];
+                    /**
+                     * @example PNG
+                     *     
+                     */
+                    "image/png": components["schemas"]["DocumentBytes"];
+                    /** @example ÿØÿà */
+                    "image/jpeg": components["schemas"]["DocumentBytes"];
+                };
+            };
+            400: components["responses"]["UploadBadPath"];
+            403: components["responses"]["UploadInvalidSignature"];
+            404: components["responses"]["UploadNotFound"];
+            405: components["responses"]["UploadMethodNotAllowed"];
+            500: components["responses"]["UploadInternalError"];
+        };
+    };
+    "uploads.put": {
+        parameters: {
+            query: {
+                /**
+                 * @description When the address stops working, in unix seconds (15 minutes after createUpload).
+                 * @example 1795253400
+                 */
+                expires: string;
+                /**
+                 * @description The document's declared size in bytes, signed with the address; the most bytes the PUT may send.
+                 * @example 482133
+                 */
+                size: string;
+                /**
+                 * @description The address's signature (64 lowercase hex digits).
+                 * @example 3f9a1c0d7e2b4a6f8c5d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e
+                 */
+                signature: string;
+            };
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example org_pycdybk377oxtzq6svizx3or
+                 */
+                organizationId: components["parameters"]["OrganizationIdPath"];
+                /**
+                 * @description The document's id. An id of another shape answers 404 not_found (before the signature is checked).
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
+                 */
+                documentId: components["schemas"]["DocumentId"];
+            };
+            cookie?: never;
+        };
+        /** @description The document's bytes, as they are (no multipart, no encoding), with the Content-Type and Content-Length of `upload.headers`: Content-Type is the document's contentType (one of DocumentContentType), Content-Length a byte count of at most the signed `size`. */
+        requestBody: {
+            content: {
+                /** @example Q3 report */
+                "text/plain": components["schemas"]["DocumentBytes"];
+                /** @example # Q3 report */
+                "text/markdown": components["schemas"]["DocumentBytes"];
+                /**
+                 * @example quarter,revenue
+                 *     Q3,482133
+                 */
+                "text/csv": components["schemas"]["DocumentBytes"];
+                /** @example <!doctype html><title>Q3 report</title> */
+                "text/html": components["schemas"]["DocumentBytes"];
+                /** @example {"quarter":"Q3","revenue":482133} */
+                "application/json": components["schemas"]["DocumentBytes"];
+                /** @example %PDF-1.7 */
+                "application/pdf": components["schemas"]["DocumentBytes"];
+                /** @example PK */
+                "application/vnd.openxmlformats-officedocument.wordprocessingml.document": components["schemas"]["DocumentBytes"];
+                /**
+                 * @example PNG
+                 *     
+                 */
+                "image/png": components["schemas"]["DocumentBytes"];
+                /** @example ÿØÿà */
+                "image/jpeg": components["schemas"]["DocumentBytes"];
+            };
+        };
+        responses: {
+            /** @description The bytes are staged; call documents.complete to make the document ready. No body. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Content-Length is not a byte count (`bad_request`), or the path is not valid percent-encoding (the API's BAD_REQUEST envelope, answered before any route). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "bad_request",
+                     *       "message": "Content-Length must be a byte count.",
+                     *       "requestId": "9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TransportErrorBody"] | components["schemas"]["BadRequestError"];
+                };
+            };
+            403: components["responses"]["UploadInvalidSignature"];
+            404: components["responses"]["UploadNotFound"];
+            405: components["responses"]["UploadMethodNotAllowed"];
+            /** @description No Content-Length, or a chunked body (`length_required`); the body is not read. */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "length_required",
+                     *       "message": "Send the body with a Content-Length header; chunked bodies are not accepted.",
+                     *       "requestId": "9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TransportErrorBody"];
+                };
+            };
+            /** @description Content-Length is above the signed `size` or MAX_UPLOAD_BYTES (`too_large`, answered before the body is read, and the connection closed). More bytes than Content-Length declared cut the connection instead; nothing is kept either way. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "too_large",
+                     *       "message": "The body may be at most 482133 bytes; Content-Length says 600000.",
+                     *       "requestId": "9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TransportErrorBody"];
+                };
+            };
+            500: components["responses"]["UploadInternalError"];
+        };
+    };
+    "uploads.head": {
+        parameters: {
+            query: {
+                /**
+                 * @description When the address stops working, in unix seconds (5 minutes after downloadUrl).
+                 * @example 1795252800
+                 */
+                expires: string;
+                /**
+                 * @description The address's signature (64 lowercase hex digits). A download address has no `size`: one sent makes the signature invalid (403).
+                 * @example 8c1e5a7b9d0f2e4c6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a0c1e3b5d7f9a
+                 */
+                signature: string;
+            };
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example org_pycdybk377oxtzq6svizx3or
+                 */
+                organizationId: components["parameters"]["OrganizationIdPath"];
+                /**
+                 * @description The document's id. An id of another shape answers 404 not_found (before the signature is checked).
+                 * @example doc_zjli6ufh3reosfhypn5nwk2d
+                 */
+                documentId: components["schemas"]["DocumentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The headers of the download (Content-Type is the document's contentType); no body. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /**
+                     * @description The size of the stored bytes.
+                     * @example 482133
+                     */
+                    "Content-Length": number;
+                    /**
+                     * @description `attachment; filename="<ASCII name>"; filename*=UTF-8''<percent-encoded name>` (RFC 6266, RFC 8187): the document's name, control characters replaced, at most 200 characters (the extension kept).
+                     * @example attachment; filename="q3-report.pdf"; filename*=UTF-8''q3-report.pdf
+                     */
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path is not valid percent-encoding (no body on HEAD). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The signed query string is not valid for this request, or has expired (no body on HEAD). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The document is not ready, was deleted, or its bytes are missing (no body on HEAD). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["UploadMethodNotAllowed"];
+            /** @description Unexpected failure (no body on HEAD). */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

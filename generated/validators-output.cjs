@@ -2332,7 +2332,7 @@ return errors === 0;
 validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_TransportErrorBody = validate33;
-const schema45 = {"type":"object","description":"Errors raised by the HTTP layer before a procedure runs, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*).","required":["error","message","requestId"],"additionalProperties":false,"properties":{"error":{"type":"string","enum":["payload_too_large"]},"message":{"type":"string","examples":["Request body exceeds 1048576 bytes."]},"requestId":{"type":"string","examples":["9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"]}},"examples":[{"error":"payload_too_large","message":"Request body exceeds 1048576 bytes.","requestId":"9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"}],"$id":"https://contract.local/schemas/TransportErrorBody"};
+const schema45 = {"type":"object","description":"Errors raised by the HTTP layer outside any procedure, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*), and on the signed `/uploads` addresses of the local storage driver `bad_request` (Content-Length not a byte count), `invalid_signature` (403), `not_found` (404), `method_not_allowed` (405), `length_required` (411) and `too_large` (413).","required":["error","message","requestId"],"additionalProperties":false,"properties":{"error":{"type":"string","enum":["payload_too_large","bad_request","invalid_signature","not_found","method_not_allowed","length_required","too_large"]},"message":{"type":"string","examples":["Request body exceeds 1048576 bytes."]},"requestId":{"type":"string","description":"The request's X-Request-Id.","examples":["9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"]}},"examples":[{"error":"payload_too_large","message":"Request body exceeds 1048576 bytes.","requestId":"9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d"}],"$id":"https://contract.local/schemas/TransportErrorBody"};
 
 function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/TransportErrorBody" */;
@@ -2400,7 +2400,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -3257,7 +3257,7 @@ return errors === 0;
 validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_User = validate41;
-const schema53 = {"type":"object","description":"The signed-in user.","required":["id","email","name","image","role","createdAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The user's id.","examples":["usr_o7nzqdg4w5lltzqli3n4fvu2"]},"email":{"type":"string","format":"email","description":"The user's email address.","examples":["ada@example.com"]},"name":{"type":"string","description":"The user's display name.","examples":["Ada Lovelace"]},"image":{"type":["string","null"],"description":"Address of the user's avatar image, or null when there is none.","examples":["https://avatars.githubusercontent.com/u/583231"]},"role":{"type":["string","null"],"description":"The user's platform role. `admin` marks a platform administrator (allowed to call the admin.* procedures); any other value or null is an ordinary user. Independent of organization roles.","examples":["admin"]},"createdAt":{"type":"string","format":"date-time","description":"When the user signed up.","examples":["2026-11-02T14:30:00.000Z"]}},"examples":[{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","name":"Ada Lovelace","image":null,"role":null,"createdAt":"2026-11-02T14:30:00.000Z"}],"$id":"https://contract.local/schemas/User"};
+const schema53 = {"type":"object","description":"The signed-in user.","required":["id","email","name","image","role","createdAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The user's id.","examples":["usr_o7nzqdg4w5lltzqli3n4fvu2"]},"email":{"type":"string","format":"email","description":"The user's email address.","examples":["ada@example.com"]},"name":{"type":"string","description":"The user's display name.","examples":["Ada Lovelace"]},"image":{"type":["string","null"],"description":"Address of the user's avatar image, or null when there is none.","examples":["https://avatars.githubusercontent.com/u/583231"]},"role":{"type":["string","null"],"description":"The user's platform role. `admin` marks a platform administrator (allowed to call the admin.* procedures); any other value or null is an ordinary user. Independent of organization roles.","examples":["admin"]},"createdAt":{"type":"string","format":"date-time","description":"When the user signed up.","examples":["2026-11-02T14:30:00.000Z"]}},"examples":[{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","name":"Ada Lovelace","image":null,"role":"user","createdAt":"2026-11-02T14:30:00.000Z"}],"$id":"https://contract.local/schemas/User"};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/User" */;
@@ -16088,14 +16088,43 @@ return errors === 0;
 }
 validate117.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_200 = validate118;
-const schema147 = {"$ref":"https://contract.local/schemas/DeletedFlag","$id":"https://contract.local/procedures/admin.flags.delete/output/200"};
+exports.schema_DocumentBytes = validate118;
+const schema147 = {"type":"string","format":"binary","description":"A document's bytes, as they are: the body of an upload PUT and of a download, typed by the document's contentType (DocumentContentType). Not JSON, whatever the media type.","examples":["%PDF-1.7"],"$id":"https://contract.local/schemas/DocumentBytes"};
 
 function validate118(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/200" */;
+/*# sourceURL="https://contract.local/schemas/DocumentBytes" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate118.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(typeof data === "string")){
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate118.errors = vErrors;
+return errors === 0;
+}
+validate118.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_delete_200 = validate119;
+const schema148 = {"$ref":"https://contract.local/schemas/DeletedFlag","$id":"https://contract.local/procedures/admin.flags.delete/output/200"};
+
+function validate119(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate119.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16181,19 +16210,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate118.errors = vErrors;
+validate119.errors = vErrors;
 return errors === 0;
 }
-validate118.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate119.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_400 = validate119;
-const schema149 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.delete/output/400"};
+exports.output_admin_flags_delete_400 = validate120;
+const schema150 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.delete/output/400"};
 
-function validate119(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate119.evaluated;
+const evaluated0 = validate120.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16204,19 +16233,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate119.errors = vErrors;
+validate120.errors = vErrors;
 return errors === 0;
 }
-validate119.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate120.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_401 = validate121;
-const schema150 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.delete/output/401"};
+exports.output_admin_flags_delete_401 = validate122;
+const schema151 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.delete/output/401"};
 
-function validate121(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate122(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate121.evaluated;
+const evaluated0 = validate122.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16349,159 +16378,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate121.errors = vErrors;
-return errors === 0;
-}
-validate121.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_delete_403 = validate122;
-const schema152 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.delete/output/403"};
-
-function validate122(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate122.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -16515,11 +16391,11 @@ return errors === 0;
 }
 validate122.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_404 = validate123;
-const schema154 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.flags.delete/output/404"};
+exports.output_admin_flags_delete_403 = validate123;
+const schema153 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.delete/output/403"};
 
 function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/404" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate123.evaluated;
@@ -16531,7 +16407,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16541,7 +16417,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16551,7 +16427,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16561,7 +16437,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16572,7 +16448,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16584,7 +16460,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16597,7 +16473,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16606,8 +16482,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16620,7 +16496,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16629,8 +16505,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16642,7 +16518,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -16654,7 +16530,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -16668,11 +16544,11 @@ return errors === 0;
 }
 validate123.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_405 = validate124;
-const schema156 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.flags.delete/output/405"};
+exports.output_admin_flags_delete_404 = validate124;
+const schema155 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.flags.delete/output/404"};
 
 function validate124(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/405" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/404" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate124.evaluated;
@@ -16684,7 +16560,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16694,7 +16570,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16704,7 +16580,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16714,7 +16590,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16725,7 +16601,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16737,7 +16613,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16750,7 +16626,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16759,8 +16635,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16773,7 +16649,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16782,8 +16658,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16795,7 +16671,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -16807,7 +16683,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -16821,14 +16697,167 @@ return errors === 0;
 }
 validate124.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_413 = validate125;
-const schema158 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.delete/output/413"};
+exports.output_admin_flags_delete_405 = validate125;
+const schema157 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.flags.delete/output/405"};
 
 function validate125(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/413" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/405" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate125.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate125.errors = vErrors;
+return errors === 0;
+}
+validate125.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_delete_413 = validate126;
+const schema159 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.delete/output/413"};
+
+function validate126(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate126.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16890,7 +16919,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -16936,19 +16965,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate125.errors = vErrors;
+validate126.errors = vErrors;
 return errors === 0;
 }
-validate125.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate126.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_429 = validate126;
-const schema160 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.delete/output/429"};
+exports.output_admin_flags_delete_429 = validate127;
+const schema161 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.delete/output/429"};
 
-function validate126(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate127(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate126.evaluated;
+const evaluated0 = validate127.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17089,19 +17118,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate126.errors = vErrors;
+validate127.errors = vErrors;
 return errors === 0;
 }
-validate126.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate127.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_500 = validate127;
-const schema162 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.delete/output/500"};
+exports.output_admin_flags_delete_500 = validate128;
+const schema163 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.delete/output/500"};
 
-function validate127(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate128(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate127.evaluated;
+const evaluated0 = validate128.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17187,19 +17216,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate127.errors = vErrors;
+validate128.errors = vErrors;
 return errors === 0;
 }
-validate127.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate128.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_delete_501 = validate128;
-const schema164 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.flags.delete/output/501"};
+exports.output_admin_flags_delete_501 = validate129;
+const schema165 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.flags.delete/output/501"};
 
-function validate128(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate129(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.delete/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate128.evaluated;
+const evaluated0 = validate129.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17340,19 +17369,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate128.errors = vErrors;
+validate129.errors = vErrors;
 return errors === 0;
 }
-validate128.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate129.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_200 = validate129;
-const schema166 = {"$ref":"https://contract.local/schemas/FeatureFlagList","$id":"https://contract.local/procedures/admin.flags.list/output/200"};
+exports.output_admin_flags_list_200 = validate130;
+const schema167 = {"$ref":"https://contract.local/schemas/FeatureFlagList","$id":"https://contract.local/procedures/admin.flags.list/output/200"};
 
-function validate129(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate130(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.list/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate129.evaluated;
+const evaluated0 = validate130.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17363,19 +17392,19 @@ if(!(validate112(data, {instancePath,parentData,parentDataProperty,rootData,dyna
 vErrors = vErrors === null ? validate112.errors : vErrors.concat(validate112.errors);
 errors = vErrors.length;
 }
-validate129.errors = vErrors;
+validate130.errors = vErrors;
 return errors === 0;
 }
-validate129.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+validate130.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_400 = validate131;
-const schema167 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.list/output/400"};
+exports.output_admin_flags_list_400 = validate132;
+const schema168 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.list/output/400"};
 
-function validate131(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate132(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.list/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate131.evaluated;
+const evaluated0 = validate132.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17386,19 +17415,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate131.errors = vErrors;
+validate132.errors = vErrors;
 return errors === 0;
 }
-validate131.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate132.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_401 = validate133;
-const schema168 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.list/output/401"};
+exports.output_admin_flags_list_401 = validate134;
+const schema169 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.list/output/401"};
 
-function validate133(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.list/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate133.evaluated;
+const evaluated0 = validate134.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17531,159 +17560,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate133.errors = vErrors;
-return errors === 0;
-}
-validate133.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_list_403 = validate134;
-const schema170 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.list/output/403"};
-
-function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate134.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17697,11 +17573,11 @@ return errors === 0;
 }
 validate134.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_405 = validate135;
-const schema172 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.flags.list/output/405"};
+exports.output_admin_flags_list_403 = validate135;
+const schema171 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.list/output/403"};
 
 function validate135(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/405" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate135.evaluated;
@@ -17713,7 +17589,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17723,7 +17599,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17733,7 +17609,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17743,7 +17619,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17754,7 +17630,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17766,7 +17642,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17779,7 +17655,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17788,8 +17664,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17802,7 +17678,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17811,8 +17687,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17824,7 +17700,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17836,7 +17712,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17850,14 +17726,167 @@ return errors === 0;
 }
 validate135.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_413 = validate136;
-const schema174 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.list/output/413"};
+exports.output_admin_flags_list_405 = validate136;
+const schema173 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.flags.list/output/405"};
 
 function validate136(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/413" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/405" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate136.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate136.errors = vErrors;
+return errors === 0;
+}
+validate136.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_list_413 = validate137;
+const schema175 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.list/output/413"};
+
+function validate137(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.list/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate137.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17919,7 +17948,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -17965,19 +17994,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate136.errors = vErrors;
+validate137.errors = vErrors;
 return errors === 0;
 }
-validate136.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate137.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_429 = validate137;
-const schema176 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.list/output/429"};
+exports.output_admin_flags_list_429 = validate138;
+const schema177 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.list/output/429"};
 
-function validate137(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate138(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.list/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate137.evaluated;
+const evaluated0 = validate138.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18118,19 +18147,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate137.errors = vErrors;
+validate138.errors = vErrors;
 return errors === 0;
 }
-validate137.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate138.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_500 = validate138;
-const schema178 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.list/output/500"};
+exports.output_admin_flags_list_500 = validate139;
+const schema179 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.list/output/500"};
 
-function validate138(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate139(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.list/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate138.evaluated;
+const evaluated0 = validate139.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18216,19 +18245,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate138.errors = vErrors;
+validate139.errors = vErrors;
 return errors === 0;
 }
-validate138.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate139.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_list_501 = validate139;
-const schema180 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.flags.list/output/501"};
+exports.output_admin_flags_list_501 = validate140;
+const schema181 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.flags.list/output/501"};
 
-function validate139(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.list/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate139.evaluated;
+const evaluated0 = validate140.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18369,19 +18398,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate139.errors = vErrors;
+validate140.errors = vErrors;
 return errors === 0;
 }
-validate139.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate140.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_200 = validate140;
-const schema182 = {"$ref":"https://contract.local/schemas/FeatureFlag","$id":"https://contract.local/procedures/admin.flags.setOverride/output/200"};
+exports.output_admin_flags_setOverride_200 = validate141;
+const schema183 = {"$ref":"https://contract.local/schemas/FeatureFlag","$id":"https://contract.local/procedures/admin.flags.setOverride/output/200"};
 
-function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate141(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate140.evaluated;
+const evaluated0 = validate141.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18392,19 +18421,19 @@ if(!(validate111(data, {instancePath,parentData,parentDataProperty,rootData,dyna
 vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
 errors = vErrors.length;
 }
-validate140.errors = vErrors;
+validate141.errors = vErrors;
 return errors === 0;
 }
-validate140.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate141.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_400 = validate142;
-const schema183 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/400"};
+exports.output_admin_flags_setOverride_400 = validate143;
+const schema184 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/400"};
 
-function validate142(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate143(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate142.evaluated;
+const evaluated0 = validate143.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18415,19 +18444,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate142.errors = vErrors;
+validate143.errors = vErrors;
 return errors === 0;
 }
-validate142.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate143.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_401 = validate144;
-const schema184 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/401"};
+exports.output_admin_flags_setOverride_401 = validate145;
+const schema185 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/401"};
 
-function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate145(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate144.evaluated;
+const evaluated0 = validate145.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18560,159 +18589,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate144.errors = vErrors;
-return errors === 0;
-}
-validate144.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_setOverride_403 = validate145;
-const schema186 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/403"};
-
-function validate145(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate145.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -18726,11 +18602,11 @@ return errors === 0;
 }
 validate145.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_404 = validate146;
-const schema188 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/404"};
+exports.output_admin_flags_setOverride_403 = validate146;
+const schema187 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/403"};
 
 function validate146(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/404" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate146.evaluated;
@@ -18742,7 +18618,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18752,7 +18628,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18762,7 +18638,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18772,7 +18648,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18783,7 +18659,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18795,7 +18671,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18808,7 +18684,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18817,8 +18693,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18831,7 +18707,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18840,8 +18716,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18853,7 +18729,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -18865,7 +18741,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -18879,2072 +18755,14 @@ return errors === 0;
 }
 validate146.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_flags_setOverride_405 = validate147;
-const schema190 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/405"};
+exports.output_admin_flags_setOverride_404 = validate147;
+const schema189 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/404"};
 
 function validate147(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/405" */;
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/404" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate147.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate147.errors = vErrors;
-return errors === 0;
-}
-validate147.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_setOverride_413 = validate148;
-const schema192 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.setOverride/output/413"};
-
-function validate148(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate148.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate148.errors = vErrors;
-return errors === 0;
-}
-validate148.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_setOverride_429 = validate149;
-const schema194 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/429"};
-
-function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate149.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate149.errors = vErrors;
-return errors === 0;
-}
-validate149.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_setOverride_500 = validate150;
-const schema196 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.setOverride/output/500"};
-
-function validate150(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate150.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate150.errors = vErrors;
-return errors === 0;
-}
-validate150.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_setOverride_501 = validate151;
-const schema198 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/501"};
-
-function validate151(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate151.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate151.errors = vErrors;
-return errors === 0;
-}
-validate151.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_200 = validate152;
-const schema200 = {"$ref":"https://contract.local/schemas/FeatureFlag","$id":"https://contract.local/procedures/admin.flags.upsert/output/200"};
-
-function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate152.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate111(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
-errors = vErrors.length;
-}
-validate152.errors = vErrors;
-return errors === 0;
-}
-validate152.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_400 = validate154;
-const schema201 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.upsert/output/400"};
-
-function validate154(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate154.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate154.errors = vErrors;
-return errors === 0;
-}
-validate154.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_401 = validate156;
-const schema202 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.upsert/output/401"};
-
-function validate156(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate156.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate156.errors = vErrors;
-return errors === 0;
-}
-validate156.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_403 = validate157;
-const schema204 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.upsert/output/403"};
-
-function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate157.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate157.errors = vErrors;
-return errors === 0;
-}
-validate157.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_405 = validate158;
-const schema206 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.flags.upsert/output/405"};
-
-function validate158(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/405" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate158.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate158.errors = vErrors;
-return errors === 0;
-}
-validate158.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_413 = validate159;
-const schema208 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.upsert/output/413"};
-
-function validate159(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate159.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate159.errors = vErrors;
-return errors === 0;
-}
-validate159.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_429 = validate160;
-const schema210 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.upsert/output/429"};
-
-function validate160(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate160.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate160.errors = vErrors;
-return errors === 0;
-}
-validate160.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_500 = validate161;
-const schema212 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.upsert/output/500"};
-
-function validate161(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate161.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate161.errors = vErrors;
-return errors === 0;
-}
-validate161.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_flags_upsert_501 = validate162;
-const schema214 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.flags.upsert/output/501"};
-
-function validate162(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate162.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate162.errors = vErrors;
-return errors === 0;
-}
-validate162.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_200 = validate163;
-const schema216 = {"$ref":"https://contract.local/schemas/CancelSubscriptionResult","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/200"};
-
-function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate163.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate109(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate109.errors : vErrors.concat(validate109.errors);
-errors = vErrors.length;
-}
-validate163.errors = vErrors;
-return errors === 0;
-}
-validate163.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_400 = validate165;
-const schema217 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/400"};
-
-function validate165(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate165.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate165.errors = vErrors;
-return errors === 0;
-}
-validate165.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_401 = validate167;
-const schema218 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/401"};
-
-function validate167(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate167.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate167.errors = vErrors;
-return errors === 0;
-}
-validate167.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_403 = validate168;
-const schema220 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/403"};
-
-function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate168.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate168.errors = vErrors;
-return errors === 0;
-}
-validate168.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_cancelSubscription_404 = validate169;
-const schema222 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/404"};
-
-function validate169(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/404" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate169.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21085,19 +18903,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate169.errors = vErrors;
+validate147.errors = vErrors;
 return errors === 0;
 }
-validate169.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate147.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_405 = validate170;
-const schema224 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/405"};
+exports.output_admin_flags_setOverride_405 = validate148;
+const schema191 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/405"};
 
-function validate170(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/405" */;
+function validate148(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate170.evaluated;
+const evaluated0 = validate148.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21238,19 +19056,2230 @@ vErrors.push(err11);
 }
 errors++;
 }
+validate148.errors = vErrors;
+return errors === 0;
+}
+validate148.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_setOverride_413 = validate149;
+const schema193 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.setOverride/output/413"};
+
+function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate149.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate149.errors = vErrors;
+return errors === 0;
+}
+validate149.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_setOverride_429 = validate150;
+const schema195 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/429"};
+
+function validate150(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate150.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate150.errors = vErrors;
+return errors === 0;
+}
+validate150.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_setOverride_500 = validate151;
+const schema197 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.setOverride/output/500"};
+
+function validate151(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate151.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate151.errors = vErrors;
+return errors === 0;
+}
+validate151.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_setOverride_501 = validate152;
+const schema199 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.flags.setOverride/output/501"};
+
+function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.setOverride/output/501" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate152.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_IMPLEMENTED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(501 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate152.errors = vErrors;
+return errors === 0;
+}
+validate152.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_200 = validate153;
+const schema201 = {"$ref":"https://contract.local/schemas/FeatureFlag","$id":"https://contract.local/procedures/admin.flags.upsert/output/200"};
+
+function validate153(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate153.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate111(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
+errors = vErrors.length;
+}
+validate153.errors = vErrors;
+return errors === 0;
+}
+validate153.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_400 = validate155;
+const schema202 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.flags.upsert/output/400"};
+
+function validate155(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate155.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate155.errors = vErrors;
+return errors === 0;
+}
+validate155.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_401 = validate157;
+const schema203 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.flags.upsert/output/401"};
+
+function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate157.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate157.errors = vErrors;
+return errors === 0;
+}
+validate157.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_403 = validate158;
+const schema205 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.flags.upsert/output/403"};
+
+function validate158(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate158.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate158.errors = vErrors;
+return errors === 0;
+}
+validate158.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_405 = validate159;
+const schema207 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.flags.upsert/output/405"};
+
+function validate159(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate159.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate159.errors = vErrors;
+return errors === 0;
+}
+validate159.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_413 = validate160;
+const schema209 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.flags.upsert/output/413"};
+
+function validate160(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate160.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate160.errors = vErrors;
+return errors === 0;
+}
+validate160.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_429 = validate161;
+const schema211 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.flags.upsert/output/429"};
+
+function validate161(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate161.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate161.errors = vErrors;
+return errors === 0;
+}
+validate161.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_500 = validate162;
+const schema213 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.flags.upsert/output/500"};
+
+function validate162(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate162.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate162.errors = vErrors;
+return errors === 0;
+}
+validate162.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_flags_upsert_501 = validate163;
+const schema215 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.flags.upsert/output/501"};
+
+function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.flags.upsert/output/501" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate163.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_IMPLEMENTED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(501 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate163.errors = vErrors;
+return errors === 0;
+}
+validate163.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_200 = validate164;
+const schema217 = {"$ref":"https://contract.local/schemas/CancelSubscriptionResult","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/200"};
+
+function validate164(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate164.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate109(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate109.errors : vErrors.concat(validate109.errors);
+errors = vErrors.length;
+}
+validate164.errors = vErrors;
+return errors === 0;
+}
+validate164.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_400 = validate166;
+const schema218 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/400"};
+
+function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate166.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate166.errors = vErrors;
+return errors === 0;
+}
+validate166.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_401 = validate168;
+const schema219 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/401"};
+
+function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate168.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate168.errors = vErrors;
+return errors === 0;
+}
+validate168.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_403 = validate169;
+const schema221 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/403"};
+
+function validate169(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate169.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate169.errors = vErrors;
+return errors === 0;
+}
+validate169.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_404 = validate170;
+const schema223 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/404"};
+
+function validate170(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/404" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate170.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
 validate170.errors = vErrors;
 return errors === 0;
 }
 validate170.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_412 = validate171;
-const schema226 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/412"};
+exports.output_admin_organizations_cancelSubscription_405 = validate171;
+const schema225 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/405"};
 
 function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/412" */;
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/405" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate171.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate171.errors = vErrors;
+return errors === 0;
+}
+validate171.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_cancelSubscription_412 = validate172;
+const schema227 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/412"};
+
+function validate172(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/412" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate172.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21391,19 +21420,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate171.errors = vErrors;
+validate172.errors = vErrors;
 return errors === 0;
 }
-validate171.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate172.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_413 = validate172;
-const schema228 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/413"};
+exports.output_admin_organizations_cancelSubscription_413 = validate173;
+const schema229 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/413"};
 
-function validate172(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate172.evaluated;
+const evaluated0 = validate173.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21465,7 +21494,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -21511,19 +21540,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate172.errors = vErrors;
+validate173.errors = vErrors;
 return errors === 0;
 }
-validate172.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate173.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_429 = validate173;
-const schema230 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/429"};
+exports.output_admin_organizations_cancelSubscription_429 = validate174;
+const schema231 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/429"};
 
-function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate174(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate173.evaluated;
+const evaluated0 = validate174.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21664,19 +21693,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate173.errors = vErrors;
+validate174.errors = vErrors;
 return errors === 0;
 }
-validate173.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate174.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_500 = validate174;
-const schema232 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/500"};
+exports.output_admin_organizations_cancelSubscription_500 = validate175;
+const schema233 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/500"};
 
-function validate174(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate174.evaluated;
+const evaluated0 = validate175.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21762,19 +21791,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate174.errors = vErrors;
+validate175.errors = vErrors;
 return errors === 0;
 }
-validate174.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate175.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_cancelSubscription_501 = validate175;
-const schema234 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/501"};
+exports.output_admin_organizations_cancelSubscription_501 = validate176;
+const schema235 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.organizations.cancelSubscription/output/501"};
 
-function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate176(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.cancelSubscription/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate175.evaluated;
+const evaluated0 = validate176.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21915,19 +21944,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate175.errors = vErrors;
+validate176.errors = vErrors;
 return errors === 0;
 }
-validate175.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate176.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_200 = validate176;
-const schema236 = {"$ref":"https://contract.local/schemas/AdminOrganizationsDeleteResult","$id":"https://contract.local/procedures/admin.organizations.delete/output/200"};
+exports.output_admin_organizations_delete_200 = validate177;
+const schema237 = {"$ref":"https://contract.local/schemas/AdminOrganizationsDeleteResult","$id":"https://contract.local/procedures/admin.organizations.delete/output/200"};
 
-function validate176(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate177(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate176.evaluated;
+const evaluated0 = validate177.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22050,19 +22079,19 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate176.errors = vErrors;
+validate177.errors = vErrors;
 return errors === 0;
 }
-validate176.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate177.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_400 = validate177;
-const schema238 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.delete/output/400"};
+exports.output_admin_organizations_delete_400 = validate178;
+const schema239 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.delete/output/400"};
 
-function validate177(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate178(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate177.evaluated;
+const evaluated0 = validate178.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22073,19 +22102,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate177.errors = vErrors;
+validate178.errors = vErrors;
 return errors === 0;
 }
-validate177.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate178.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_401 = validate179;
-const schema239 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/401"};
+exports.output_admin_organizations_delete_401 = validate180;
+const schema240 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/401"};
 
-function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate179.evaluated;
+const evaluated0 = validate180.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22226,19 +22255,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate179.errors = vErrors;
+validate180.errors = vErrors;
 return errors === 0;
 }
-validate179.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate180.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_403 = validate180;
-const schema241 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.delete/output/403"};
+exports.output_admin_organizations_delete_403 = validate181;
+const schema242 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.delete/output/403"};
 
-function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate180.evaluated;
+const evaluated0 = validate181.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22379,19 +22408,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate180.errors = vErrors;
+validate181.errors = vErrors;
 return errors === 0;
 }
-validate180.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate181.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_404 = validate181;
-const schema243 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.organizations.delete/output/404"};
+exports.output_admin_organizations_delete_404 = validate182;
+const schema244 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/admin.organizations.delete/output/404"};
 
-function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate182(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate181.evaluated;
+const evaluated0 = validate182.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22532,19 +22561,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate181.errors = vErrors;
+validate182.errors = vErrors;
 return errors === 0;
 }
-validate181.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate182.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_405 = validate182;
-const schema245 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/405"};
+exports.output_admin_organizations_delete_405 = validate183;
+const schema246 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/405"};
 
-function validate182(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate183(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate182.evaluated;
+const evaluated0 = validate183.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22685,19 +22714,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate182.errors = vErrors;
+validate183.errors = vErrors;
 return errors === 0;
 }
-validate182.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate183.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_412 = validate183;
-const schema247 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/412"};
+exports.output_admin_organizations_delete_412 = validate184;
+const schema248 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/412"};
 
-function validate183(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate184(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate183.evaluated;
+const evaluated0 = validate184.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22838,19 +22867,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate183.errors = vErrors;
+validate184.errors = vErrors;
 return errors === 0;
 }
-validate183.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate184.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_413 = validate184;
-const schema249 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.delete/output/413"};
+exports.output_admin_organizations_delete_413 = validate185;
+const schema250 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.delete/output/413"};
 
-function validate184(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate184.evaluated;
+const evaluated0 = validate185.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22912,7 +22941,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -22958,19 +22987,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate184.errors = vErrors;
+validate185.errors = vErrors;
 return errors === 0;
 }
-validate184.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate185.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_429 = validate185;
-const schema251 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.delete/output/429"};
+exports.output_admin_organizations_delete_429 = validate186;
+const schema252 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.delete/output/429"};
 
-function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate185.evaluated;
+const evaluated0 = validate186.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23111,19 +23140,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate185.errors = vErrors;
+validate186.errors = vErrors;
 return errors === 0;
 }
-validate185.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate186.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_500 = validate186;
-const schema253 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.delete/output/500"};
+exports.output_admin_organizations_delete_500 = validate187;
+const schema254 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.delete/output/500"};
 
-function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate187(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate186.evaluated;
+const evaluated0 = validate187.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23209,19 +23238,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate186.errors = vErrors;
+validate187.errors = vErrors;
 return errors === 0;
 }
-validate186.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate187.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_delete_501 = validate187;
-const schema255 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/501"};
+exports.output_admin_organizations_delete_501 = validate188;
+const schema256 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.organizations.delete/output/501"};
 
-function validate187(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.delete/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate187.evaluated;
+const evaluated0 = validate188.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23362,19 +23391,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate187.errors = vErrors;
+validate188.errors = vErrors;
 return errors === 0;
 }
-validate187.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate188.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_200 = validate188;
-const schema257 = {"$ref":"https://contract.local/schemas/OrganizationSummaryPage","$id":"https://contract.local/procedures/admin.organizations.list/output/200"};
+exports.output_admin_organizations_list_200 = validate189;
+const schema258 = {"$ref":"https://contract.local/schemas/OrganizationSummaryPage","$id":"https://contract.local/procedures/admin.organizations.list/output/200"};
 
-function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate188.evaluated;
+const evaluated0 = validate189.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23385,19 +23414,19 @@ if(!(validate104(data, {instancePath,parentData,parentDataProperty,rootData,dyna
 vErrors = vErrors === null ? validate104.errors : vErrors.concat(validate104.errors);
 errors = vErrors.length;
 }
-validate188.errors = vErrors;
+validate189.errors = vErrors;
 return errors === 0;
 }
-validate188.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate189.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_400 = validate190;
-const schema258 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.list/output/400"};
+exports.output_admin_organizations_list_400 = validate191;
+const schema259 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.organizations.list/output/400"};
 
-function validate190(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate190.evaluated;
+const evaluated0 = validate191.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23408,19 +23437,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate190.errors = vErrors;
+validate191.errors = vErrors;
 return errors === 0;
 }
-validate190.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate191.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_401 = validate192;
-const schema259 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.list/output/401"};
+exports.output_admin_organizations_list_401 = validate193;
+const schema260 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.organizations.list/output/401"};
 
-function validate192(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate192.evaluated;
+const evaluated0 = validate193.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23553,159 +23582,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate192.errors = vErrors;
-return errors === 0;
-}
-validate192.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_organizations_list_403 = validate193;
-const schema261 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.list/output/403"};
-
-function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate193.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -23719,11 +23595,11 @@ return errors === 0;
 }
 validate193.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_405 = validate194;
-const schema263 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.organizations.list/output/405"};
+exports.output_admin_organizations_list_403 = validate194;
+const schema262 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.organizations.list/output/403"};
 
 function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/405" */;
+/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate194.evaluated;
@@ -23735,7 +23611,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -23745,7 +23621,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -23755,7 +23631,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -23765,7 +23641,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -23776,7 +23652,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -23788,7 +23664,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -23801,7 +23677,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -23810,8 +23686,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -23824,7 +23700,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -23833,8 +23709,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -23846,7 +23722,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -23858,7 +23734,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -23872,14 +23748,167 @@ return errors === 0;
 }
 validate194.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_413 = validate195;
-const schema265 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.list/output/413"};
+exports.output_admin_organizations_list_405 = validate195;
+const schema264 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.organizations.list/output/405"};
 
 function validate195(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/413" */;
+/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/405" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate195.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate195.errors = vErrors;
+return errors === 0;
+}
+validate195.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_admin_organizations_list_413 = validate196;
+const schema266 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.organizations.list/output/413"};
+
+function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate196.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23941,7 +23970,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -23987,19 +24016,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate195.errors = vErrors;
+validate196.errors = vErrors;
 return errors === 0;
 }
-validate195.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate196.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_429 = validate196;
-const schema267 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.list/output/429"};
+exports.output_admin_organizations_list_429 = validate197;
+const schema268 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.organizations.list/output/429"};
 
-function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate197(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate196.evaluated;
+const evaluated0 = validate197.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24140,19 +24169,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate196.errors = vErrors;
+validate197.errors = vErrors;
 return errors === 0;
 }
-validate196.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate197.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_500 = validate197;
-const schema269 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.list/output/500"};
+exports.output_admin_organizations_list_500 = validate198;
+const schema270 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.organizations.list/output/500"};
 
-function validate197(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate198(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate197.evaluated;
+const evaluated0 = validate198.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24238,19 +24267,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate197.errors = vErrors;
+validate198.errors = vErrors;
 return errors === 0;
 }
-validate197.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate198.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_organizations_list_501 = validate198;
-const schema271 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.organizations.list/output/501"};
+exports.output_admin_organizations_list_501 = validate199;
+const schema272 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.organizations.list/output/501"};
 
-function validate198(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.organizations.list/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate198.evaluated;
+const evaluated0 = validate199.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24391,19 +24420,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate198.errors = vErrors;
+validate199.errors = vErrors;
 return errors === 0;
 }
-validate198.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate199.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_system_status_200 = validate199;
-const schema273 = {"$ref":"https://contract.local/schemas/SystemStatus","$id":"https://contract.local/procedures/admin.system.status/output/200"};
+exports.output_admin_system_status_200 = validate200;
+const schema274 = {"$ref":"https://contract.local/schemas/SystemStatus","$id":"https://contract.local/procedures/admin.system.status/output/200"};
 
-function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.system.status/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate199.evaluated;
+const evaluated0 = validate200.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24414,19 +24443,19 @@ if(!(validate117(data, {instancePath,parentData,parentDataProperty,rootData,dyna
 vErrors = vErrors === null ? validate117.errors : vErrors.concat(validate117.errors);
 errors = vErrors.length;
 }
-validate199.errors = vErrors;
+validate200.errors = vErrors;
 return errors === 0;
 }
-validate199.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate200.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_system_status_400 = validate201;
-const schema274 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.system.status/output/400"};
+exports.output_admin_system_status_400 = validate202;
+const schema275 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/admin.system.status/output/400"};
 
-function validate201(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate202(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.system.status/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate201.evaluated;
+const evaluated0 = validate202.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24437,19 +24466,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate201.errors = vErrors;
+validate202.errors = vErrors;
 return errors === 0;
 }
-validate201.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate202.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_system_status_401 = validate203;
-const schema275 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.system.status/output/401"};
+exports.output_admin_system_status_401 = validate204;
+const schema276 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/admin.system.status/output/401"};
 
-function validate203(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/admin.system.status/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate203.evaluated;
+const evaluated0 = validate204.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24582,159 +24611,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate203.errors = vErrors;
-return errors === 0;
-}
-validate203.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_system_status_403 = validate204;
-const schema277 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.system.status/output/403"};
-
-function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate204.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -24748,890 +24624,14 @@ return errors === 0;
 }
 validate204.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_admin_system_status_405 = validate205;
-const schema279 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.system.status/output/405"};
+exports.output_admin_system_status_403 = validate205;
+const schema278 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/admin.system.status/output/403"};
 
 function validate205(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/405" */;
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate205.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate205.errors = vErrors;
-return errors === 0;
-}
-validate205.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_system_status_413 = validate206;
-const schema281 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.system.status/output/413"};
-
-function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate206.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate206.errors = vErrors;
-return errors === 0;
-}
-validate206.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_system_status_429 = validate207;
-const schema283 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.system.status/output/429"};
-
-function validate207(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate207.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate207.errors = vErrors;
-return errors === 0;
-}
-validate207.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_system_status_500 = validate208;
-const schema285 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.system.status/output/500"};
-
-function validate208(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate208.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate208.errors = vErrors;
-return errors === 0;
-}
-validate208.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_admin_system_status_501 = validate209;
-const schema287 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.system.status/output/501"};
-
-function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/admin.system.status/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate209.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate209.errors = vErrors;
-return errors === 0;
-}
-validate209.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_billing_status_200 = validate210;
-const schema289 = {"$ref":"https://contract.local/schemas/BillingStatus","$id":"https://contract.local/procedures/billing.status/output/200"};
-
-function validate210(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate210.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate50(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
-errors = vErrors.length;
-}
-validate210.errors = vErrors;
-return errors === 0;
-}
-validate210.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_billing_status_400 = validate212;
-const schema290 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/billing.status/output/400"};
-
-function validate212(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate212.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate212.errors = vErrors;
-return errors === 0;
-}
-validate212.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_billing_status_401 = validate214;
-const schema291 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/billing.status/output/401"};
-
-function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate214.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate214.errors = vErrors;
-return errors === 0;
-}
-validate214.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_billing_status_403 = validate215;
-const schema293 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/billing.status/output/403"};
-
-function validate215(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate215.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25772,19 +24772,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate215.errors = vErrors;
+validate205.errors = vErrors;
 return errors === 0;
 }
-validate215.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate205.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_billing_status_405 = validate216;
-const schema295 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/billing.status/output/405"};
+exports.output_admin_system_status_405 = validate206;
+const schema280 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/admin.system.status/output/405"};
 
-function validate216(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/405" */;
+function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate216.evaluated;
+const evaluated0 = validate206.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25925,19 +24925,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate216.errors = vErrors;
+validate206.errors = vErrors;
 return errors === 0;
 }
-validate216.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate206.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_billing_status_413 = validate217;
-const schema297 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/billing.status/output/413"};
+exports.output_admin_system_status_413 = validate207;
+const schema282 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/admin.system.status/output/413"};
 
-function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/413" */;
+function validate207(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate217.evaluated;
+const evaluated0 = validate207.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25999,7 +24999,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -26045,19 +25045,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate217.errors = vErrors;
+validate207.errors = vErrors;
 return errors === 0;
 }
-validate217.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate207.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_billing_status_429 = validate218;
-const schema299 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/billing.status/output/429"};
+exports.output_admin_system_status_429 = validate208;
+const schema284 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/admin.system.status/output/429"};
 
-function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/429" */;
+function validate208(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate218.evaluated;
+const evaluated0 = validate208.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26198,19 +25198,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate218.errors = vErrors;
+validate208.errors = vErrors;
 return errors === 0;
 }
-validate218.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate208.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_billing_status_500 = validate219;
-const schema301 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/billing.status/output/500"};
+exports.output_admin_system_status_500 = validate209;
+const schema286 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/admin.system.status/output/500"};
 
-function validate219(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/500" */;
+function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate219.evaluated;
+const evaluated0 = validate209.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26296,19 +25296,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate219.errors = vErrors;
+validate209.errors = vErrors;
 return errors === 0;
 }
-validate219.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate209.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_billing_status_501 = validate220;
-const schema303 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/billing.status/output/501"};
+exports.output_admin_system_status_501 = validate210;
+const schema288 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/admin.system.status/output/501"};
 
-function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/billing.status/output/501" */;
+function validate210(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/admin.system.status/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate220.evaluated;
+const evaluated0 = validate210.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26449,19 +25449,1048 @@ vErrors.push(err11);
 }
 errors++;
 }
+validate210.errors = vErrors;
+return errors === 0;
+}
+validate210.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_200 = validate211;
+const schema290 = {"$ref":"https://contract.local/schemas/BillingStatus","$id":"https://contract.local/procedures/billing.status/output/200"};
+
+function validate211(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate211.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate50(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
+errors = vErrors.length;
+}
+validate211.errors = vErrors;
+return errors === 0;
+}
+validate211.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_400 = validate213;
+const schema291 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/billing.status/output/400"};
+
+function validate213(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate213.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate213.errors = vErrors;
+return errors === 0;
+}
+validate213.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_401 = validate215;
+const schema292 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/billing.status/output/401"};
+
+function validate215(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate215.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate215.errors = vErrors;
+return errors === 0;
+}
+validate215.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_403 = validate216;
+const schema294 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/billing.status/output/403"};
+
+function validate216(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate216.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate216.errors = vErrors;
+return errors === 0;
+}
+validate216.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_405 = validate217;
+const schema296 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/billing.status/output/405"};
+
+function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate217.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate217.errors = vErrors;
+return errors === 0;
+}
+validate217.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_413 = validate218;
+const schema298 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/billing.status/output/413"};
+
+function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate218.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate218.errors = vErrors;
+return errors === 0;
+}
+validate218.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_429 = validate219;
+const schema300 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/billing.status/output/429"};
+
+function validate219(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate219.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate219.errors = vErrors;
+return errors === 0;
+}
+validate219.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_billing_status_500 = validate220;
+const schema302 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/billing.status/output/500"};
+
+function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/billing.status/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate220.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
 validate220.errors = vErrors;
 return errors === 0;
 }
 validate220.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_200 = validate221;
-const schema305 = {"$ref":"https://contract.local/schemas/ContactSendResult","$id":"https://contract.local/procedures/contact.send/output/200"};
+exports.output_billing_status_501 = validate221;
+const schema304 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/billing.status/output/501"};
 
 function validate221(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/contact.send/output/200" */;
+/*# sourceURL="https://contract.local/procedures/billing.status/output/501" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate221.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_IMPLEMENTED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(501 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate221.errors = vErrors;
+return errors === 0;
+}
+validate221.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_contact_send_200 = validate222;
+const schema306 = {"$ref":"https://contract.local/schemas/ContactSendResult","$id":"https://contract.local/procedures/contact.send/output/200"};
+
+function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/contact.send/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate222.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26525,19 +26554,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate221.errors = vErrors;
+validate222.errors = vErrors;
 return errors === 0;
 }
-validate221.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate222.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_400 = validate222;
-const schema307 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/contact.send/output/400"};
+exports.output_contact_send_400 = validate223;
+const schema308 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/contact.send/output/400"};
 
-function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate223(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate222.evaluated;
+const evaluated0 = validate223.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26548,19 +26577,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate222.errors = vErrors;
+validate223.errors = vErrors;
 return errors === 0;
 }
-validate222.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate223.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_403 = validate224;
-const schema308 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/contact.send/output/403"};
+exports.output_contact_send_403 = validate225;
+const schema309 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/contact.send/output/403"};
 
-function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate225(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate224.evaluated;
+const evaluated0 = validate225.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26701,19 +26730,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate224.errors = vErrors;
+validate225.errors = vErrors;
 return errors === 0;
 }
-validate224.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate225.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_405 = validate225;
-const schema310 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/contact.send/output/405"};
+exports.output_contact_send_405 = validate226;
+const schema311 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/contact.send/output/405"};
 
-function validate225(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate226(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate225.evaluated;
+const evaluated0 = validate226.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -26854,19 +26883,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate225.errors = vErrors;
+validate226.errors = vErrors;
 return errors === 0;
 }
-validate225.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate226.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_412 = validate226;
-const schema312 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/contact.send/output/412"};
+exports.output_contact_send_412 = validate227;
+const schema313 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/contact.send/output/412"};
 
-function validate226(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate227(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate226.evaluated;
+const evaluated0 = validate227.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27007,19 +27036,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate226.errors = vErrors;
+validate227.errors = vErrors;
 return errors === 0;
 }
-validate226.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate227.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_413 = validate227;
-const schema314 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/contact.send/output/413"};
+exports.output_contact_send_413 = validate228;
+const schema315 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/contact.send/output/413"};
 
-function validate227(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate227.evaluated;
+const evaluated0 = validate228.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27081,7 +27110,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -27127,19 +27156,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate227.errors = vErrors;
+validate228.errors = vErrors;
 return errors === 0;
 }
-validate227.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate228.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_429 = validate228;
-const schema316 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/contact.send/output/429"};
+exports.output_contact_send_429 = validate229;
+const schema317 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/contact.send/output/429"};
 
-function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate229(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate228.evaluated;
+const evaluated0 = validate229.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27280,19 +27309,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate228.errors = vErrors;
+validate229.errors = vErrors;
 return errors === 0;
 }
-validate228.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate229.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_contact_send_500 = validate229;
-const schema318 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/contact.send/output/500"};
+exports.output_contact_send_500 = validate230;
+const schema319 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/contact.send/output/500"};
 
-function validate229(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate230(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/contact.send/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate229.evaluated;
+const evaluated0 = validate230.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27378,19 +27407,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate229.errors = vErrors;
+validate230.errors = vErrors;
 return errors === 0;
 }
-validate229.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate230.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_200 = validate230;
-const schema320 = {"$ref":"https://contract.local/schemas/Document","$id":"https://contract.local/procedures/documents.complete/output/200"};
+exports.output_documents_complete_200 = validate231;
+const schema321 = {"$ref":"https://contract.local/schemas/Document","$id":"https://contract.local/procedures/documents.complete/output/200"};
 
-function validate230(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate231(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate230.evaluated;
+const evaluated0 = validate231.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27401,19 +27430,19 @@ if(!(validate62(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
 errors = vErrors.length;
 }
-validate230.errors = vErrors;
+validate231.errors = vErrors;
 return errors === 0;
 }
-validate230.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate231.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_400 = validate232;
-const schema321 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.complete/output/400"};
+exports.output_documents_complete_400 = validate233;
+const schema322 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.complete/output/400"};
 
-function validate232(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate232.evaluated;
+const evaluated0 = validate233.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27424,19 +27453,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate232.errors = vErrors;
+validate233.errors = vErrors;
 return errors === 0;
 }
-validate232.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate233.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_401 = validate234;
-const schema322 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.complete/output/401"};
+exports.output_documents_complete_401 = validate235;
+const schema323 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.complete/output/401"};
 
-function validate234(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate234.evaluated;
+const evaluated0 = validate235.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27577,19 +27606,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate234.errors = vErrors;
+validate235.errors = vErrors;
 return errors === 0;
 }
-validate234.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate235.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_403 = validate235;
-const schema324 = {"$id":"https://contract.local/procedures/documents.complete/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+exports.output_documents_complete_403 = validate236;
+const schema325 = {"$id":"https://contract.local/procedures/documents.complete/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
-function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate236(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate235.evaluated;
+const evaluated0 = validate236.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -27610,7 +27639,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema324.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema325.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -28167,20 +28196,20 @@ props0 = props0 || {};
 Object.assign(props0, props1);
 }
 }
-validate235.errors = vErrors;
+validate236.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate235.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate236.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_complete_404 = validate236;
-const schema327 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.complete/output/404"};
+exports.output_documents_complete_404 = validate237;
+const schema328 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.complete/output/404"};
 
-function validate236(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate236.evaluated;
+const evaluated0 = validate237.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -28321,19 +28350,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate236.errors = vErrors;
+validate237.errors = vErrors;
 return errors === 0;
 }
-validate236.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate237.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_405 = validate237;
-const schema329 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.complete/output/405"};
+exports.output_documents_complete_405 = validate238;
+const schema330 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.complete/output/405"};
 
-function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate238(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate237.evaluated;
+const evaluated0 = validate238.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -28474,19 +28503,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate237.errors = vErrors;
+validate238.errors = vErrors;
 return errors === 0;
 }
-validate237.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate238.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_412 = validate238;
-const schema331 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/documents.complete/output/412"};
+exports.output_documents_complete_412 = validate239;
+const schema332 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/documents.complete/output/412"};
 
-function validate238(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate238.evaluated;
+const evaluated0 = validate239.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -28627,19 +28656,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate238.errors = vErrors;
+validate239.errors = vErrors;
 return errors === 0;
 }
-validate238.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate239.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_413 = validate239;
-const schema333 = {"oneOf":[{"$ref":"https://contract.local/schemas/PayloadTooLargeError"},{"$ref":"https://contract.local/schemas/TransportErrorBody"}],"$id":"https://contract.local/procedures/documents.complete/output/413"};
+exports.output_documents_complete_413 = validate240;
+const schema334 = {"oneOf":[{"$ref":"https://contract.local/schemas/PayloadTooLargeError"},{"$ref":"https://contract.local/schemas/TransportErrorBody"}],"$id":"https://contract.local/procedures/documents.complete/output/413"};
 
-function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate240(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate239.evaluated;
+const evaluated0 = validate240.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -28906,7 +28935,7 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(!(data6 === "payload_too_large")){
+if(!(((((((data6 === "payload_too_large") || (data6 === "bad_request")) || (data6 === "invalid_signature")) || (data6 === "not_found")) || (data6 === "method_not_allowed")) || (data6 === "length_required")) || (data6 === "too_large"))){
 const err22 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
@@ -28987,20 +29016,20 @@ vErrors = null;
 }
 }
 }
-validate239.errors = vErrors;
+validate240.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate239.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate240.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_complete_429 = validate240;
-const schema336 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.complete/output/429"};
+exports.output_documents_complete_429 = validate241;
+const schema337 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.complete/output/429"};
 
-function validate240(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate241(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate240.evaluated;
+const evaluated0 = validate241.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -29141,19 +29170,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate240.errors = vErrors;
+validate241.errors = vErrors;
 return errors === 0;
 }
-validate240.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate241.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_complete_500 = validate241;
-const schema338 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.complete/output/500"};
+exports.output_documents_complete_500 = validate242;
+const schema339 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.complete/output/500"};
 
-function validate241(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.complete/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate241.evaluated;
+const evaluated0 = validate242.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -29239,19 +29268,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate241.errors = vErrors;
+validate242.errors = vErrors;
 return errors === 0;
 }
-validate241.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate242.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_200 = validate242;
-const schema340 = {"$ref":"https://contract.local/schemas/DocumentUpload","$id":"https://contract.local/procedures/documents.createUpload/output/200"};
+exports.output_documents_createUpload_200 = validate243;
+const schema341 = {"$ref":"https://contract.local/schemas/DocumentUpload","$id":"https://contract.local/procedures/documents.createUpload/output/200"};
 
-function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate243(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate242.evaluated;
+const evaluated0 = validate243.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -29262,19 +29291,19 @@ if(!(validate69(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
 errors = vErrors.length;
 }
-validate242.errors = vErrors;
+validate243.errors = vErrors;
 return errors === 0;
 }
-validate242.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate243.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_400 = validate244;
-const schema341 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.createUpload/output/400"};
+exports.output_documents_createUpload_400 = validate245;
+const schema342 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.createUpload/output/400"};
 
-function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate245(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate244.evaluated;
+const evaluated0 = validate245.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -29285,19 +29314,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate244.errors = vErrors;
+validate245.errors = vErrors;
 return errors === 0;
 }
-validate244.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate245.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_401 = validate246;
-const schema342 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.createUpload/output/401"};
+exports.output_documents_createUpload_401 = validate247;
+const schema343 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.createUpload/output/401"};
 
-function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate246.evaluated;
+const evaluated0 = validate247.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -29438,19 +29467,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate246.errors = vErrors;
+validate247.errors = vErrors;
 return errors === 0;
 }
-validate246.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate247.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_403 = validate247;
-const schema344 = {"$id":"https://contract.local/procedures/documents.createUpload/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+exports.output_documents_createUpload_403 = validate248;
+const schema345 = {"$id":"https://contract.local/procedures/documents.createUpload/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
-function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate247.evaluated;
+const evaluated0 = validate248.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -29471,7 +29500,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema344.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema345.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -30028,20 +30057,20 @@ props0 = props0 || {};
 Object.assign(props0, props1);
 }
 }
-validate247.errors = vErrors;
+validate248.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate247.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate248.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_createUpload_404 = validate248;
-const schema347 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.createUpload/output/404"};
+exports.output_documents_createUpload_404 = validate249;
+const schema348 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.createUpload/output/404"};
 
-function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate248.evaluated;
+const evaluated0 = validate249.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -30182,19 +30211,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate248.errors = vErrors;
+validate249.errors = vErrors;
 return errors === 0;
 }
-validate248.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate249.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_405 = validate249;
-const schema349 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.createUpload/output/405"};
+exports.output_documents_createUpload_405 = validate250;
+const schema350 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.createUpload/output/405"};
 
-function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate250(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate249.evaluated;
+const evaluated0 = validate250.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -30335,19 +30364,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate249.errors = vErrors;
+validate250.errors = vErrors;
 return errors === 0;
 }
-validate249.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate250.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_413 = validate250;
-const schema351 = {"oneOf":[{"$ref":"https://contract.local/schemas/PayloadTooLargeError"},{"$ref":"https://contract.local/schemas/TransportErrorBody"}],"$id":"https://contract.local/procedures/documents.createUpload/output/413"};
+exports.output_documents_createUpload_413 = validate251;
+const schema352 = {"oneOf":[{"$ref":"https://contract.local/schemas/PayloadTooLargeError"},{"$ref":"https://contract.local/schemas/TransportErrorBody"}],"$id":"https://contract.local/procedures/documents.createUpload/output/413"};
 
-function validate250(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate250.evaluated;
+const evaluated0 = validate251.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -30614,7 +30643,7 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(!(data6 === "payload_too_large")){
+if(!(((((((data6 === "payload_too_large") || (data6 === "bad_request")) || (data6 === "invalid_signature")) || (data6 === "not_found")) || (data6 === "method_not_allowed")) || (data6 === "length_required")) || (data6 === "too_large"))){
 const err22 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
@@ -30695,20 +30724,20 @@ vErrors = null;
 }
 }
 }
-validate250.errors = vErrors;
+validate251.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate250.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate251.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_createUpload_429 = validate251;
-const schema354 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.createUpload/output/429"};
+exports.output_documents_createUpload_429 = validate252;
+const schema355 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.createUpload/output/429"};
 
-function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate251.evaluated;
+const evaluated0 = validate252.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -30849,19 +30878,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate251.errors = vErrors;
+validate252.errors = vErrors;
 return errors === 0;
 }
-validate251.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate252.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_createUpload_500 = validate252;
-const schema356 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.createUpload/output/500"};
+exports.output_documents_createUpload_500 = validate253;
+const schema357 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.createUpload/output/500"};
 
-function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.createUpload/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate252.evaluated;
+const evaluated0 = validate253.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -30947,19 +30976,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate252.errors = vErrors;
+validate253.errors = vErrors;
 return errors === 0;
 }
-validate252.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate253.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_200 = validate253;
-const schema358 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/documents.delete/output/200"};
+exports.output_documents_delete_200 = validate254;
+const schema359 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/documents.delete/output/200"};
 
-function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate253.evaluated;
+const evaluated0 = validate254.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -31012,19 +31041,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate253.errors = vErrors;
+validate254.errors = vErrors;
 return errors === 0;
 }
-validate253.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate254.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_400 = validate254;
-const schema360 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.delete/output/400"};
+exports.output_documents_delete_400 = validate255;
+const schema361 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.delete/output/400"};
 
-function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate254.evaluated;
+const evaluated0 = validate255.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -31035,19 +31064,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate254.errors = vErrors;
+validate255.errors = vErrors;
 return errors === 0;
 }
-validate254.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate255.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_401 = validate256;
-const schema361 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.delete/output/401"};
+exports.output_documents_delete_401 = validate257;
+const schema362 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.delete/output/401"};
 
-function validate256(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate257(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate256.evaluated;
+const evaluated0 = validate257.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -31188,19 +31217,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate256.errors = vErrors;
+validate257.errors = vErrors;
 return errors === 0;
 }
-validate256.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate257.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_403 = validate257;
-const schema363 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.delete/output/403"};
+exports.output_documents_delete_403 = validate258;
+const schema364 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.delete/output/403"};
 
-function validate257(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate257.evaluated;
+const evaluated0 = validate258.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -31341,19 +31370,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate257.errors = vErrors;
+validate258.errors = vErrors;
 return errors === 0;
 }
-validate257.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate258.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_404 = validate258;
-const schema365 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.delete/output/404"};
+exports.output_documents_delete_404 = validate259;
+const schema366 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.delete/output/404"};
 
-function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate259(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate258.evaluated;
+const evaluated0 = validate259.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -31494,19 +31523,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate258.errors = vErrors;
+validate259.errors = vErrors;
 return errors === 0;
 }
-validate258.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate259.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_405 = validate259;
-const schema367 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.delete/output/405"};
+exports.output_documents_delete_405 = validate260;
+const schema368 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.delete/output/405"};
 
-function validate259(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate259.evaluated;
+const evaluated0 = validate260.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -31647,19 +31676,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate259.errors = vErrors;
+validate260.errors = vErrors;
 return errors === 0;
 }
-validate259.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate260.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_413 = validate260;
-const schema369 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.delete/output/413"};
+exports.output_documents_delete_413 = validate261;
+const schema370 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.delete/output/413"};
 
-function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate261(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate260.evaluated;
+const evaluated0 = validate261.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -31721,7 +31750,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -31767,19 +31796,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate260.errors = vErrors;
+validate261.errors = vErrors;
 return errors === 0;
 }
-validate260.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate261.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_429 = validate261;
-const schema371 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.delete/output/429"};
+exports.output_documents_delete_429 = validate262;
+const schema372 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.delete/output/429"};
 
-function validate261(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate261.evaluated;
+const evaluated0 = validate262.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -31920,19 +31949,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate261.errors = vErrors;
+validate262.errors = vErrors;
 return errors === 0;
 }
-validate261.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate262.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_delete_500 = validate262;
-const schema373 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.delete/output/500"};
+exports.output_documents_delete_500 = validate263;
+const schema374 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.delete/output/500"};
 
-function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate263(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.delete/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate262.evaluated;
+const evaluated0 = validate263.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -32018,19 +32047,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate262.errors = vErrors;
+validate263.errors = vErrors;
 return errors === 0;
 }
-validate262.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate263.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_200 = validate263;
-const schema375 = {"$ref":"https://contract.local/schemas/DownloadUrl","$id":"https://contract.local/procedures/documents.downloadUrl/output/200"};
+exports.output_documents_downloadUrl_200 = validate264;
+const schema376 = {"$ref":"https://contract.local/schemas/DownloadUrl","$id":"https://contract.local/procedures/documents.downloadUrl/output/200"};
 
-function validate263(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate264(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate263.evaluated;
+const evaluated0 = validate264.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -32131,19 +32160,19 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate263.errors = vErrors;
+validate264.errors = vErrors;
 return errors === 0;
 }
-validate263.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate264.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_400 = validate264;
-const schema377 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.downloadUrl/output/400"};
+exports.output_documents_downloadUrl_400 = validate265;
+const schema378 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.downloadUrl/output/400"};
 
-function validate264(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate265(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate264.evaluated;
+const evaluated0 = validate265.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -32154,19 +32183,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate264.errors = vErrors;
+validate265.errors = vErrors;
 return errors === 0;
 }
-validate264.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate265.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_401 = validate266;
-const schema378 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/401"};
+exports.output_documents_downloadUrl_401 = validate267;
+const schema379 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/401"};
 
-function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate267(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate266.evaluated;
+const evaluated0 = validate267.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -32307,19 +32336,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate266.errors = vErrors;
+validate267.errors = vErrors;
 return errors === 0;
 }
-validate266.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate267.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_403 = validate267;
-const schema380 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.downloadUrl/output/403"};
+exports.output_documents_downloadUrl_403 = validate268;
+const schema381 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.downloadUrl/output/403"};
 
-function validate267(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate267.evaluated;
+const evaluated0 = validate268.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -32460,19 +32489,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate267.errors = vErrors;
+validate268.errors = vErrors;
 return errors === 0;
 }
-validate267.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate268.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_404 = validate268;
-const schema382 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.downloadUrl/output/404"};
+exports.output_documents_downloadUrl_404 = validate269;
+const schema383 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.downloadUrl/output/404"};
 
-function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate269(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate268.evaluated;
+const evaluated0 = validate269.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -32613,19 +32642,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate268.errors = vErrors;
+validate269.errors = vErrors;
 return errors === 0;
 }
-validate268.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate269.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_405 = validate269;
-const schema384 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/405"};
+exports.output_documents_downloadUrl_405 = validate270;
+const schema385 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/405"};
 
-function validate269(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate270(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate269.evaluated;
+const evaluated0 = validate270.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -32766,19 +32795,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate269.errors = vErrors;
+validate270.errors = vErrors;
 return errors === 0;
 }
-validate269.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate270.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_412 = validate270;
-const schema386 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/412"};
+exports.output_documents_downloadUrl_412 = validate271;
+const schema387 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/documents.downloadUrl/output/412"};
 
-function validate270(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate270.evaluated;
+const evaluated0 = validate271.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -32919,19 +32948,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate270.errors = vErrors;
+validate271.errors = vErrors;
 return errors === 0;
 }
-validate270.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate271.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_413 = validate271;
-const schema388 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.downloadUrl/output/413"};
+exports.output_documents_downloadUrl_413 = validate272;
+const schema389 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.downloadUrl/output/413"};
 
-function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate272(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate271.evaluated;
+const evaluated0 = validate272.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -32993,7 +33022,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -33039,19 +33068,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate271.errors = vErrors;
+validate272.errors = vErrors;
 return errors === 0;
 }
-validate271.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate272.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_429 = validate272;
-const schema390 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.downloadUrl/output/429"};
+exports.output_documents_downloadUrl_429 = validate273;
+const schema391 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.downloadUrl/output/429"};
 
-function validate272(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate272.evaluated;
+const evaluated0 = validate273.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -33192,19 +33221,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate272.errors = vErrors;
+validate273.errors = vErrors;
 return errors === 0;
 }
-validate272.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate273.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_downloadUrl_500 = validate273;
-const schema392 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.downloadUrl/output/500"};
+exports.output_documents_downloadUrl_500 = validate274;
+const schema393 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.downloadUrl/output/500"};
 
-function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate274(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.downloadUrl/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate273.evaluated;
+const evaluated0 = validate274.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -33290,19 +33319,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate273.errors = vErrors;
+validate274.errors = vErrors;
 return errors === 0;
 }
-validate273.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate274.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_get_200 = validate274;
-const schema394 = {"$ref":"https://contract.local/schemas/Document","$id":"https://contract.local/procedures/documents.get/output/200"};
+exports.output_documents_get_200 = validate275;
+const schema395 = {"$ref":"https://contract.local/schemas/Document","$id":"https://contract.local/procedures/documents.get/output/200"};
 
-function validate274(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.get/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate274.evaluated;
+const evaluated0 = validate275.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -33313,19 +33342,19 @@ if(!(validate62(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
 errors = vErrors.length;
 }
-validate274.errors = vErrors;
+validate275.errors = vErrors;
 return errors === 0;
 }
-validate274.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate275.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_get_400 = validate276;
-const schema395 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.get/output/400"};
+exports.output_documents_get_400 = validate277;
+const schema396 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.get/output/400"};
 
-function validate276(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.get/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate276.evaluated;
+const evaluated0 = validate277.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -33336,19 +33365,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate276.errors = vErrors;
+validate277.errors = vErrors;
 return errors === 0;
 }
-validate276.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate277.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_get_401 = validate278;
-const schema396 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.get/output/401"};
+exports.output_documents_get_401 = validate279;
+const schema397 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.get/output/401"};
 
-function validate278(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.get/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate278.evaluated;
+const evaluated0 = validate279.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -33481,159 +33510,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate278.errors = vErrors;
-return errors === 0;
-}
-validate278.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_403 = validate279;
-const schema398 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.get/output/403"};
-
-function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate279.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -33647,890 +33523,14 @@ return errors === 0;
 }
 validate279.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_get_404 = validate280;
-const schema400 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.get/output/404"};
+exports.output_documents_get_403 = validate280;
+const schema399 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.get/output/403"};
 
 function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/404" */;
+/*# sourceURL="https://contract.local/procedures/documents.get/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate280.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate280.errors = vErrors;
-return errors === 0;
-}
-validate280.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_405 = validate281;
-const schema402 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.get/output/405"};
-
-function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/405" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate281.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate281.errors = vErrors;
-return errors === 0;
-}
-validate281.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_413 = validate282;
-const schema404 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.get/output/413"};
-
-function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate282.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate282.errors = vErrors;
-return errors === 0;
-}
-validate282.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_429 = validate283;
-const schema406 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.get/output/429"};
-
-function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate283.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate283.errors = vErrors;
-return errors === 0;
-}
-validate283.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_get_500 = validate284;
-const schema408 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.get/output/500"};
-
-function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.get/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate284.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate284.errors = vErrors;
-return errors === 0;
-}
-validate284.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_list_200 = validate285;
-const schema410 = {"$ref":"https://contract.local/schemas/DocumentPage","$id":"https://contract.local/procedures/documents.list/output/200"};
-
-function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate285.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate63(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
-errors = vErrors.length;
-}
-validate285.errors = vErrors;
-return errors === 0;
-}
-validate285.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_list_400 = validate287;
-const schema411 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.list/output/400"};
-
-function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate287.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate287.errors = vErrors;
-return errors === 0;
-}
-validate287.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_list_401 = validate289;
-const schema412 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.list/output/401"};
-
-function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate289.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate289.errors = vErrors;
-return errors === 0;
-}
-validate289.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_list_403 = validate290;
-const schema414 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.list/output/403"};
-
-function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate290.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -34671,19 +33671,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate290.errors = vErrors;
+validate280.errors = vErrors;
 return errors === 0;
 }
-validate290.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate280.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_404 = validate291;
-const schema416 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.list/output/404"};
+exports.output_documents_get_404 = validate281;
+const schema401 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.get/output/404"};
 
-function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/404" */;
+function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate291.evaluated;
+const evaluated0 = validate281.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -34824,19 +33824,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate291.errors = vErrors;
+validate281.errors = vErrors;
 return errors === 0;
 }
-validate291.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate281.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_405 = validate292;
-const schema418 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.list/output/405"};
+exports.output_documents_get_405 = validate282;
+const schema403 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.get/output/405"};
 
-function validate292(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/405" */;
+function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate292.evaluated;
+const evaluated0 = validate282.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -34977,19 +33977,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate292.errors = vErrors;
+validate282.errors = vErrors;
 return errors === 0;
 }
-validate292.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate282.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_413 = validate293;
-const schema420 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.list/output/413"};
+exports.output_documents_get_413 = validate283;
+const schema405 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.get/output/413"};
 
-function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/413" */;
+function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate293.evaluated;
+const evaluated0 = validate283.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -35051,7 +34051,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -35097,19 +34097,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate293.errors = vErrors;
+validate283.errors = vErrors;
 return errors === 0;
 }
-validate293.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate283.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_429 = validate294;
-const schema422 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.list/output/429"};
+exports.output_documents_get_429 = validate284;
+const schema407 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.get/output/429"};
 
-function validate294(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/429" */;
+function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate294.evaluated;
+const evaluated0 = validate284.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -35250,19 +34250,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate294.errors = vErrors;
+validate284.errors = vErrors;
 return errors === 0;
 }
-validate294.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate284.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_list_500 = validate295;
-const schema424 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.list/output/500"};
+exports.output_documents_get_500 = validate285;
+const schema409 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.get/output/500"};
 
-function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.list/output/500" */;
+function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.get/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate295.evaluated;
+const evaluated0 = validate285.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -35348,42 +34348,42 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate295.errors = vErrors;
+validate285.errors = vErrors;
 return errors === 0;
 }
-validate295.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate285.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_200 = validate296;
-const schema426 = {"$ref":"https://contract.local/schemas/SearchAnswer","$id":"https://contract.local/procedures/documents.search/output/200"};
+exports.output_documents_list_200 = validate286;
+const schema411 = {"$ref":"https://contract.local/schemas/DocumentPage","$id":"https://contract.local/procedures/documents.list/output/200"};
 
-function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/200" */;
+function validate286(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate296.evaluated;
+const evaluated0 = validate286.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate67(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate67.errors : vErrors.concat(validate67.errors);
+if(!(validate63(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
 errors = vErrors.length;
 }
-validate296.errors = vErrors;
+validate286.errors = vErrors;
 return errors === 0;
 }
-validate296.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate286.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_400 = validate298;
-const schema427 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.search/output/400"};
+exports.output_documents_list_400 = validate288;
+const schema412 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.list/output/400"};
 
-function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/400" */;
+function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate298.evaluated;
+const evaluated0 = validate288.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -35394,19 +34394,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate298.errors = vErrors;
+validate288.errors = vErrors;
 return errors === 0;
 }
-validate298.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate288.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_401 = validate300;
-const schema428 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.search/output/401"};
+exports.output_documents_list_401 = validate290;
+const schema413 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.list/output/401"};
 
-function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/401" */;
+function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate300.evaluated;
+const evaluated0 = validate290.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -35547,19 +34547,1048 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate300.errors = vErrors;
+validate290.errors = vErrors;
 return errors === 0;
 }
-validate300.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate290.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_403 = validate301;
-const schema430 = {"$id":"https://contract.local/procedures/documents.search/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+exports.output_documents_list_403 = validate291;
+const schema415 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.list/output/403"};
+
+function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate291.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate291.errors = vErrors;
+return errors === 0;
+}
+validate291.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_list_404 = validate292;
+const schema417 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.list/output/404"};
+
+function validate292(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/404" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate292.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate292.errors = vErrors;
+return errors === 0;
+}
+validate292.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_list_405 = validate293;
+const schema419 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.list/output/405"};
+
+function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate293.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate293.errors = vErrors;
+return errors === 0;
+}
+validate293.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_list_413 = validate294;
+const schema421 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.list/output/413"};
+
+function validate294(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate294.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate294.errors = vErrors;
+return errors === 0;
+}
+validate294.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_list_429 = validate295;
+const schema423 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.list/output/429"};
+
+function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate295.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate295.errors = vErrors;
+return errors === 0;
+}
+validate295.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_list_500 = validate296;
+const schema425 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.list/output/500"};
+
+function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.list/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate296.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate296.errors = vErrors;
+return errors === 0;
+}
+validate296.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_search_200 = validate297;
+const schema427 = {"$ref":"https://contract.local/schemas/SearchAnswer","$id":"https://contract.local/procedures/documents.search/output/200"};
+
+function validate297(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.search/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate297.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate67(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate67.errors : vErrors.concat(validate67.errors);
+errors = vErrors.length;
+}
+validate297.errors = vErrors;
+return errors === 0;
+}
+validate297.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_search_400 = validate299;
+const schema428 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.search/output/400"};
+
+function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.search/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate299.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate299.errors = vErrors;
+return errors === 0;
+}
+validate299.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_search_401 = validate301;
+const schema429 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.search/output/401"};
 
 function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/403" */;
+/*# sourceURL="https://contract.local/procedures/documents.search/output/401" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate301.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate301.errors = vErrors;
+return errors === 0;
+}
+validate301.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_documents_search_403 = validate302;
+const schema431 = {"$id":"https://contract.local/procedures/documents.search/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+
+function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/documents.search/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate302.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -35580,7 +35609,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema430.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema431.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -36137,20 +36166,20 @@ props0 = props0 || {};
 Object.assign(props0, props1);
 }
 }
-validate301.errors = vErrors;
+validate302.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate301.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate302.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_documents_search_404 = validate302;
-const schema433 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.search/output/404"};
+exports.output_documents_search_404 = validate303;
+const schema434 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.search/output/404"};
 
-function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate303(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate302.evaluated;
+const evaluated0 = validate303.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36291,19 +36320,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate302.errors = vErrors;
+validate303.errors = vErrors;
 return errors === 0;
 }
-validate302.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate303.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_405 = validate303;
-const schema435 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.search/output/405"};
+exports.output_documents_search_405 = validate304;
+const schema436 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.search/output/405"};
 
-function validate303(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate303.evaluated;
+const evaluated0 = validate304.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36444,19 +36473,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate303.errors = vErrors;
+validate304.errors = vErrors;
 return errors === 0;
 }
-validate303.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_413 = validate304;
-const schema437 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.search/output/413"};
+exports.output_documents_search_413 = validate305;
+const schema438 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.search/output/413"};
 
-function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate304.evaluated;
+const evaluated0 = validate305.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36518,7 +36547,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -36564,19 +36593,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate304.errors = vErrors;
+validate305.errors = vErrors;
 return errors === 0;
 }
-validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate305.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_429 = validate305;
-const schema439 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.search/output/429"};
+exports.output_documents_search_429 = validate306;
+const schema440 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.search/output/429"};
 
-function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate305.evaluated;
+const evaluated0 = validate306.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36717,19 +36746,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate305.errors = vErrors;
+validate306.errors = vErrors;
 return errors === 0;
 }
-validate305.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_500 = validate306;
-const schema441 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.search/output/500"};
+exports.output_documents_search_500 = validate307;
+const schema442 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.search/output/500"};
 
-function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate306.evaluated;
+const evaluated0 = validate307.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36815,19 +36844,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate306.errors = vErrors;
+validate307.errors = vErrors;
 return errors === 0;
 }
-validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate307.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_501 = validate307;
-const schema443 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/documents.search/output/501"};
+exports.output_documents_search_501 = validate308;
+const schema444 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/documents.search/output/501"};
 
-function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate307.evaluated;
+const evaluated0 = validate308.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -36968,19 +36997,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate307.errors = vErrors;
+validate308.errors = vErrors;
 return errors === 0;
 }
-validate307.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate308.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_503 = validate308;
-const schema445 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/documents.search/output/503"};
+exports.output_documents_search_503 = validate309;
+const schema446 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/documents.search/output/503"};
 
-function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/503" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate308.evaluated;
+const evaluated0 = validate309.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37121,19 +37150,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate308.errors = vErrors;
+validate309.errors = vErrors;
 return errors === 0;
 }
-validate308.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_200 = validate309;
-const schema447 = {"$ref":"https://contract.local/schemas/DocumentText","$id":"https://contract.local/procedures/documents.text/output/200"};
+exports.output_documents_text_200 = validate310;
+const schema448 = {"$ref":"https://contract.local/schemas/DocumentText","$id":"https://contract.local/procedures/documents.text/output/200"};
 
-function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate309.evaluated;
+const evaluated0 = validate310.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37256,19 +37285,19 @@ errors++;
 }
 }
 }
-validate309.errors = vErrors;
+validate310.errors = vErrors;
 return errors === 0;
 }
-validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_400 = validate310;
-const schema449 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.text/output/400"};
+exports.output_documents_text_400 = validate311;
+const schema450 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.text/output/400"};
 
-function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate310.evaluated;
+const evaluated0 = validate311.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37279,19 +37308,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate310.errors = vErrors;
+validate311.errors = vErrors;
 return errors === 0;
 }
-validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate311.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_401 = validate312;
-const schema450 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.text/output/401"};
+exports.output_documents_text_401 = validate313;
+const schema451 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.text/output/401"};
 
-function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate312.evaluated;
+const evaluated0 = validate313.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37432,19 +37461,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate312.errors = vErrors;
+validate313.errors = vErrors;
 return errors === 0;
 }
-validate312.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate313.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_403 = validate313;
-const schema452 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.text/output/403"};
+exports.output_documents_text_403 = validate314;
+const schema453 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.text/output/403"};
 
-function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate313.evaluated;
+const evaluated0 = validate314.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37585,19 +37614,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate313.errors = vErrors;
+validate314.errors = vErrors;
 return errors === 0;
 }
-validate313.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate314.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_404 = validate314;
-const schema454 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.text/output/404"};
+exports.output_documents_text_404 = validate315;
+const schema455 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.text/output/404"};
 
-function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate314.evaluated;
+const evaluated0 = validate315.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37738,19 +37767,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate314.errors = vErrors;
+validate315.errors = vErrors;
 return errors === 0;
 }
-validate314.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_405 = validate315;
-const schema456 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.text/output/405"};
+exports.output_documents_text_405 = validate316;
+const schema457 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.text/output/405"};
 
-function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate315.evaluated;
+const evaluated0 = validate316.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37891,19 +37920,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate315.errors = vErrors;
+validate316.errors = vErrors;
 return errors === 0;
 }
-validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_413 = validate316;
-const schema458 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.text/output/413"};
+exports.output_documents_text_413 = validate317;
+const schema459 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.text/output/413"};
 
-function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate316.evaluated;
+const evaluated0 = validate317.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37965,7 +37994,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -38011,19 +38040,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate316.errors = vErrors;
+validate317.errors = vErrors;
 return errors === 0;
 }
-validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate317.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_429 = validate317;
-const schema460 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.text/output/429"};
+exports.output_documents_text_429 = validate318;
+const schema461 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.text/output/429"};
 
-function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate317.evaluated;
+const evaluated0 = validate318.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38164,19 +38193,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate317.errors = vErrors;
+validate318.errors = vErrors;
 return errors === 0;
 }
-validate317.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate318.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_500 = validate318;
-const schema462 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.text/output/500"};
+exports.output_documents_text_500 = validate319;
+const schema463 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.text/output/500"};
 
-function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate318.evaluated;
+const evaluated0 = validate319.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38262,19 +38291,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate318.errors = vErrors;
+validate319.errors = vErrors;
 return errors === 0;
 }
-validate318.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate319.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_200 = validate319;
-const schema464 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.cancel/output/200"};
+exports.output_jobs_cancel_200 = validate320;
+const schema465 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.cancel/output/200"};
 
-function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate320(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate319.evaluated;
+const evaluated0 = validate320.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38285,19 +38314,19 @@ if(!(validate76(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
 errors = vErrors.length;
 }
-validate319.errors = vErrors;
+validate320.errors = vErrors;
 return errors === 0;
 }
-validate319.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate320.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_400 = validate321;
-const schema465 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.cancel/output/400"};
+exports.output_jobs_cancel_400 = validate322;
+const schema466 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.cancel/output/400"};
 
-function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate321.evaluated;
+const evaluated0 = validate322.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38308,19 +38337,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate321.errors = vErrors;
+validate322.errors = vErrors;
 return errors === 0;
 }
-validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate322.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_401 = validate323;
-const schema466 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.cancel/output/401"};
+exports.output_jobs_cancel_401 = validate324;
+const schema467 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.cancel/output/401"};
 
-function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate323.evaluated;
+const evaluated0 = validate324.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38461,19 +38490,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate323.errors = vErrors;
+validate324.errors = vErrors;
 return errors === 0;
 }
-validate323.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_403 = validate324;
-const schema468 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.cancel/output/403"};
+exports.output_jobs_cancel_403 = validate325;
+const schema469 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.cancel/output/403"};
 
-function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate324.evaluated;
+const evaluated0 = validate325.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38614,19 +38643,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate324.errors = vErrors;
+validate325.errors = vErrors;
 return errors === 0;
 }
-validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_404 = validate325;
-const schema470 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.cancel/output/404"};
+exports.output_jobs_cancel_404 = validate326;
+const schema471 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.cancel/output/404"};
 
-function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate325.evaluated;
+const evaluated0 = validate326.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38767,19 +38796,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate325.errors = vErrors;
+validate326.errors = vErrors;
 return errors === 0;
 }
-validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_405 = validate326;
-const schema472 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.cancel/output/405"};
+exports.output_jobs_cancel_405 = validate327;
+const schema473 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.cancel/output/405"};
 
-function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate326.evaluated;
+const evaluated0 = validate327.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38920,19 +38949,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate326.errors = vErrors;
+validate327.errors = vErrors;
 return errors === 0;
 }
-validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_409 = validate327;
-const schema474 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.cancel/output/409"};
+exports.output_jobs_cancel_409 = validate328;
+const schema475 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.cancel/output/409"};
 
-function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate327.evaluated;
+const evaluated0 = validate328.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39073,19 +39102,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate327.errors = vErrors;
+validate328.errors = vErrors;
 return errors === 0;
 }
-validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate328.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_413 = validate328;
-const schema476 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/413"};
+exports.output_jobs_cancel_413 = validate329;
+const schema477 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/413"};
 
-function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate328.evaluated;
+const evaluated0 = validate329.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39147,7 +39176,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -39193,19 +39222,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate328.errors = vErrors;
+validate329.errors = vErrors;
 return errors === 0;
 }
-validate328.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate329.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_429 = validate329;
-const schema478 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.cancel/output/429"};
+exports.output_jobs_cancel_429 = validate330;
+const schema479 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.cancel/output/429"};
 
-function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate329.evaluated;
+const evaluated0 = validate330.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39346,19 +39375,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate329.errors = vErrors;
+validate330.errors = vErrors;
 return errors === 0;
 }
-validate329.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate330.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_500 = validate330;
-const schema480 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/500"};
+exports.output_jobs_cancel_500 = validate331;
+const schema481 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/500"};
 
-function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate330.evaluated;
+const evaluated0 = validate331.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39444,19 +39473,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate330.errors = vErrors;
+validate331.errors = vErrors;
 return errors === 0;
 }
-validate330.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate331.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_501 = validate331;
-const schema482 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.cancel/output/501"};
+exports.output_jobs_cancel_501 = validate332;
+const schema483 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.cancel/output/501"};
 
-function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate331.evaluated;
+const evaluated0 = validate332.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39597,19 +39626,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate331.errors = vErrors;
+validate332.errors = vErrors;
 return errors === 0;
 }
-validate331.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate332.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_200 = validate332;
-const schema484 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.create/output/200"};
+exports.output_jobs_create_200 = validate333;
+const schema485 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.create/output/200"};
 
-function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate332.evaluated;
+const evaluated0 = validate333.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39620,19 +39649,19 @@ if(!(validate76(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
 errors = vErrors.length;
 }
-validate332.errors = vErrors;
+validate333.errors = vErrors;
 return errors === 0;
 }
-validate332.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate333.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_400 = validate334;
-const schema485 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.create/output/400"};
+exports.output_jobs_create_400 = validate335;
+const schema486 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.create/output/400"};
 
-function validate334(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate334.evaluated;
+const evaluated0 = validate335.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39643,19 +39672,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate334.errors = vErrors;
+validate335.errors = vErrors;
 return errors === 0;
 }
-validate334.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_401 = validate336;
-const schema486 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.create/output/401"};
+exports.output_jobs_create_401 = validate337;
+const schema487 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.create/output/401"};
 
-function validate336(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate336.evaluated;
+const evaluated0 = validate337.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39796,19 +39825,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate336.errors = vErrors;
+validate337.errors = vErrors;
 return errors === 0;
 }
-validate336.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_403 = validate337;
-const schema488 = {"$id":"https://contract.local/procedures/jobs.create/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+exports.output_jobs_create_403 = validate338;
+const schema489 = {"$id":"https://contract.local/procedures/jobs.create/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
-function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate337.evaluated;
+const evaluated0 = validate338.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39829,7 +39858,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema488.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema489.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -40386,20 +40415,20 @@ props0 = props0 || {};
 Object.assign(props0, props1);
 }
 }
-validate337.errors = vErrors;
+validate338.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate337.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate338.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_jobs_create_404 = validate338;
-const schema491 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.create/output/404"};
+exports.output_jobs_create_404 = validate339;
+const schema492 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.create/output/404"};
 
-function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate338.evaluated;
+const evaluated0 = validate339.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40540,19 +40569,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate338.errors = vErrors;
+validate339.errors = vErrors;
 return errors === 0;
 }
-validate338.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_405 = validate339;
-const schema493 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.create/output/405"};
+exports.output_jobs_create_405 = validate340;
+const schema494 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.create/output/405"};
 
-function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate340(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate339.evaluated;
+const evaluated0 = validate340.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40693,19 +40722,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate339.errors = vErrors;
+validate340.errors = vErrors;
 return errors === 0;
 }
-validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate340.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_412 = validate340;
-const schema495 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/jobs.create/output/412"};
+exports.output_jobs_create_412 = validate341;
+const schema496 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/jobs.create/output/412"};
 
-function validate340(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate340.evaluated;
+const evaluated0 = validate341.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40846,19 +40875,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate340.errors = vErrors;
+validate341.errors = vErrors;
 return errors === 0;
 }
-validate340.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_413 = validate341;
-const schema497 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.create/output/413"};
+exports.output_jobs_create_413 = validate342;
+const schema498 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.create/output/413"};
 
-function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate341.evaluated;
+const evaluated0 = validate342.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40920,7 +40949,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -40966,19 +40995,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate341.errors = vErrors;
+validate342.errors = vErrors;
 return errors === 0;
 }
-validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate342.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_429 = validate342;
-const schema499 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.create/output/429"};
+exports.output_jobs_create_429 = validate343;
+const schema500 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.create/output/429"};
 
-function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate343(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate342.evaluated;
+const evaluated0 = validate343.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41119,19 +41148,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate342.errors = vErrors;
+validate343.errors = vErrors;
 return errors === 0;
 }
-validate342.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate343.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_500 = validate343;
-const schema501 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.create/output/500"};
+exports.output_jobs_create_500 = validate344;
+const schema502 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.create/output/500"};
 
-function validate343(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate343.evaluated;
+const evaluated0 = validate344.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41217,19 +41246,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate343.errors = vErrors;
+validate344.errors = vErrors;
 return errors === 0;
 }
-validate343.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate344.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_501 = validate344;
-const schema503 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.create/output/501"};
+exports.output_jobs_create_501 = validate345;
+const schema504 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.create/output/501"};
 
-function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate345(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate344.evaluated;
+const evaluated0 = validate345.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41370,19 +41399,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate344.errors = vErrors;
+validate345.errors = vErrors;
 return errors === 0;
 }
-validate344.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate345.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_200 = validate345;
-const schema505 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.get/output/200"};
+exports.output_jobs_get_200 = validate346;
+const schema506 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.get/output/200"};
 
-function validate345(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate346(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate345.evaluated;
+const evaluated0 = validate346.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41393,19 +41422,19 @@ if(!(validate76(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
 errors = vErrors.length;
 }
-validate345.errors = vErrors;
+validate346.errors = vErrors;
 return errors === 0;
 }
-validate345.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate346.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_400 = validate347;
-const schema506 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.get/output/400"};
+exports.output_jobs_get_400 = validate348;
+const schema507 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.get/output/400"};
 
-function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate348(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate347.evaluated;
+const evaluated0 = validate348.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41416,19 +41445,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate347.errors = vErrors;
+validate348.errors = vErrors;
 return errors === 0;
 }
-validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate348.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_401 = validate349;
-const schema507 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.get/output/401"};
+exports.output_jobs_get_401 = validate350;
+const schema508 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.get/output/401"};
 
-function validate349(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate349.evaluated;
+const evaluated0 = validate350.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41569,19 +41598,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate349.errors = vErrors;
+validate350.errors = vErrors;
 return errors === 0;
 }
-validate349.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_403 = validate350;
-const schema509 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.get/output/403"};
+exports.output_jobs_get_403 = validate351;
+const schema510 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.get/output/403"};
 
-function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate350.evaluated;
+const evaluated0 = validate351.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41722,19 +41751,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate350.errors = vErrors;
+validate351.errors = vErrors;
 return errors === 0;
 }
-validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_404 = validate351;
-const schema511 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.get/output/404"};
+exports.output_jobs_get_404 = validate352;
+const schema512 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.get/output/404"};
 
-function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate351.evaluated;
+const evaluated0 = validate352.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41875,19 +41904,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate351.errors = vErrors;
+validate352.errors = vErrors;
 return errors === 0;
 }
-validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_405 = validate352;
-const schema513 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.get/output/405"};
+exports.output_jobs_get_405 = validate353;
+const schema514 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.get/output/405"};
 
-function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate352.evaluated;
+const evaluated0 = validate353.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42028,19 +42057,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate352.errors = vErrors;
+validate353.errors = vErrors;
 return errors === 0;
 }
-validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_413 = validate353;
-const schema515 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.get/output/413"};
+exports.output_jobs_get_413 = validate354;
+const schema516 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.get/output/413"};
 
-function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate354(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate353.evaluated;
+const evaluated0 = validate354.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42102,7 +42131,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -42148,19 +42177,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate353.errors = vErrors;
+validate354.errors = vErrors;
 return errors === 0;
 }
-validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate354.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_429 = validate354;
-const schema517 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.get/output/429"};
+exports.output_jobs_get_429 = validate355;
+const schema518 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.get/output/429"};
 
-function validate354(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate355(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate354.evaluated;
+const evaluated0 = validate355.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42301,19 +42330,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate354.errors = vErrors;
+validate355.errors = vErrors;
 return errors === 0;
 }
-validate354.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate355.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_500 = validate355;
-const schema519 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.get/output/500"};
+exports.output_jobs_get_500 = validate356;
+const schema520 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.get/output/500"};
 
-function validate355(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate355.evaluated;
+const evaluated0 = validate356.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42399,19 +42428,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate355.errors = vErrors;
+validate356.errors = vErrors;
 return errors === 0;
 }
-validate355.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate356.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_501 = validate356;
-const schema521 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.get/output/501"};
+exports.output_jobs_get_501 = validate357;
+const schema522 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.get/output/501"};
 
-function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate356.evaluated;
+const evaluated0 = validate357.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42552,19 +42581,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate356.errors = vErrors;
+validate357.errors = vErrors;
 return errors === 0;
 }
-validate356.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate357.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_200 = validate357;
-const schema523 = {"$ref":"https://contract.local/schemas/JobPage","$id":"https://contract.local/procedures/jobs.list/output/200"};
+exports.output_jobs_list_200 = validate358;
+const schema524 = {"$ref":"https://contract.local/schemas/JobPage","$id":"https://contract.local/procedures/jobs.list/output/200"};
 
-function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate357.evaluated;
+const evaluated0 = validate358.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42575,19 +42604,19 @@ if(!(validate77(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate77.errors : vErrors.concat(validate77.errors);
 errors = vErrors.length;
 }
-validate357.errors = vErrors;
+validate358.errors = vErrors;
 return errors === 0;
 }
-validate357.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate358.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_400 = validate359;
-const schema524 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.list/output/400"};
+exports.output_jobs_list_400 = validate360;
+const schema525 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.list/output/400"};
 
-function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate359.evaluated;
+const evaluated0 = validate360.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42598,19 +42627,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate359.errors = vErrors;
+validate360.errors = vErrors;
 return errors === 0;
 }
-validate359.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate360.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_401 = validate361;
-const schema525 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.list/output/401"};
+exports.output_jobs_list_401 = validate362;
+const schema526 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.list/output/401"};
 
-function validate361(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate361.evaluated;
+const evaluated0 = validate362.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42751,19 +42780,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate361.errors = vErrors;
+validate362.errors = vErrors;
 return errors === 0;
 }
-validate361.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_403 = validate362;
-const schema527 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.list/output/403"};
+exports.output_jobs_list_403 = validate363;
+const schema528 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.list/output/403"};
 
-function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate362.evaluated;
+const evaluated0 = validate363.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42904,19 +42933,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate362.errors = vErrors;
+validate363.errors = vErrors;
 return errors === 0;
 }
-validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate363.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_405 = validate363;
-const schema529 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.list/output/405"};
+exports.output_jobs_list_405 = validate364;
+const schema530 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.list/output/405"};
 
-function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate363.evaluated;
+const evaluated0 = validate364.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43057,19 +43086,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate363.errors = vErrors;
+validate364.errors = vErrors;
 return errors === 0;
 }
-validate363.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate364.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_413 = validate364;
-const schema531 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.list/output/413"};
+exports.output_jobs_list_413 = validate365;
+const schema532 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.list/output/413"};
 
-function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate365(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate364.evaluated;
+const evaluated0 = validate365.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43131,7 +43160,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -43177,19 +43206,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate364.errors = vErrors;
+validate365.errors = vErrors;
 return errors === 0;
 }
-validate364.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate365.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_429 = validate365;
-const schema533 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.list/output/429"};
+exports.output_jobs_list_429 = validate366;
+const schema534 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.list/output/429"};
 
-function validate365(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate365.evaluated;
+const evaluated0 = validate366.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43330,19 +43359,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate365.errors = vErrors;
+validate366.errors = vErrors;
 return errors === 0;
 }
-validate365.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate366.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_500 = validate366;
-const schema535 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.list/output/500"};
+exports.output_jobs_list_500 = validate367;
+const schema536 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.list/output/500"};
 
-function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate366.evaluated;
+const evaluated0 = validate367.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43428,19 +43457,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate366.errors = vErrors;
+validate367.errors = vErrors;
 return errors === 0;
 }
-validate366.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_501 = validate367;
-const schema537 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.list/output/501"};
+exports.output_jobs_list_501 = validate368;
+const schema538 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.list/output/501"};
 
-function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate367.evaluated;
+const evaluated0 = validate368.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43581,19 +43610,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate367.errors = vErrors;
+validate368.errors = vErrors;
 return errors === 0;
 }
-validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_200 = validate368;
-const schema539 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.retry/output/200"};
+exports.output_jobs_retry_200 = validate369;
+const schema540 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.retry/output/200"};
 
-function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate368.evaluated;
+const evaluated0 = validate369.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43604,19 +43633,19 @@ if(!(validate76(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
 errors = vErrors.length;
 }
-validate368.errors = vErrors;
+validate369.errors = vErrors;
 return errors === 0;
 }
-validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate369.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_400 = validate370;
-const schema540 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.retry/output/400"};
+exports.output_jobs_retry_400 = validate371;
+const schema541 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.retry/output/400"};
 
-function validate370(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate370.evaluated;
+const evaluated0 = validate371.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43627,19 +43656,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate370.errors = vErrors;
+validate371.errors = vErrors;
 return errors === 0;
 }
-validate370.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate371.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_401 = validate372;
-const schema541 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.retry/output/401"};
+exports.output_jobs_retry_401 = validate373;
+const schema542 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.retry/output/401"};
 
-function validate372(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate372.evaluated;
+const evaluated0 = validate373.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43780,19 +43809,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate372.errors = vErrors;
+validate373.errors = vErrors;
 return errors === 0;
 }
-validate372.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_403 = validate373;
-const schema543 = {"$id":"https://contract.local/procedures/jobs.retry/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+exports.output_jobs_retry_403 = validate374;
+const schema544 = {"$id":"https://contract.local/procedures/jobs.retry/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
-function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate373.evaluated;
+const evaluated0 = validate374.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43813,7 +43842,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema543.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema544.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -44370,20 +44399,20 @@ props0 = props0 || {};
 Object.assign(props0, props1);
 }
 }
-validate373.errors = vErrors;
+validate374.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate373.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate374.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_jobs_retry_404 = validate374;
-const schema546 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.retry/output/404"};
+exports.output_jobs_retry_404 = validate375;
+const schema547 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.retry/output/404"};
 
-function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate374.evaluated;
+const evaluated0 = validate375.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44524,19 +44553,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate374.errors = vErrors;
+validate375.errors = vErrors;
 return errors === 0;
 }
-validate374.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate375.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_405 = validate375;
-const schema548 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.retry/output/405"};
+exports.output_jobs_retry_405 = validate376;
+const schema549 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.retry/output/405"};
 
-function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate375.evaluated;
+const evaluated0 = validate376.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44677,19 +44706,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate375.errors = vErrors;
+validate376.errors = vErrors;
 return errors === 0;
 }
-validate375.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate376.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_409 = validate376;
-const schema550 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.retry/output/409"};
+exports.output_jobs_retry_409 = validate377;
+const schema551 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.retry/output/409"};
 
-function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate376.evaluated;
+const evaluated0 = validate377.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44830,19 +44859,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate376.errors = vErrors;
+validate377.errors = vErrors;
 return errors === 0;
 }
-validate376.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate377.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_413 = validate377;
-const schema552 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/413"};
+exports.output_jobs_retry_413 = validate378;
+const schema553 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/413"};
 
-function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate377.evaluated;
+const evaluated0 = validate378.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44904,7 +44933,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -44950,19 +44979,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate377.errors = vErrors;
+validate378.errors = vErrors;
 return errors === 0;
 }
-validate377.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate378.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_429 = validate378;
-const schema554 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.retry/output/429"};
+exports.output_jobs_retry_429 = validate379;
+const schema555 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.retry/output/429"};
 
-function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate378.evaluated;
+const evaluated0 = validate379.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -45103,19 +45132,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate378.errors = vErrors;
+validate379.errors = vErrors;
 return errors === 0;
 }
-validate378.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_500 = validate379;
-const schema556 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/500"};
+exports.output_jobs_retry_500 = validate380;
+const schema557 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/500"};
 
-function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate379.evaluated;
+const evaluated0 = validate380.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -45201,19 +45230,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate379.errors = vErrors;
+validate380.errors = vErrors;
 return errors === 0;
 }
-validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate380.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_501 = validate380;
-const schema558 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.retry/output/501"};
+exports.output_jobs_retry_501 = validate381;
+const schema559 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.retry/output/501"};
 
-function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate381(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate380.evaluated;
+const evaluated0 = validate381.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -45354,19 +45383,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate380.errors = vErrors;
+validate381.errors = vErrors;
 return errors === 0;
 }
-validate380.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate381.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_400 = validate381;
-const schema560 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.stream/output/400"};
+exports.output_jobs_stream_400 = validate382;
+const schema561 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.stream/output/400"};
 
-function validate381(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate381.evaluated;
+const evaluated0 = validate382.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -45377,19 +45406,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate381.errors = vErrors;
+validate382.errors = vErrors;
 return errors === 0;
 }
-validate381.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_401 = validate383;
-const schema561 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.stream/output/401"};
+exports.output_jobs_stream_401 = validate384;
+const schema562 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.stream/output/401"};
 
-function validate383(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate383.evaluated;
+const evaluated0 = validate384.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -45522,159 +45551,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate383.errors = vErrors;
-return errors === 0;
-}
-validate383.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_403 = validate384;
-const schema563 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.stream/output/403"};
-
-function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate384.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -45688,11 +45564,11 @@ return errors === 0;
 }
 validate384.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_405 = validate385;
-const schema565 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.stream/output/405"};
+exports.output_jobs_stream_403 = validate385;
+const schema564 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.stream/output/403"};
 
 function validate385(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/405" */;
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate385.evaluated;
@@ -45704,7 +45580,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -45714,7 +45590,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -45724,7 +45600,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -45734,7 +45610,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -45745,7 +45621,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -45757,7 +45633,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -45770,7 +45646,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -45779,8 +45655,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -45793,7 +45669,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -45802,8 +45678,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -45815,7 +45691,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -45827,7 +45703,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -45841,14 +45717,167 @@ return errors === 0;
 }
 validate385.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_413 = validate386;
-const schema567 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/413"};
+exports.output_jobs_stream_405 = validate386;
+const schema566 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.stream/output/405"};
 
 function validate386(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/413" */;
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/405" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate386.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate386.errors = vErrors;
+return errors === 0;
+}
+validate386.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_stream_413 = validate387;
+const schema568 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/413"};
+
+function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate387.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -45910,7 +45939,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -45956,19 +45985,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate386.errors = vErrors;
+validate387.errors = vErrors;
 return errors === 0;
 }
-validate386.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate387.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_429 = validate387;
-const schema569 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.stream/output/429"};
+exports.output_jobs_stream_429 = validate388;
+const schema570 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.stream/output/429"};
 
-function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate388(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate387.evaluated;
+const evaluated0 = validate388.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -46109,19 +46138,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate387.errors = vErrors;
+validate388.errors = vErrors;
 return errors === 0;
 }
-validate387.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate388.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_500 = validate388;
-const schema571 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/500"};
+exports.output_jobs_stream_500 = validate389;
+const schema572 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/500"};
 
-function validate388(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate388.evaluated;
+const evaluated0 = validate389.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -46207,19 +46236,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate388.errors = vErrors;
+validate389.errors = vErrors;
 return errors === 0;
 }
-validate388.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate389.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_501 = validate389;
-const schema573 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.stream/output/501"};
+exports.output_jobs_stream_501 = validate390;
+const schema574 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.stream/output/501"};
 
-function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate389.evaluated;
+const evaluated0 = validate390.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -46360,19 +46389,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate389.errors = vErrors;
+validate390.errors = vErrors;
 return errors === 0;
 }
-validate389.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate390.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_200 = validate390;
-const schema575 = {"$ref":"https://contract.local/schemas/AuditLogPage","$id":"https://contract.local/procedures/organizations.auditLog/output/200"};
+exports.output_organizations_auditLog_200 = validate391;
+const schema576 = {"$ref":"https://contract.local/schemas/AuditLogPage","$id":"https://contract.local/procedures/organizations.auditLog/output/200"};
 
-function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate390.evaluated;
+const evaluated0 = validate391.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -46383,19 +46412,19 @@ if(!(validate46(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
 errors = vErrors.length;
 }
-validate390.errors = vErrors;
+validate391.errors = vErrors;
 return errors === 0;
 }
-validate390.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate391.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_400 = validate392;
-const schema576 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.auditLog/output/400"};
+exports.output_organizations_auditLog_400 = validate393;
+const schema577 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.auditLog/output/400"};
 
-function validate392(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate392.evaluated;
+const evaluated0 = validate393.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -46406,19 +46435,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate392.errors = vErrors;
+validate393.errors = vErrors;
 return errors === 0;
 }
-validate392.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate393.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_401 = validate394;
-const schema577 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.auditLog/output/401"};
+exports.output_organizations_auditLog_401 = validate395;
+const schema578 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.auditLog/output/401"};
 
-function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate394.evaluated;
+const evaluated0 = validate395.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -46551,159 +46580,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate394.errors = vErrors;
-return errors === 0;
-}
-validate394.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_403 = validate395;
-const schema579 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.auditLog/output/403"};
-
-function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate395.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -46717,890 +46593,14 @@ return errors === 0;
 }
 validate395.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_405 = validate396;
-const schema581 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/organizations.auditLog/output/405"};
+exports.output_organizations_auditLog_403 = validate396;
+const schema580 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.auditLog/output/403"};
 
 function validate396(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/405" */;
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate396.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate396.errors = vErrors;
-return errors === 0;
-}
-validate396.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_413 = validate397;
-const schema583 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/413"};
-
-function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate397.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate397.errors = vErrors;
-return errors === 0;
-}
-validate397.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_429 = validate398;
-const schema585 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.auditLog/output/429"};
-
-function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate398.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate398.errors = vErrors;
-return errors === 0;
-}
-validate398.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_500 = validate399;
-const schema587 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/500"};
-
-function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate399.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate399.errors = vErrors;
-return errors === 0;
-}
-validate399.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_501 = validate400;
-const schema589 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/organizations.auditLog/output/501"};
-
-function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate400.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate400.errors = vErrors;
-return errors === 0;
-}
-validate400.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_usage_200 = validate401;
-const schema591 = {"$ref":"https://contract.local/schemas/Usage","$id":"https://contract.local/procedures/organizations.usage/output/200"};
-
-function validate401(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate401.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate44(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
-errors = vErrors.length;
-}
-validate401.errors = vErrors;
-return errors === 0;
-}
-validate401.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_usage_400 = validate403;
-const schema592 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.usage/output/400"};
-
-function validate403(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate403.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate403.errors = vErrors;
-return errors === 0;
-}
-validate403.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_usage_401 = validate405;
-const schema593 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.usage/output/401"};
-
-function validate405(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate405.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate405.errors = vErrors;
-return errors === 0;
-}
-validate405.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_usage_403 = validate406;
-const schema595 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.usage/output/403"};
-
-function validate406(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate406.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -47741,19 +46741,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate406.errors = vErrors;
+validate396.errors = vErrors;
 return errors === 0;
 }
-validate406.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate396.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_405 = validate407;
-const schema597 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/organizations.usage/output/405"};
+exports.output_organizations_auditLog_405 = validate397;
+const schema582 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/organizations.auditLog/output/405"};
 
-function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/405" */;
+function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate407.evaluated;
+const evaluated0 = validate397.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -47894,19 +46894,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate407.errors = vErrors;
+validate397.errors = vErrors;
 return errors === 0;
 }
-validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate397.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_413 = validate408;
-const schema599 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/413"};
+exports.output_organizations_auditLog_413 = validate398;
+const schema584 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/413"};
 
-function validate408(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/413" */;
+function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate408.evaluated;
+const evaluated0 = validate398.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -47968,7 +46968,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -48014,19 +47014,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate408.errors = vErrors;
+validate398.errors = vErrors;
 return errors === 0;
 }
-validate408.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate398.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_429 = validate409;
-const schema601 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.usage/output/429"};
+exports.output_organizations_auditLog_429 = validate399;
+const schema586 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.auditLog/output/429"};
 
-function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/429" */;
+function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate409.evaluated;
+const evaluated0 = validate399.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48167,19 +47167,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate409.errors = vErrors;
+validate399.errors = vErrors;
 return errors === 0;
 }
-validate409.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate399.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_500 = validate410;
-const schema603 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/500"};
+exports.output_organizations_auditLog_500 = validate400;
+const schema588 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/500"};
 
-function validate410(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/500" */;
+function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate410.evaluated;
+const evaluated0 = validate400.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48265,19 +47265,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate410.errors = vErrors;
+validate400.errors = vErrors;
 return errors === 0;
 }
-validate410.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate400.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_501 = validate411;
-const schema605 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/organizations.usage/output/501"};
+exports.output_organizations_auditLog_501 = validate401;
+const schema590 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/organizations.auditLog/output/501"};
 
-function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/501" */;
+function validate401(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate411.evaluated;
+const evaluated0 = validate401.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48418,19 +47418,1048 @@ vErrors.push(err11);
 }
 errors++;
 }
+validate401.errors = vErrors;
+return errors === 0;
+}
+validate401.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_200 = validate402;
+const schema592 = {"$ref":"https://contract.local/schemas/Usage","$id":"https://contract.local/procedures/organizations.usage/output/200"};
+
+function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate402.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate44(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
+errors = vErrors.length;
+}
+validate402.errors = vErrors;
+return errors === 0;
+}
+validate402.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_400 = validate404;
+const schema593 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.usage/output/400"};
+
+function validate404(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate404.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate404.errors = vErrors;
+return errors === 0;
+}
+validate404.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_401 = validate406;
+const schema594 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.usage/output/401"};
+
+function validate406(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate406.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate406.errors = vErrors;
+return errors === 0;
+}
+validate406.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_403 = validate407;
+const schema596 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.usage/output/403"};
+
+function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate407.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate407.errors = vErrors;
+return errors === 0;
+}
+validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_405 = validate408;
+const schema598 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/organizations.usage/output/405"};
+
+function validate408(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate408.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate408.errors = vErrors;
+return errors === 0;
+}
+validate408.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_413 = validate409;
+const schema600 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/413"};
+
+function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate409.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate409.errors = vErrors;
+return errors === 0;
+}
+validate409.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_429 = validate410;
+const schema602 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.usage/output/429"};
+
+function validate410(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate410.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate410.errors = vErrors;
+return errors === 0;
+}
+validate410.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_500 = validate411;
+const schema604 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/500"};
+
+function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate411.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
 validate411.errors = vErrors;
 return errors === 0;
 }
 validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_200 = validate412;
-const schema607 = {"$ref":"https://contract.local/schemas/AuthConfig","$id":"https://contract.local/procedures/system.authConfig/output/200"};
+exports.output_organizations_usage_501 = validate412;
+const schema606 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/organizations.usage/output/501"};
 
 function validate412(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.authConfig/output/200" */;
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/501" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate412.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_IMPLEMENTED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(501 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate412.errors = vErrors;
+return errors === 0;
+}
+validate412.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_system_authConfig_200 = validate413;
+const schema608 = {"$ref":"https://contract.local/schemas/AuthConfig","$id":"https://contract.local/procedures/system.authConfig/output/200"};
+
+function validate413(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/system.authConfig/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate413.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48556,19 +48585,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate412.errors = vErrors;
+validate413.errors = vErrors;
 return errors === 0;
 }
-validate412.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate413.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_400 = validate413;
-const schema609 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.authConfig/output/400"};
+exports.output_system_authConfig_400 = validate414;
+const schema610 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.authConfig/output/400"};
 
-function validate413(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate414(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate413.evaluated;
+const evaluated0 = validate414.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48579,19 +48608,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate413.errors = vErrors;
+validate414.errors = vErrors;
 return errors === 0;
 }
-validate413.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate414.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_405 = validate415;
-const schema610 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.authConfig/output/405"};
+exports.output_system_authConfig_405 = validate416;
+const schema611 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.authConfig/output/405"};
 
-function validate415(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate415.evaluated;
+const evaluated0 = validate416.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48732,19 +48761,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate415.errors = vErrors;
+validate416.errors = vErrors;
 return errors === 0;
 }
-validate415.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate416.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_413 = validate416;
-const schema612 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/413"};
+exports.output_system_authConfig_413 = validate417;
+const schema613 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/413"};
 
-function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate417(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate416.evaluated;
+const evaluated0 = validate417.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48806,7 +48835,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -48852,19 +48881,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate416.errors = vErrors;
+validate417.errors = vErrors;
 return errors === 0;
 }
-validate416.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate417.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_429 = validate417;
-const schema614 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.authConfig/output/429"};
+exports.output_system_authConfig_429 = validate418;
+const schema615 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.authConfig/output/429"};
 
-function validate417(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate418(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate417.evaluated;
+const evaluated0 = validate418.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49005,19 +49034,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate417.errors = vErrors;
+validate418.errors = vErrors;
 return errors === 0;
 }
-validate417.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate418.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_500 = validate418;
-const schema616 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/500"};
+exports.output_system_authConfig_500 = validate419;
+const schema617 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/500"};
 
-function validate418(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate418.evaluated;
+const evaluated0 = validate419.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49103,19 +49132,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate418.errors = vErrors;
+validate419.errors = vErrors;
 return errors === 0;
 }
-validate418.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_200 = validate419;
-const schema618 = {"$ref":"https://contract.local/schemas/FlagValues","$id":"https://contract.local/procedures/system.flags/output/200"};
+exports.output_system_flags_200 = validate420;
+const schema619 = {"$ref":"https://contract.local/schemas/FlagValues","$id":"https://contract.local/procedures/system.flags/output/200"};
 
-function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate419.evaluated;
+const evaluated0 = validate420.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49192,19 +49221,19 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate419.errors = vErrors;
+validate420.errors = vErrors;
 return errors === 0;
 }
-validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate420.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_400 = validate420;
-const schema620 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.flags/output/400"};
+exports.output_system_flags_400 = validate421;
+const schema621 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.flags/output/400"};
 
-function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate421(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate420.evaluated;
+const evaluated0 = validate421.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49215,19 +49244,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate420.errors = vErrors;
+validate421.errors = vErrors;
 return errors === 0;
 }
-validate420.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate421.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_401 = validate422;
-const schema621 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/system.flags/output/401"};
+exports.output_system_flags_401 = validate423;
+const schema622 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/system.flags/output/401"};
 
-function validate422(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate422.evaluated;
+const evaluated0 = validate423.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49368,19 +49397,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate422.errors = vErrors;
+validate423.errors = vErrors;
 return errors === 0;
 }
-validate422.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate423.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_403 = validate423;
-const schema623 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/system.flags/output/403"};
+exports.output_system_flags_403 = validate424;
+const schema624 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/system.flags/output/403"};
 
-function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate424(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate423.evaluated;
+const evaluated0 = validate424.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49521,19 +49550,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate423.errors = vErrors;
+validate424.errors = vErrors;
 return errors === 0;
 }
-validate423.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate424.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_405 = validate424;
-const schema625 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.flags/output/405"};
+exports.output_system_flags_405 = validate425;
+const schema626 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.flags/output/405"};
 
-function validate424(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate425(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate424.evaluated;
+const evaluated0 = validate425.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49674,19 +49703,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate424.errors = vErrors;
+validate425.errors = vErrors;
 return errors === 0;
 }
-validate424.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate425.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_413 = validate425;
-const schema627 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.flags/output/413"};
+exports.output_system_flags_413 = validate426;
+const schema628 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.flags/output/413"};
 
-function validate425(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate426(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate425.evaluated;
+const evaluated0 = validate426.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49748,7 +49777,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -49794,19 +49823,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate425.errors = vErrors;
+validate426.errors = vErrors;
 return errors === 0;
 }
-validate425.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate426.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_429 = validate426;
-const schema629 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.flags/output/429"};
+exports.output_system_flags_429 = validate427;
+const schema630 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.flags/output/429"};
 
-function validate426(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate427(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate426.evaluated;
+const evaluated0 = validate427.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49947,19 +49976,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate426.errors = vErrors;
+validate427.errors = vErrors;
 return errors === 0;
 }
-validate426.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate427.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_500 = validate427;
-const schema631 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.flags/output/500"};
+exports.output_system_flags_500 = validate428;
+const schema632 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.flags/output/500"};
 
-function validate427(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate428(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate427.evaluated;
+const evaluated0 = validate428.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50045,19 +50074,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate427.errors = vErrors;
+validate428.errors = vErrors;
 return errors === 0;
 }
-validate427.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate428.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_501 = validate428;
-const schema633 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/system.flags/output/501"};
+exports.output_system_flags_501 = validate429;
+const schema634 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/system.flags/output/501"};
 
-function validate428(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate429(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate428.evaluated;
+const evaluated0 = validate429.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50198,19 +50227,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate428.errors = vErrors;
+validate429.errors = vErrors;
 return errors === 0;
 }
-validate428.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate429.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_200 = validate429;
-const schema635 = {"$ref":"https://contract.local/schemas/Health","$id":"https://contract.local/procedures/system.health/output/200"};
+exports.output_system_health_200 = validate430;
+const schema636 = {"$ref":"https://contract.local/schemas/Health","$id":"https://contract.local/procedures/system.health/output/200"};
 
-function validate429(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate430(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate429.evaluated;
+const evaluated0 = validate430.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50331,19 +50360,19 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate429.errors = vErrors;
+validate430.errors = vErrors;
 return errors === 0;
 }
-validate429.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate430.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_400 = validate430;
-const schema637 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.health/output/400"};
+exports.output_system_health_400 = validate431;
+const schema638 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.health/output/400"};
 
-function validate430(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate431(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate430.evaluated;
+const evaluated0 = validate431.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50354,19 +50383,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate430.errors = vErrors;
+validate431.errors = vErrors;
 return errors === 0;
 }
-validate430.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate431.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_405 = validate432;
-const schema638 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.health/output/405"};
+exports.output_system_health_405 = validate433;
+const schema639 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.health/output/405"};
 
-function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate433(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate432.evaluated;
+const evaluated0 = validate433.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50507,19 +50536,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate432.errors = vErrors;
+validate433.errors = vErrors;
 return errors === 0;
 }
-validate432.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate433.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_413 = validate433;
-const schema640 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.health/output/413"};
+exports.output_system_health_413 = validate434;
+const schema641 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.health/output/413"};
 
-function validate433(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate434(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate433.evaluated;
+const evaluated0 = validate434.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50581,7 +50610,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -50627,19 +50656,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate433.errors = vErrors;
+validate434.errors = vErrors;
 return errors === 0;
 }
-validate433.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate434.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_429 = validate434;
-const schema642 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.health/output/429"};
+exports.output_system_health_429 = validate435;
+const schema643 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.health/output/429"};
 
-function validate434(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate435(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate434.evaluated;
+const evaluated0 = validate435.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50780,19 +50809,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate434.errors = vErrors;
+validate435.errors = vErrors;
 return errors === 0;
 }
-validate434.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate435.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_500 = validate435;
-const schema644 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.health/output/500"};
+exports.output_system_health_500 = validate436;
+const schema645 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.health/output/500"};
 
-function validate435(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate435.evaluated;
+const evaluated0 = validate436.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50878,19 +50907,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate435.errors = vErrors;
+validate436.errors = vErrors;
 return errors === 0;
 }
-validate435.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_200 = validate436;
-const schema646 = {"$ref":"https://contract.local/schemas/User","$id":"https://contract.local/procedures/user.me/output/200"};
+exports.output_user_me_200 = validate437;
+const schema647 = {"$ref":"https://contract.local/schemas/User","$id":"https://contract.local/procedures/user.me/output/200"};
 
-function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate436.evaluated;
+const evaluated0 = validate437.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51081,19 +51110,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate436.errors = vErrors;
+validate437.errors = vErrors;
 return errors === 0;
 }
-validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate437.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_400 = validate437;
-const schema648 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/user.me/output/400"};
+exports.output_user_me_400 = validate438;
+const schema649 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/user.me/output/400"};
 
-function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate438(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate437.evaluated;
+const evaluated0 = validate438.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51104,19 +51133,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate437.errors = vErrors;
+validate438.errors = vErrors;
 return errors === 0;
 }
-validate437.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate438.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_401 = validate439;
-const schema649 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/user.me/output/401"};
+exports.output_user_me_401 = validate440;
+const schema650 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/user.me/output/401"};
 
-function validate439(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate439.evaluated;
+const evaluated0 = validate440.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51257,19 +51286,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate439.errors = vErrors;
+validate440.errors = vErrors;
 return errors === 0;
 }
-validate439.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_403 = validate440;
-const schema651 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/user.me/output/403"};
+exports.output_user_me_403 = validate441;
+const schema652 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/user.me/output/403"};
 
-function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate441(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate440.evaluated;
+const evaluated0 = validate441.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51410,19 +51439,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate440.errors = vErrors;
+validate441.errors = vErrors;
 return errors === 0;
 }
-validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate441.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_405 = validate441;
-const schema653 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/user.me/output/405"};
+exports.output_user_me_405 = validate442;
+const schema654 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/user.me/output/405"};
 
-function validate441(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate441.evaluated;
+const evaluated0 = validate442.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51563,19 +51592,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate441.errors = vErrors;
+validate442.errors = vErrors;
 return errors === 0;
 }
-validate441.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_413 = validate442;
-const schema655 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/user.me/output/413"};
+exports.output_user_me_413 = validate443;
+const schema656 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/user.me/output/413"};
 
-function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate443(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate442.evaluated;
+const evaluated0 = validate443.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51637,7 +51666,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -51683,19 +51712,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate442.errors = vErrors;
+validate443.errors = vErrors;
 return errors === 0;
 }
-validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate443.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_429 = validate443;
-const schema657 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/user.me/output/429"};
+exports.output_user_me_429 = validate444;
+const schema658 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/user.me/output/429"};
 
-function validate443(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate444(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate443.evaluated;
+const evaluated0 = validate444.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51836,19 +51865,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate443.errors = vErrors;
+validate444.errors = vErrors;
 return errors === 0;
 }
-validate443.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate444.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_500 = validate444;
-const schema659 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/user.me/output/500"};
+exports.output_user_me_500 = validate445;
+const schema660 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/user.me/output/500"};
 
-function validate444(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate445(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate444.evaluated;
+const evaluated0 = validate445.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51934,19 +51963,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate444.errors = vErrors;
+validate445.errors = vErrors;
 return errors === 0;
 }
-validate444.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate445.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_200 = validate445;
-const schema661 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.create/output/200"};
+exports.output_workspaces_create_200 = validate446;
+const schema662 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.create/output/200"};
 
-function validate445(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate446(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate445.evaluated;
+const evaluated0 = validate446.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -52189,19 +52218,19 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate445.errors = vErrors;
+validate446.errors = vErrors;
 return errors === 0;
 }
-validate445.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate446.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_400 = validate446;
-const schema663 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.create/output/400"};
+exports.output_workspaces_create_400 = validate447;
+const schema664 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.create/output/400"};
 
-function validate446(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate446.evaluated;
+const evaluated0 = validate447.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -52212,19 +52241,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate446.errors = vErrors;
+validate447.errors = vErrors;
 return errors === 0;
 }
-validate446.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate447.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_401 = validate448;
-const schema664 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.create/output/401"};
+exports.output_workspaces_create_401 = validate449;
+const schema665 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.create/output/401"};
 
-function validate448(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate448.evaluated;
+const evaluated0 = validate449.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -52365,19 +52394,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate448.errors = vErrors;
+validate449.errors = vErrors;
 return errors === 0;
 }
-validate448.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate449.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_403 = validate449;
-const schema666 = {"$id":"https://contract.local/procedures/workspaces.create/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+exports.output_workspaces_create_403 = validate450;
+const schema667 = {"$id":"https://contract.local/procedures/workspaces.create/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
-function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate450(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate449.evaluated;
+const evaluated0 = validate450.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -52398,7 +52427,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema666.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema667.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -52955,20 +52984,20 @@ props0 = props0 || {};
 Object.assign(props0, props1);
 }
 }
-validate449.errors = vErrors;
+validate450.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate449.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate450.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_workspaces_create_404 = validate450;
-const schema669 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.create/output/404"};
+exports.output_workspaces_create_404 = validate451;
+const schema670 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.create/output/404"};
 
-function validate450(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate451(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate450.evaluated;
+const evaluated0 = validate451.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53109,19 +53138,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate450.errors = vErrors;
+validate451.errors = vErrors;
 return errors === 0;
 }
-validate450.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate451.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_405 = validate451;
-const schema671 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.create/output/405"};
+exports.output_workspaces_create_405 = validate452;
+const schema672 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.create/output/405"};
 
-function validate451(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate452(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate451.evaluated;
+const evaluated0 = validate452.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53262,19 +53291,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate451.errors = vErrors;
+validate452.errors = vErrors;
 return errors === 0;
 }
-validate451.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate452.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_409 = validate452;
-const schema673 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.create/output/409"};
+exports.output_workspaces_create_409 = validate453;
+const schema674 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.create/output/409"};
 
-function validate452(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate452.evaluated;
+const evaluated0 = validate453.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53415,19 +53444,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate452.errors = vErrors;
+validate453.errors = vErrors;
 return errors === 0;
 }
-validate452.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_413 = validate453;
-const schema675 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/413"};
+exports.output_workspaces_create_413 = validate454;
+const schema676 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/413"};
 
-function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate454(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate453.evaluated;
+const evaluated0 = validate454.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53489,7 +53518,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -53535,19 +53564,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate453.errors = vErrors;
+validate454.errors = vErrors;
 return errors === 0;
 }
-validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate454.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_429 = validate454;
-const schema677 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.create/output/429"};
+exports.output_workspaces_create_429 = validate455;
+const schema678 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.create/output/429"};
 
-function validate454(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate454.evaluated;
+const evaluated0 = validate455.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53688,19 +53717,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate454.errors = vErrors;
+validate455.errors = vErrors;
 return errors === 0;
 }
-validate454.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate455.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_500 = validate455;
-const schema679 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/500"};
+exports.output_workspaces_create_500 = validate456;
+const schema680 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/500"};
 
-function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate456(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate455.evaluated;
+const evaluated0 = validate456.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53786,19 +53815,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate455.errors = vErrors;
+validate456.errors = vErrors;
 return errors === 0;
 }
-validate455.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate456.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_200 = validate456;
-const schema681 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/workspaces.delete/output/200"};
+exports.output_workspaces_delete_200 = validate457;
+const schema682 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/workspaces.delete/output/200"};
 
-function validate456(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate456.evaluated;
+const evaluated0 = validate457.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53851,19 +53880,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate456.errors = vErrors;
+validate457.errors = vErrors;
 return errors === 0;
 }
-validate456.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate457.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_400 = validate457;
-const schema683 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.delete/output/400"};
+exports.output_workspaces_delete_400 = validate458;
+const schema684 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.delete/output/400"};
 
-function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate458(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate457.evaluated;
+const evaluated0 = validate458.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53874,19 +53903,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate457.errors = vErrors;
+validate458.errors = vErrors;
 return errors === 0;
 }
-validate457.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate458.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_401 = validate459;
-const schema684 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.delete/output/401"};
+exports.output_workspaces_delete_401 = validate460;
+const schema685 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.delete/output/401"};
 
-function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate459.evaluated;
+const evaluated0 = validate460.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -54019,159 +54048,6 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate459.errors = vErrors;
-return errors === 0;
-}
-validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_403 = validate460;
-const schema686 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.delete/output/403"};
-
-function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate460.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -54185,11 +54061,11 @@ return errors === 0;
 }
 validate460.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_404 = validate461;
-const schema688 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.delete/output/404"};
+exports.output_workspaces_delete_403 = validate461;
+const schema687 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.delete/output/403"};
 
 function validate461(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/404" */;
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate461.evaluated;
@@ -54201,7 +54077,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -54211,7 +54087,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -54221,7 +54097,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -54231,7 +54107,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -54242,7 +54118,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -54254,7 +54130,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -54267,7 +54143,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -54276,8 +54152,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -54290,7 +54166,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -54299,8 +54175,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -54312,7 +54188,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -54324,7 +54200,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -54338,890 +54214,14 @@ return errors === 0;
 }
 validate461.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_405 = validate462;
-const schema690 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.delete/output/405"};
+exports.output_workspaces_delete_404 = validate462;
+const schema689 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.delete/output/404"};
 
 function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/405" */;
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/404" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate462.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate462.errors = vErrors;
-return errors === 0;
-}
-validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_413 = validate463;
-const schema692 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/413"};
-
-function validate463(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate463.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(data0 === "payload_too_large")){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate463.errors = vErrors;
-return errors === 0;
-}
-validate463.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_429 = validate464;
-const schema694 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.delete/output/429"};
-
-function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate464.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate464.errors = vErrors;
-return errors === 0;
-}
-validate464.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_delete_500 = validate465;
-const schema696 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/500"};
-
-function validate465(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate465.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate465.errors = vErrors;
-return errors === 0;
-}
-validate465.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_200 = validate466;
-const schema698 = {"$ref":"https://contract.local/schemas/WorkspaceWithStorage","$id":"https://contract.local/procedures/workspaces.get/output/200"};
-
-function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate466.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate57(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
-errors = vErrors.length;
-}
-validate466.errors = vErrors;
-return errors === 0;
-}
-validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_400 = validate468;
-const schema699 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.get/output/400"};
-
-function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate468.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate468.errors = vErrors;
-return errors === 0;
-}
-validate468.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_401 = validate470;
-const schema700 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.get/output/401"};
-
-function validate470(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate470.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate470.errors = vErrors;
-return errors === 0;
-}
-validate470.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_403 = validate471;
-const schema702 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.get/output/403"};
-
-function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate471.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate471.errors = vErrors;
-return errors === 0;
-}
-validate471.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_404 = validate472;
-const schema704 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.get/output/404"};
-
-function validate472(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/404" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate472.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55362,19 +54362,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate472.errors = vErrors;
+validate462.errors = vErrors;
 return errors === 0;
 }
-validate472.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_get_405 = validate473;
-const schema706 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.get/output/405"};
+exports.output_workspaces_delete_405 = validate463;
+const schema691 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.delete/output/405"};
 
-function validate473(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/405" */;
+function validate463(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate473.evaluated;
+const evaluated0 = validate463.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55515,19 +54515,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate473.errors = vErrors;
+validate463.errors = vErrors;
 return errors === 0;
 }
-validate473.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate463.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_get_413 = validate474;
-const schema708 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/413"};
+exports.output_workspaces_delete_413 = validate464;
+const schema693 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/413"};
 
-function validate474(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/413" */;
+function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate474.evaluated;
+const evaluated0 = validate464.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55589,7 +54589,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -55635,19 +54635,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate474.errors = vErrors;
+validate464.errors = vErrors;
 return errors === 0;
 }
-validate474.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate464.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_get_429 = validate475;
-const schema710 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.get/output/429"};
+exports.output_workspaces_delete_429 = validate465;
+const schema695 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.delete/output/429"};
 
-function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/429" */;
+function validate465(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate475.evaluated;
+const evaluated0 = validate465.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55788,19 +54788,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate475.errors = vErrors;
+validate465.errors = vErrors;
 return errors === 0;
 }
-validate475.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate465.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_get_500 = validate476;
-const schema712 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/500"};
+exports.output_workspaces_delete_500 = validate466;
+const schema697 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/500"};
 
-function validate476(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/500" */;
+function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate476.evaluated;
+const evaluated0 = validate466.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55886,42 +54886,42 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate476.errors = vErrors;
+validate466.errors = vErrors;
 return errors === 0;
 }
-validate476.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_200 = validate477;
-const schema714 = {"$ref":"https://contract.local/schemas/WorkspaceList","$id":"https://contract.local/procedures/workspaces.list/output/200"};
+exports.output_workspaces_get_200 = validate467;
+const schema699 = {"$ref":"https://contract.local/schemas/WorkspaceWithStorage","$id":"https://contract.local/procedures/workspaces.get/output/200"};
 
-function validate477(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/200" */;
+function validate467(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate477.evaluated;
+const evaluated0 = validate467.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate53(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
+if(!(validate57(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
 errors = vErrors.length;
 }
-validate477.errors = vErrors;
+validate467.errors = vErrors;
 return errors === 0;
 }
-validate477.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+validate467.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_400 = validate479;
-const schema715 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.list/output/400"};
+exports.output_workspaces_get_400 = validate469;
+const schema700 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.get/output/400"};
 
-function validate479(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/400" */;
+function validate469(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate479.evaluated;
+const evaluated0 = validate469.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55932,19 +54932,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate479.errors = vErrors;
+validate469.errors = vErrors;
 return errors === 0;
 }
-validate479.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate469.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_401 = validate481;
-const schema716 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.list/output/401"};
+exports.output_workspaces_get_401 = validate471;
+const schema701 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.get/output/401"};
 
-function validate481(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/401" */;
+function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate481.evaluated;
+const evaluated0 = validate471.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56085,19 +55085,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate481.errors = vErrors;
+validate471.errors = vErrors;
 return errors === 0;
 }
-validate481.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate471.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_403 = validate482;
-const schema718 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.list/output/403"};
+exports.output_workspaces_get_403 = validate472;
+const schema703 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.get/output/403"};
 
-function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/403" */;
+function validate472(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate482.evaluated;
+const evaluated0 = validate472.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56238,19 +55238,172 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate482.errors = vErrors;
+validate472.errors = vErrors;
 return errors === 0;
 }
-validate482.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate472.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_405 = validate483;
-const schema720 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.list/output/405"};
+exports.output_workspaces_get_404 = validate473;
+const schema705 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.get/output/404"};
 
-function validate483(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/405" */;
+function validate473(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate483.evaluated;
+const evaluated0 = validate473.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate473.errors = vErrors;
+return errors === 0;
+}
+validate473.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_405 = validate474;
+const schema707 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.get/output/405"};
+
+function validate474(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate474.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56391,19 +55544,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate483.errors = vErrors;
+validate474.errors = vErrors;
 return errors === 0;
 }
-validate483.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate474.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_413 = validate484;
-const schema722 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/413"};
+exports.output_workspaces_get_413 = validate475;
+const schema709 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/413"};
 
-function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/413" */;
+function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate484.evaluated;
+const evaluated0 = validate475.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56465,7 +55618,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -56511,19 +55664,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate484.errors = vErrors;
+validate475.errors = vErrors;
 return errors === 0;
 }
-validate484.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate475.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_429 = validate485;
-const schema724 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.list/output/429"};
+exports.output_workspaces_get_429 = validate476;
+const schema711 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.get/output/429"};
 
-function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/429" */;
+function validate476(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate485.evaluated;
+const evaluated0 = validate476.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56664,19 +55817,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate485.errors = vErrors;
+validate476.errors = vErrors;
 return errors === 0;
 }
-validate485.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate476.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_500 = validate486;
-const schema726 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/500"};
+exports.output_workspaces_get_500 = validate477;
+const schema713 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/500"};
 
-function validate486(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.list/output/500" */;
+function validate477(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate486.evaluated;
+const evaluated0 = validate477.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56762,19 +55915,895 @@ vErrors.push(err6);
 }
 errors++;
 }
+validate477.errors = vErrors;
+return errors === 0;
+}
+validate477.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_200 = validate478;
+const schema715 = {"$ref":"https://contract.local/schemas/WorkspaceList","$id":"https://contract.local/procedures/workspaces.list/output/200"};
+
+function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate478.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate53(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
+errors = vErrors.length;
+}
+validate478.errors = vErrors;
+return errors === 0;
+}
+validate478.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_400 = validate480;
+const schema716 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.list/output/400"};
+
+function validate480(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate480.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate480.errors = vErrors;
+return errors === 0;
+}
+validate480.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_401 = validate482;
+const schema717 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.list/output/401"};
+
+function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate482.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate482.errors = vErrors;
+return errors === 0;
+}
+validate482.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_403 = validate483;
+const schema719 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.list/output/403"};
+
+function validate483(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate483.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate483.errors = vErrors;
+return errors === 0;
+}
+validate483.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_405 = validate484;
+const schema721 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.list/output/405"};
+
+function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate484.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate484.errors = vErrors;
+return errors === 0;
+}
+validate484.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_413 = validate485;
+const schema723 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/413"};
+
+function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate485.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate485.errors = vErrors;
+return errors === 0;
+}
+validate485.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_list_429 = validate486;
+const schema725 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.list/output/429"};
+
+function validate486(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate486.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
 validate486.errors = vErrors;
 return errors === 0;
 }
 validate486.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_200 = validate487;
-const schema728 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.update/output/200"};
+exports.output_workspaces_list_500 = validate487;
+const schema727 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/500"};
 
 function validate487(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.update/output/200" */;
+/*# sourceURL="https://contract.local/procedures/workspaces.list/output/500" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate487.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate487.errors = vErrors;
+return errors === 0;
+}
+validate487.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_update_200 = validate488;
+const schema729 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.update/output/200"};
+
+function validate488(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.update/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate488.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57017,19 +57046,19 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate487.errors = vErrors;
+validate488.errors = vErrors;
 return errors === 0;
 }
-validate487.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate488.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_400 = validate488;
-const schema730 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.update/output/400"};
+exports.output_workspaces_update_400 = validate489;
+const schema731 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.update/output/400"};
 
-function validate488(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate489(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate488.evaluated;
+const evaluated0 = validate489.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57040,19 +57069,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate488.errors = vErrors;
+validate489.errors = vErrors;
 return errors === 0;
 }
-validate488.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate489.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_401 = validate490;
-const schema731 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.update/output/401"};
+exports.output_workspaces_update_401 = validate491;
+const schema732 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.update/output/401"};
 
-function validate490(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate491(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate490.evaluated;
+const evaluated0 = validate491.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57193,19 +57222,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate490.errors = vErrors;
+validate491.errors = vErrors;
 return errors === 0;
 }
-validate490.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate491.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_403 = validate491;
-const schema733 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.update/output/403"};
+exports.output_workspaces_update_403 = validate492;
+const schema734 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.update/output/403"};
 
-function validate491(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate492(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate491.evaluated;
+const evaluated0 = validate492.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57346,19 +57375,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate491.errors = vErrors;
+validate492.errors = vErrors;
 return errors === 0;
 }
-validate491.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate492.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_404 = validate492;
-const schema735 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.update/output/404"};
+exports.output_workspaces_update_404 = validate493;
+const schema736 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.update/output/404"};
 
-function validate492(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate493(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate492.evaluated;
+const evaluated0 = validate493.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57499,19 +57528,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate492.errors = vErrors;
+validate493.errors = vErrors;
 return errors === 0;
 }
-validate492.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate493.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_405 = validate493;
-const schema737 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.update/output/405"};
+exports.output_workspaces_update_405 = validate494;
+const schema738 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.update/output/405"};
 
-function validate493(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate494(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate493.evaluated;
+const evaluated0 = validate494.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57652,19 +57681,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate493.errors = vErrors;
+validate494.errors = vErrors;
 return errors === 0;
 }
-validate493.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate494.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_409 = validate494;
-const schema739 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.update/output/409"};
+exports.output_workspaces_update_409 = validate495;
+const schema740 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.update/output/409"};
 
-function validate494(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate495(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate494.evaluated;
+const evaluated0 = validate495.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57805,19 +57834,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate494.errors = vErrors;
+validate495.errors = vErrors;
 return errors === 0;
 }
-validate494.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate495.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_413 = validate495;
-const schema741 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/413"};
+exports.output_workspaces_update_413 = validate496;
+const schema742 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/413"};
 
-function validate495(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate496(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate495.evaluated;
+const evaluated0 = validate496.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57879,7 +57908,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(data0 === "payload_too_large")){
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
 const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema45.properties.error.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
@@ -57925,19 +57954,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate495.errors = vErrors;
+validate496.errors = vErrors;
 return errors === 0;
 }
-validate495.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate496.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_429 = validate496;
-const schema743 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.update/output/429"};
+exports.output_workspaces_update_429 = validate497;
+const schema744 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.update/output/429"};
 
-function validate496(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate497(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate496.evaluated;
+const evaluated0 = validate497.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -58078,19 +58107,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate496.errors = vErrors;
+validate497.errors = vErrors;
 return errors === 0;
 }
-validate496.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate497.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_500 = validate497;
-const schema745 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/500"};
+exports.output_workspaces_update_500 = validate498;
+const schema746 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/500"};
 
-function validate497(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate498(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate497.evaluated;
+const evaluated0 = validate498.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -58176,8 +58205,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate497.errors = vErrors;
+validate498.errors = vErrors;
 return errors === 0;
 }
-validate497.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate498.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

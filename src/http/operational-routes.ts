@@ -59,14 +59,33 @@ export function documentRoute(document: object, serverUrl?: string): RequestHand
   };
 }
 
-interface ContractDocument {
-  servers?: { url: string; description?: string }[];
+interface Server {
+  url: string;
+  description?: string;
 }
 
-/** The document with `url` as its first server; the generated servers (the relative one) follow. */
+interface ContractDocument {
+  servers?: Server[];
+  paths?: Record<string, { servers?: Server[] } & Record<string, unknown>>;
+}
+
+/**
+ * The document with `url` as its first server; the generated servers (the relative one) follow.
+ * Paths with servers of their own (the `/uploads` addresses live at the service root, not under
+ * `/api/v1`) get this deployment's absolute address first too, built from the same public URL.
+ */
 export function withServer<T extends ContractDocument>(document: T, url: string): T {
+  const deployment = (server: Server): Server => ({ url: server.url, description: 'This deployment (its PUBLIC_URL).' });
+  const relative = document.servers?.find((server) => server.url.startsWith('/'))?.url;
+  const publicUrl = relative !== undefined && url.endsWith(relative) ? url.slice(0, url.length - relative.length) : undefined;
+  const paths = Object.fromEntries(Object.entries(document.paths ?? {}).map(([path, item]) => {
+    const own = item.servers?.find((server) => server.url.startsWith('/'));
+    if (publicUrl === undefined || own === undefined) return [path, item];
+    const absolute = `${publicUrl}${own.url === '/' ? '' : own.url}` || '/';
+    return [path, { ...item, servers: [deployment({ url: absolute }), ...item.servers!.filter((server) => server.url !== absolute)] }];
+  }));
   const others = (document.servers ?? []).filter((server) => server.url !== url);
-  return { ...document, servers: [{ url, description: 'This deployment (its PUBLIC_URL).' }, ...others] };
+  return { ...document, ...(document.paths ? { paths } : {}), servers: [deployment({ url }), ...others] };
 }
 
 /** RFC 9110 §13.1.2: If-None-Match is `*` or a list of entity tags, compared weakly. */

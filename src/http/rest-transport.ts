@@ -17,7 +17,8 @@ import { sendStream, type StreamHandlers } from './streams.ts';
 export async function restRouter(document: object, handlers: Handlers, streams: StreamHandlers, services: Services): Promise<Router> {
   const backend = await new OpenAPIBackend({ definition: document as Document, quick: true, validate: false, apiRoot: '/' }).init();
   const router = express.Router({ strict: true });
-  for (const operation of backend.getOperations()) {
+  // x-transport: routes the HTTP layer serves itself (the /uploads addresses), not procedures.
+  for (const operation of backend.getOperations().filter((op) => (op as { 'x-transport'?: unknown })['x-transport'] === undefined)) {
     const procedure = procedures[operation.operationId as ProcedureName] as ProcedureDefinition | undefined;
     if (!procedure) throw new Error(`operation ${operation.operationId} is not in the procedure table: run make codegen`);
     const method = operation.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
