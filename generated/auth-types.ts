@@ -2029,7 +2029,36 @@ export interface components {
          */
         OrganizationId: string;
         /**
-         * @description One value of an organization's metadata: any JSON value. Strings and object keys, at any depth, must not contain NUL (U+0000) or an unpaired UTF-16 surrogate (a lone `\ud800`-`\udfff` escape): PostgreSQL's jsonb cannot store either, so they are refused with 400 BAD_REQUEST.
+         * @description A metadata value at nesting level 4 (see OrganizationMetadataValue).
+         * @example aerospace
+         * @example 42
+         * @example true
+         */
+        OrganizationMetadataLeaf: string | number | boolean | null;
+        /**
+         * @description A metadata value at nesting level 3 (see OrganizationMetadataValue).
+         * @example aerospace
+         * @example 42
+         * @example [
+         *       "ai"
+         *     ]
+         */
+        OrganizationMetadataValue3: string | number | boolean | null | components["schemas"]["OrganizationMetadataLeaf"][] | {
+            [key: string]: components["schemas"]["OrganizationMetadataLeaf"];
+        };
+        /**
+         * @description A metadata value at nesting level 2 (see OrganizationMetadataValue).
+         * @example aerospace
+         * @example 42
+         * @example [
+         *       "ai"
+         *     ]
+         */
+        OrganizationMetadataValue2: string | number | boolean | null | components["schemas"]["OrganizationMetadataValue3"][] | {
+            [key: string]: components["schemas"]["OrganizationMetadataValue3"];
+        };
+        /**
+         * @description One value of an organization's metadata: any JSON value nested at most four levels deep below the metadata object. Strings and object keys, at any depth, must not contain NUL (U+0000) or an unpaired UTF-16 surrogate (a lone `\ud800`-`\udfff` escape): PostgreSQL's jsonb cannot store either, so they are refused with 400 BAD_REQUEST. Written out level by level (not as a self-reference) so that every SDK generator can type it.
          * @example aerospace
          * @example 42
          * @example [
@@ -2040,8 +2069,8 @@ export interface components {
          *       "founded": 1843
          *     }
          */
-        OrganizationMetadataValue: string | number | boolean | null | unknown[] | {
-            [key: string]: components["schemas"]["OrganizationMetadataValue"];
+        OrganizationMetadataValue: string | number | boolean | null | components["schemas"]["OrganizationMetadataValue2"][] | {
+            [key: string]: components["schemas"]["OrganizationMetadataValue2"];
         };
         /**
          * @description The body of auth.organization.update.
@@ -2081,7 +2110,7 @@ export interface components {
                  */
                 logo?: string | null;
                 /**
-                 * @description Arbitrary values stored with the organization, replacing the previous ones; null removes them. No key or string anywhere in it may contain NUL (U+0000) or an unpaired UTF-16 surrogate (PostgreSQL's jsonb cannot store them).
+                 * @description Arbitrary values stored with the organization, replacing the previous ones; null removes them. Values nest at most four levels below this object. No key or string anywhere in it may contain NUL (U+0000) or an unpaired UTF-16 surrogate (PostgreSQL's jsonb cannot store them).
                  * @example {
                  *       "industry": "aerospace"
                  *     }

@@ -3257,11 +3257,215 @@ return errors === 0;
 validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_auth_organization_update = validate48;
-const schema84 = {"type":"object","description":"The body of auth.organization.update.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","data":{"name":"Acme Corporation","logo":"https://acme.example.com/logo.png"}}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"data":{"type":"object","description":"The fields to change; absent fields are left as they are, an empty object changes nothing.","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Acme Corporation"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"A new slug, unique across the platform (409 otherwise).","examples":["acme-corp"]},"logo":{"type":["string","null"],"format":"uri","maxLength":2000,"x-single-line":true,"description":"Address of the logo image; null removes it.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue"},"description":"Arbitrary values stored with the organization, replacing the previous ones; null removes them. No key or string anywhere in it may contain NUL (U+0000) or an unpaired UTF-16 surrogate (PostgreSQL's jsonb cannot store them).","examples":[{"industry":"aerospace"}]}},"examples":[{"name":"Acme Corporation","logo":"https://acme.example.com/logo.png"}]}},"required":["organizationId","data"],"$id":"https://contract.local/procedures/auth.organization.update/input"};
+const schema84 = {"type":"object","description":"The body of auth.organization.update.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","data":{"name":"Acme Corporation","logo":"https://acme.example.com/logo.png"}}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"data":{"type":"object","description":"The fields to change; absent fields are left as they are, an empty object changes nothing.","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Acme Corporation"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"A new slug, unique across the platform (409 otherwise).","examples":["acme-corp"]},"logo":{"type":["string","null"],"format":"uri","maxLength":2000,"x-single-line":true,"description":"Address of the logo image; null removes it.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue"},"description":"Arbitrary values stored with the organization, replacing the previous ones; null removes them. Values nest at most four levels below this object. No key or string anywhere in it may contain NUL (U+0000) or an unpaired UTF-16 surrogate (PostgreSQL's jsonb cannot store them).","examples":[{"industry":"aerospace"}]}},"examples":[{"name":"Acme Corporation","logo":"https://acme.example.com/logo.png"}]}},"required":["organizationId","data"],"$id":"https://contract.local/procedures/auth.organization.update/input"};
 const pattern55 = new RegExp("^[^\\u0000\\uD800-\\uDFFF]*$", "u");
 const formats4 = require("ajv-formats/dist/formats").fullFormats.uri;
-const schema86 = {"description":"One value of an organization's metadata: any JSON value. Strings and object keys, at any depth, must not contain NUL (U+0000) or an unpaired UTF-16 surrogate (a lone `\\ud800`-`\\udfff` escape): PostgreSQL's jsonb cannot store either, so they are refused with 400 BAD_REQUEST.","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue"},"examples":["aerospace",42,["ai","research"],{"founded":1843}],"$id":"https://contract.local/schemas/OrganizationMetadataValue"};
-const wrapper0 = {validate: validate49};
+const schema86 = {"description":"One value of an organization's metadata: any JSON value nested at most four levels deep below the metadata object. Strings and object keys, at any depth, must not contain NUL (U+0000) or an unpaired UTF-16 surrogate (a lone `\\ud800`-`\\udfff` escape): PostgreSQL's jsonb cannot store either, so they are refused with 400 BAD_REQUEST. Written out level by level (not as a self-reference) so that every SDK generator can type it.","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue2"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue2"},"examples":["aerospace",42,["ai","research"],{"founded":1843}],"$id":"https://contract.local/schemas/OrganizationMetadataValue"};
+const schema87 = {"description":"A metadata value at nesting level 2 (see OrganizationMetadataValue).","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue3"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue3"},"examples":["aerospace",42,["ai"]],"$id":"https://contract.local/schemas/OrganizationMetadataValue2"};
+const schema88 = {"description":"A metadata value at nesting level 3 (see OrganizationMetadataValue).","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataLeaf"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataLeaf"},"examples":["aerospace",42,["ai"]],"$id":"https://contract.local/schemas/OrganizationMetadataValue3"};
+const schema89 = {"description":"A metadata value at nesting level 4 (see OrganizationMetadataValue).","type":["string","number","boolean","null"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","examples":["aerospace",42,true],"$id":"https://contract.local/schemas/OrganizationMetadataLeaf"};
+
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/OrganizationMetadataValue3" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate51.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if((((typeof data != "object") && (typeof data !== "string")) && (!((typeof data == "number") && (isFinite(data))))) && (typeof data !== "boolean")){
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: schema88.type},message:"must be string,number,boolean,null,array,object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(typeof data === "string"){
+if(!pattern55.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(Array.isArray(data)){
+const len0 = data.length;
+for(let i0=0; i0<len0; i0++){
+let data0 = data[i0];
+if((((typeof data0 !== "string") && (!((typeof data0 == "number") && (isFinite(data0))))) && (typeof data0 !== "boolean")) && (data0 !== null)){
+const err2 = {instancePath:instancePath+"/" + i0,schemaPath:"https://contract.local/schemas/OrganizationMetadataLeaf/type",keyword:"type",params:{type: schema89.type},message:"must be string,number,boolean,null"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(typeof data0 === "string"){
+if(!pattern55.test(data0)){
+const err3 = {instancePath:instancePath+"/" + i0,schemaPath:"https://contract.local/schemas/OrganizationMetadataLeaf/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+const _errs4 = errors;
+if(typeof key0 === "string"){
+if(!pattern55.test(key0)){
+const err4 = {instancePath,schemaPath:"#/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\"",propertyName:key0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+var valid3 = _errs4 === errors;
+if(!valid3){
+const err5 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+for(const key1 in data){
+let data1 = data[key1];
+if((((typeof data1 !== "string") && (!((typeof data1 == "number") && (isFinite(data1))))) && (typeof data1 !== "boolean")) && (data1 !== null)){
+const err6 = {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"https://contract.local/schemas/OrganizationMetadataLeaf/type",keyword:"type",params:{type: schema89.type},message:"must be string,number,boolean,null"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(typeof data1 === "string"){
+if(!pattern55.test(data1)){
+const err7 = {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"https://contract.local/schemas/OrganizationMetadataLeaf/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\""};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+}
+validate51.errors = vErrors;
+return errors === 0;
+}
+validate51.evaluated = {"props":true,"items":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/OrganizationMetadataValue2" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate50.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if((((typeof data != "object") && (typeof data !== "string")) && (!((typeof data == "number") && (isFinite(data))))) && (typeof data !== "boolean")){
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: schema87.type},message:"must be string,number,boolean,null,array,object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(typeof data === "string"){
+if(!pattern55.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(Array.isArray(data)){
+const len0 = data.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate51(data[i0], {instancePath:instancePath+"/" + i0,parentData:data,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
+errors = vErrors.length;
+}
+}
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+const _errs2 = errors;
+if(typeof key0 === "string"){
+if(!pattern55.test(key0)){
+const err2 = {instancePath,schemaPath:"#/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\"",propertyName:key0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+var valid2 = _errs2 === errors;
+if(!valid2){
+const err3 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+for(const key1 in data){
+if(!(validate51(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
+errors = vErrors.length;
+}
+}
+}
+validate50.errors = vErrors;
+return errors === 0;
+}
+validate50.evaluated = {"props":true,"items":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/OrganizationMetadataValue" */;
@@ -3299,8 +3503,8 @@ errors++;
 if(Array.isArray(data)){
 const len0 = data.length;
 for(let i0=0; i0<len0; i0++){
-if(!(wrapper0.validate(data[i0], {instancePath:instancePath+"/" + i0,parentData:data,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? wrapper0.validate.errors : vErrors.concat(wrapper0.validate.errors);
+if(!(validate50(data[i0], {instancePath:instancePath+"/" + i0,parentData:data,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
 errors = vErrors.length;
 }
 }
@@ -3333,8 +3537,8 @@ errors++;
 }
 }
 for(const key1 in data){
-if(!(wrapper0.validate(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? wrapper0.validate.errors : vErrors.concat(wrapper0.validate.errors);
+if(!(validate50(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
 errors = vErrors.length;
 }
 }
@@ -3649,14 +3853,14 @@ return errors === 0;
 }
 validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_organization_updateMemberRole = validate51;
-const schema87 = {"type":"object","description":"The body of auth.organization.updateMemberRole.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","memberId":"mem_a2iiytzrb7clph54urln75pd","role":"admin"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"memberId":{"$ref":"https://contract.local/schemas/MemberId","description":"The membership to change."},"role":{"type":"string","enum":["owner","admin","member"],"description":"The new role; only an owner may grant or take away owner.","examples":["admin"]}},"required":["organizationId","memberId","role"],"$id":"https://contract.local/procedures/auth.organization.updateMemberRole/input"};
+exports.input_auth_organization_updateMemberRole = validate57;
+const schema91 = {"type":"object","description":"The body of auth.organization.updateMemberRole.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","memberId":"mem_a2iiytzrb7clph54urln75pd","role":"admin"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"memberId":{"$ref":"https://contract.local/schemas/MemberId","description":"The membership to change."},"role":{"type":"string","enum":["owner","admin","member"],"description":"The new role; only an owner may grant or take away owner.","examples":["admin"]}},"required":["organizationId","memberId","role"],"$id":"https://contract.local/procedures/auth.organization.updateMemberRole/input"};
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate51.evaluated;
+const evaluated0 = validate57.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3769,7 +3973,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((data2 === "owner") || (data2 === "admin")) || (data2 === "member"))){
-const err9 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema87.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema91.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3790,19 +3994,19 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate51.errors = vErrors;
+validate57.errors = vErrors;
 return errors === 0;
 }
-validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_organization_updateTeam = validate52;
-const schema90 = {"type":"object","description":"The body of auth.organization.updateTeam.","additionalProperties":false,"examples":[{"teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","data":{"name":"Research and Development"}}],"properties":{"teamId":{"$ref":"https://contract.local/schemas/TeamId","description":"The team; its organization decides access."},"data":{"type":"object","description":"The fields to change.","required":["name"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"The new display name; one line, no control characters.","examples":["Research and Development"]}},"examples":[{"name":"Research and Development"}]}},"required":["teamId","data"],"$id":"https://contract.local/procedures/auth.organization.updateTeam/input"};
+exports.input_auth_organization_updateTeam = validate58;
+const schema94 = {"type":"object","description":"The body of auth.organization.updateTeam.","additionalProperties":false,"examples":[{"teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","data":{"name":"Research and Development"}}],"properties":{"teamId":{"$ref":"https://contract.local/schemas/TeamId","description":"The team; its organization decides access."},"data":{"type":"object","description":"The fields to change.","required":["name"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"The new display name; one line, no control characters.","examples":["Research and Development"]}},"examples":[{"name":"Research and Development"}]}},"required":["teamId","data"],"$id":"https://contract.local/procedures/auth.organization.updateTeam/input"};
 
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate52.evaluated;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3960,20 +4164,20 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate52.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_requestPasswordReset = validate53;
-const schema92 = {"type":"object","description":"The body of auth.requestPasswordReset.","additionalProperties":false,"examples":[{"email":"ada@example.com","redirectTo":"https://app.example.com/reset-password"}],"properties":{"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The account's email address; the answer is the same whether or not an account has it.","examples":["ada@example.com"]},"redirectTo":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"The page of the client that takes the new password; the emailed link leads there with `token` in the query. A path, or an address on a trusted origin.","examples":["https://app.example.com/reset-password"]}},"required":["email"],"$id":"https://contract.local/procedures/auth.requestPasswordReset/input"};
+exports.input_auth_requestPasswordReset = validate59;
+const schema96 = {"type":"object","description":"The body of auth.requestPasswordReset.","additionalProperties":false,"examples":[{"email":"ada@example.com","redirectTo":"https://app.example.com/reset-password"}],"properties":{"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The account's email address; the answer is the same whether or not an account has it.","examples":["ada@example.com"]},"redirectTo":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"The page of the client that takes the new password; the emailed link leads there with `token` in the query. A path, or an address on a trusted origin.","examples":["https://app.example.com/reset-password"]}},"required":["email"],"$id":"https://contract.local/procedures/auth.requestPasswordReset/input"};
 const formats8 = /^(?:[a-z][a-z0-9+\-.]*:)?(?:\/?\/(?:(?:[a-z0-9\-._~!$&'()*+,;=:]|%[0-9a-f]{2})*@)?(?:\[(?:(?:(?:(?:[0-9a-f]{1,4}:){6}|::(?:[0-9a-f]{1,4}:){5}|(?:[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){4}|(?:(?:[0-9a-f]{1,4}:){0,1}[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){3}|(?:(?:[0-9a-f]{1,4}:){0,2}[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){2}|(?:(?:[0-9a-f]{1,4}:){0,3}[0-9a-f]{1,4})?::[0-9a-f]{1,4}:|(?:(?:[0-9a-f]{1,4}:){0,4}[0-9a-f]{1,4})?::)(?:[0-9a-f]{1,4}:[0-9a-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d\d?))|(?:(?:[0-9a-f]{1,4}:){0,5}[0-9a-f]{1,4})?::[0-9a-f]{1,4}|(?:(?:[0-9a-f]{1,4}:){0,6}[0-9a-f]{1,4})?::)|[Vv][0-9a-f]+\.[a-z0-9\-._~!$&'()*+,;=:]+)\]|(?:(?:25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d\d?)|(?:[a-z0-9\-._~!$&'"()*+,;=]|%[0-9a-f]{2})*)(?::\d*)?(?:\/(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})*)*|\/(?:(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})*)*)?(?:\?(?:[a-z0-9\-._~!$&'"()*+,;=:@/?]|%[0-9a-f]{2})*)?(?:#(?:[a-z0-9\-._~!$&'"()*+,;=:@/?]|%[0-9a-f]{2})*)?$/i;
 
-function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate53.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4104,19 +4308,19 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate53.errors = vErrors;
+validate59.errors = vErrors;
 return errors === 0;
 }
-validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_resetPassword = validate54;
-const schema93 = {"type":"object","description":"The body of auth.resetPassword.","additionalProperties":false,"examples":[{"token":"vt7m3kq9xw2pl4nr6cy5bzhdfjgs2a4e","newPassword":"tr0ub4dor and 3 more words"}],"properties":{"token":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"description":"The token from the emailed link; single-use, valid for 1 hour.","examples":["vt7m3kq9xw2pl4nr6cy5bzhdfjgs2a4e"]},"newPassword":{"type":"string","minLength":8,"maxLength":128,"x-single-line":true,"description":"The new password.","examples":["tr0ub4dor and 3 more words"]}},"required":["token","newPassword"],"$id":"https://contract.local/procedures/auth.resetPassword/input"};
+exports.input_auth_resetPassword = validate60;
+const schema97 = {"type":"object","description":"The body of auth.resetPassword.","additionalProperties":false,"examples":[{"token":"vt7m3kq9xw2pl4nr6cy5bzhdfjgs2a4e","newPassword":"tr0ub4dor and 3 more words"}],"properties":{"token":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"description":"The token from the emailed link; single-use, valid for 1 hour.","examples":["vt7m3kq9xw2pl4nr6cy5bzhdfjgs2a4e"]},"newPassword":{"type":"string","minLength":8,"maxLength":128,"x-single-line":true,"description":"The new password.","examples":["tr0ub4dor and 3 more words"]}},"required":["token","newPassword"],"$id":"https://contract.local/procedures/auth.resetPassword/input"};
 
-function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate54.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4257,19 +4461,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate54.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_revokeOtherSessions = validate55;
-const schema94 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.revokeOtherSessions/input"};
+exports.input_auth_revokeOtherSessions = validate61;
+const schema98 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.revokeOtherSessions/input"};
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4298,21 +4502,21 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate55.errors = vErrors;
+validate61.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_revokeSession = validate56;
-const schema95 = {"type":"object","description":"The body of auth.revokeSession.","additionalProperties":false,"examples":[{"id":"ks2x7q4mhv3n5rtw2cpa6yfb"}],"properties":{"id":{"$ref":"https://contract.local/schemas/SessionId","description":"The session's id, as list-sessions answers it (never the token)."}},"required":["id"],"$id":"https://contract.local/procedures/auth.revokeSession/input"};
-const schema96 = {"type":"string","pattern":"^[a-z2-7]{24}$","description":"A session's id, as auth.listSessions answers it: 24 characters of lowercase base32 (`a-z`, `2-7`), without a prefix. It is the part of the session token before the dot, never the token.","examples":["ks2x7q4mhv3n5rtw2cpa6yfb"],"$id":"https://contract.local/schemas/SessionId"};
-const pattern66 = new RegExp("^[a-z2-7]{24}$", "u");
+exports.input_auth_revokeSession = validate62;
+const schema99 = {"type":"object","description":"The body of auth.revokeSession.","additionalProperties":false,"examples":[{"id":"ks2x7q4mhv3n5rtw2cpa6yfb"}],"properties":{"id":{"$ref":"https://contract.local/schemas/SessionId","description":"The session's id, as list-sessions answers it (never the token)."}},"required":["id"],"$id":"https://contract.local/procedures/auth.revokeSession/input"};
+const schema100 = {"type":"string","pattern":"^[a-z2-7]{24}$","description":"A session's id, as auth.listSessions answers it: 24 characters of lowercase base32 (`a-z`, `2-7`), without a prefix. It is the part of the session token before the dot, never the token.","examples":["ks2x7q4mhv3n5rtw2cpa6yfb"],"$id":"https://contract.local/schemas/SessionId"};
+const pattern72 = new RegExp("^[a-z2-7]{24}$", "u");
 
-function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate56.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4345,7 +4549,7 @@ errors++;
 if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
-if(!pattern66.test(data0)){
+if(!pattern72.test(data0)){
 const err2 = {instancePath:instancePath+"/id",schemaPath:"https://contract.local/schemas/SessionId/pattern",keyword:"pattern",params:{pattern: "^[a-z2-7]{24}$"},message:"must match pattern \""+"^[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -4378,19 +4582,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate56.errors = vErrors;
+validate62.errors = vErrors;
 return errors === 0;
 }
-validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_revokeSessions = validate57;
-const schema97 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.revokeSessions/input"};
+exports.input_auth_revokeSessions = validate63;
+const schema101 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.revokeSessions/input"};
 
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate57.evaluated;
+const evaluated0 = validate63.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4419,19 +4623,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate57.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
-validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_sendVerificationEmail = validate58;
-const schema98 = {"type":"object","description":"The body of auth.sendVerificationEmail.","additionalProperties":false,"examples":[{"email":"ada@example.com","callbackURL":"https://app.example.com/dashboard"}],"properties":{"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The address to verify; the answer is the same whether or not an unverified account has it.","examples":["ada@example.com"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"Where the emailed link leads after verifying: a path, or an address on a trusted origin.","examples":["https://app.example.com/dashboard"]}},"required":["email"],"$id":"https://contract.local/procedures/auth.sendVerificationEmail/input"};
+exports.input_auth_sendVerificationEmail = validate64;
+const schema102 = {"type":"object","description":"The body of auth.sendVerificationEmail.","additionalProperties":false,"examples":[{"email":"ada@example.com","callbackURL":"https://app.example.com/dashboard"}],"properties":{"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The address to verify; the answer is the same whether or not an unverified account has it.","examples":["ada@example.com"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"Where the emailed link leads after verifying: a path, or an address on a trusted origin.","examples":["https://app.example.com/dashboard"]}},"required":["email"],"$id":"https://contract.local/procedures/auth.sendVerificationEmail/input"};
 
-function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate58.evaluated;
+const evaluated0 = validate64.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4562,19 +4766,19 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate58.errors = vErrors;
+validate64.errors = vErrors;
 return errors === 0;
 }
-validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_signInEmail = validate59;
-const schema99 = {"type":"object","description":"The body of auth.signInEmail.","additionalProperties":false,"examples":[{"email":"ada@example.com","password":"correct horse battery staple"}],"properties":{"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The account's email address (compared case-insensitively).","examples":["ada@example.com"]},"password":{"type":"string","minLength":1,"maxLength":128,"x-single-line":true,"description":"The account's password.","examples":["correct horse battery staple"]}},"required":["email","password"],"$id":"https://contract.local/procedures/auth.signInEmail/input"};
+exports.input_auth_signInEmail = validate65;
+const schema103 = {"type":"object","description":"The body of auth.signInEmail.","additionalProperties":false,"examples":[{"email":"ada@example.com","password":"correct horse battery staple"}],"properties":{"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The account's email address (compared case-insensitively).","examples":["ada@example.com"]},"password":{"type":"string","minLength":1,"maxLength":128,"x-single-line":true,"description":"The account's password.","examples":["correct horse battery staple"]}},"required":["email","password"],"$id":"https://contract.local/procedures/auth.signInEmail/input"};
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate65.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4715,19 +4919,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate59.errors = vErrors;
+validate65.errors = vErrors;
 return errors === 0;
 }
-validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate65.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_signInSocial = validate60;
-const schema100 = {"type":"object","description":"The body of auth.signInSocial.","additionalProperties":false,"examples":[{"provider":"github","callbackURL":"https://app.example.com/dashboard","errorCallbackURL":"https://app.example.com/sign-in"}],"properties":{"provider":{"type":"string","enum":["github","google"],"description":"The provider; it must be enabled on this deployment (see system.authConfig), else 412.","examples":["github"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"Where the callback route sends the browser after a successful sign-in: a path, or an address on a trusted origin. Defaults to the web app.","examples":["https://app.example.com/dashboard"]},"errorCallbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"Where the callback route sends the browser when the sign-in fails, with `error` in the query: a path, or an address on a trusted origin. Defaults to callbackURL.","examples":["https://app.example.com/sign-in"]}},"required":["provider"],"$id":"https://contract.local/procedures/auth.signInSocial/input"};
+exports.input_auth_signInSocial = validate66;
+const schema104 = {"type":"object","description":"The body of auth.signInSocial.","additionalProperties":false,"examples":[{"provider":"github","callbackURL":"https://app.example.com/dashboard","errorCallbackURL":"https://app.example.com/sign-in"}],"properties":{"provider":{"type":"string","enum":["github","google"],"description":"The provider; it must be enabled on this deployment (see system.authConfig), else 412.","examples":["github"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"Where the callback route sends the browser after a successful sign-in: a path, or an address on a trusted origin. Defaults to the web app.","examples":["https://app.example.com/dashboard"]},"errorCallbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"Where the callback route sends the browser when the sign-in fails, with `error` in the query: a path, or an address on a trusted origin. Defaults to callbackURL.","examples":["https://app.example.com/sign-in"]}},"required":["provider"],"$id":"https://contract.local/procedures/auth.signInSocial/input"};
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate66.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4770,7 +4974,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!((data0 === "github") || (data0 === "google"))){
-const err3 = {instancePath:instancePath+"/provider",schemaPath:"#/properties/provider/enum",keyword:"enum",params:{allowedValues: schema100.properties.provider.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/provider",schemaPath:"#/properties/provider/enum",keyword:"enum",params:{allowedValues: schema104.properties.provider.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4881,19 +5085,19 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate66.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate66.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_signOut = validate61;
-const schema101 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.signOut/input"};
+exports.input_auth_signOut = validate67;
+const schema105 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.signOut/input"};
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate67.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4922,19 +5126,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate61.errors = vErrors;
+validate67.errors = vErrors;
 return errors === 0;
 }
-validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_signUpEmail = validate62;
-const schema102 = {"type":"object","description":"The body of auth.signUpEmail.","additionalProperties":false,"examples":[{"name":"Ada Lovelace","email":"ada@example.com","password":"correct horse battery staple","callbackURL":"https://app.example.com/dashboard"}],"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Ada Lovelace"]},"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The new account's email address; unique regardless of case (422 USER_ALREADY_EXISTS otherwise).","examples":["ada@example.com"]},"password":{"type":"string","minLength":8,"maxLength":128,"x-single-line":true,"description":"The password; stored as an argon2id hash.","examples":["correct horse battery staple"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"Where the verification link leads after verifying: a path, or an address on a trusted origin. Only used while email verification is required.","examples":["https://app.example.com/dashboard"]}},"required":["name","email","password"],"$id":"https://contract.local/procedures/auth.signUpEmail/input"};
+exports.input_auth_signUpEmail = validate68;
+const schema106 = {"type":"object","description":"The body of auth.signUpEmail.","additionalProperties":false,"examples":[{"name":"Ada Lovelace","email":"ada@example.com","password":"correct horse battery staple","callbackURL":"https://app.example.com/dashboard"}],"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Ada Lovelace"]},"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The new account's email address; unique regardless of case (422 USER_ALREADY_EXISTS otherwise).","examples":["ada@example.com"]},"password":{"type":"string","minLength":8,"maxLength":128,"x-single-line":true,"description":"The password; stored as an argon2id hash.","examples":["correct horse battery staple"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"description":"Where the verification link leads after verifying: a path, or an address on a trusted origin. Only used while email verification is required.","examples":["https://app.example.com/dashboard"]}},"required":["name","email","password"],"$id":"https://contract.local/procedures/auth.signUpEmail/input"};
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate62.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5175,19 +5379,19 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate62.errors = vErrors;
+validate68.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_verifyEmail = validate63;
-const schema103 = {"type":"object","properties":{"token":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["vt7m3kq9xw2pl4nr6cy5bzhdfjgs2a4e"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"examples":["https://app.example.com/dashboard"]}},"required":["token"],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.verifyEmail/input"};
+exports.input_auth_verifyEmail = validate69;
+const schema107 = {"type":"object","properties":{"token":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["vt7m3kq9xw2pl4nr6cy5bzhdfjgs2a4e"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"examples":["https://app.example.com/dashboard"]}},"required":["token"],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.verifyEmail/input"};
 
-function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate63.evaluated;
+const evaluated0 = validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5318,8 +5522,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate63.errors = vErrors;
+validate69.errors = vErrors;
 return errors === 0;
 }
-validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

@@ -603,12 +603,13 @@ describe('the generated validators refuse what the contract refuses', () => {
     expect(embed(['x'.repeat(8001)])).toEqual(['input.texts.0']);
   });
 
-  describe('organization metadata: any JSON, but no NUL or lone surrogate in a key or a string, at any depth', () => {
+  describe('organization metadata: any JSON four levels deep, with no NUL or lone surrogate in a key or a string', () => {
     const update = (metadata: unknown) => issuesOf('auth.organization.update', { organizationId: ORG, data: { metadata } });
     it.each([
       [{ industry: 'aerospace', founded: 1843, public: false, tags: ['ai', { nested: [1, 'two\nlines', null] }], emoji: '\u{1f680}' }],
       [null],
       [{}],
+      [{ a: { b: [{ d: 'four levels below the object' }] } }],
     ])('accepts %j', (metadata) => expect(update(metadata)).toEqual([]));
     it.each([
       [{ industry: 'aero\u0000space' }, 'data.metadata.industry'],
@@ -618,6 +619,8 @@ describe('the generated validators refuse what the contract refuses', () => {
       [{ a: { 'k\u0000': true } }, 'data.metadata.a'],
       [{ lone: 'x\ud800' }, 'data.metadata.lone'],
       [['not', 'an object'], 'data.metadata'],
+      // A fifth level: the schema is written out level by level so generators can type it.
+      [{ a: { b: [{ d: ['five'] }] } }, 'data.metadata.a.b.0.d'],
     ])('refuses %j', (metadata, at) => {
       expect(path(update(metadata))).toContain(at);
     });
