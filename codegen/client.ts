@@ -6,7 +6,8 @@
  * declares `format: date-time`.
  */
 import type { Operation } from './operations.ts';
-import { dateInputs, deref } from './operations.ts';
+import { dateInputs } from './date-inputs.ts';
+import { deref } from './deref.ts';
 
 type Json = Record<string, any>;
 interface Node { [key: string]: Node | Operation }

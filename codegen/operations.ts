@@ -4,16 +4,14 @@
  * input schema that both transports validate (REST path + query + body fields, RPC's single input
  * object).
  *
- * The merged input schema is the body schema with every one of its keywords (allOf, if/then/else,
- * oneOf with its discriminator, dependentRequired, unevaluatedProperties, ...), plus the path and
- * query parameters as extra properties beside the body's. Conditions on body fields keep working
- * because the merged object holds those fields at the top level, as the body did.
- *
- * An event-stream procedure's answer is a `oneOf` of named message components, each an object with
- * `event` (a const), optionally `id`, and `data`: its route row maps each event name to that
- * component (`events`), which both the server's stream check and the typed client read.
+ * Each part has a file of its own: input-schema.ts (the merge), date-inputs.ts, stream-events.ts
+ * (an event-stream procedure's route row maps each event name to its message component, which the
+ * server's stream check and the typed client read), deref.ts.
  */
-type Json = Record<string, any>;
+import { deref, IN_PLACE_LIST, type Json } from './deref.ts';
+import { dateInputs } from './date-inputs.ts';
+import { mergeInputSchema } from './input-schema.ts';
+import { streamEvents } from './stream-events.ts';
 
 export type { Access, InputField } from '../src/contract/procedure-definition.ts';
 import type { Access, InputField } from '../src/contract/procedure-definition.ts';
@@ -153,188 +151,6 @@ function bodyFieldNames(doc: Json, schema: Json, seen = new Set<Json>()): string
   return [...names];
 }
 
-/** The component that names each message of an event stream: `#/components/schemas/<Name>`. */
-const COMPONENT = /^#\/components\/schemas\/([^/]+)$/;
-
-/**
- * The events of an event-stream answer: its schema must be a `oneOf` (directly or through one
- * $ref) of component refs, each an object whose `event` is a `const`, with a `data` property and
- * at most an `id` besides. Answers `{ <event>: <component> }`; a discriminator mapping, when
- * present, must say the same.
- */
-export function streamEvents(doc: Json, name: string, schema: Json | undefined): Record<string, string> {
-  const union = schema && deref(doc, schema);
-  if (!Array.isArray(union?.oneOf)) throw new Error(`${name}: a text/event-stream answer must be a oneOf of message components`);
-  const events: Record<string, string> = {};
-  for (const branch of union.oneOf) {
-    const component = typeof branch.$ref === 'string' ? COMPONENT.exec(branch.$ref)?.[1] : undefined;
-    if (!component) throw new Error(`${name}: each event of the stream must be a $ref to a component schema`);
-    const message = deref(doc, branch);
-    const event = message.properties?.event?.const;
-    if (message.type !== 'object' || typeof event !== 'string') throw new Error(`${name}: ${component} must be an object whose event is a const`);
-    if (!message.properties?.data || !(message.required ?? []).includes('data')) throw new Error(`${name}: ${component} must require data`);
-    const extra = Object.keys(message.properties).filter((key) => !['event', 'id', 'data'].includes(key));
-    if (extra.length > 0) throw new Error(`${name}: ${component} has properties an SSE event cannot carry: ${extra.join(', ')}`);
-    if (message.additionalProperties !== false) throw new Error(`${name}: ${component} must close the object`);
-    if (event in events) throw new Error(`${name}: the event ${event} is declared twice`);
-    events[event] = component;
-  }
-  const mapping: Json | undefined = union.discriminator?.mapping;
-  if (union.discriminator && union.discriminator.propertyName !== 'event') throw new Error(`${name}: the stream's discriminator must be event`);
-  if (mapping) {
-    const mapped = Object.fromEntries(Object.entries<string>(mapping).map(([event, ref]) => [event, COMPONENT.exec(ref)?.[1]]));
-    if (JSON.stringify(Object.entries(mapped).sort()) !== JSON.stringify(Object.entries(events).sort())) {
-      throw new Error(`${name}: the stream's discriminator mapping does not match its oneOf`);
-    }
-  }
-  return events;
-}
-
-/**
- * Keywords whose subschemas validate the same object as the schema they sit in (in-place
- * applicators): the merged input's parameters are visible to them too.
- */
-const IN_PLACE_SCHEMA = ['not', 'if', 'then', 'else'] as const;
-const IN_PLACE_LIST = ['allOf', 'anyOf', 'oneOf'] as const;
-/** Keywords that constrain the set of an object's property names or their number. */
-const PROPERTY_SET = ['minProperties', 'maxProperties', 'propertyNames', 'patternProperties'] as const;
-
-/**
- * The schema both transports validate: the body schema with all its keywords, plus the path and
- * query parameters as extra properties. An operation without a body gets an object of its
- * parameters; unknown fields are refused unless the body says otherwise. A union body (a
- * oneOf/anyOf of objects, as jobs.create's) is not closed at the top: its branches close it, and
- * closing the top too would refuse every field of the branches.
- *
- * With parameters present, the body's in-place subschemas (allOf/anyOf/oneOf/not/if/then/else,
- * dependentSchemas) must still see the object as the body alone: each one that closes the object
- * (additionalProperties or unevaluatedProperties) gets the parameter names as `name: true`
- * properties, which exempts them without constraining them. A `$ref` in such a place (a union's
- * named branches) that closes the object is inlined first, so its copy can be exempted; the
- * component itself is left alone. Keywords that count or match all property names
- * (minProperties, maxProperties, propertyNames, patternProperties) cannot be made blind to the
- * parameters, so codegen refuses them on a body that shares its input with parameters rather
- * than change their meaning.
- */
-export function mergeInputSchema(doc: Json, name: string, parameters: Json, parametersRequired: string[], body: Json | undefined): Json {
-  const { properties: bodyProperties = {}, required: bodyRequired = [], ...rest } = body ?? {};
-  const union = Array.isArray(rest.oneOf) || Array.isArray(rest.anyOf);
-  const closed = union || 'additionalProperties' in rest || 'unevaluatedProperties' in rest ? {} : { additionalProperties: false };
-  const merged: Json = {
-    ...structuredClone(rest),
-    type: 'object',
-    properties: { ...parameters, ...bodyProperties },
-    required: [...new Set([...parametersRequired, ...bodyRequired])],
-    ...closed,
-  };
-  const names = Object.keys(parameters);
-  if (names.length > 0) {
-    for (const keyword of PROPERTY_SET) {
-      if (keyword in merged) throw new Error(`${name}: the body's ${keyword} would count the path and query parameters too; restructure the body schema`);
-    }
-    for (const sub of inPlaceSubschemas(merged)) exemptParameters(doc, name, sub, names);
-  }
-  return merged;
-}
-
-function inPlaceSubschemas(schema: Json): Json[] {
-  const subs: Json[] = [];
-  for (const keyword of IN_PLACE_SCHEMA) if (isSchemaObject(schema[keyword])) subs.push(schema[keyword]);
-  for (const keyword of IN_PLACE_LIST) for (const sub of schema[keyword] ?? []) if (isSchemaObject(sub)) subs.push(sub);
-  for (const sub of Object.values<Json>(schema.dependentSchemas ?? {})) if (isSchemaObject(sub)) subs.push(sub);
-  return subs;
-}
-
-/** Annotations that may sit beside a `$ref` and that an inlined copy of its target may replace. */
-const ANNOTATIONS = new Set(['description', 'summary', 'title', 'examples', 'example', 'deprecated', 'readOnly', 'writeOnly', '$comment']);
-
-function exemptParameters(doc: Json, name: string, schema: Json, parameters: string[], refs: Set<string> = new Set()): void {
-  if (typeof schema.$ref === 'string' && needsExemption(doc, deref(doc, schema), new Set([schema.$ref]))) {
-    // Inline the closing component in place (this is the merged copy), then exempt the copy.
-    const ref: string = schema.$ref;
-    if (refs.has(ref)) throw new Error(`${name}: ${ref} applies itself in place; codegen cannot exempt the parameters from it`);
-    refs = new Set([...refs, ref]);
-    const target = structuredClone(deref(doc, schema));
-    const { $ref: _ref, ...siblings } = schema;
-    delete schema.$ref;
-    if (Object.keys(siblings).every((key) => ANNOTATIONS.has(key))) Object.assign(schema, target, siblings);
-    else schema.allOf = [...(schema.allOf ?? []), target];
-  }
-  for (const keyword of PROPERTY_SET) {
-    if (keyword in schema) throw new Error(`${name}: a ${keyword} inside the body's allOf/anyOf/oneOf/not/if/then/else would see the path and query parameters too; restructure the body schema`);
-  }
-  const closes = (value: unknown) => value !== undefined && value !== true;
-  if (closes(schema.additionalProperties) || closes(schema.unevaluatedProperties)) {
-    const properties: Json = { ...(schema.properties ?? {}) };
-    for (const parameter of parameters) if (!(parameter in properties)) properties[parameter] = true;
-    schema.properties = properties;
-  }
-  for (const sub of inPlaceSubschemas(schema)) exemptParameters(doc, name, sub, parameters, refs);
-}
-
-function needsExemption(doc: Json, schema: Json, seen: Set<string>): boolean {
-  if (!isSchemaObject(schema)) return false;
-  if (typeof schema.$ref === 'string') {
-    if (seen.has(schema.$ref)) return false;
-    if (needsExemption(doc, deref(doc, schema), new Set([...seen, schema.$ref]))) return true;
-  }
-  const closes = (value: unknown) => value !== undefined && value !== true;
-  if (closes(schema.additionalProperties) || closes(schema.unevaluatedProperties)) return true;
-  if (PROPERTY_SET.some((keyword) => keyword in schema)) return true;
-  return inPlaceSubschemas(schema).some((sub) => needsExemption(doc, sub, seen));
-}
-
-function isSchemaObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** The wildcard of a dateInputs path: any array index, or any key of a map (additionalProperties). */
-export const ANY = '*';
-
-/**
- * The paths of the input that the contract declares `format: date-time`: the only places where
- * RPC `meta` may turn a string into a Date. Follows properties, items, additionalProperties and
- * the in-place applicators (allOf/anyOf/oneOf/then/else, dependentSchemas) through $refs; an array
- * element or a map value is the wildcard `*`. `if` and `not` only test the input, so a date-time
- * there names no field.
- */
-export function dateInputs(doc: Json, name: string, inputSchema: Json): string[][] {
-  const found = new Map<string, string[]>();
-  const visit = (node: unknown, path: string[], refs: Set<string>): void => {
-    if (!isSchemaObject(node)) return;
-    if (typeof node.$ref === 'string') {
-      if (refs.has(node.$ref)) {
-        if (containsDateTime(doc, deref(doc, node), new Set())) throw new Error(`${name}: a date-time inside the recursive schema ${node.$ref} has no finite path`);
-      } else {
-        visit(deref(doc, node), path, new Set([...refs, node.$ref]));
-      }
-    }
-    if (node.format === 'date-time') {
-      const types = node.type === undefined ? ['string'] : [node.type].flat();
-      if (types.includes('string')) found.set(JSON.stringify(path), path);
-    }
-    for (const [key, child] of Object.entries<unknown>(node.properties ?? {})) {
-      if (key === ANY) throw new Error(`${name}: an input property may not be named ${ANY} (the wildcard of dateInputs)`);
-      visit(child, [...path, key], refs);
-    }
-    for (const keyword of ['items', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'contains']) visit(node[keyword], [...path, ANY], refs);
-    for (const child of [...(node.prefixItems ?? []), ...Object.values<unknown>(node.patternProperties ?? {})]) visit(child, [...path, ANY], refs);
-    for (const keyword of ['then', 'else'] as const) visit(node[keyword], path, refs);
-    for (const keyword of IN_PLACE_LIST) for (const child of node[keyword] ?? []) visit(child, path, refs);
-    for (const child of Object.values<unknown>(node.dependentSchemas ?? {})) visit(child, path, refs);
-  };
-  visit(inputSchema, [], new Set());
-  return [...found.values()].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
-}
-
-function containsDateTime(doc: Json, node: unknown, refs: Set<string>): boolean {
-  if (Array.isArray(node)) return node.some((child) => containsDateTime(doc, child, refs));
-  if (!isSchemaObject(node)) return false;
-  if (node.format === 'date-time') return true;
-  if (typeof node.$ref === 'string' && !refs.has(node.$ref) && containsDateTime(doc, deref(doc, node), new Set([...refs, node.$ref]))) return true;
-  return Object.entries(node).some(([key, child]) => key !== 'examples' && key !== 'default' && key !== 'const' && key !== 'enum' && containsDateTime(doc, child, refs));
-}
-
 /** The error codes a procedure declares: the `code` constants of its non-2xx response schemas. */
 function declaredErrors(doc: Json, responses: Json): string[] {
   const codes = new Set<string>();
@@ -355,13 +171,3 @@ function scalarType(schema: Json): InputField['type'] {
   return type === 'integer' || type === 'number' || type === 'boolean' ? type : 'string';
 }
 
-export function deref(doc: Json, value: Json): Json {
-  let current = value;
-  while (current && typeof current.$ref === 'string') {
-    const ref: string = current.$ref;
-    if (!ref.startsWith('#/')) throw new Error(`unexpected external $ref ${ref}`);
-    current = ref.slice(2).split('/').reduce((node: Json, key) => node?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
-    if (current === undefined) throw new Error(`unresolved $ref ${ref}`);
-  }
-  return current;
-}

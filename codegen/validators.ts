@@ -8,7 +8,7 @@ import standaloneCode from 'ajv/dist/standalone/index.js';
 import { usePattern } from 'ajv/dist/vocabularies/code.js';
 import addFormats from 'ajv-formats';
 import type { Operation } from './operations.ts';
-import { deref } from './operations.ts';
+import { deref } from './deref.ts';
 
 type Json = Record<string, any>;
 
