@@ -124,7 +124,8 @@ export async function benchUpload({ rounds = 7 } = {}): Promise<UploadBenchResul
       const key = `org_bench/doc_${i}`;
       const { url, headers } = await driver.presignUpload(key, { contentType: 'application/octet-stream', size: SIZE, expiresInSeconds: 600, now: new Date() });
       const measured = await measure(() => put(url, headers));
-      if ((await driver.stat(key))?.size !== SIZE) throw new Error('the upload did not store every byte');
+      // The PUT lands in the staging path; the commit (documents.complete's step) moves it into place.
+      if ((await driver.commitUpload(key))?.size !== SIZE) throw new Error('the upload did not store every byte');
       await driver.delete(key);
       return measured;
     },
