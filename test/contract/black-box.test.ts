@@ -10,9 +10,8 @@ import { assertMatchesContract } from '../support/contract-check.ts';
 import { exampleInput, restRequest } from '../support/example-inputs.ts';
 import { startPrism } from '../support/prism.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { addMembership, createUser } from '../support/users.ts';
-import document from '../../generated/openapi.json' with { type: 'json' };
 import { handlers } from '../../src/procedures.ts';
+import { seedExamples } from '../support/example-rows.ts';
 
 interface Target {
   /** The REST base URL: the mock serves paths without the /api/v1 prefix (toolchain.md). */
@@ -32,26 +31,6 @@ const targets: [string, () => Promise<Target>][] = [
     return { base: `${server.origin}/api/v1`, signedIn: (await seedExamples(server)).headers, close: server.close };
   }],
 ];
-
-/**
- * The rows the contract's examples name (organization, team, workspace, document), owned by a
- * real signed-in user, so the examples a mock answers with are also real on the server.
- */
-async function seedExamples(server: TestServer) {
-  const user = await createUser(server.db);
-  const { sql } = server.db;
-  const schemas = document.components.schemas as unknown as Record<string, { examples: Record<string, any>[] }>;
-  const example = (schema: string) => schemas[schema]!.examples[0]!;
-  const workspace = example('Workspace');
-  const doc = example('Document');
-  await sql`insert into organizations (id, name, slug) values (${workspace.organizationId}, 'Acme Corp', 'acme')`;
-  await addMembership(server.db, user, 'owner', workspace.organizationId);
-  await sql`insert into teams (id, organization_id, name) values (${workspace.teamId}, ${workspace.organizationId}, 'Research team')`;
-  await sql`insert into workspaces (id, organization_id, team_id, name, slug) values (${workspace.id}, ${workspace.organizationId}, ${workspace.teamId}, ${workspace.name}, ${workspace.slug})`;
-  await sql`insert into documents (id, organization_id, workspace_id, uploaded_by, name, content_type, size, status)
-            values (${doc.id}, ${doc.organizationId}, ${doc.workspaceId}, ${user.id}, ${doc.name}, ${doc.contentType}, ${doc.size}, 'ready')`;
-  return user;
-}
 
 describe.each(targets)('against the %s', (name, start) => {
   let target: Target;

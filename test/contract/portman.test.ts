@@ -21,7 +21,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { startPrism, type PrismProcess } from '../support/prism.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { addMembership, createUser, type TestUser } from '../support/users.ts';
+import type { TestUser } from '../support/users.ts';
+import { seedExamples } from '../support/example-rows.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const config = fileURLToPath(new URL('./portman-config.json', import.meta.url));
@@ -41,24 +42,6 @@ let prism: PrismProcess;
 let user: TestUser;
 let dir: string;
 let collection: Collection;
-
-/** The rows the contract's examples name (as in black-box.test.ts), owned by a real signed-in user. */
-async function seedExamples(target: TestServer): Promise<TestUser> {
-  // A platform admin too, so the admin.* procedures get past their access check to the 501 they declare.
-  const owner = await createUser(target.db, { role: 'admin' });
-  const { sql } = target.db;
-  const schemas = document.components.schemas as unknown as Record<string, { examples: Record<string, any>[] }>;
-  const example = (schema: string) => schemas[schema]!.examples[0]!;
-  const workspace = example('Workspace');
-  const doc = example('Document');
-  await sql`insert into organizations (id, name, slug) values (${workspace.organizationId}, 'Acme Corp', 'acme')`;
-  await addMembership(target.db, owner, 'owner', workspace.organizationId);
-  await sql`insert into teams (id, organization_id, name) values (${workspace.teamId}, ${workspace.organizationId}, 'Research team')`;
-  await sql`insert into workspaces (id, organization_id, team_id, name, slug) values (${workspace.id}, ${workspace.organizationId}, ${workspace.teamId}, ${workspace.name}, ${workspace.slug})`;
-  await sql`insert into documents (id, organization_id, workspace_id, uploaded_by, name, content_type, size, status)
-            values (${doc.id}, ${doc.organizationId}, ${doc.workspaceId}, ${owner.id}, ${doc.name}, ${doc.contentType}, ${doc.size}, 'ready')`;
-  return owner;
-}
 
 /**
  * Portman groups requests in one folder per tag; the run needs one order across them (an upload is
@@ -112,7 +95,8 @@ function failures(summary: NewmanRunSummary): string[] {
 beforeAll(async () => {
   // CONTACT_EMAIL: contact.send delivers (to the log) instead of answering 412 not configured.
   server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000', CONTACT_EMAIL: 'operators@example.com' } });
-  user = await seedExamples(server);
+  // A platform admin too, so the admin.* procedures get past their access check to the 501 they declare.
+  user = await seedExamples(server, { role: 'admin' });
   dir = await mkdtemp(join(tmpdir(), 'portman-'));
   prism = await startPrism();
   // The document as a partner gets it: fetched from the running server.
