@@ -7,6 +7,7 @@
  * host usually holds a whole /64, so counting single IPv6 addresses would give it 2^64 budgets).
  */
 import { isIP } from 'node:net';
+import { ApiError } from '../contract/errors.ts';
 
 export interface RateLimiter {
   /** Counts one hit for key; answers whether it is allowed and, if not, seconds until the window resets. */
@@ -53,11 +54,9 @@ export function signInKey(email: string, address: string): string {
  * applying it twice is harmless.
  */
 export function addressKey(address: string): string {
-  const bare = address.replace(/%.*$/, '');
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(bare);
-  if (mapped && isIP(mapped[1]!) === 4) return mapped[1]!;
-  if (isIP(bare) !== 6) return address;
-  const groups = expandIPv6(bare.toLowerCase());
+  const normal = normalizeAddress(address);
+  if (isIP(normal) !== 6) return normal;
+  const groups = expandIPv6(normal);
   return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
 }
 
@@ -72,4 +71,19 @@ function expandIPv6(address: string): number[] {
   if (rest === undefined) return left;
   const right = groups(rest);
   return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
+
+/** IPv4-mapped IPv6 (::ffff:1.2.3.4) is the same client as 1.2.3.4; a zone index is dropped; IPv6 in lower case. */
+export function normalizeAddress(address: string): string {
+  const bare = address.replace(/%.*$/, '');
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(bare);
+  if (mapped && isIP(mapped[1]!) === 4) return mapped[1]!;
+  return isIP(bare) === 6 ? bare.toLowerCase() : isIP(bare) === 4 ? bare : address;
+}
+
+/** Counts one hit of `key`: undefined while allowed, else the 429 to answer (with Retry-After). */
+export function refusal(limiter: RateLimiter, key: string, message: string): ApiError<'TOO_MANY_REQUESTS'> | undefined {
+  const result = limiter.hit(key);
+  if (result.allowed) return undefined;
+  return new ApiError('TOO_MANY_REQUESTS', { message, headers: { 'Retry-After': String(result.retryAfterSeconds) } });
 }

@@ -5,6 +5,7 @@
  */
 import type { Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
+import { refusal } from '../auth/rate-limit.ts';
 
 export const contactProcedures = {
   'contact.send': async (input, ctx) => {
@@ -13,10 +14,8 @@ export const contactProcedures = {
     if (!contactEmail || !mailer) {
       throw new ApiError('PRECONDITION_FAILED', { message: 'The contact form is not configured on this deployment.' });
     }
-    const result = ctx.services.limiters.contact.hit(ctx.ip);
-    if (!result.allowed) {
-      throw new ApiError('TOO_MANY_REQUESTS', { message: 'Too many messages, try again later.', headers: { 'Retry-After': String(result.retryAfterSeconds) } });
-    }
+    const refused = refusal(ctx.services.limiters.contact, ctx.ip, 'Too many messages, try again later.');
+    if (refused) throw refused;
     if (input.website) {
       ctx.log.info({ honeypot: true }, 'contact form submission dropped');
       return { ok: true };

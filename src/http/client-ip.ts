@@ -7,9 +7,11 @@
  *
  * Limiters key on `addressKey` (auth/rate-limit.ts): an IPv6 client counts by its /64.
  */
-import { isIP } from 'node:net';
 import type { Express, RequestHandler } from 'express';
 import type { Config } from '../config.ts';
+import { normalizeAddress } from '../auth/rate-limit.ts';
+
+export { normalizeAddress };
 
 /** Sets Express's `trust proxy` from TRUST_PROXY (false, a hop count, or a list of proxies). */
 export function configureTrustProxy(app: Express, trustProxy: Config['trustProxy']): void {
@@ -21,12 +23,4 @@ export function clientIp(): RequestHandler {
     req.clientIp = normalizeAddress(req.ip ?? req.socket.remoteAddress ?? 'unknown');
     next();
   };
-}
-
-/** IPv4-mapped IPv6 (::ffff:1.2.3.4) is the same client as 1.2.3.4; a zone index is dropped. */
-export function normalizeAddress(address: string): string {
-  const bare = address.replace(/%.*$/, '');
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(bare);
-  if (mapped && isIP(mapped[1]!) === 4) return mapped[1]!;
-  return isIP(bare) === 6 ? bare.toLowerCase() : isIP(bare) === 4 ? bare : address;
 }

@@ -6,13 +6,14 @@
  * (AUTH_RATE_LIMIT_PER_MINUTE a minute). Addresses are keyed by `addressKey` (an IPv6 client by its /64).
  */
 import type { RequestHandler } from 'express';
-import { ApiError } from '../contract/errors.ts';
-import { addressKey, createRateLimiter, type RateLimiter } from '../auth/rate-limit.ts';
+import { addressKey, createRateLimiter, refusal } from '../auth/rate-limit.ts';
 import { sendError } from './error-handler.ts';
 import { findRoute } from './route-lookup.ts';
 
 /** Routes where guessing pays: sign-up, sign-in, reset and verification mail get a tight per-address budget. */
 export const SENSITIVE: readonly string[] = ['auth.signUpEmail', 'auth.signInEmail', 'auth.requestPasswordReset', 'auth.sendVerificationEmail', 'auth.resetPassword', 'auth.changePassword'];
+
+const MESSAGE = 'Too many attempts, try again in a minute.';
 
 export function identityLimiter(limitPerMinute: number, now?: () => number): RequestHandler {
   const clock = now ? { now } : {};
@@ -21,17 +22,11 @@ export function identityLimiter(limitPerMinute: number, now?: () => number): Req
   return (req, res, next) => {
     const key = addressKey(req.clientIp);
     const route = findRoute(req.method, req.baseUrl + req.path);
-    const refused = refusal(general, key) ?? (route && SENSITIVE.includes(route.name) ? refusal(sensitive, key) : undefined);
+    const refused = refusal(general, key, MESSAGE) ?? (route && SENSITIVE.includes(route.name) ? refusal(sensitive, key, MESSAGE) : undefined);
     if (refused) {
       sendError(req, res, refused);
       return;
     }
     next();
   };
-}
-
-function refusal(limiter: RateLimiter, key: string): ApiError | undefined {
-  const result = limiter.hit(key);
-  if (result.allowed) return undefined;
-  return new ApiError('TOO_MANY_REQUESTS', { message: 'Too many attempts, try again in a minute.', headers: { 'Retry-After': String(result.retryAfterSeconds) } });
 }

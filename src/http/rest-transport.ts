@@ -24,12 +24,12 @@ export async function restRouter(document: object, handlers: Handlers, streams: 
     const method = operation.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
     router[method](toExpressPath(operation.path), async (req: Request, res: Response) => {
       try {
-        const { input, refused } = restInput(procedure, req);
+        const call = { procedure, ...restInput(procedure, req), request: callRequest(req), services };
         if (procedure.produces === 'event-stream') {
-          await sendStream({ procedure, input, refused, request: callRequest(req), services }, streams[procedure.name], req, res);
+          await sendStream(call, streams[procedure.name], req, res);
           return;
         }
-        const output = await invoke<unknown>({ procedure, input, refused, request: callRequest(req), services, run: handlers[procedure.name as ProcedureName] });
+        const output = await invoke<unknown>({ ...call, run: handlers[procedure.name as ProcedureName] });
         res.status(procedure.successStatus).json(output);
       } catch (error) {
         sendError(req, res, error, procedure.errors);

@@ -1,6 +1,6 @@
 /**
  * Server-sent events for streaming procedures (jobs.stream), on both transports. The call takes
- * the binding layer's one path (401, 400, 403, 501); the stream handler then writes events through
+ * the binding layer's one path (401, 400, 404/403, 501); the stream handler then writes events through
  * a sink that knows nothing about Express. With response validation on, every event is checked
  * against the contract like any answer: the message `{ event, id?, data }` against the component
  * the route row names for that event (`procedure.events`, which codegen reads from the `oneOf` of

@@ -9,7 +9,7 @@ import { createSession, isBanned, sessionExpiry } from '../sessions.ts';
 import { mailVerificationLink } from './emails.ts';
 import { checkRedirectTarget } from '../redirect-targets.ts';
 import { findUserByEmail, insertUserWithPassword } from './users-store.ts';
-import { signInKey } from '../rate-limit.ts';
+import { refusal, signInKey } from '../rate-limit.ts';
 import { toUser } from '../views.ts';
 
 export const emailSignInRoutes = {
@@ -42,8 +42,8 @@ export const emailSignInRoutes = {
     const { config, db, limiters } = ctx.services;
     // On top of the identity limiter: per client address, and per (email, address). Not per email
     // alone, or anyone could lock an account's owner out by guessing from somewhere else.
-    const attempt = refusedAttempt(limiters.signInAddress.hit(ctx.ip), 'Too many sign-in attempts from this address, try again later.')
-      ?? refusedAttempt(limiters.signInEmail.hit(signInKey(input.email, ctx.ip)), 'Too many sign-in attempts for this email address, try again later.');
+    const attempt = refusal(limiters.signInAddress, ctx.ip, 'Too many sign-in attempts from this address, try again later.')
+      ?? refusal(limiters.signInEmail, signInKey(input.email, ctx.ip), 'Too many sign-in attempts for this email address, try again later.');
     if (attempt) throw attempt;
     const user = await findUserByEmail(db.sql, input.email);
     // An unknown address costs one password check too, so timing does not tell which addresses have accounts.
@@ -61,8 +61,3 @@ export const emailSignInRoutes = {
     return { body: { token, user: toUser(user, now) }, session: { token, expiresAt: sessionExpiry(session) } };
   },
 } satisfies AuthHandlers;
-
-function refusedAttempt(result: { allowed: true } | { allowed: false; retryAfterSeconds: number }, message: string): ApiError | undefined {
-  if (result.allowed) return undefined;
-  return new ApiError('TOO_MANY_REQUESTS', { message, headers: { 'Retry-After': String(result.retryAfterSeconds) } });
-}
