@@ -36849,167 +36849,14 @@ return errors === 0;
 }
 validate307.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_search_501 = validate308;
-const schema444 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/documents.search/output/501"};
+exports.output_documents_search_503 = validate308;
+const schema444 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/documents.search/output/503"};
 
 function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/documents.search/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate308.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate308.errors = vErrors;
-return errors === 0;
-}
-validate308.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_documents_search_503 = validate309;
-const schema446 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/documents.search/output/503"};
-
-function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/output/503" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate309.evaluated;
+const evaluated0 = validate308.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37150,19 +36997,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate309.errors = vErrors;
+validate308.errors = vErrors;
 return errors === 0;
 }
-validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate308.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_200 = validate310;
-const schema448 = {"$ref":"https://contract.local/schemas/DocumentText","$id":"https://contract.local/procedures/documents.text/output/200"};
+exports.output_documents_text_200 = validate309;
+const schema446 = {"$ref":"https://contract.local/schemas/DocumentText","$id":"https://contract.local/procedures/documents.text/output/200"};
 
-function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate310.evaluated;
+const evaluated0 = validate309.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37285,19 +37132,19 @@ errors++;
 }
 }
 }
-validate310.errors = vErrors;
+validate309.errors = vErrors;
 return errors === 0;
 }
-validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_400 = validate311;
-const schema450 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.text/output/400"};
+exports.output_documents_text_400 = validate310;
+const schema448 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/documents.text/output/400"};
 
-function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate311.evaluated;
+const evaluated0 = validate310.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37308,19 +37155,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate311.errors = vErrors;
+validate310.errors = vErrors;
 return errors === 0;
 }
-validate311.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_401 = validate313;
-const schema451 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.text/output/401"};
+exports.output_documents_text_401 = validate312;
+const schema449 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/documents.text/output/401"};
 
-function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate313.evaluated;
+const evaluated0 = validate312.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37461,19 +37308,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate313.errors = vErrors;
+validate312.errors = vErrors;
 return errors === 0;
 }
-validate313.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate312.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_403 = validate314;
-const schema453 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.text/output/403"};
+exports.output_documents_text_403 = validate313;
+const schema451 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/documents.text/output/403"};
 
-function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate314.evaluated;
+const evaluated0 = validate313.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37614,19 +37461,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate314.errors = vErrors;
+validate313.errors = vErrors;
 return errors === 0;
 }
-validate314.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate313.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_404 = validate315;
-const schema455 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.text/output/404"};
+exports.output_documents_text_404 = validate314;
+const schema453 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/documents.text/output/404"};
 
-function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate315.evaluated;
+const evaluated0 = validate314.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37767,19 +37614,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate315.errors = vErrors;
+validate314.errors = vErrors;
 return errors === 0;
 }
-validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate314.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_405 = validate316;
-const schema457 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.text/output/405"};
+exports.output_documents_text_405 = validate315;
+const schema455 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/documents.text/output/405"};
 
-function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate316.evaluated;
+const evaluated0 = validate315.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -37920,19 +37767,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate316.errors = vErrors;
+validate315.errors = vErrors;
 return errors === 0;
 }
-validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_413 = validate317;
-const schema459 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.text/output/413"};
+exports.output_documents_text_413 = validate316;
+const schema457 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/documents.text/output/413"};
 
-function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate317.evaluated;
+const evaluated0 = validate316.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38040,19 +37887,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate317.errors = vErrors;
+validate316.errors = vErrors;
 return errors === 0;
 }
-validate317.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_429 = validate318;
-const schema461 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.text/output/429"};
+exports.output_documents_text_429 = validate317;
+const schema459 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/documents.text/output/429"};
 
-function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate318.evaluated;
+const evaluated0 = validate317.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38193,19 +38040,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate318.errors = vErrors;
+validate317.errors = vErrors;
 return errors === 0;
 }
-validate318.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate317.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_documents_text_500 = validate319;
-const schema463 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.text/output/500"};
+exports.output_documents_text_500 = validate318;
+const schema461 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/documents.text/output/500"};
 
-function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate319.evaluated;
+const evaluated0 = validate318.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38291,19 +38138,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate319.errors = vErrors;
+validate318.errors = vErrors;
 return errors === 0;
 }
-validate319.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate318.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_200 = validate320;
-const schema465 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.cancel/output/200"};
+exports.output_jobs_cancel_200 = validate319;
+const schema463 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.cancel/output/200"};
 
-function validate320(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate320.evaluated;
+const evaluated0 = validate319.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38314,19 +38161,19 @@ if(!(validate76(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
 errors = vErrors.length;
 }
-validate320.errors = vErrors;
+validate319.errors = vErrors;
 return errors === 0;
 }
-validate320.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate319.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_400 = validate322;
-const schema466 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.cancel/output/400"};
+exports.output_jobs_cancel_400 = validate321;
+const schema464 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.cancel/output/400"};
 
-function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate322.evaluated;
+const evaluated0 = validate321.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38337,19 +38184,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate322.errors = vErrors;
+validate321.errors = vErrors;
 return errors === 0;
 }
-validate322.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_401 = validate324;
-const schema467 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.cancel/output/401"};
+exports.output_jobs_cancel_401 = validate323;
+const schema465 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.cancel/output/401"};
 
-function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate324.evaluated;
+const evaluated0 = validate323.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38490,19 +38337,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate324.errors = vErrors;
+validate323.errors = vErrors;
 return errors === 0;
 }
-validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate323.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_403 = validate325;
-const schema469 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.cancel/output/403"};
+exports.output_jobs_cancel_403 = validate324;
+const schema467 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.cancel/output/403"};
 
-function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate325.evaluated;
+const evaluated0 = validate324.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38643,19 +38490,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate325.errors = vErrors;
+validate324.errors = vErrors;
 return errors === 0;
 }
-validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_404 = validate326;
-const schema471 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.cancel/output/404"};
+exports.output_jobs_cancel_404 = validate325;
+const schema469 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.cancel/output/404"};
 
-function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate326.evaluated;
+const evaluated0 = validate325.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38796,19 +38643,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate326.errors = vErrors;
+validate325.errors = vErrors;
 return errors === 0;
 }
-validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_405 = validate327;
-const schema473 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.cancel/output/405"};
+exports.output_jobs_cancel_405 = validate326;
+const schema471 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.cancel/output/405"};
 
-function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate327.evaluated;
+const evaluated0 = validate326.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -38949,19 +38796,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate327.errors = vErrors;
+validate326.errors = vErrors;
 return errors === 0;
 }
-validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_409 = validate328;
-const schema475 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.cancel/output/409"};
+exports.output_jobs_cancel_409 = validate327;
+const schema473 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.cancel/output/409"};
 
-function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate328.evaluated;
+const evaluated0 = validate327.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39102,19 +38949,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate328.errors = vErrors;
+validate327.errors = vErrors;
 return errors === 0;
 }
-validate328.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_413 = validate329;
-const schema477 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/413"};
+exports.output_jobs_cancel_413 = validate328;
+const schema475 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/413"};
 
-function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate329.evaluated;
+const evaluated0 = validate328.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39222,19 +39069,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate329.errors = vErrors;
+validate328.errors = vErrors;
 return errors === 0;
 }
-validate329.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate328.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_429 = validate330;
-const schema479 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.cancel/output/429"};
+exports.output_jobs_cancel_429 = validate329;
+const schema477 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.cancel/output/429"};
 
-function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate330.evaluated;
+const evaluated0 = validate329.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39375,19 +39222,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate330.errors = vErrors;
+validate329.errors = vErrors;
 return errors === 0;
 }
-validate330.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate329.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_500 = validate331;
-const schema481 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/500"};
+exports.output_jobs_cancel_500 = validate330;
+const schema479 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.cancel/output/500"};
 
-function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate331.evaluated;
+const evaluated0 = validate330.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39473,172 +39320,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate331.errors = vErrors;
+validate330.errors = vErrors;
 return errors === 0;
 }
-validate331.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate330.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_cancel_501 = validate332;
-const schema483 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.cancel/output/501"};
+exports.output_jobs_create_200 = validate331;
+const schema481 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.create/output/200"};
 
-function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.cancel/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate332.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate332.errors = vErrors;
-return errors === 0;
-}
-validate332.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_create_200 = validate333;
-const schema485 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.create/output/200"};
-
-function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate333.evaluated;
+const evaluated0 = validate331.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39649,19 +39343,19 @@ if(!(validate76(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
 errors = vErrors.length;
 }
-validate333.errors = vErrors;
+validate331.errors = vErrors;
 return errors === 0;
 }
-validate333.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate331.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_400 = validate335;
-const schema486 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.create/output/400"};
+exports.output_jobs_create_400 = validate333;
+const schema482 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.create/output/400"};
 
-function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate335.evaluated;
+const evaluated0 = validate333.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39672,19 +39366,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate335.errors = vErrors;
+validate333.errors = vErrors;
 return errors === 0;
 }
-validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate333.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_401 = validate337;
-const schema487 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.create/output/401"};
+exports.output_jobs_create_401 = validate335;
+const schema483 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.create/output/401"};
 
-function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate337.evaluated;
+const evaluated0 = validate335.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39825,19 +39519,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate337.errors = vErrors;
+validate335.errors = vErrors;
 return errors === 0;
 }
-validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_403 = validate338;
-const schema489 = {"$id":"https://contract.local/procedures/jobs.create/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+exports.output_jobs_create_403 = validate336;
+const schema485 = {"$id":"https://contract.local/procedures/jobs.create/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
-function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate336(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate338.evaluated;
+const evaluated0 = validate336.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39858,7 +39552,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema489.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema485.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -40415,20 +40109,20 @@ props0 = props0 || {};
 Object.assign(props0, props1);
 }
 }
-validate338.errors = vErrors;
+validate336.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate338.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate336.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_jobs_create_404 = validate339;
-const schema492 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.create/output/404"};
+exports.output_jobs_create_404 = validate337;
+const schema488 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.create/output/404"};
 
-function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate339.evaluated;
+const evaluated0 = validate337.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40569,19 +40263,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate339.errors = vErrors;
+validate337.errors = vErrors;
 return errors === 0;
 }
-validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_405 = validate340;
-const schema494 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.create/output/405"};
+exports.output_jobs_create_405 = validate338;
+const schema490 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.create/output/405"};
 
-function validate340(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate340.evaluated;
+const evaluated0 = validate338.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40722,19 +40416,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate340.errors = vErrors;
+validate338.errors = vErrors;
 return errors === 0;
 }
-validate340.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate338.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_412 = validate341;
-const schema496 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/jobs.create/output/412"};
+exports.output_jobs_create_412 = validate339;
+const schema492 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/jobs.create/output/412"};
 
-function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/412" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate341.evaluated;
+const evaluated0 = validate339.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40875,19 +40569,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate341.errors = vErrors;
+validate339.errors = vErrors;
 return errors === 0;
 }
-validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_413 = validate342;
-const schema498 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.create/output/413"};
+exports.output_jobs_create_413 = validate340;
+const schema494 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.create/output/413"};
 
-function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate340(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate342.evaluated;
+const evaluated0 = validate340.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -40995,19 +40689,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate342.errors = vErrors;
+validate340.errors = vErrors;
 return errors === 0;
 }
-validate342.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate340.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_429 = validate343;
-const schema500 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.create/output/429"};
+exports.output_jobs_create_429 = validate341;
+const schema496 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.create/output/429"};
 
-function validate343(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate343.evaluated;
+const evaluated0 = validate341.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41148,19 +40842,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate343.errors = vErrors;
+validate341.errors = vErrors;
 return errors === 0;
 }
-validate343.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_500 = validate344;
-const schema502 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.create/output/500"};
+exports.output_jobs_create_500 = validate342;
+const schema498 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.create/output/500"};
 
-function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate344.evaluated;
+const evaluated0 = validate342.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41246,172 +40940,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate344.errors = vErrors;
+validate342.errors = vErrors;
 return errors === 0;
 }
-validate344.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate342.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_create_501 = validate345;
-const schema504 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.create/output/501"};
+exports.output_jobs_get_200 = validate343;
+const schema500 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.get/output/200"};
 
-function validate345(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.create/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate345.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate345.errors = vErrors;
-return errors === 0;
-}
-validate345.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_get_200 = validate346;
-const schema506 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.get/output/200"};
-
-function validate346(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate343(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate346.evaluated;
+const evaluated0 = validate343.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41422,19 +40963,19 @@ if(!(validate76(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
 errors = vErrors.length;
 }
-validate346.errors = vErrors;
+validate343.errors = vErrors;
 return errors === 0;
 }
-validate346.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate343.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_400 = validate348;
-const schema507 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.get/output/400"};
+exports.output_jobs_get_400 = validate345;
+const schema501 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.get/output/400"};
 
-function validate348(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate345(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate348.evaluated;
+const evaluated0 = validate345.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41445,19 +40986,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate348.errors = vErrors;
+validate345.errors = vErrors;
 return errors === 0;
 }
-validate348.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate345.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_401 = validate350;
-const schema508 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.get/output/401"};
+exports.output_jobs_get_401 = validate347;
+const schema502 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.get/output/401"};
 
-function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate350.evaluated;
+const evaluated0 = validate347.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41598,19 +41139,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate350.errors = vErrors;
+validate347.errors = vErrors;
 return errors === 0;
 }
-validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_403 = validate351;
-const schema510 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.get/output/403"};
+exports.output_jobs_get_403 = validate348;
+const schema504 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.get/output/403"};
 
-function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate348(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate351.evaluated;
+const evaluated0 = validate348.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41751,19 +41292,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate351.errors = vErrors;
+validate348.errors = vErrors;
 return errors === 0;
 }
-validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate348.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_404 = validate352;
-const schema512 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.get/output/404"};
+exports.output_jobs_get_404 = validate349;
+const schema506 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.get/output/404"};
 
-function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate349(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate352.evaluated;
+const evaluated0 = validate349.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -41904,19 +41445,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate352.errors = vErrors;
+validate349.errors = vErrors;
 return errors === 0;
 }
-validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate349.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_405 = validate353;
-const schema514 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.get/output/405"};
+exports.output_jobs_get_405 = validate350;
+const schema508 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.get/output/405"};
 
-function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate353.evaluated;
+const evaluated0 = validate350.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42057,19 +41598,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate353.errors = vErrors;
+validate350.errors = vErrors;
 return errors === 0;
 }
-validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_413 = validate354;
-const schema516 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.get/output/413"};
+exports.output_jobs_get_413 = validate351;
+const schema510 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.get/output/413"};
 
-function validate354(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate354.evaluated;
+const evaluated0 = validate351.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42177,19 +41718,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate354.errors = vErrors;
+validate351.errors = vErrors;
 return errors === 0;
 }
-validate354.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_429 = validate355;
-const schema518 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.get/output/429"};
+exports.output_jobs_get_429 = validate352;
+const schema512 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.get/output/429"};
 
-function validate355(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate355.evaluated;
+const evaluated0 = validate352.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42330,19 +41871,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate355.errors = vErrors;
+validate352.errors = vErrors;
 return errors === 0;
 }
-validate355.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_500 = validate356;
-const schema520 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.get/output/500"};
+exports.output_jobs_get_500 = validate353;
+const schema514 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.get/output/500"};
 
-function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate356.evaluated;
+const evaluated0 = validate353.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42428,172 +41969,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate356.errors = vErrors;
+validate353.errors = vErrors;
 return errors === 0;
 }
-validate356.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_get_501 = validate357;
-const schema522 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.get/output/501"};
+exports.output_jobs_list_200 = validate354;
+const schema516 = {"$ref":"https://contract.local/schemas/JobPage","$id":"https://contract.local/procedures/jobs.list/output/200"};
 
-function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.get/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate357.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate357.errors = vErrors;
-return errors === 0;
-}
-validate357.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_list_200 = validate358;
-const schema524 = {"$ref":"https://contract.local/schemas/JobPage","$id":"https://contract.local/procedures/jobs.list/output/200"};
-
-function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate354(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate358.evaluated;
+const evaluated0 = validate354.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42604,19 +41992,19 @@ if(!(validate77(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate77.errors : vErrors.concat(validate77.errors);
 errors = vErrors.length;
 }
-validate358.errors = vErrors;
+validate354.errors = vErrors;
 return errors === 0;
 }
-validate358.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate354.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_400 = validate360;
-const schema525 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.list/output/400"};
+exports.output_jobs_list_400 = validate356;
+const schema517 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.list/output/400"};
 
-function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate360.evaluated;
+const evaluated0 = validate356.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42627,19 +42015,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate360.errors = vErrors;
+validate356.errors = vErrors;
 return errors === 0;
 }
-validate360.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate356.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_401 = validate362;
-const schema526 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.list/output/401"};
+exports.output_jobs_list_401 = validate358;
+const schema518 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.list/output/401"};
 
-function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate362.evaluated;
+const evaluated0 = validate358.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42780,19 +42168,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate362.errors = vErrors;
+validate358.errors = vErrors;
 return errors === 0;
 }
-validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate358.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_403 = validate363;
-const schema528 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.list/output/403"};
+exports.output_jobs_list_403 = validate359;
+const schema520 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.list/output/403"};
 
-function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate363.evaluated;
+const evaluated0 = validate359.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -42933,19 +42321,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate363.errors = vErrors;
+validate359.errors = vErrors;
 return errors === 0;
 }
-validate363.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate359.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_405 = validate364;
-const schema530 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.list/output/405"};
+exports.output_jobs_list_405 = validate360;
+const schema522 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.list/output/405"};
 
-function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate364.evaluated;
+const evaluated0 = validate360.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43086,19 +42474,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate364.errors = vErrors;
+validate360.errors = vErrors;
 return errors === 0;
 }
-validate364.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate360.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_413 = validate365;
-const schema532 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.list/output/413"};
+exports.output_jobs_list_413 = validate361;
+const schema524 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.list/output/413"};
 
-function validate365(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate361(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate365.evaluated;
+const evaluated0 = validate361.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43206,19 +42594,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate365.errors = vErrors;
+validate361.errors = vErrors;
 return errors === 0;
 }
-validate365.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate361.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_429 = validate366;
-const schema534 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.list/output/429"};
+exports.output_jobs_list_429 = validate362;
+const schema526 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.list/output/429"};
 
-function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate366.evaluated;
+const evaluated0 = validate362.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43359,19 +42747,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate366.errors = vErrors;
+validate362.errors = vErrors;
 return errors === 0;
 }
-validate366.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_500 = validate367;
-const schema536 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.list/output/500"};
+exports.output_jobs_list_500 = validate363;
+const schema528 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.list/output/500"};
 
-function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate367.evaluated;
+const evaluated0 = validate363.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43457,172 +42845,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate367.errors = vErrors;
+validate363.errors = vErrors;
 return errors === 0;
 }
-validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate363.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_list_501 = validate368;
-const schema538 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.list/output/501"};
+exports.output_jobs_retry_200 = validate364;
+const schema530 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.retry/output/200"};
 
-function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.list/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate368.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate368.errors = vErrors;
-return errors === 0;
-}
-validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_retry_200 = validate369;
-const schema540 = {"$ref":"https://contract.local/schemas/Job","$id":"https://contract.local/procedures/jobs.retry/output/200"};
-
-function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate369.evaluated;
+const evaluated0 = validate364.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43633,19 +42868,19 @@ if(!(validate76(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
 errors = vErrors.length;
 }
-validate369.errors = vErrors;
+validate364.errors = vErrors;
 return errors === 0;
 }
-validate369.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate364.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_400 = validate371;
-const schema541 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.retry/output/400"};
+exports.output_jobs_retry_400 = validate366;
+const schema531 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.retry/output/400"};
 
-function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate371.evaluated;
+const evaluated0 = validate366.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43656,19 +42891,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate371.errors = vErrors;
+validate366.errors = vErrors;
 return errors === 0;
 }
-validate371.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate366.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_401 = validate373;
-const schema542 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.retry/output/401"};
+exports.output_jobs_retry_401 = validate368;
+const schema532 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.retry/output/401"};
 
-function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate373.evaluated;
+const evaluated0 = validate368.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43809,19 +43044,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate373.errors = vErrors;
+validate368.errors = vErrors;
 return errors === 0;
 }
-validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_403 = validate374;
-const schema544 = {"$id":"https://contract.local/procedures/jobs.retry/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+exports.output_jobs_retry_403 = validate369;
+const schema534 = {"$id":"https://contract.local/procedures/jobs.retry/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
-function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate374.evaluated;
+const evaluated0 = validate369.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -43842,7 +43077,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema544.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema534.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -44399,20 +43634,20 @@ props0 = props0 || {};
 Object.assign(props0, props1);
 }
 }
-validate374.errors = vErrors;
+validate369.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate374.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate369.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_jobs_retry_404 = validate375;
-const schema547 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.retry/output/404"};
+exports.output_jobs_retry_404 = validate370;
+const schema537 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/jobs.retry/output/404"};
 
-function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate370(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate375.evaluated;
+const evaluated0 = validate370.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44553,19 +43788,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate375.errors = vErrors;
+validate370.errors = vErrors;
 return errors === 0;
 }
-validate375.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate370.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_405 = validate376;
-const schema549 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.retry/output/405"};
+exports.output_jobs_retry_405 = validate371;
+const schema539 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.retry/output/405"};
 
-function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate376.evaluated;
+const evaluated0 = validate371.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44706,19 +43941,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate376.errors = vErrors;
+validate371.errors = vErrors;
 return errors === 0;
 }
-validate376.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate371.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_409 = validate377;
-const schema551 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.retry/output/409"};
+exports.output_jobs_retry_409 = validate372;
+const schema541 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/jobs.retry/output/409"};
 
-function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate372(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate377.evaluated;
+const evaluated0 = validate372.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44859,19 +44094,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate377.errors = vErrors;
+validate372.errors = vErrors;
 return errors === 0;
 }
-validate377.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate372.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_413 = validate378;
-const schema553 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/413"};
+exports.output_jobs_retry_413 = validate373;
+const schema543 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/413"};
 
-function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate378.evaluated;
+const evaluated0 = validate373.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -44979,19 +44214,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate378.errors = vErrors;
+validate373.errors = vErrors;
 return errors === 0;
 }
-validate378.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_429 = validate379;
-const schema555 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.retry/output/429"};
+exports.output_jobs_retry_429 = validate374;
+const schema545 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.retry/output/429"};
 
-function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate379.evaluated;
+const evaluated0 = validate374.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -45124,6 +44359,433 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate374.errors = vErrors;
+return errors === 0;
+}
+validate374.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_retry_500 = validate375;
+const schema547 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/500"};
+
+function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.retry/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate375.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate375.errors = vErrors;
+return errors === 0;
+}
+validate375.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_stream_400 = validate376;
+const schema549 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.stream/output/400"};
+
+function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate376.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate376.errors = vErrors;
+return errors === 0;
+}
+validate376.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_stream_401 = validate378;
+const schema550 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.stream/output/401"};
+
+function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate378.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate378.errors = vErrors;
+return errors === 0;
+}
+validate378.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_stream_403 = validate379;
+const schema552 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.stream/output/403"};
+
+function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate379.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -45137,594 +44799,14 @@ return errors === 0;
 }
 validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_retry_500 = validate380;
-const schema557 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.retry/output/500"};
+exports.output_jobs_stream_405 = validate380;
+const schema554 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.stream/output/405"};
 
 function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.retry/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate380.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate380.errors = vErrors;
-return errors === 0;
-}
-validate380.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_retry_501 = validate381;
-const schema559 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.retry/output/501"};
-
-function validate381(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.retry/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate381.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate381.errors = vErrors;
-return errors === 0;
-}
-validate381.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_400 = validate382;
-const schema561 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/jobs.stream/output/400"};
-
-function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate382.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate382.errors = vErrors;
-return errors === 0;
-}
-validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_401 = validate384;
-const schema562 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/jobs.stream/output/401"};
-
-function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate384.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate384.errors = vErrors;
-return errors === 0;
-}
-validate384.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_403 = validate385;
-const schema564 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/jobs.stream/output/403"};
-
-function validate385(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate385.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate385.errors = vErrors;
-return errors === 0;
-}
-validate385.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_405 = validate386;
-const schema566 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/jobs.stream/output/405"};
-
-function validate386(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate386.evaluated;
+const evaluated0 = validate380.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -45865,19 +44947,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate386.errors = vErrors;
+validate380.errors = vErrors;
 return errors === 0;
 }
-validate386.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate380.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_413 = validate387;
-const schema568 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/413"};
+exports.output_jobs_stream_413 = validate381;
+const schema556 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/413"};
 
-function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate381(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate387.evaluated;
+const evaluated0 = validate381.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -45985,19 +45067,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate387.errors = vErrors;
+validate381.errors = vErrors;
 return errors === 0;
 }
-validate387.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate381.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_429 = validate388;
-const schema570 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.stream/output/429"};
+exports.output_jobs_stream_429 = validate382;
+const schema558 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/jobs.stream/output/429"};
 
-function validate388(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate388.evaluated;
+const evaluated0 = validate382.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -46130,6 +45212,303 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate382.errors = vErrors;
+return errors === 0;
+}
+validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_jobs_stream_500 = validate383;
+const schema560 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/500"};
+
+function validate383(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/jobs.stream/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate383.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate383.errors = vErrors;
+return errors === 0;
+}
+validate383.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_auditLog_200 = validate384;
+const schema562 = {"$ref":"https://contract.local/schemas/AuditLogPage","$id":"https://contract.local/procedures/organizations.auditLog/output/200"};
+
+function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate384.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate46(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
+errors = vErrors.length;
+}
+validate384.errors = vErrors;
+return errors === 0;
+}
+validate384.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_auditLog_400 = validate386;
+const schema563 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.auditLog/output/400"};
+
+function validate386(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate386.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate386.errors = vErrors;
+return errors === 0;
+}
+validate386.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_auditLog_401 = validate388;
+const schema564 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.auditLog/output/401"};
+
+function validate388(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate388.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -46143,11 +45522,11 @@ return errors === 0;
 }
 validate388.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_jobs_stream_500 = validate389;
-const schema572 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/jobs.stream/output/500"};
+exports.output_organizations_auditLog_403 = validate389;
+const schema566 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.auditLog/output/403"};
 
 function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/500" */;
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate389.evaluated;
@@ -46158,106 +45537,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate389.errors = vErrors;
-return errors === 0;
-}
-validate389.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_jobs_stream_501 = validate390;
-const schema574 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/jobs.stream/output/501"};
-
-function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/jobs.stream/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate390.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -46267,7 +45548,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -46277,7 +45558,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -46287,7 +45568,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -46298,7 +45579,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -46310,7 +45591,7 @@ errors++;
 }
 if(data.defined !== undefined){
 if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -46323,7 +45604,7 @@ errors++;
 if(data.code !== undefined){
 let data1 = data.code;
 if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -46332,8 +45613,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -46346,7 +45627,7 @@ errors++;
 if(data.status !== undefined){
 let data2 = data.status;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -46355,8 +45636,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -46368,7 +45649,7 @@ errors++;
 }
 if(data.message !== undefined){
 if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -46380,7 +45661,160 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate389.errors = vErrors;
+return errors === 0;
+}
+validate389.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_auditLog_405 = validate390;
+const schema568 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/organizations.auditLog/output/405"};
+
+function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate390.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -46394,519 +45828,14 @@ return errors === 0;
 }
 validate390.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_200 = validate391;
-const schema576 = {"$ref":"https://contract.local/schemas/AuditLogPage","$id":"https://contract.local/procedures/organizations.auditLog/output/200"};
+exports.output_organizations_auditLog_413 = validate391;
+const schema570 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/413"};
 
 function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate391.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate46(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
-errors = vErrors.length;
-}
-validate391.errors = vErrors;
-return errors === 0;
-}
-validate391.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_400 = validate393;
-const schema577 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.auditLog/output/400"};
-
-function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate393.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate393.errors = vErrors;
-return errors === 0;
-}
-validate393.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_401 = validate395;
-const schema578 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.auditLog/output/401"};
-
-function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate395.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate395.errors = vErrors;
-return errors === 0;
-}
-validate395.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_403 = validate396;
-const schema580 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.auditLog/output/403"};
-
-function validate396(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate396.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate396.errors = vErrors;
-return errors === 0;
-}
-validate396.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_405 = validate397;
-const schema582 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/organizations.auditLog/output/405"};
-
-function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/405" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate397.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate397.errors = vErrors;
-return errors === 0;
-}
-validate397.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_413 = validate398;
-const schema584 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/413"};
-
-function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate398.evaluated;
+const evaluated0 = validate391.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -47014,19 +45943,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate398.errors = vErrors;
+validate391.errors = vErrors;
 return errors === 0;
 }
-validate398.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate391.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_429 = validate399;
-const schema586 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.auditLog/output/429"};
+exports.output_organizations_auditLog_429 = validate392;
+const schema572 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.auditLog/output/429"};
 
-function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate392(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate399.evaluated;
+const evaluated0 = validate392.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -47159,6 +46088,456 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate392.errors = vErrors;
+return errors === 0;
+}
+validate392.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_auditLog_500 = validate393;
+const schema574 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/500"};
+
+function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate393.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate393.errors = vErrors;
+return errors === 0;
+}
+validate393.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_auditLog_501 = validate394;
+const schema576 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/organizations.auditLog/output/501"};
+
+function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/501" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate394.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_IMPLEMENTED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(501 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate394.errors = vErrors;
+return errors === 0;
+}
+validate394.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_200 = validate395;
+const schema578 = {"$ref":"https://contract.local/schemas/Usage","$id":"https://contract.local/procedures/organizations.usage/output/200"};
+
+function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate395.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate44(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
+errors = vErrors.length;
+}
+validate395.errors = vErrors;
+return errors === 0;
+}
+validate395.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_400 = validate397;
+const schema579 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.usage/output/400"};
+
+function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate397.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate397.errors = vErrors;
+return errors === 0;
+}
+validate397.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_organizations_usage_401 = validate399;
+const schema580 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.usage/output/401"};
+
+function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/organizations.usage/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate399.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -47172,464 +46551,14 @@ return errors === 0;
 }
 validate399.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_auditLog_500 = validate400;
-const schema588 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.auditLog/output/500"};
+exports.output_organizations_usage_403 = validate400;
+const schema582 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.usage/output/403"};
 
 function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate400.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate400.errors = vErrors;
-return errors === 0;
-}
-validate400.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_auditLog_501 = validate401;
-const schema590 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/organizations.auditLog/output/501"};
-
-function validate401(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.auditLog/output/501" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate401.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_IMPLEMENTED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_IMPLEMENTED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(501 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/status/const",keyword:"const",params:{allowedValue: 501},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotImplementedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotImplementedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate401.errors = vErrors;
-return errors === 0;
-}
-validate401.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_usage_200 = validate402;
-const schema592 = {"$ref":"https://contract.local/schemas/Usage","$id":"https://contract.local/procedures/organizations.usage/output/200"};
-
-function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate402.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate44(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
-errors = vErrors.length;
-}
-validate402.errors = vErrors;
-return errors === 0;
-}
-validate402.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_usage_400 = validate404;
-const schema593 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/organizations.usage/output/400"};
-
-function validate404(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate404.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate404.errors = vErrors;
-return errors === 0;
-}
-validate404.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_usage_401 = validate406;
-const schema594 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/organizations.usage/output/401"};
-
-function validate406(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/organizations.usage/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate406.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate406.errors = vErrors;
-return errors === 0;
-}
-validate406.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_organizations_usage_403 = validate407;
-const schema596 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/organizations.usage/output/403"};
-
-function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate407.evaluated;
+const evaluated0 = validate400.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -47770,19 +46699,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate407.errors = vErrors;
+validate400.errors = vErrors;
 return errors === 0;
 }
-validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate400.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_405 = validate408;
-const schema598 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/organizations.usage/output/405"};
+exports.output_organizations_usage_405 = validate401;
+const schema584 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/organizations.usage/output/405"};
 
-function validate408(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate401(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate408.evaluated;
+const evaluated0 = validate401.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -47923,19 +46852,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate408.errors = vErrors;
+validate401.errors = vErrors;
 return errors === 0;
 }
-validate408.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate401.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_413 = validate409;
-const schema600 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/413"};
+exports.output_organizations_usage_413 = validate402;
+const schema586 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/413"};
 
-function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate409.evaluated;
+const evaluated0 = validate402.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48043,19 +46972,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate409.errors = vErrors;
+validate402.errors = vErrors;
 return errors === 0;
 }
-validate409.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate402.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_429 = validate410;
-const schema602 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.usage/output/429"};
+exports.output_organizations_usage_429 = validate403;
+const schema588 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/organizations.usage/output/429"};
 
-function validate410(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate403(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate410.evaluated;
+const evaluated0 = validate403.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48196,19 +47125,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate410.errors = vErrors;
+validate403.errors = vErrors;
 return errors === 0;
 }
-validate410.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate403.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_500 = validate411;
-const schema604 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/500"};
+exports.output_organizations_usage_500 = validate404;
+const schema590 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/organizations.usage/output/500"};
 
-function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate404(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate411.evaluated;
+const evaluated0 = validate404.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48294,19 +47223,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate411.errors = vErrors;
+validate404.errors = vErrors;
 return errors === 0;
 }
-validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate404.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_organizations_usage_501 = validate412;
-const schema606 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/organizations.usage/output/501"};
+exports.output_organizations_usage_501 = validate405;
+const schema592 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/organizations.usage/output/501"};
 
-function validate412(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate405(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate412.evaluated;
+const evaluated0 = validate405.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48447,19 +47376,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate412.errors = vErrors;
+validate405.errors = vErrors;
 return errors === 0;
 }
-validate412.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate405.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_200 = validate413;
-const schema608 = {"$ref":"https://contract.local/schemas/AuthConfig","$id":"https://contract.local/procedures/system.authConfig/output/200"};
+exports.output_system_authConfig_200 = validate406;
+const schema594 = {"$ref":"https://contract.local/schemas/AuthConfig","$id":"https://contract.local/procedures/system.authConfig/output/200"};
 
-function validate413(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate406(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate413.evaluated;
+const evaluated0 = validate406.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48585,19 +47514,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate413.errors = vErrors;
+validate406.errors = vErrors;
 return errors === 0;
 }
-validate413.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate406.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_400 = validate414;
-const schema610 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.authConfig/output/400"};
+exports.output_system_authConfig_400 = validate407;
+const schema596 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.authConfig/output/400"};
 
-function validate414(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate414.evaluated;
+const evaluated0 = validate407.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48608,19 +47537,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate414.errors = vErrors;
+validate407.errors = vErrors;
 return errors === 0;
 }
-validate414.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_405 = validate416;
-const schema611 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.authConfig/output/405"};
+exports.output_system_authConfig_405 = validate409;
+const schema597 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.authConfig/output/405"};
 
-function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate416.evaluated;
+const evaluated0 = validate409.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48761,19 +47690,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate416.errors = vErrors;
+validate409.errors = vErrors;
 return errors === 0;
 }
-validate416.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate409.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_413 = validate417;
-const schema613 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/413"};
+exports.output_system_authConfig_413 = validate410;
+const schema599 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/413"};
 
-function validate417(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate410(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate417.evaluated;
+const evaluated0 = validate410.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -48881,19 +47810,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate417.errors = vErrors;
+validate410.errors = vErrors;
 return errors === 0;
 }
-validate417.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate410.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_429 = validate418;
-const schema615 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.authConfig/output/429"};
+exports.output_system_authConfig_429 = validate411;
+const schema601 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.authConfig/output/429"};
 
-function validate418(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate418.evaluated;
+const evaluated0 = validate411.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49034,19 +47963,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate418.errors = vErrors;
+validate411.errors = vErrors;
 return errors === 0;
 }
-validate418.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_authConfig_500 = validate419;
-const schema617 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/500"};
+exports.output_system_authConfig_500 = validate412;
+const schema603 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.authConfig/output/500"};
 
-function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate412(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate419.evaluated;
+const evaluated0 = validate412.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49132,19 +48061,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate419.errors = vErrors;
+validate412.errors = vErrors;
 return errors === 0;
 }
-validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate412.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_200 = validate420;
-const schema619 = {"$ref":"https://contract.local/schemas/FlagValues","$id":"https://contract.local/procedures/system.flags/output/200"};
+exports.output_system_flags_200 = validate413;
+const schema605 = {"$ref":"https://contract.local/schemas/FlagValues","$id":"https://contract.local/procedures/system.flags/output/200"};
 
-function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate413(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate420.evaluated;
+const evaluated0 = validate413.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49221,19 +48150,19 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate420.errors = vErrors;
+validate413.errors = vErrors;
 return errors === 0;
 }
-validate420.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate413.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_400 = validate421;
-const schema621 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.flags/output/400"};
+exports.output_system_flags_400 = validate414;
+const schema607 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.flags/output/400"};
 
-function validate421(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate414(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate421.evaluated;
+const evaluated0 = validate414.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49244,19 +48173,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate421.errors = vErrors;
+validate414.errors = vErrors;
 return errors === 0;
 }
-validate421.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate414.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_401 = validate423;
-const schema622 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/system.flags/output/401"};
+exports.output_system_flags_401 = validate416;
+const schema608 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/system.flags/output/401"};
 
-function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate423.evaluated;
+const evaluated0 = validate416.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49397,19 +48326,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate423.errors = vErrors;
+validate416.errors = vErrors;
 return errors === 0;
 }
-validate423.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate416.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_403 = validate424;
-const schema624 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/system.flags/output/403"};
+exports.output_system_flags_403 = validate417;
+const schema610 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/system.flags/output/403"};
 
-function validate424(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate417(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate424.evaluated;
+const evaluated0 = validate417.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49550,19 +48479,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate424.errors = vErrors;
+validate417.errors = vErrors;
 return errors === 0;
 }
-validate424.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate417.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_405 = validate425;
-const schema626 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.flags/output/405"};
+exports.output_system_flags_405 = validate418;
+const schema612 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.flags/output/405"};
 
-function validate425(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate418(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate425.evaluated;
+const evaluated0 = validate418.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49703,19 +48632,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate425.errors = vErrors;
+validate418.errors = vErrors;
 return errors === 0;
 }
-validate425.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate418.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_413 = validate426;
-const schema628 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.flags/output/413"};
+exports.output_system_flags_413 = validate419;
+const schema614 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.flags/output/413"};
 
-function validate426(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate426.evaluated;
+const evaluated0 = validate419.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49823,19 +48752,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate426.errors = vErrors;
+validate419.errors = vErrors;
 return errors === 0;
 }
-validate426.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_429 = validate427;
-const schema630 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.flags/output/429"};
+exports.output_system_flags_429 = validate420;
+const schema616 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.flags/output/429"};
 
-function validate427(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate427.evaluated;
+const evaluated0 = validate420.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -49976,19 +48905,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate427.errors = vErrors;
+validate420.errors = vErrors;
 return errors === 0;
 }
-validate427.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate420.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_500 = validate428;
-const schema632 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.flags/output/500"};
+exports.output_system_flags_500 = validate421;
+const schema618 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.flags/output/500"};
 
-function validate428(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate421(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate428.evaluated;
+const evaluated0 = validate421.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50074,19 +49003,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate428.errors = vErrors;
+validate421.errors = vErrors;
 return errors === 0;
 }
-validate428.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate421.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_flags_501 = validate429;
-const schema634 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/system.flags/output/501"};
+exports.output_system_flags_501 = validate422;
+const schema620 = {"$ref":"https://contract.local/schemas/NotImplementedError","$id":"https://contract.local/procedures/system.flags/output/501"};
 
-function validate429(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate422(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/output/501" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate429.evaluated;
+const evaluated0 = validate422.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50227,19 +49156,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate429.errors = vErrors;
+validate422.errors = vErrors;
 return errors === 0;
 }
-validate429.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate422.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_200 = validate430;
-const schema636 = {"$ref":"https://contract.local/schemas/Health","$id":"https://contract.local/procedures/system.health/output/200"};
+exports.output_system_health_200 = validate423;
+const schema622 = {"$ref":"https://contract.local/schemas/Health","$id":"https://contract.local/procedures/system.health/output/200"};
 
-function validate430(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate430.evaluated;
+const evaluated0 = validate423.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50360,19 +49289,19 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate430.errors = vErrors;
+validate423.errors = vErrors;
 return errors === 0;
 }
-validate430.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate423.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_400 = validate431;
-const schema638 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.health/output/400"};
+exports.output_system_health_400 = validate424;
+const schema624 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/system.health/output/400"};
 
-function validate431(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate424(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate431.evaluated;
+const evaluated0 = validate424.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50383,19 +49312,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate431.errors = vErrors;
+validate424.errors = vErrors;
 return errors === 0;
 }
-validate431.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate424.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_405 = validate433;
-const schema639 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.health/output/405"};
+exports.output_system_health_405 = validate426;
+const schema625 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/system.health/output/405"};
 
-function validate433(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate426(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate433.evaluated;
+const evaluated0 = validate426.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50536,19 +49465,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate433.errors = vErrors;
+validate426.errors = vErrors;
 return errors === 0;
 }
-validate433.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate426.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_413 = validate434;
-const schema641 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.health/output/413"};
+exports.output_system_health_413 = validate427;
+const schema627 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/system.health/output/413"};
 
-function validate434(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate427(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate434.evaluated;
+const evaluated0 = validate427.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50656,19 +49585,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate434.errors = vErrors;
+validate427.errors = vErrors;
 return errors === 0;
 }
-validate434.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate427.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_429 = validate435;
-const schema643 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.health/output/429"};
+exports.output_system_health_429 = validate428;
+const schema629 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/system.health/output/429"};
 
-function validate435(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate428(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate435.evaluated;
+const evaluated0 = validate428.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50809,19 +49738,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate435.errors = vErrors;
+validate428.errors = vErrors;
 return errors === 0;
 }
-validate435.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate428.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_system_health_500 = validate436;
-const schema645 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.health/output/500"};
+exports.output_system_health_500 = validate429;
+const schema631 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/system.health/output/500"};
 
-function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate429(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.health/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate436.evaluated;
+const evaluated0 = validate429.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -50907,19 +49836,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate436.errors = vErrors;
+validate429.errors = vErrors;
 return errors === 0;
 }
-validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate429.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_200 = validate437;
-const schema647 = {"$ref":"https://contract.local/schemas/User","$id":"https://contract.local/procedures/user.me/output/200"};
+exports.output_user_me_200 = validate430;
+const schema633 = {"$ref":"https://contract.local/schemas/User","$id":"https://contract.local/procedures/user.me/output/200"};
 
-function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate430(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate437.evaluated;
+const evaluated0 = validate430.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51110,19 +50039,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate437.errors = vErrors;
+validate430.errors = vErrors;
 return errors === 0;
 }
-validate437.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate430.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_400 = validate438;
-const schema649 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/user.me/output/400"};
+exports.output_user_me_400 = validate431;
+const schema635 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/user.me/output/400"};
 
-function validate438(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate431(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate438.evaluated;
+const evaluated0 = validate431.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51133,19 +50062,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate438.errors = vErrors;
+validate431.errors = vErrors;
 return errors === 0;
 }
-validate438.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate431.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_401 = validate440;
-const schema650 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/user.me/output/401"};
+exports.output_user_me_401 = validate433;
+const schema636 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/user.me/output/401"};
 
-function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate433(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate440.evaluated;
+const evaluated0 = validate433.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51286,19 +50215,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate440.errors = vErrors;
+validate433.errors = vErrors;
 return errors === 0;
 }
-validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate433.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_403 = validate441;
-const schema652 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/user.me/output/403"};
+exports.output_user_me_403 = validate434;
+const schema638 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/user.me/output/403"};
 
-function validate441(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate434(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate441.evaluated;
+const evaluated0 = validate434.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51439,19 +50368,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate441.errors = vErrors;
+validate434.errors = vErrors;
 return errors === 0;
 }
-validate441.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate434.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_405 = validate442;
-const schema654 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/user.me/output/405"};
+exports.output_user_me_405 = validate435;
+const schema640 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/user.me/output/405"};
 
-function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate435(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate442.evaluated;
+const evaluated0 = validate435.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51592,19 +50521,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate442.errors = vErrors;
+validate435.errors = vErrors;
 return errors === 0;
 }
-validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate435.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_413 = validate443;
-const schema656 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/user.me/output/413"};
+exports.output_user_me_413 = validate436;
+const schema642 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/user.me/output/413"};
 
-function validate443(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate443.evaluated;
+const evaluated0 = validate436.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51712,19 +50641,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate443.errors = vErrors;
+validate436.errors = vErrors;
 return errors === 0;
 }
-validate443.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_429 = validate444;
-const schema658 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/user.me/output/429"};
+exports.output_user_me_429 = validate437;
+const schema644 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/user.me/output/429"};
 
-function validate444(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate444.evaluated;
+const evaluated0 = validate437.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51865,19 +50794,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate444.errors = vErrors;
+validate437.errors = vErrors;
 return errors === 0;
 }
-validate444.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate437.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_user_me_500 = validate445;
-const schema660 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/user.me/output/500"};
+exports.output_user_me_500 = validate438;
+const schema646 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/user.me/output/500"};
 
-function validate445(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate438(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/user.me/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate445.evaluated;
+const evaluated0 = validate438.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -51963,19 +50892,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate445.errors = vErrors;
+validate438.errors = vErrors;
 return errors === 0;
 }
-validate445.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate438.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_200 = validate446;
-const schema662 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.create/output/200"};
+exports.output_workspaces_create_200 = validate439;
+const schema648 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.create/output/200"};
 
-function validate446(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate439(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate446.evaluated;
+const evaluated0 = validate439.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -52218,19 +51147,19 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate446.errors = vErrors;
+validate439.errors = vErrors;
 return errors === 0;
 }
-validate446.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate439.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_400 = validate447;
-const schema664 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.create/output/400"};
+exports.output_workspaces_create_400 = validate440;
+const schema650 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.create/output/400"};
 
-function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate447.evaluated;
+const evaluated0 = validate440.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -52241,19 +51170,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate447.errors = vErrors;
+validate440.errors = vErrors;
 return errors === 0;
 }
-validate447.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_401 = validate449;
-const schema665 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.create/output/401"};
+exports.output_workspaces_create_401 = validate442;
+const schema651 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.create/output/401"};
 
-function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate449.evaluated;
+const evaluated0 = validate442.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -52394,19 +51323,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate449.errors = vErrors;
+validate442.errors = vErrors;
 return errors === 0;
 }
-validate449.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_403 = validate450;
-const schema667 = {"$id":"https://contract.local/procedures/workspaces.create/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+exports.output_workspaces_create_403 = validate443;
+const schema653 = {"$id":"https://contract.local/procedures/workspaces.create/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
-function validate450(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate443(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate450.evaluated;
+const evaluated0 = validate443.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -52427,7 +51356,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema667.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema653.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -52984,20 +51913,20 @@ props0 = props0 || {};
 Object.assign(props0, props1);
 }
 }
-validate450.errors = vErrors;
+validate443.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate450.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate443.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.output_workspaces_create_404 = validate451;
-const schema670 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.create/output/404"};
+exports.output_workspaces_create_404 = validate444;
+const schema656 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.create/output/404"};
 
-function validate451(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate444(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate451.evaluated;
+const evaluated0 = validate444.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53138,19 +52067,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate451.errors = vErrors;
+validate444.errors = vErrors;
 return errors === 0;
 }
-validate451.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate444.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_405 = validate452;
-const schema672 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.create/output/405"};
+exports.output_workspaces_create_405 = validate445;
+const schema658 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.create/output/405"};
 
-function validate452(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate445(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate452.evaluated;
+const evaluated0 = validate445.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53291,19 +52220,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate452.errors = vErrors;
+validate445.errors = vErrors;
 return errors === 0;
 }
-validate452.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate445.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_409 = validate453;
-const schema674 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.create/output/409"};
+exports.output_workspaces_create_409 = validate446;
+const schema660 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.create/output/409"};
 
-function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate446(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate453.evaluated;
+const evaluated0 = validate446.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53444,19 +52373,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate453.errors = vErrors;
+validate446.errors = vErrors;
 return errors === 0;
 }
-validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate446.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_413 = validate454;
-const schema676 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/413"};
+exports.output_workspaces_create_413 = validate447;
+const schema662 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/413"};
 
-function validate454(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate454.evaluated;
+const evaluated0 = validate447.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53564,19 +52493,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate454.errors = vErrors;
+validate447.errors = vErrors;
 return errors === 0;
 }
-validate454.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate447.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_429 = validate455;
-const schema678 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.create/output/429"};
+exports.output_workspaces_create_429 = validate448;
+const schema664 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.create/output/429"};
 
-function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate448(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate455.evaluated;
+const evaluated0 = validate448.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53717,19 +52646,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate455.errors = vErrors;
+validate448.errors = vErrors;
 return errors === 0;
 }
-validate455.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate448.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_create_500 = validate456;
-const schema680 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/500"};
+exports.output_workspaces_create_500 = validate449;
+const schema666 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.create/output/500"};
 
-function validate456(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.create/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate456.evaluated;
+const evaluated0 = validate449.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53815,19 +52744,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate456.errors = vErrors;
+validate449.errors = vErrors;
 return errors === 0;
 }
-validate456.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate449.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_200 = validate457;
-const schema682 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/workspaces.delete/output/200"};
+exports.output_workspaces_delete_200 = validate450;
+const schema668 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/workspaces.delete/output/200"};
 
-function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate450(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate457.evaluated;
+const evaluated0 = validate450.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53880,19 +52809,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate457.errors = vErrors;
+validate450.errors = vErrors;
 return errors === 0;
 }
-validate457.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate450.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_400 = validate458;
-const schema684 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.delete/output/400"};
+exports.output_workspaces_delete_400 = validate451;
+const schema670 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.delete/output/400"};
 
-function validate458(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate451(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate458.evaluated;
+const evaluated0 = validate451.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -53903,19 +52832,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate458.errors = vErrors;
+validate451.errors = vErrors;
 return errors === 0;
 }
-validate458.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate451.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_401 = validate460;
-const schema685 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.delete/output/401"};
+exports.output_workspaces_delete_401 = validate453;
+const schema671 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.delete/output/401"};
 
-function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate460.evaluated;
+const evaluated0 = validate453.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -54056,19 +52985,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate460.errors = vErrors;
+validate453.errors = vErrors;
 return errors === 0;
 }
-validate460.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_403 = validate461;
-const schema687 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.delete/output/403"};
+exports.output_workspaces_delete_403 = validate454;
+const schema673 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.delete/output/403"};
 
-function validate461(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate454(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate461.evaluated;
+const evaluated0 = validate454.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -54209,19 +53138,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate461.errors = vErrors;
+validate454.errors = vErrors;
 return errors === 0;
 }
-validate461.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate454.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_404 = validate462;
-const schema689 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.delete/output/404"};
+exports.output_workspaces_delete_404 = validate455;
+const schema675 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.delete/output/404"};
 
-function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate462.evaluated;
+const evaluated0 = validate455.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -54362,19 +53291,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate462.errors = vErrors;
+validate455.errors = vErrors;
 return errors === 0;
 }
-validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate455.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_405 = validate463;
-const schema691 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.delete/output/405"};
+exports.output_workspaces_delete_405 = validate456;
+const schema677 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.delete/output/405"};
 
-function validate463(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate456(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate463.evaluated;
+const evaluated0 = validate456.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -54515,19 +53444,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate463.errors = vErrors;
+validate456.errors = vErrors;
 return errors === 0;
 }
-validate463.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate456.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_413 = validate464;
-const schema693 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/413"};
+exports.output_workspaces_delete_413 = validate457;
+const schema679 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/413"};
 
-function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate464.evaluated;
+const evaluated0 = validate457.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -54635,19 +53564,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate464.errors = vErrors;
+validate457.errors = vErrors;
 return errors === 0;
 }
-validate464.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate457.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_429 = validate465;
-const schema695 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.delete/output/429"};
+exports.output_workspaces_delete_429 = validate458;
+const schema681 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.delete/output/429"};
 
-function validate465(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate458(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate465.evaluated;
+const evaluated0 = validate458.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -54780,6 +53709,456 @@ errors++;
 }
 else {
 const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate458.errors = vErrors;
+return errors === 0;
+}
+validate458.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_delete_500 = validate459;
+const schema683 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/500"};
+
+function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate459.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate459.errors = vErrors;
+return errors === 0;
+}
+validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_200 = validate460;
+const schema685 = {"$ref":"https://contract.local/schemas/WorkspaceWithStorage","$id":"https://contract.local/procedures/workspaces.get/output/200"};
+
+function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate460.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate57(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
+errors = vErrors.length;
+}
+validate460.errors = vErrors;
+return errors === 0;
+}
+validate460.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_400 = validate462;
+const schema686 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.get/output/400"};
+
+function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate462.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
+errors = vErrors.length;
+}
+validate462.errors = vErrors;
+return errors === 0;
+}
+validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_401 = validate464;
+const schema687 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.get/output/401"};
+
+function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate464.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate464.errors = vErrors;
+return errors === 0;
+}
+validate464.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_workspaces_get_403 = validate465;
+const schema689 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.get/output/403"};
+
+function validate465(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.get/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate465.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -54793,464 +54172,14 @@ return errors === 0;
 }
 validate465.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_delete_500 = validate466;
-const schema697 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.delete/output/500"};
+exports.output_workspaces_get_404 = validate466;
+const schema691 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.get/output/404"};
 
 function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.delete/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate466.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate466.errors = vErrors;
-return errors === 0;
-}
-validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_200 = validate467;
-const schema699 = {"$ref":"https://contract.local/schemas/WorkspaceWithStorage","$id":"https://contract.local/procedures/workspaces.get/output/200"};
-
-function validate467(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate467.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate57(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
-errors = vErrors.length;
-}
-validate467.errors = vErrors;
-return errors === 0;
-}
-validate467.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_400 = validate469;
-const schema700 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.get/output/400"};
-
-function validate469(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate469.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
-}
-validate469.errors = vErrors;
-return errors === 0;
-}
-validate469.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_401 = validate471;
-const schema701 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.get/output/401"};
-
-function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate471.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate471.errors = vErrors;
-return errors === 0;
-}
-validate471.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_403 = validate472;
-const schema703 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.get/output/403"};
-
-function validate472(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.get/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate472.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate472.errors = vErrors;
-return errors === 0;
-}
-validate472.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_workspaces_get_404 = validate473;
-const schema705 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.get/output/404"};
-
-function validate473(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.get/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate473.evaluated;
+const evaluated0 = validate466.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55391,19 +54320,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate473.errors = vErrors;
+validate466.errors = vErrors;
 return errors === 0;
 }
-validate473.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_get_405 = validate474;
-const schema707 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.get/output/405"};
+exports.output_workspaces_get_405 = validate467;
+const schema693 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.get/output/405"};
 
-function validate474(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate467(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.get/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate474.evaluated;
+const evaluated0 = validate467.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55544,19 +54473,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate474.errors = vErrors;
+validate467.errors = vErrors;
 return errors === 0;
 }
-validate474.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate467.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_get_413 = validate475;
-const schema709 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/413"};
+exports.output_workspaces_get_413 = validate468;
+const schema695 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/413"};
 
-function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.get/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate475.evaluated;
+const evaluated0 = validate468.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55664,19 +54593,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate475.errors = vErrors;
+validate468.errors = vErrors;
 return errors === 0;
 }
-validate475.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate468.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_get_429 = validate476;
-const schema711 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.get/output/429"};
+exports.output_workspaces_get_429 = validate469;
+const schema697 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.get/output/429"};
 
-function validate476(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate469(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.get/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate476.evaluated;
+const evaluated0 = validate469.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55817,19 +54746,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate476.errors = vErrors;
+validate469.errors = vErrors;
 return errors === 0;
 }
-validate476.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate469.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_get_500 = validate477;
-const schema713 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/500"};
+exports.output_workspaces_get_500 = validate470;
+const schema699 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.get/output/500"};
 
-function validate477(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate470(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.get/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate477.evaluated;
+const evaluated0 = validate470.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55915,19 +54844,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate477.errors = vErrors;
+validate470.errors = vErrors;
 return errors === 0;
 }
-validate477.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate470.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_200 = validate478;
-const schema715 = {"$ref":"https://contract.local/schemas/WorkspaceList","$id":"https://contract.local/procedures/workspaces.list/output/200"};
+exports.output_workspaces_list_200 = validate471;
+const schema701 = {"$ref":"https://contract.local/schemas/WorkspaceList","$id":"https://contract.local/procedures/workspaces.list/output/200"};
 
-function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate478.evaluated;
+const evaluated0 = validate471.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55938,19 +54867,19 @@ if(!(validate53(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
 errors = vErrors.length;
 }
-validate478.errors = vErrors;
+validate471.errors = vErrors;
 return errors === 0;
 }
-validate478.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+validate471.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_400 = validate480;
-const schema716 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.list/output/400"};
+exports.output_workspaces_list_400 = validate473;
+const schema702 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.list/output/400"};
 
-function validate480(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate473(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate480.evaluated;
+const evaluated0 = validate473.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -55961,19 +54890,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate480.errors = vErrors;
+validate473.errors = vErrors;
 return errors === 0;
 }
-validate480.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate473.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_401 = validate482;
-const schema717 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.list/output/401"};
+exports.output_workspaces_list_401 = validate475;
+const schema703 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.list/output/401"};
 
-function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate482.evaluated;
+const evaluated0 = validate475.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56114,19 +55043,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate482.errors = vErrors;
+validate475.errors = vErrors;
 return errors === 0;
 }
-validate482.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate475.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_403 = validate483;
-const schema719 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.list/output/403"};
+exports.output_workspaces_list_403 = validate476;
+const schema705 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.list/output/403"};
 
-function validate483(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate476(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate483.evaluated;
+const evaluated0 = validate476.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56267,19 +55196,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate483.errors = vErrors;
+validate476.errors = vErrors;
 return errors === 0;
 }
-validate483.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate476.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_405 = validate484;
-const schema721 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.list/output/405"};
+exports.output_workspaces_list_405 = validate477;
+const schema707 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.list/output/405"};
 
-function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate477(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate484.evaluated;
+const evaluated0 = validate477.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56420,19 +55349,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate484.errors = vErrors;
+validate477.errors = vErrors;
 return errors === 0;
 }
-validate484.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate477.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_413 = validate485;
-const schema723 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/413"};
+exports.output_workspaces_list_413 = validate478;
+const schema709 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/413"};
 
-function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate485.evaluated;
+const evaluated0 = validate478.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56540,19 +55469,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate485.errors = vErrors;
+validate478.errors = vErrors;
 return errors === 0;
 }
-validate485.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate478.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_429 = validate486;
-const schema725 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.list/output/429"};
+exports.output_workspaces_list_429 = validate479;
+const schema711 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.list/output/429"};
 
-function validate486(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate479(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate486.evaluated;
+const evaluated0 = validate479.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56693,19 +55622,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate486.errors = vErrors;
+validate479.errors = vErrors;
 return errors === 0;
 }
-validate486.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate479.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_list_500 = validate487;
-const schema727 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/500"};
+exports.output_workspaces_list_500 = validate480;
+const schema713 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.list/output/500"};
 
-function validate487(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate480(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate487.evaluated;
+const evaluated0 = validate480.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -56791,19 +55720,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate487.errors = vErrors;
+validate480.errors = vErrors;
 return errors === 0;
 }
-validate487.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate480.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_200 = validate488;
-const schema729 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.update/output/200"};
+exports.output_workspaces_update_200 = validate481;
+const schema715 = {"$ref":"https://contract.local/schemas/Workspace","$id":"https://contract.local/procedures/workspaces.update/output/200"};
 
-function validate488(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate481(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/200" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate488.evaluated;
+const evaluated0 = validate481.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57046,19 +55975,19 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate488.errors = vErrors;
+validate481.errors = vErrors;
 return errors === 0;
 }
-validate488.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate481.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_400 = validate489;
-const schema731 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.update/output/400"};
+exports.output_workspaces_update_400 = validate482;
+const schema717 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/workspaces.update/output/400"};
 
-function validate489(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/400" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate489.evaluated;
+const evaluated0 = validate482.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57069,19 +55998,19 @@ if(!(validate21(data, {instancePath,parentData,parentDataProperty,rootData,dynam
 vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
 errors = vErrors.length;
 }
-validate489.errors = vErrors;
+validate482.errors = vErrors;
 return errors === 0;
 }
-validate489.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate482.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_401 = validate491;
-const schema732 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.update/output/401"};
+exports.output_workspaces_update_401 = validate484;
+const schema718 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/workspaces.update/output/401"};
 
-function validate491(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/401" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate491.evaluated;
+const evaluated0 = validate484.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57222,19 +56151,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate491.errors = vErrors;
+validate484.errors = vErrors;
 return errors === 0;
 }
-validate491.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate484.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_403 = validate492;
-const schema734 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.update/output/403"};
+exports.output_workspaces_update_403 = validate485;
+const schema720 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/workspaces.update/output/403"};
 
-function validate492(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/403" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate492.evaluated;
+const evaluated0 = validate485.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57375,19 +56304,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate492.errors = vErrors;
+validate485.errors = vErrors;
 return errors === 0;
 }
-validate492.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate485.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_404 = validate493;
-const schema736 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.update/output/404"};
+exports.output_workspaces_update_404 = validate486;
+const schema722 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/workspaces.update/output/404"};
 
-function validate493(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate486(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/404" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate493.evaluated;
+const evaluated0 = validate486.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57528,19 +56457,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate493.errors = vErrors;
+validate486.errors = vErrors;
 return errors === 0;
 }
-validate493.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate486.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_405 = validate494;
-const schema738 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.update/output/405"};
+exports.output_workspaces_update_405 = validate487;
+const schema724 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/workspaces.update/output/405"};
 
-function validate494(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate487(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/405" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate494.evaluated;
+const evaluated0 = validate487.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57681,19 +56610,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate494.errors = vErrors;
+validate487.errors = vErrors;
 return errors === 0;
 }
-validate494.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate487.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_409 = validate495;
-const schema740 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.update/output/409"};
+exports.output_workspaces_update_409 = validate488;
+const schema726 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/workspaces.update/output/409"};
 
-function validate495(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate488(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/409" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate495.evaluated;
+const evaluated0 = validate488.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57834,19 +56763,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate495.errors = vErrors;
+validate488.errors = vErrors;
 return errors === 0;
 }
-validate495.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate488.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_413 = validate496;
-const schema742 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/413"};
+exports.output_workspaces_update_413 = validate489;
+const schema728 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/413"};
 
-function validate496(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate489(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/413" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate496.evaluated;
+const evaluated0 = validate489.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -57954,19 +56883,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate496.errors = vErrors;
+validate489.errors = vErrors;
 return errors === 0;
 }
-validate496.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate489.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_429 = validate497;
-const schema744 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.update/output/429"};
+exports.output_workspaces_update_429 = validate490;
+const schema730 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/workspaces.update/output/429"};
 
-function validate497(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate490(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/429" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate497.evaluated;
+const evaluated0 = validate490.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -58107,19 +57036,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate497.errors = vErrors;
+validate490.errors = vErrors;
 return errors === 0;
 }
-validate497.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate490.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.output_workspaces_update_500 = validate498;
-const schema746 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/500"};
+exports.output_workspaces_update_500 = validate491;
+const schema732 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/workspaces.update/output/500"};
 
-function validate498(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate491(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/output/500" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate498.evaluated;
+const evaluated0 = validate491.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -58205,8 +57134,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate498.errors = vErrors;
+validate491.errors = vErrors;
 return errors === 0;
 }
-validate498.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate491.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

@@ -46,6 +46,32 @@ export interface Config {
   secret: string | undefined;
   maxUploadBytes: number;
   storage: { driver: 'local' } | S3Settings;
+  /** The companion AI service: where the API and worker reach it, and how it embeds (src/ai-service/). */
+  ai: AiSettings;
+  /** The job worker (src/jobs/): whether it runs inside `serve` and `api`, and how many jobs at once. */
+  worker: WorkerSettings;
+}
+
+export interface AiSettings {
+  /** AI_URL: the OpenAI-compatible base the API and worker call (`/v1/embeddings`, `/v1/extract`, `/health`). */
+  url: string;
+  /** AI_API_KEY: sent as a bearer token to AI_URL when set (a hosted OpenAI-compatible provider). */
+  apiKey: string | undefined;
+  /** AI_PORT: where `serve` and `ai` start the companion service (on HOST). */
+  port: number;
+  /** EMBEDDING_PROVIDER: `local` (offline feature hashing, free searches) or `openai` (forwarded). */
+  provider: 'local' | 'openai';
+  /** The OpenAI-compatible provider the companion forwards to when EMBEDDING_PROVIDER is openai. */
+  openai: { baseUrl: string; apiKey: string | undefined; model: string };
+}
+
+export interface WorkerSettings {
+  /** WORKER: `inline` runs the worker inside `serve` and `api`; `off` leaves jobs to `main.ts worker` processes. */
+  mode: 'inline' | 'off';
+  /** WORKER_CONCURRENCY: jobs one worker process runs at once. */
+  concurrency: number;
+  /** JOB_LEASE_SECONDS: a running job whose worker stops sending heartbeats for this long is picked up again. */
+  leaseSeconds: number;
 }
 
 export interface S3Settings {
@@ -88,6 +114,8 @@ export const settingNames = [
   'SECRET', 'MAX_UPLOAD_BYTES', 'STORAGE_DRIVER', 'S3_BUCKET', 'S3_REGION', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE',
   'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
   'DB_STATEMENT_TIMEOUT_MS', 'DB_LOCK_TIMEOUT_MS', 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS',
+  'AI_URL', 'AI_API_KEY', 'AI_PORT', 'EMBEDDING_PROVIDER', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'EMBEDDING_MODEL',
+  'WORKER', 'WORKER_CONCURRENCY', 'JOB_LEASE_SECONDS',
 ] as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -127,6 +155,30 @@ export function loadConfig(env: Env = process.env): Config {
     secret: secret(env, environment),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 26_214_400, 1, Number.MAX_SAFE_INTEGER),
     storage: storage(env),
+    ai: aiSettings(env, host),
+    worker: {
+      mode: oneOf(env, 'WORKER', ['inline', 'off'] as const, 'inline'),
+      concurrency: integer(env, 'WORKER_CONCURRENCY', 2, 1, 64),
+      // pg-boss checks heartbeats no more often than every 10 seconds.
+      leaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 10, 86_400),
+    },
+  };
+}
+
+function aiSettings(env: Env, host: string): AiSettings {
+  const port = integer(env, 'AI_PORT', 3001, 0, 65535);
+  const provider = oneOf(env, 'EMBEDDING_PROVIDER', ['local', 'openai'] as const, 'local');
+  const openaiKey = raw(env, 'OPENAI_API_KEY');
+  return {
+    url: (url(env, 'AI_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, ''),
+    apiKey: raw(env, 'AI_API_KEY'),
+    port,
+    provider,
+    openai: {
+      baseUrl: (url(env, 'OPENAI_BASE_URL') ?? 'https://api.openai.com/v1').replace(/\/+$/, ''),
+      apiKey: openaiKey,
+      model: text(env, 'EMBEDDING_MODEL', 'text-embedding-3-small'),
+    },
   };
 }
 

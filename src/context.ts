@@ -11,6 +11,8 @@ import type { Mailer } from './email/mailer.ts';
 import type { RateLimiter } from './auth/rate-limit.ts';
 import type { PlanLookup } from './billing/plans.ts';
 import type { StorageDriver } from './storage/driver.ts';
+import type { AiClient } from './ai-service/client.ts';
+import type { JobQueue } from './jobs/queue.ts';
 import type { ProcedureInput, ProcedureName, ProcedureOutput, procedures } from '../generated/procedures.ts';
 import type { ResourceName, ResourceRow } from './resources.ts';
 
@@ -46,17 +48,28 @@ export interface Services {
     signInEmail: RateLimiter;
     /** Sign-in attempts per client address, whatever the email: one address cannot try many accounts fast. */
     signInAddress: RateLimiter;
+    /** documents.search, per user: 30 a minute. */
+    search: RateLimiter;
   };
   /** Where document bytes live: local files or an S3 bucket (STORAGE_DRIVER). */
   storage: StorageDriver;
   /** HMAC key of signed URLs and cursors (see secret.ts). */
   secret: string;
+  /** The AI service (embeddings, extraction) at AI_URL. */
+  ai: AiClient;
+  /** Where jobs are queued (pg-boss); the worker may run in this process or elsewhere. */
+  queue: JobQueue;
   /** Plan limits; null limits (billing not configured) mean nothing is enforced. */
   plans: PlanLookup;
   /** Resolves the caller from request headers; null when there is no valid session. */
   authenticate: Authenticator;
   /** The clock: sessions, tokens and limits read time here, so tests can move it. */
   now(): Date;
+  /**
+   * jobs.stream timing (src/jobs/stream.ts, event-hub.ts), shortened by tests. Defaults: a comment
+   * every 15 s, authorization re-checked every 30 s, a 15-minute lifetime, the event log polled every 1 s.
+   */
+  streamTiming?: { heartbeatMs?: number; recheckMs?: number; lifetimeMs?: number; pollMs?: number };
 }
 
 export interface Context<Row = undefined> {
@@ -89,6 +102,8 @@ export interface EventSink {
   /** `event:`, optional `id:` and one `data:` line of JSON (WHATWG HTML, server-sent events). */
   send(event: string, data: unknown, id?: string): void;
   comment(text: string): void;
+  /** `retry:`, the reconnection delay in milliseconds the client should use from now on. */
+  retry(ms: number): void;
   close(): void;
   /** Aborted when the client goes away or the stream is closed. */
   readonly signal: AbortSignal;

@@ -1,10 +1,14 @@
 /**
  * The one command line: `node src/main.ts <command>`.
- *   serve            everything for one machine (API on the embedded database when no DATABASE_URL)
+ *   serve            everything for one machine: the API, the companion AI service, and the job
+ *                    worker unless WORKER=off (on the embedded database when no DATABASE_URL)
+ *   api              the API alone (with the job worker unless WORKER=off)
+ *   worker           the job worker alone
+ *   ai               the companion AI service alone (src/ai-service/)
  *   migrate          apply pending migrations, then exit
  *   migrate status   report shipped, applied, pending and unknown migrations as JSON
  *   grant-admin <email>  make the existing user with this email a platform admin (docs/platform-admin.md)
- * Migrations run before `serve` starts listening (and before grant-admin); `serve` also makes the
+ * Migrations run before `serve`, `api` and `worker` start (and before grant-admin); `serve` and `api` also make the
  * existing users listed in ADMIN_EMAILS platform admins.
  *
  * A new embedded database starts as a copy of the migrated template (src/db/template.ts: 0.4 s
@@ -34,7 +38,7 @@ const [{ ConfigError, loadConfig }, { openDatabase }, { embeddedDatabaseExists }
     import('./logger.ts'),
   ]);
 
-const USAGE = 'usage: node src/main.ts serve [--no-template] | migrate [status] [--no-template] | grant-admin <email>';
+const USAGE = 'usage: node src/main.ts serve|api|worker [--no-template] | ai | migrate [status] [--no-template] | grant-admin <email>';
 
 /** How long running requests get to finish after SIGTERM or SIGINT before their connections are cut. */
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -55,7 +59,13 @@ async function main(argv: string[]): Promise<void> {
   const [command, sub] = argv.filter((arg) => arg !== '--no-template');
   switch (command) {
     case 'serve':
-      return serve(config, logger, useTemplate);
+      return serve(config, logger, useTemplate, { ai: true });
+    case 'api':
+      return serve(config, logger, useTemplate, { ai: false });
+    case 'worker':
+      return runWorker(config, logger, useTemplate);
+    case 'ai':
+      return runAi(config, logger);
     case 'migrate':
       return runMigrate(config, logger, sub === 'status', useTemplate);
     case 'grant-admin':
@@ -116,7 +126,55 @@ async function runGrantAdmin(config: Config, logger: Logger, email: string): Pro
   console.log(describeGrant(result));
 }
 
-async function serve(config: Config, logger: Logger, useTemplate: boolean): Promise<void> {
+/** The companion AI service alone, until SIGTERM or SIGINT. */
+async function runAi(config: Config, logger: Logger): Promise<void> {
+  const stop = watchStopSignals(logger);
+  const { startAiService } = await import('./ai-service/server.ts');
+  const ai = await startAiService({ settings: config.ai, host: config.host, logger });
+  stop.serving();
+  await stop.requested;
+  await ai.close();
+  process.exit(0);
+}
+
+/** The job worker alone: the queue, its workers and the housekeeping schedule, until SIGTERM or SIGINT. */
+async function runWorker(config: Config, logger: Logger, useTemplate: boolean): Promise<void> {
+  const stop = watchStopSignals(logger);
+  const [{ startJobQueue }, { startWorker }, { createAiClient }, { createStorageDriver }, { resolveSecret }] = await Promise.all([
+    import('./jobs/queue.ts'),
+    import('./jobs/worker.ts'),
+    import('./ai-service/client.ts'),
+    import('./storage/create-driver.ts'),
+    import('./secret.ts'),
+  ]);
+  const db = await open(config, logger, useTemplate);
+  let queue: Awaited<ReturnType<typeof startJobQueue>> | undefined;
+  try {
+    await migrate(db.sql, { logger });
+    queue = await startJobQueue({ db, settings: config.worker, logger, worker: true });
+    const storage = createStorageDriver(config, resolveSecret(config));
+    await startWorker({ queue, sql: db.sql, storage, ai: createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }), now: () => new Date(), logger, concurrency: config.worker.concurrency });
+  } catch (error) {
+    await queue?.stop(0).catch(() => undefined);
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+  stop.serving();
+  const signal = await stop.requested;
+  stop.draining();
+  logger.info({ signal, timeoutMs: DRAIN_TIMEOUT_MS }, 'shutting down: letting running jobs finish');
+  let exitCode = 0;
+  try {
+    await queue.stop(DRAIN_TIMEOUT_MS);
+    await db.close();
+  } catch (error) {
+    exitCode = 1;
+    logger.error({ error: error instanceof Error ? error.message : String(error) }, 'error while shutting down');
+  }
+  process.exit(exitCode);
+}
+
+async function serve(config: Config, logger: Logger, useTemplate: boolean, parts: { ai: boolean }): Promise<void> {
   const stop = watchStopSignals(logger);
   // The HTTP layer's modules load while the database starts (PGlite compiles its WebAssembly off
   // the main thread). Awaited below; the catch only keeps a failure from counting as unhandled
@@ -124,18 +182,25 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean): Prom
   const appModule = import('./http/app.ts');
   const adminModule = import('./admin/grant-admin.ts');
   const sweeperModule = import('./auth/expired-sweeper.ts');
-  for (const loading of [appModule, adminModule, sweeperModule]) loading.catch(() => undefined);
+  const aiModule = import('./ai-service/server.ts');
+  for (const loading of [appModule, adminModule, sweeperModule, aiModule]) loading.catch(() => undefined);
 
   const db = await open(config, logger, useTemplate);
   let server: Server;
   let drain: ReturnType<typeof trackRequests>;
   let sweeper: { stop(): Promise<void> } | undefined;
+  let ai: { url: string; close(): Promise<void> } | undefined;
+  let stopJobs: (() => Promise<void>) | undefined;
   try {
+    // The companion first: the inline worker calls it as soon as a job is queued.
+    if (parts.ai) ai = await (await aiModule).startAiService({ settings: config.ai, host: config.host, logger });
     await migrate(db.sql, { logger });
     await (await adminModule).grantConfiguredAdmins(db.sql, config.adminEmails, logger, new Date());
     // Expired sessions and verification tokens go at start and hourly.
     sweeper = (await sweeperModule).startExpiredSweeper({ sql: db.sql, now: () => new Date(), logger });
-    const { app } = await (await appModule).buildApp({ config, db, logger });
+    const built = await (await appModule).buildApp({ config, db, logger });
+    const { app } = built;
+    stopJobs = built.stop;
     server = app.listen(config.port, config.host);
     drain = trackRequests(server);
     // Node's default 300 s would cut off a slow 25 MiB upload long before its address (15 minutes) expires.
@@ -144,12 +209,14 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean): Prom
   } catch (error) {
     // A start that fails (a changed migration, a port in use) still leaves the database closed and unlocked.
     await sweeper?.stop();
+    await stopJobs?.().catch(() => undefined);
+    await ai?.close().catch(() => undefined);
     await db.close().catch(() => undefined);
     throw error;
   }
   const { port } = server.address() as AddressInfo;
   logger.info(
-    { url: config.publicUrl, host: config.host, port, database: db.kind, startMs: Math.round(performance.now()) },
+    { url: config.publicUrl, host: config.host, port, database: db.kind, ai: ai?.url ?? config.ai.url, worker: config.worker.mode, startMs: Math.round(performance.now()) },
     'listening',
   );
   flushCompileCache();
@@ -165,6 +232,8 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean): Prom
   try {
     logger.info(await drained, 'requests drained');
     await sweeper?.stop();
+    await stopJobs!(); // running jobs finish (a job cut off is picked up again after its lease)
+    await ai?.close();
     await db.close();
   } catch (error) {
     exitCode = 1;

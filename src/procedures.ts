@@ -6,6 +6,8 @@ import { systemProcedures } from './system/procedures.ts';
 import { userProcedures } from './user/procedures.ts';
 import { workspaceProcedures } from './workspaces/procedures.ts';
 import { documentProcedures } from './documents/procedures.ts';
+import { jobProcedures } from './jobs/procedures.ts';
+import { jobStreamProcedures } from './jobs/stream.ts';
 
 export const handlers: Handlers = {
   ...systemProcedures,
@@ -13,6 +15,9 @@ export const handlers: Handlers = {
   ...userProcedures,
   ...workspaceProcedures,
   ...documentProcedures,
+  ...jobProcedures,
 };
 
-export const streamHandlers: StreamHandlers = {};
+export const streamHandlers: StreamHandlers = {
+  ...jobStreamProcedures,
+};

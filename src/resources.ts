@@ -6,6 +6,7 @@
  */
 import type { Sql } from './db/connection.ts';
 import { documentResource } from './documents/store.ts';
+import { jobResource } from './jobs/store.ts';
 import { invitationResource } from './organizations/invitations-store.ts';
 import { teamResource } from './organizations/teams-store.ts';
 import { workspaceResource } from './workspaces/store.ts';
@@ -24,6 +25,7 @@ export const resources = {
   document: documentResource,
   team: teamResource,
   invitation: invitationResource,
+  job: jobResource,
 } satisfies Record<string, Resource<any>>;
 
 export type ResourceName = keyof typeof resources;

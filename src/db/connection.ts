@@ -10,6 +10,8 @@ export type Sql = postgres.Sql;
 export interface Database {
   sql: Sql;
   kind: 'embedded' | 'external';
+  /** The external server's URL, for components that keep connections of their own (the job queue); undefined when embedded. */
+  url: string | undefined;
   /** Ends the client (waiting briefly for running queries), then stops the embedded server. Safe to call more than once. */
   close(): Promise<void>;
   /** Resolves when the database answers a query. */
@@ -94,7 +96,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     const sql = postgres(options.databaseUrl, { ...commonOptions, max: 10, connection: connectionParameters(settings, 'external') });
     const { hostname, port, pathname } = new URL(options.databaseUrl);
     options.logger?.info({ kind: 'external', host: hostname, port, database: pathname.slice(1) }, 'database client created');
-    return wrap(guard(sql), 'external');
+    return wrap(guard(sql), 'external', options.databaseUrl);
   }
 
   const started = performance.now();
@@ -117,14 +119,15 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     { kind: 'embedded', dataDir: options.dataDir, url: embedded.url, ms: Math.round(performance.now() - started) },
     'embedded database started',
   );
-  return wrap(guard(sql), 'embedded', embedded);
+  return wrap(guard(sql), 'embedded', undefined, embedded);
 }
 
-function wrap(sql: Sql, kind: Database['kind'], embedded?: EmbeddedDatabase): Database {
+function wrap(sql: Sql, kind: Database['kind'], url: string | undefined, embedded?: EmbeddedDatabase): Database {
   let closing: Promise<void> | undefined;
   return {
     sql,
     kind,
+    url,
     close() {
       closing ??= (async () => {
         try {

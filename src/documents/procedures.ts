@@ -1,7 +1,7 @@
 /**
  * documents.list, get, createUpload, complete, downloadUrl, text, delete. Bytes never pass through
  * the API: createUpload answers a presigned PUT, complete measures what arrived with the driver.
- * (documents.search comes with the jobs work.)
+ * documents.search is in search.ts.
  */
 import type { Context, Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
@@ -10,8 +10,10 @@ import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
 import { findWorkspace, workspaceUsage } from '../workspaces/store.ts';
 import * as store from './store.ts';
+import { UPLOAD_URL_SECONDS } from './store.ts';
+import { search } from './search.ts';
+import { readDocumentText } from './text-store.ts';
 
-const UPLOAD_URL_SECONDS = 15 * 60;
 const DOWNLOAD_URL_SECONDS = 5 * 60;
 
 /** The workspace must belong to the organization the caller was authorized for. */
@@ -106,7 +108,9 @@ export const documentProcedures = {
 
   // Text exists once a document.extract job has succeeded; extraction jobs are not built yet,
   // so no document has any and the answer is null.
-  'documents.text': () => null,
+  'documents.text': (_input, ctx) => readDocumentText(ctx.services.db.sql, ctx.row.id),
+
+  'documents.search': search,
 
   'documents.delete': async (_input, ctx) => {
     const document = ctx.row;

@@ -129,6 +129,21 @@ export async function deleteDocument(sql: Sql, id: string): Promise<void> {
   await sql`delete from documents where id = ${id}`;
 }
 
+/** How long an upload address lives (decisions.md); a document still pending long after is abandoned (jobs/housekeeping.ts). */
+export const UPLOAD_URL_SECONDS = 15 * 60;
+
+/**
+ * Deletes documents still pending `graceMs` after their upload address expired; answers their
+ * storage keys, for the bytes (or staged upload) that may have arrived.
+ */
+export async function deleteAbandonedUploads(sql: Sql, now: Date, graceMs: number): Promise<string[]> {
+  const before = new Date(now.getTime() - UPLOAD_URL_SECONDS * 1000 - graceMs);
+  const rows = await sql<{ organizationId: string; id: string }[]>`
+    delete from documents where status = 'pending' and created_at < ${before}
+    returning organization_id as "organizationId", id`;
+  return rows.map(objectKey);
+}
+
 export function objectKey(document: Pick<Document, 'organizationId' | 'id'>): string {
   return storageKey(document.organizationId, document.id);
 }

@@ -18,6 +18,9 @@ import type { AuthHandlers } from '../auth/identity-route.ts';
 import { createMailer } from '../email/providers.ts';
 import { unbilled } from '../billing/plans.ts';
 import { resolveSecret } from '../secret.ts';
+import { createAiClient } from '../ai-service/client.ts';
+import { startJobQueue, type QueueOptions } from '../jobs/queue.ts';
+import { startWorker } from '../jobs/worker.ts';
 import { createStorageDriver } from '../storage/create-driver.ts';
 import { LocalDriver } from '../storage/local-driver.ts';
 import { uploadRoutes } from '../storage/upload-routes.ts';
@@ -49,14 +52,23 @@ export interface AppOptions {
   db: Database;
   logger: Logger;
   /** Replace parts of the service (tests); the defaults are the real ones. */
-  overrides?: Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer' | 'now' | 'plans' | 'storage'>> & {
+  overrides?: Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer' | 'now' | 'plans' | 'storage' | 'ai' | 'streamTiming'>> & {
+    /** Queue timing (tests shorten the retry backoff and the polling). */
+    queue?: Pick<QueueOptions, 'retryDelaySeconds' | 'pollingSeconds'>;
     handlers?: Handlers;
     streams?: StreamHandlers;
     authHandlers?: AuthHandlers;
   };
 }
 
-export async function buildApp(options: AppOptions): Promise<{ app: Express; services: Services }> {
+export interface App {
+  app: Express;
+  services: Services;
+  /** Stops the inline worker (letting running jobs finish) and the queue; the database stays open. */
+  stop(): Promise<void>;
+}
+
+export async function buildApp(options: AppOptions): Promise<App> {
   const { config, db, logger, overrides = {} } = options;
   const now = overrides.now ?? (() => new Date());
   const clock = () => now().getTime();
@@ -74,11 +86,18 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
       // Keyed by signInKey (email and address): 5 tries at one account from one client per 15 minutes.
       signInEmail: createRateLimiter({ limit: 5, windowMs: 15 * 60_000, now: clock }),
       signInAddress: byAddress(createRateLimiter({ limit: config.authRateLimitPerMinute * 5, windowMs: 15 * 60_000, now: clock })),
+      search: createRateLimiter({ limit: 30, windowMs: 60_000, now: clock }),
     },
     plans: overrides.plans ?? unbilled,
     secret,
     storage: overrides.storage ?? createStorageDriver(config, secret),
+    ...(overrides.streamTiming ? { streamTiming: overrides.streamTiming } : {}),
+    ai: overrides.ai ?? createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }),
+    queue: await startJobQueue({ db, settings: config.worker, logger, worker: config.worker.mode === 'inline', ...overrides.queue }),
   };
+  if (config.worker.mode === 'inline') {
+    await startWorker({ queue: services.queue, sql: db.sql, storage: services.storage, ai: services.ai, now, logger, concurrency: config.worker.concurrency });
+  }
   const handlers = { ...allHandlers, ...overrides.handlers };
   const streams = { ...streamHandlers, ...overrides.streams };
 
@@ -105,7 +124,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: Express; ser
   app.use('/api/auth', identityRouter({ document: authDocument, handlers: { ...authHandlers, ...overrides.authHandlers }, services }));
   app.use(notFound());
   app.use(errorHandler());
-  return { app, services };
+  return { app, services, stop: () => services.queue.stop() };
 }
 
 /**

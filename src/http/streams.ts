@@ -60,6 +60,12 @@ function checkEvent(procedure: Pick<ProcedureDefinition, 'name' | 'events'>): (e
   };
 }
 
+/**
+ * A client that stops reading is cut once this much is queued for it, rather than buffered
+ * without bound; it reconnects with Last-Event-Id and resumes where it was.
+ */
+const MAX_BUFFERED_BYTES = 1024 * 1024;
+
 /** Starts the 200 event-stream answer once the call is admitted. */
 function openStream(status: number, req: Request, res: Response, check: ((event: string, data: unknown, id: string | undefined) => void) | undefined): EventSink {
   const controller = new AbortController();
@@ -68,18 +74,30 @@ function openStream(status: number, req: Request, res: Response, check: ((event:
   res.setHeader('X-Accel-Buffering', 'no');
   res.flushHeaders();
   req.on('close', () => controller.abort());
+  const write = (text: string) => {
+    if (controller.signal.aborted) return;
+    res.write(text);
+    if (res.writableLength > MAX_BUFFERED_BYTES) {
+      req.log.warn({ bufferedBytes: res.writableLength }, 'event stream cut: the client is not reading');
+      controller.abort();
+      res.destroy();
+    }
+  };
   return {
     send(event, data, id) {
       if (controller.signal.aborted) return;
       check?.(event, data, id);
-      res.write(`event: ${event}\n${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`);
+      write(`event: ${event}\n${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`);
     },
     comment(text) {
-      if (!controller.signal.aborted) res.write(`: ${text.replace(/[\r\n]/g, ' ')}\n\n`);
+      write(`: ${text.replace(/[\r\n]/g, ' ')}\n\n`);
+    },
+    retry(ms) {
+      write(`retry: ${Math.max(0, Math.trunc(ms))}\n\n`);
     },
     close() {
       controller.abort();
-      res.end();
+      if (!res.writableEnded && !res.destroyed) res.end();
     },
     signal: controller.signal,
     lastEventId: req.get('last-event-id'),

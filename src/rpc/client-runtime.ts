@@ -1,7 +1,8 @@
 /**
  * What the generated client (generated/client.ts) runs on: one POST per call to
  * `/rpc/<procedure with dots as slashes>`, the `{ json, meta }` body both ways, one error class,
- * and server-sent events as an async iterator for streaming procedures.
+ * and server-sent events as an async iterator for streaming procedures, which reconnects and
+ * resumes with Last-Event-Id after a dropped connection.
  */
 import { decode, encode } from './wire.ts';
 
@@ -34,6 +35,23 @@ export class ApiClientError extends Error {
     this.requestId = init.requestId;
   }
 }
+
+export interface StreamOptions {
+  /** Resume after this event id (sent as Last-Event-Id). */
+  lastEventId?: string;
+  /** Aborting it ends the iterator (its pending `next()` rejects with the signal's reason). */
+  signal?: AbortSignal;
+  /**
+   * Resume after a dropped connection or an `end` with reason `expired`, with Last-Event-Id set
+   * to the last id received (default true). With false the iterator follows one connection.
+   */
+  reconnect?: boolean;
+  /** The delay before reconnecting, in milliseconds; by default the server's `retry:` (3000 until it sends one). */
+  retryDelayMs?: number;
+}
+
+/** The reconnection delay until the server sends `retry:` (decisions.md: the server sends 3000). */
+const DEFAULT_RETRY_MS = 3_000;
 
 export interface StreamEvent<T = unknown> {
   event: string;
@@ -78,26 +96,80 @@ export function createCaller(options: ClientOptions) {
     return response;
   }
 
+  /** Waits `ms`, or rejects with the signal's reason once it is aborted. */
+  const sleep = (ms: number, signal: AbortSignal | undefined) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', aborted);
+        resolve();
+      }, ms);
+      const aborted = () => {
+        clearTimeout(timer);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener('abort', aborted, { once: true });
+    });
+
   return {
     async call(procedure: string, input: unknown): Promise<any> {
       const response = await post(procedure, input);
       return decode(await response.json());
     },
-    async *stream<Event = StreamEvent>(procedure: string, input: unknown, dates: StreamDates, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<Event> {
-      const headers: Record<string, string> = { accept: 'text/event-stream' };
-      if (opts.lastEventId) headers['last-event-id'] = opts.lastEventId;
-      const response = await post(procedure, input, headers, opts.signal);
-      for await (const message of readEvents(response)) {
-        const data = parseData(message.data);
-        if (message.event === 'error' && data && typeof data === 'object') {
-          throw new ApiClientError(data as ConstructorParameters<typeof ApiClientError>[0]);
+    /**
+     * The stream as an async iterator. Unless `reconnect` is false it outlives connections the way
+     * an EventSource does: after a dropped connection, or after `end` with reason `expired` (the
+     * server's lifetime cut), it waits the server's `retry:` delay and connects again with
+     * `Last-Event-Id` set to the last id received, so no retained event is missed or repeated.
+     * It finishes after `end` with any other reason (`revoked`: access was lost) and throws an
+     * ApiClientError on an `error` event or when a reconnection is answered with an error status.
+     */
+    async *stream<Event = StreamEvent>(procedure: string, input: unknown, dates: StreamDates, opts: StreamOptions = {}): AsyncGenerator<Event> {
+      const reconnect = opts.reconnect ?? true;
+      const state: ReadState = { lastEventId: opts.lastEventId, retryMs: DEFAULT_RETRY_MS };
+      const open = () => post(procedure, input, { accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }, opts.signal);
+      let response = await open();
+      for (;;) {
+        try {
+          for await (const message of readEvents(response, state)) {
+            const data = parseData(message.data);
+            if (message.event === 'error' && data && typeof data === 'object') {
+              throw new ApiClientError(data as ConstructorParameters<typeof ApiClientError>[0]);
+            }
+            const paths = Object.hasOwn(dates, message.event) ? dates[message.event] : undefined;
+            if (!paths) continue;
+            yield { event: message.event, id: message.id, data: reviveDates(data, paths) } as Event;
+            if (message.event === 'end') {
+              const expired = (data as { reason?: unknown } | null)?.reason === 'expired';
+              if (!expired || !reconnect) return;
+              break;
+            }
+          }
+        } catch (error) {
+          // A connection that dropped mid-stream is resumed below; anything else is the caller's.
+          if (error instanceof ApiClientError || !reconnect || opts.signal?.aborted) throw error;
         }
-        const paths = Object.hasOwn(dates, message.event) ? dates[message.event] : undefined;
-        if (!paths) continue;
-        yield { event: message.event, id: message.id, data: reviveDates(data, paths) } as Event;
+        if (!reconnect) return;
+        response = await reopen(open, () => opts.retryDelayMs ?? state.retryMs, opts.signal);
       }
     },
   };
+
+  /**
+   * Connects again after the delay. A connection that fails, or a gateway answering 502 to 504
+   * (a restart), is tried again after another delay; any other error status is thrown.
+   */
+  async function reopen(open: () => Promise<Response>, delay: () => number, signal: AbortSignal | undefined): Promise<Response> {
+    for (;;) {
+      await sleep(delay(), signal);
+      try {
+        return await open();
+      } catch (error) {
+        const gateway = error instanceof ApiClientError && error.status >= 502 && error.status <= 504;
+        if (signal?.aborted || (error instanceof ApiClientError && !gateway)) throw error;
+      }
+    }
+  }
 }
 
 async function toError(response: Response): Promise<ApiClientError> {
@@ -112,13 +184,19 @@ async function toError(response: Response): Promise<ApiClientError> {
   return new ApiClientError({ code, status: response.status, message: body?.message ?? response.statusText, requestId });
 }
 
+/** What outlives one connection: the last event id (sent back as Last-Event-Id) and the server's `retry:`. */
+interface ReadState {
+  lastEventId: string | undefined;
+  retryMs: number;
+}
+
 /** Server-sent events per the WHATWG HTML "event stream interpretation" rules. */
-async function* readEvents(response: Response): AsyncGenerator<{ event: string; id: string | undefined; data: string }> {
+async function* readEvents(response: Response, state: ReadState): AsyncGenerator<{ event: string; id: string | undefined; data: string }> {
   const decoder = new TextDecoder();
   let buffer = '';
   let event = '';
   let data: string[] = [];
-  let id: string | undefined;
+  let id = state.lastEventId;
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(chunk, { stream: true });
     let newline: number;
@@ -126,6 +204,8 @@ async function* readEvents(response: Response): AsyncGenerator<{ event: string; 
       const line = buffer.slice(0, newline);
       buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
       if (line === '') {
+        // The id takes effect at the end of the block, even one without data.
+        state.lastEventId = id;
         if (data.length > 0) yield { event: event || 'message', id, data: data.join('\n') };
         event = '';
         data = [];
@@ -137,7 +217,8 @@ async function* readEvents(response: Response): AsyncGenerator<{ event: string; 
       const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
       if (field === 'event') event = value;
       else if (field === 'data') data.push(value);
-      else if (field === 'id') id = value;
+      else if (field === 'id' && !value.includes('\0')) id = value;
+      else if (field === 'retry' && /^\d+$/.test(value)) state.retryMs = Number(value);
     }
   }
 }

@@ -74,7 +74,8 @@ describe('createClient', () => {
   it('exposes jobs.stream as an async iterator of events with Dates', async () => {
     const client = createClient({ baseUrl: server.origin, token: 'usr_owner', fetch: checked });
     const events: ProcedureEvent<'jobs.stream'>[] = [];
-    for await (const event of client.jobs.stream({ organizationId: ORG })) events.push(event);
+    // reconnect: false, or the iterator would resume after the stand-in stream's `end expired`.
+    for await (const event of client.jobs.stream({ organizationId: ORG }, { reconnect: false })) events.push(event);
     expect(events.map((e) => e.event)).toEqual(['ready', 'job', 'job', 'end']);
     expect(events.map((e) => e.id)).toEqual([undefined, '1', '2', '2']);
     const [ready, queued, running, end] = events;

@@ -68,6 +68,13 @@ const seeders: Record<string, (sql: Sql, organizationId: string) => Promise<stri
     await sql`insert into teams (id, organization_id, name) values (${id}, ${organizationId}, 'Seeded')`;
     return id;
   },
+  async job(sql, organizationId) {
+    const id = newId('job');
+    // Failed: every by-id job operation then has something to do (retry queues a new one, cancel answers 409).
+    await sql`insert into jobs (id, organization_id, kind, status, input, credits, error_message, finished_at)
+              values (${id}, ${organizationId}, 'text.embed', 'failed', ${sql.json({ texts: ['seeded'] })}, 1, 'The job failed.', now())`;
+    return id;
+  },
   async invitation(sql, organizationId) {
     const id = newId('inv');
     await sql`insert into invitations (id, organization_id, email, role, expires_at) values (${id}, ${organizationId}, 'invitee@example.com', 'member', now() + interval '1 day')`;

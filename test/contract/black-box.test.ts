@@ -77,7 +77,7 @@ describe.each(targets)('against the %s', (name, start) => {
   });
 
   // jobs.stream: the mock serves the contract's example, a whole stream as text (Prism 5.16 cannot
-  // serialise an object as text/event-stream); the server answers the 501 it declares until jobs exist.
+  // serialise an object as text/event-stream); the server's stream stays open, so only its start is read.
   const stream = restRequest(procedures['jobs.stream'], exampleInput(procedures['jobs.stream'])).path.replace(/^\/api\/v1/, '');
   it.runIf(name === 'Prism mock')('jobs.stream answers a valid server-sent event stream', async () => {
     const response = await fetch(`${target.base}${stream}`, { headers: { ...target.signedIn, accept: 'text/event-stream' } });
@@ -95,10 +95,23 @@ describe.each(targets)('against the %s', (name, start) => {
       expect(validate(message), `${block}\n${JSON.stringify(validate.errors)}`).toBe(true);
     }
   });
-  it.runIf(name === 'real server')('jobs.stream answers the 501 it declares (no jobs yet)', async () => {
-    const { status, body } = await call(stream, { headers: target.signedIn });
-    expect(status).toBe(501);
-    expect(body).toMatchObject({ defined: true, code: 'NOT_IMPLEMENTED' });
+  it.runIf(name === 'real server')('jobs.stream opens with the retry line and a valid ready event', async () => {
+    const controller = new AbortController();
+    const response = await fetch(`${target.base}${stream}`, { headers: { ...target.signedIn, accept: 'text/event-stream' }, signal: controller.signal });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    // The stream stays open: read until the ready event, then leave.
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!/event: ready\ndata: .*\n\n/.test(text)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    controller.abort();
+    expect(text.startsWith('retry: 3000\n\n')).toBe(true);
+    const data = JSON.parse(/event: ready\ndata: (.*)\n/.exec(text)![1]!);
+    expect(schemaValidator('JobsStreamMessage')!({ event: 'ready', data })).toBe(true);
   });
 
   // Every built read the contract documents, called with its own example input while signed in:

@@ -94,7 +94,12 @@ function failures(summary: NewmanRunSummary): string[] {
 
 beforeAll(async () => {
   // CONTACT_EMAIL: contact.send delivers (to the log) instead of answering 412 not configured.
-  server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000', CONTACT_EMAIL: 'operators@example.com' } });
+  // WORKER=off: the job jobs.create queues stays queued, so jobs.cancel can cancel it. A stream
+  // lives half a second, so newman gets the whole jobs.stream answer (it ends with `end expired`).
+  server = await startTestServer({
+    env: { RATE_LIMIT_PER_MINUTE: '100000', CONTACT_EMAIL: 'operators@example.com', WORKER: 'off' },
+    overrides: { streamTiming: { lifetimeMs: 500 } },
+  });
   // A platform admin too, so the admin.* procedures get past their access check to the 501 they declare.
   user = await seedExamples(server, { role: 'admin' });
   dir = await mkdtemp(join(tmpdir(), 'portman-'));

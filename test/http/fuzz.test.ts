@@ -293,7 +293,8 @@ beforeAll(async () => {
   server = await startTestServer({
     db,
     env: { RATE_LIMIT_PER_MINUTE: '1000000', AUTH_RATE_LIMIT_PER_MINUTE: '100000', TRUSTED_ORIGINS: 'https://app.example.com' },
-    overrides: { now: () => now },
+    // Streams end after a moment, so every request gets a complete answer.
+    overrides: { now: () => now, streamTiming: { lifetimeMs: 200 } },
   });
   admin = await createUser(db, { role: 'admin', now });
   const member = await createUser(db, { now });

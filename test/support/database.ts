@@ -93,6 +93,11 @@ async function createExternalTestDatabase(url: string): Promise<Database> {
   return testDb;
 }
 
+/** The URL of an external test database (for processes the test spawns); undefined on the embedded one. */
+export function databaseUrlOf(db: Database): string | undefined {
+  return databaseUrls.get(db);
+}
+
 /**
  * Another client on the same test database, as a second API instance has: on a real server its
  * own pool of connections (close it before the database). The embedded server takes a single

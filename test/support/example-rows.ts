@@ -1,5 +1,5 @@
 /**
- * The rows the contract's examples name (organization, team, workspace, document), owned by a real
+ * The rows the contract's examples name (organization, team, workspace, document, jobs), owned by a real
  * signed-in user, so the examples a mock answers with are also real on the server.
  */
 import document from '../../generated/openapi.json' with { type: 'json' };
@@ -19,5 +19,12 @@ export async function seedExamples(server: TestServer, options: { role?: 'admin'
   await sql`insert into workspaces (id, organization_id, team_id, name, slug) values (${workspace.id}, ${workspace.organizationId}, ${workspace.teamId}, ${workspace.name}, ${workspace.slug})`;
   await sql`insert into documents (id, organization_id, workspace_id, uploaded_by, name, content_type, size, status)
             values (${doc.id}, ${doc.organizationId}, ${doc.workspaceId}, ${owner.id}, ${doc.name}, ${doc.contentType}, ${doc.size}, 'ready')`;
+  // The jobs of the examples' story: a failed index, its successful retry, a canceled embedding.
+  const jobs = (document.paths as any)['/organizations/{organizationId}/jobs'].get.responses['200'].content['application/json'].example.items as Record<string, any>[];
+  for (const job of [...jobs].sort((a, b) => (a.retryOf ? 1 : 0) - (b.retryOf ? 1 : 0))) {
+    await sql`insert into jobs (id, organization_id, workspace_id, document_id, kind, status, input, error_message, credits, attempt, retry_of, created_by, created_at, started_at, finished_at, updated_at)
+              values (${job.id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${job.status}, ${sql.json(job.input ?? {})},
+                      ${job.error?.message ?? null}, ${job.credits}, ${job.attempt}, ${job.retryOf}, ${owner.id}, ${job.createdAt}, ${job.startedAt}, ${job.finishedAt}, ${job.updatedAt})`;
+  }
   return owner;
 }

@@ -13,6 +13,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import type { Database } from '../../src/db/connection.ts';
 import { buildApp, type AppOptions } from '../../src/http/app.ts';
 import { createLogger } from '../../src/logger.ts';
+import { startAiService } from '../../src/ai-service/server.ts';
 import type { Services } from '../../src/context.ts';
 import { createTestDatabase } from './database.ts';
 import { assertMatchesContract } from './contract-check.ts';
@@ -39,6 +40,11 @@ export interface TestServerOptions {
   overrides?: AppOptions['overrides'];
   /** Share a database between servers (e.g. to restart the app on the same data). */
   db?: Database;
+  /**
+   * Start a companion AI service for this server on a loopback port (the default) and point
+   * AI_URL at it; false leaves AI_URL to `env` (e.g. a closed port, for the service being down).
+   */
+  aiService?: boolean;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -48,7 +54,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const ai = options.aiService === false ? null : await startAiService({ settings: loadConfig({}).ai, host: '127.0.0.1', port: 0, logger: createLogger('silent') });
   const config: Config = loadConfig({
+    ...(ai ? { AI_URL: ai.url } : {}),
     NODE_ENV: 'test',
     LOG_LEVEL: 'info',
     VALIDATE_RESPONSES: 'true',
@@ -67,7 +75,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   });
   const logger = createLogger(config.logLevel, sink);
   const db = options.db ?? (await createTestDatabase());
-  const { app, services } = await buildApp({ config, db, logger, ...(options.overrides ? { overrides: options.overrides } : {}) });
+  const { app, services, stop } = await buildApp({ config, db, logger, ...(options.overrides ? { overrides: options.overrides } : {}) });
   server.on('request', app);
 
   return {
@@ -93,6 +101,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     async close() {
       server.closeAllConnections();
       server.close();
+      await stop();
+      await ai?.close();
       if (!options.db) await db.close();
       await rm(dataDir, { recursive: true, force: true });
     },

@@ -1,0 +1,176 @@
+/**
+ * The API side's client of the companion AI service (server.ts), used by the job worker and
+ * documents.search. Embeddings go through OpenAI's protocol, so AI_URL may also point at an
+ * OpenAI-compatible provider (give `apiKey` and `model` then); extraction and health exist only on
+ * the companion.
+ *
+ * Every failure is an AiServiceError whose `message` can be shown to a user and whose `detail`
+ * (status, the service's own words, the network error) is for the log. An abort through the
+ * caller's own `signal` is not a service failure: it rejects with the signal's reason.
+ */
+import {
+  EMBEDDING_DIMENSIONS, isRecord, parseEmbeddings, type ExtractResult, type HealthReport,
+} from './protocol.ts';
+
+export { EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL } from './protocol.ts';
+export type { ExtractResult, HealthReport } from './protocol.ts';
+
+export interface AiClientOptions {
+  /** AI_URL, e.g. http://127.0.0.1:3001 or https://api.openai.com; a trailing slash is ignored. */
+  url: string;
+  /** AI_API_KEY: sent as a bearer token when set. */
+  apiKey?: string | undefined;
+  /** Sent as `model` with embeddings: hosted providers require it; the companion ignores it. */
+  model?: string | undefined;
+  fetch?: typeof fetch;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Defaults: embed 60 s, extract 120 s (OCR, large PDFs), health 5 s. */
+  timeoutMs?: number;
+}
+
+export interface AiClient {
+  /** One vector of EMBEDDING_DIMENSIONS numbers per text, in order; 1 to 2048 texts of 1 to 8000 characters. */
+  embed(texts: string[], options?: CallOptions): Promise<{ vectors: number[][]; model: string }>;
+  /** The document's text; `contentType` is one of DOCUMENT_CONTENT_TYPES, parameters allowed. */
+  extract(bytes: Uint8Array, contentType: string, options?: CallOptions): Promise<ExtractResult>;
+  health(options?: CallOptions): Promise<HealthReport & { latencyMs: number }>;
+}
+
+const UNAVAILABLE = 'The AI service is unavailable, try again later.';
+
+export class AiServiceError extends Error {
+  override name = 'AiServiceError';
+  /** True for network errors, timeouts, 5xx, 408, 429 and malformed answers: the same call may work later. */
+  readonly retryable: boolean;
+  /** The HTTP status, or null when no answer came. */
+  readonly status: number | null;
+  /** What went wrong, for the log only. */
+  readonly detail: string;
+
+  constructor(message: string, options: { retryable: boolean; status: number | null; detail: string; cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.retryable = options.retryable;
+    this.status = options.status;
+    this.detail = options.detail;
+  }
+}
+
+/** User-facing messages for the answers a caller cannot fix by retrying. */
+const REFUSALS: Record<number, string> = {
+  413: 'The document is too large to read.',
+  415: "The document's type cannot be read.",
+  422: "The document's text could not be read.",
+};
+
+/** One call to the service; `timeoutMs` is its default, CallOptions.timeoutMs overrides it. */
+interface Exchange {
+  method: 'GET' | 'POST';
+  path: string;
+  headers?: Record<string, string>;
+  body?: string | Uint8Array<ArrayBuffer>;
+  timeoutMs: number;
+}
+
+const JSON_CONTENT = { 'content-type': 'application/json' };
+
+export function createAiClient(options: AiClientOptions): AiClient {
+  const base = options.url.replace(/\/+$/, '');
+  const fetchImpl = options.fetch ?? fetch;
+  const authorization: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
+
+  async function call<T>(request: Exchange, callOptions: CallOptions, read: (body: unknown) => T): Promise<T> {
+    const timeoutMs = callOptions.timeoutMs ?? request.timeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = callOptions.signal ? AbortSignal.any([callOptions.signal, timeout]) : timeout;
+    const where = `${request.method} ${base}${request.path}`;
+    let status: number | null = null;
+    try {
+      const response = await fetchImpl(`${base}${request.path}`, {
+        method: request.method,
+        headers: { ...authorization, ...request.headers },
+        body: request.body ?? null,
+        signal,
+      });
+      status = response.status;
+      const text = await response.text();
+      const body = parseJson(text);
+      if (!response.ok) {
+        const said = isRecord(body) && isRecord(body.error) && typeof body.error.message === 'string' ? body.error.message : text.slice(0, 300);
+        const detail = `${where} answered ${status}: ${said}`;
+        const retryable = status >= 500 || status === 408 || status === 429;
+        throw new AiServiceError(retryable ? UNAVAILABLE : (REFUSALS[status] ?? 'The AI service refused the request.'), { retryable, status, detail });
+      }
+      try {
+        return read(body);
+      } catch (error) {
+        throw new AiServiceError(UNAVAILABLE, { retryable: true, status, detail: `${where} answered ${status} with an unexpected body: ${(error as Error).message}`, cause: error });
+      }
+    } catch (error) {
+      if (error instanceof AiServiceError) throw error;
+      if (callOptions.signal?.aborted) throw callOptions.signal.reason;
+      const detail = timeout.aborted
+        ? `${where}: no answer within ${timeoutMs} ms`
+        : `${where}: ${describe(error)}`;
+      throw new AiServiceError(UNAVAILABLE, { retryable: true, status, detail, cause: error });
+    }
+  }
+
+  return {
+    embed(texts, callOptions = {}) {
+      const body = JSON.stringify({ input: texts, model: options.model, dimensions: EMBEDDING_DIMENSIONS, encoding_format: 'float' });
+      const request = { method: 'POST', path: '/v1/embeddings', headers: JSON_CONTENT, body, timeoutMs: 60_000 } as const;
+      return call(request, callOptions, (answer) => {
+        const { vectors, model } = parseEmbeddings(answer, texts.length);
+        if (!model) throw new Error('the answer names no model');
+        return { vectors, model };
+      });
+    },
+
+    extract(bytes, contentType, callOptions = {}) {
+      const body = bytes as Uint8Array<ArrayBuffer>;
+      const request = { method: 'POST', path: '/v1/extract', headers: { 'content-type': contentType }, body, timeoutMs: 120_000 } as const;
+      return call(request, callOptions, (answer) => {
+        if (!isRecord(answer) || typeof answer.text !== 'string') throw new Error('no text');
+        const pages = answer.pages;
+        if (pages !== null && !(Number.isInteger(pages) && (pages as number) >= 0)) throw new Error('pages is neither null nor a count');
+        return { text: answer.text, pages: pages as number | null };
+      });
+    },
+
+    async health(callOptions = {}) {
+      const started = performance.now();
+      const report = await call({ method: 'GET', path: '/health', timeoutMs: 5_000 }, callOptions, readHealth);
+      return { ...report, latencyMs: Math.round(performance.now() - started) };
+    },
+  };
+}
+
+function readHealth(answer: unknown): HealthReport {
+  if (
+    !isRecord(answer) || typeof answer.ok !== 'boolean' || typeof answer.version !== 'string'
+    || (answer.provider !== 'local' && answer.provider !== 'openai')
+    || (answer.ocr !== null && typeof answer.ocr !== 'string')
+    || !Array.isArray(answer.problems) || !answer.problems.every((problem) => typeof problem === 'string')
+  ) {
+    throw new Error('not a health report');
+  }
+  return { ok: answer.ok, version: answer.version, provider: answer.provider, ocr: answer.ocr as string | null, problems: answer.problems as string[] };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** fetch reports "fetch failed" and keeps the reason (ECONNREFUSED, ...) in `cause`. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause as { code?: string; message?: string } | undefined;
+  return cause ? `${error.message} (${cause.code ?? cause.message})` : error.message;
+}

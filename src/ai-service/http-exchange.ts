@@ -1,0 +1,62 @@
+/**
+ * Reading request bodies and writing JSON answers for the AI service's plain node:http server.
+ * Errors use OpenAI's shape, `{ error: { message, type } }`, so OpenAI-compatible clients report
+ * them as they would a provider's.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+export type ErrorType = 'invalid_request_error' | 'server_error';
+
+/** A failure with the status and message the caller should see; anything else answers a plain 500. */
+export class HttpError extends Error {
+  override name = 'HttpError';
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, message: string, options: { headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.status = status;
+    this.type = status >= 500 ? 'server_error' : 'invalid_request_error';
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** The whole body, or a 413 once it passes `limit` bytes; a declared Content-Length over it is refused unread. */
+export async function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
+  const tooLarge = () => new HttpError(413, `The request body is larger than ${limit} bytes.`);
+  if (Number(request.headers['content-length'] ?? 0) > limit) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/** The body parsed as JSON, or a 400 naming the problem. */
+export async function readJson(request: IncomingMessage, limit: number): Promise<unknown> {
+  const body = await readBody(request, limit);
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new HttpError(400, 'The request body is not valid JSON.');
+  }
+}
+
+export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  response.end(text);
+}
+
+export function sendError(response: ServerResponse, error: HttpError): void {
+  sendJson(response, error.status, { error: { message: error.message, type: error.type } }, error.headers);
+}

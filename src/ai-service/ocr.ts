@@ -1,0 +1,123 @@
+/**
+ * OCR of PNG and JPEG images with tesseract.js. The English LSTM data ships in the npm package
+ * @tesseract.js-data/eng (its `4.0.0_best_int` folder, gzip, 2.9 MB), so nothing is downloaded and,
+ * with cacheMethod 'none', nothing is written at run time.
+ *
+ * One worker thread is created on first use (about 0.3 s, then roughly 100-200 MB of memory while
+ * it lives) and reused; tesseract.js runs one job at a time per worker, so calls are queued here.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { Worker } from 'tesseract.js';
+import type { Logger } from '../logger.ts';
+
+/** The engine cannot run (data missing, worker failed to start): a service problem, not the image's. */
+export class OcrUnavailableError extends Error {
+  override name = 'OcrUnavailableError';
+}
+
+export interface OcrEngine {
+  /** E.g. "tesseract.js 7.0.0 (eng)"; null when the engine or its data is missing. */
+  readonly description: string | null;
+  /** Why the engine cannot run, for the health report; null when it can. */
+  readonly problem: string | null;
+  /** The image's text. Rejects with OcrUnavailableError, or another Error when the image cannot be read. */
+  recognize(image: Uint8Array): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** tesseract.js creating a worker never settles when its language data fails to load. */
+const START_TIMEOUT_MS = 30_000;
+
+export function createOcrEngine(logger: Logger): OcrEngine {
+  const setup = locate();
+  let worker: Promise<Worker> | null = null;
+  let queue: Promise<unknown> = Promise.resolve();
+  let closed = false;
+
+  const start = async (langPath: string): Promise<Worker> => {
+    const { createWorker, OEM } = await import('tesseract.js');
+    let timer: NodeJS.Timeout | undefined;
+    let failed: (reason: unknown) => void = () => {};
+    const gaveUp = new Promise<never>((_, reject) => {
+      failed = reject;
+      timer = setTimeout(() => reject(new Error(`the OCR worker did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+    });
+    const created = createWorker('eng', OEM.LSTM_ONLY, {
+      langPath,
+      gzip: true,
+      cacheMethod: 'none',
+      // Without an error handler, tesseract.js throws a job's failure from its message listener,
+      // an uncaught exception; with one, the failure only rejects that job's promise. During start
+      // it is the only sign of a failure, so it settles the start.
+      errorHandler: (error: unknown) => failed(error),
+    });
+    try {
+      return await Promise.race([created, gaveUp]);
+    } catch (error) {
+      void created.then((late) => late.terminate(), () => {});
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      failed = () => {};
+    }
+  };
+
+  const run = async (image: Uint8Array): Promise<string> => {
+    if (closed) throw new OcrUnavailableError('the OCR engine is closed');
+    if (!setup.langPath) throw new OcrUnavailableError(setup.problem ?? 'OCR is unavailable');
+    worker ??= start(setup.langPath).catch((error: unknown) => {
+      worker = null;
+      logger.error({ err: error }, 'OCR worker failed to start');
+      throw new OcrUnavailableError('the OCR worker failed to start', { cause: error });
+    });
+    const current = await worker;
+    try {
+      const result = await current.recognize(Buffer.from(image.buffer, image.byteOffset, image.byteLength));
+      return result.data.text;
+    } catch (error) {
+      // The worker survives an unreadable image, but a fresh one costs a fraction of a second and
+      // rules out a worker left broken by whatever went wrong.
+      worker = null;
+      await current.terminate().catch(() => {});
+      // tesseract.js rejects with strings.
+      throw error instanceof Error ? error : new Error(String(error));
+    }
+  };
+
+  return {
+    description: setup.description,
+    problem: setup.problem,
+    recognize(image) {
+      const result = queue.then(() => run(image));
+      queue = result.catch(() => {});
+      return result;
+    },
+    async close() {
+      closed = true;
+      await queue;
+      const current = await worker?.catch(() => null);
+      worker = null;
+      await current?.terminate();
+    },
+  };
+}
+
+/** Finds tesseract.js and the English data without loading either, for the health report. */
+function locate(): { description: string | null; problem: string | null; langPath: string | null } {
+  const require = createRequire(import.meta.url);
+  let version: string;
+  try {
+    version = (require('tesseract.js/package.json') as { version: string }).version;
+  } catch {
+    return { description: null, problem: 'OCR is unavailable: the tesseract.js package is not installed.', langPath: null };
+  }
+  try {
+    const langPath = join(dirname(require.resolve('@tesseract.js-data/eng/package.json')), '4.0.0_best_int');
+    if (!existsSync(join(langPath, 'eng.traineddata.gz'))) throw new Error('missing');
+    return { description: `tesseract.js ${version} (eng)`, problem: null, langPath };
+  } catch {
+    return { description: null, problem: 'OCR is unavailable: the English OCR data (@tesseract.js-data/eng) was not found.', langPath: null };
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * documents.search: embeds the query with the AI service, then answers the workspace's nearest
+ * indexed chunks (text-store.ts). 30 searches per minute per user; the embedding gets 10 seconds;
+ * a query that cannot be embedded answers 503 with a generic message (the detail is logged). A
+ * search costs one AI credit unless the embedding came from the local provider, charged only
+ * once the query is embedded, atomically against the plan (credits.ts).
+ */
+import type { Handler } from '../context.ts';
+import { ApiError } from '../contract/errors.ts';
+import { AiServiceError, LOCAL_EMBEDDING_MODEL } from '../ai-service/client.ts';
+import { refusal } from '../auth/rate-limit.ts';
+import { charge } from '../jobs/credits.ts';
+import { findWorkspace } from '../workspaces/store.ts';
+import { searchChunks } from './text-store.ts';
+
+export const SEARCH_TIMEOUT_MS = 10_000;
+export const SEARCH_LIMIT_MESSAGE = 'Too many searches, try again in a minute.';
+
+export const search: Handler<'documents.search'> = async (input, ctx) => {
+  const { services } = ctx;
+  const limited = refusal(services.limiters.search, ctx.principal!.userId, SEARCH_LIMIT_MESSAGE);
+  if (limited) throw limited;
+  const workspace = await findWorkspace(services.db.sql, input.workspaceId);
+  if (!workspace) throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
+
+  let embedded: { vectors: number[][]; model: string };
+  try {
+    embedded = await services.ai.embed([input.query], { timeoutMs: SEARCH_TIMEOUT_MS });
+  } catch (error: unknown) {
+    if (!(error instanceof AiServiceError)) throw error;
+    ctx.log.warn({ err: error, detail: error.detail }, 'search query could not be embedded');
+    throw new ApiError('SERVICE_UNAVAILABLE');
+  }
+  if (embedded.model !== LOCAL_EMBEDDING_MODEL) {
+    const plan = await services.plans.limitsFor(workspace.organizationId);
+    await services.db.sql.begin((tx) => charge(tx, { organizationId: workspace.organizationId, amount: 1, reason: 'search', jobId: null, now: services.now(), plan }));
+  }
+  const results = await searchChunks(services.db.sql, workspace.id, embedded.vectors[0]!, input.limit ?? 10);
+  return { model: embedded.model, results };
+};

@@ -1,0 +1,101 @@
+/**
+ * Every change of a job's state, each one transaction that also writes what goes with it: the
+ * credits (charge or refund), the queue entry, the audit entry and the stream event. Callers wake
+ * the queue and the stream readers after these return (the transaction has committed by then).
+ *
+ * States: queued → running → succeeded | failed; queued → canceled (jobs.cancel); running → queued
+ * again while the worker retries a failed run. A transition names the states it starts from, so
+ * a late or repeated delivery changes nothing.
+ */
+import type { Principal } from '../context.ts';
+import type { Sql } from '../db/connection.ts';
+import type { Db } from '../db/db.ts';
+import type { PlanLimits } from '../billing/plans.ts';
+import { writeAudit } from '../audit/audit-log.ts';
+import { newId } from '../ids.ts';
+import { charge, KIND_CREDITS, refund } from './credits.ts';
+import { appendJobEvent } from './events.ts';
+import type { JobQueue } from './queue.ts';
+import { JOB_COLUMNS, type JobKind, type JobRow, type JobStatus } from './store.ts';
+
+export interface NewJob {
+  organizationId: string;
+  workspaceId: string | null;
+  documentId: string | null;
+  kind: JobKind;
+  input: Record<string, unknown>;
+  createdBy: string | null;
+  retryOf: string | null;
+}
+
+/** Charges the kind's credits, inserts the job and queues it, in one transaction. */
+export async function createJob(sql: Sql, queue: JobQueue, job: NewJob, o: { now: Date; plan: PlanLimits | null; retriedBy?: Principal }): Promise<JobRow> {
+  return sql.begin(async (tx) => {
+    const id = newId('job');
+    const credits = KIND_CREDITS[job.kind];
+    // The charge first: it locks the organization before anything else does (0005_jobs.sql).
+    await charge(tx, { organizationId: job.organizationId, amount: credits, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: id, now: o.now, plan: o.plan });
+    const [row] = await tx<JobRow[]>`
+      insert into jobs (id, organization_id, workspace_id, document_id, kind, input, credits, retry_of, created_by, created_at, updated_at)
+      values (${id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${tx.json(job.input as never)}, ${credits},
+              ${job.retryOf}, ${job.createdBy}, ${o.now}, ${o.now})
+      returning ${tx.unsafe(JOB_COLUMNS)}`;
+    if (o.retriedBy && job.retryOf) {
+      await writeAudit(tx, {
+        organizationId: job.organizationId,
+        action: 'job.retry',
+        actor: o.retriedBy,
+        targetType: 'job',
+        targetId: job.retryOf,
+        metadata: { newJobId: id, kind: job.kind, credits },
+      }, o.now);
+    }
+    await queue.enqueue(tx, id);
+    await appendJobEvent(tx, row!);
+    return row!;
+  }) as Promise<JobRow>;
+}
+
+/** queued → canceled with its credits refunded; null when the job is not queued (any more). */
+export async function cancelJob(sql: Sql, jobId: string, now: Date): Promise<JobRow | null> {
+  return sql.begin(async (tx) => {
+    const row = await transition(tx, jobId, ['queued'], sql`status = 'canceled', finished_at = ${now}, updated_at = ${now}`);
+    if (!row) return null;
+    await refund(tx, { organizationId: row.organizationId, amount: row.credits, reason: 'job.cancel', jobId: row.id, now });
+    await appendJobEvent(tx, row);
+    return row;
+  }) as Promise<JobRow | null>;
+}
+
+/** A worker starts a run: queued (or running, after a worker died) → running. Null: nothing to run. */
+export async function startRun(sql: Sql, jobId: string, now: Date): Promise<JobRow | null> {
+  return changeWithEvent(sql, jobId, ['queued', 'running'], sql`status = 'running', attempt = attempt + 1, started_at = ${now}, error_message = null, updated_at = ${now}`);
+}
+
+export async function succeedRun(sql: Sql, jobId: string, result: unknown, now: Date): Promise<JobRow | null> {
+  return changeWithEvent(sql, jobId, ['running'], sql`status = 'succeeded', result = ${sql.json(result as never)}, finished_at = ${now}, updated_at = ${now}`);
+}
+
+export async function failRun(sql: Sql, jobId: string, message: string, now: Date): Promise<JobRow | null> {
+  return changeWithEvent(sql, jobId, ['running'], sql`status = 'failed', error_message = ${message}, finished_at = ${now}, updated_at = ${now}`);
+}
+
+/** A failed run that the queue will retry after its backoff: the job waits, queued, again. */
+export async function requeueRun(sql: Sql, jobId: string, now: Date): Promise<JobRow | null> {
+  return changeWithEvent(sql, jobId, ['running'], sql`status = 'queued', updated_at = ${now}`);
+}
+
+async function changeWithEvent(sql: Sql, jobId: string, from: JobStatus[], set: ReturnType<Sql>): Promise<JobRow | null> {
+  return sql.begin(async (tx) => {
+    const row = await transition(tx, jobId, from, set);
+    if (row) await appendJobEvent(tx, row);
+    return row;
+  }) as Promise<JobRow | null>;
+}
+
+async function transition(tx: Db, jobId: string, from: JobStatus[], set: ReturnType<Sql>): Promise<JobRow | null> {
+  const [row] = await tx<JobRow[]>`
+    update jobs set ${set} where id = ${jobId} and status in ${tx(from)}
+    returning ${tx.unsafe(JOB_COLUMNS)}`;
+  return row ?? null;
+}

@@ -1,0 +1,137 @@
+/**
+ * The queue: pg-boss on the service's database carries the work, while the `jobs` table holds what
+ * clients see (store.ts). A pg-boss job carries only our job id; the handler reads the row and
+ * ignores jobs that are no longer queued (delivery is at least once).
+ *
+ * - Enqueueing happens inside the caller's transaction (`enqueue(tx, id)`), so a job row, its
+ *   credits and its queue entry commit together or not at all.
+ * - Waking: pg-boss polls (every 2 s); on an external database the queue also NOTIFYs on insert and
+ *   workers LISTEN (pg-boss's own connection), and in this process `wake()` nudges the local workers at once (the embedded
+ *   database serves one connection, so there the API and its inline worker share the process).
+ * - Leases: a running job's worker sends heartbeats; when they stop for `leaseSeconds` (a worker
+ *   died) pg-boss hands the job to another worker, counting it as a retry.
+ * - Retries: a failing run is retried twice with exponential backoff before it fails for good.
+ */
+import { randomUUID } from 'node:crypto';
+import { PgBoss, type Job as BossJob } from 'pg-boss';
+import type { WorkerSettings } from '../config.ts';
+import type { Database } from '../db/connection.ts';
+import type { Db } from '../db/db.ts';
+import type { Logger } from '../logger.ts';
+import { bossDb } from './pg-boss-adapter.ts';
+
+export const JOBS_QUEUE = 'jobs';
+export const HOUSEKEEPING_QUEUE = 'housekeeping';
+/** pg-boss's own tables live in this schema. */
+export const QUEUE_SCHEMA = 'pgboss';
+/** A failing run is retried this many times before the job is failed (decisions.md, Jobs). */
+export const RETRY_LIMIT = 2;
+
+export interface QueuedJob {
+  jobId: string;
+}
+
+/** One delivery of a job to a worker: `finalAttempt` when a failure now fails the job for good. */
+export interface Delivery {
+  jobId: string;
+  finalAttempt: boolean;
+  signal: AbortSignal;
+}
+
+export interface JobQueue {
+  /** Queues a job inside the caller's transaction. */
+  enqueue(tx: Db, jobId: string): Promise<void>;
+  /** Nudges this process's workers to fetch now; call after the enqueueing transaction committed. */
+  wake(): void;
+  /** Starts `concurrency` workers in this process; `run` throws to have the delivery retried. */
+  work(run: (delivery: Delivery) => Promise<void>, concurrency: number): Promise<void>;
+  /** Runs `run` on a schedule (pg-boss cron, at most once per occurrence across every worker). */
+  every(cron: string, run: () => Promise<void>): Promise<void>;
+  /** Stops fetching, waits for running jobs (up to timeoutMs) and ends pg-boss's timers. */
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+export interface QueueOptions {
+  db: Database;
+  settings: Pick<WorkerSettings, 'leaseSeconds'>;
+  logger: Logger;
+  /** Workers run in this process: pg-boss then also supervises (expiry, heartbeats) and schedules. */
+  worker: boolean;
+  /** First retry delay in seconds (doubling after); tests shorten it. */
+  retryDelaySeconds?: number;
+  /** pg-boss's base polling interval in seconds (at least 0.5). */
+  pollingSeconds?: number;
+}
+
+export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
+  const { db, logger, worker } = options;
+  const external = db.kind === 'external';
+  const leaseSeconds = options.settings.leaseSeconds;
+  const pollingIntervalSeconds = options.pollingSeconds ?? 2;
+  // Heartbeats are checked by the supervisor; check often enough that a dead worker's job moves on
+  // about one lease after its last heartbeat.
+  const checkSeconds = Math.max(1, Math.floor(leaseSeconds / 2));
+  const boss = new PgBoss({
+    // On a server pg-boss keeps a small pool of its own: it opens transactions of its own (BEGIN ...
+    // COMMIT in one statement), which postgres.js allows only on a single-connection client, and it
+    // LISTENs on a dedicated connection. The embedded database serves a single connection, shared
+    // through our client. Enqueueing always goes through the caller's transaction (`enqueue`).
+    ...(external && db.url ? { connectionString: db.url, max: 4 } : { db: bossDb(db.sql) }),
+    schema: QUEUE_SCHEMA,
+    supervise: worker,
+    schedule: worker,
+    useListenNotify: external && worker,
+    superviseIntervalSeconds: checkSeconds,
+    monitorIntervalSeconds: checkSeconds,
+  });
+  boss.on('error', (error) => logger.error({ err: error }, 'job queue error'));
+  await boss.start();
+  const queueOptions = {
+    retryLimit: RETRY_LIMIT,
+    retryDelay: options.retryDelaySeconds ?? 5,
+    retryBackoff: true,
+    retryDelayMax: 300,
+    heartbeatSeconds: leaseSeconds,
+    // The longest a single run may take, heartbeats or not.
+    expireInSeconds: 60 * 60,
+    notify: true,
+  };
+  for (const name of [JOBS_QUEUE, HOUSEKEEPING_QUEUE]) {
+    if (await boss.getQueue(name)) await boss.updateQueue(name, queueOptions);
+    else await boss.createQueue(name, queueOptions);
+    // pg-boss reads a queue's settings into a cache on first use, through its own connection: were
+    // that first use `enqueue` inside a transaction, it would need a second connection while the
+    // transaction holds one (the only one, on the embedded database). Settling a job that does not
+    // exist fills the cache now and changes nothing.
+    await boss.complete(name, randomUUID());
+  }
+
+  const workerIds: string[] = [];
+  return {
+    async enqueue(tx, jobId) {
+      await boss.send(JOBS_QUEUE, { jobId } satisfies QueuedJob, { db: bossDb(tx) });
+    },
+    wake() {
+      for (const id of workerIds) boss.notifyWorker(id);
+    },
+    async work(run, concurrency) {
+      // One pg-boss worker each, so `wake` can reach every one of them.
+      for (let i = 0; i < concurrency; i++) {
+        const id = await boss.work(JOBS_QUEUE, { pollingIntervalSeconds, notifyPollingIntervalSeconds: pollingIntervalSeconds * 5, includeMetadata: true }, async ([job]) => {
+          if (!job) return;
+          await run({ jobId: (job.data as QueuedJob).jobId, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
+        });
+        workerIds.push(id);
+      }
+    },
+    async every(cron, run) {
+      await boss.schedule(HOUSEKEEPING_QUEUE, cron, {}, { singletonKey: HOUSEKEEPING_QUEUE });
+      await boss.work(HOUSEKEEPING_QUEUE, { pollingIntervalSeconds: 30 }, async () => run());
+    },
+    async stop(timeoutMs = 10_000) {
+      await boss.stop({ graceful: true, timeout: timeoutMs, close: false });
+    },
+  };
+}
+
+export type { BossJob };

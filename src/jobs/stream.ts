@@ -1,0 +1,206 @@
+/**
+ * jobs.stream (decisions.md, "Job event stream"; docs/job-stream.md): the organization's job
+ * events as server-sent events, on REST and RPC alike. The binding layer has authorized the caller
+ * (job:read in `organizationId`) before this runs. On the wire, in order: `retry: 3000`, event
+ * `ready`, then a `job` event per job change (replayed ones first when the client resumes with
+ * Last-Event-Id), comments as heartbeats, and `end` just before the server closes the stream.
+ */
+import { procedures } from '../../generated/procedures.ts';
+import { sessionExpiry, isBanned } from '../auth/sessions.ts';
+import { roleHasPermission, type Permission } from '../auth/permissions.ts';
+import type { Context, EventSink, Principal, Services, StreamHandlers } from '../context.ts';
+import { ApiError } from '../contract/errors.ts';
+import { eventHubFor } from './event-hub.ts';
+import { eventsAfter, latestEventId, type JobEvent } from './events.ts';
+
+/** The reconnection delay sent first (decisions.md: `retry: 3000`). */
+const RECONNECT_MS = 3_000;
+/** Concurrent streams per user (decisions.md reads the specification's "per the service" as per user). */
+const MAX_STREAMS_PER_USER = 5;
+const REPLAY_PAGE = 500;
+/** The largest bigserial: a longer "id" is none of ours. */
+const MAX_EVENT_ID = 2n ** 63n - 1n;
+
+const defaultTiming = { heartbeatMs: 15_000, recheckMs: 30_000, lifetimeMs: 15 * 60_000 };
+
+export const jobStreamProcedures: StreamHandlers = {
+  'jobs.stream': async (input, ctx, sink) => {
+    const principal = ctx.principal!;
+    // The binding layer's access check ran in this organization, so tenant is set.
+    const { organizationId, permission } = ctx.tenant!;
+    sink.retry(RECONNECT_MS);
+    const release = takeSlot(ctx.services, principal.userId);
+    if (!release) {
+      sink.send('error', tooManyStreams().toBody(procedures['jobs.stream'].errors));
+      return;
+    }
+    try {
+      const workspaceId = typeof input.workspaceId === 'string' ? input.workspaceId : undefined;
+      await streamEvents({ ctx, sink, principal, organizationId, workspaceId, permission: permission ?? 'job:read' });
+    } finally {
+      release();
+    }
+  },
+};
+
+interface StreamCall {
+  ctx: Context<any>;
+  sink: EventSink;
+  principal: Principal;
+  organizationId: string;
+  /** A workspace of another organization simply matches no event of this one. */
+  workspaceId: string | undefined;
+  permission: Permission;
+}
+
+async function streamEvents(call: StreamCall): Promise<void> {
+  const { ctx, sink, organizationId, workspaceId } = call;
+  const { services } = ctx;
+  const timing = { ...defaultTiming, ...services.streamTiming };
+  const expiresAt = new Date(services.now().getTime() + timing.lifetimeMs);
+
+  // Events from the hub wait here until the replay before them is sent; `sent` is the last id
+  // accounted for, so an event both the replay and the hub bring goes out once, in id order.
+  let live = false;
+  const pending: JobEvent[] = [];
+  let sent = 0n;
+  const forward = (event: JobEvent) => {
+    const id = BigInt(event.id);
+    if (id <= sent) return;
+    sent = id;
+    if (workspaceId === undefined || event.workspaceId === workspaceId) sink.send('job', event.job, event.id);
+  };
+
+  let fail: (error: unknown) => void = () => {};
+  const closed = new Promise<void>((resolve, reject) => {
+    fail = reject;
+    if (sink.signal.aborted) resolve();
+    else sink.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  // Runs from timers: a failure (an event outside the contract) fails the stream, not the process.
+  const end = (reason: 'expired' | 'revoked') => {
+    if (sink.signal.aborted) return;
+    ctx.log.info({ reason, organizationId }, 'job stream ended');
+    try {
+      sink.send('end', { reason });
+      sink.close();
+    } catch (error) {
+      fail(error);
+    }
+  };
+
+  const subscription = await eventHubFor(services).subscribe(organizationId, (event) => {
+    if (!live) pending.push(event);
+    else {
+      try {
+        forward(event);
+      } catch (error) {
+        fail(error);
+      }
+    }
+  });
+  const timers: NodeJS.Timeout[] = [];
+  try {
+    const latest = BigInt(await latestEventId(services.db.sql));
+    const resumeFrom = resumePoint(sink.lastEventId, latest);
+    sent = resumeFrom ?? latest;
+    // Sent once the start is fixed: whatever is committed after `ready` reaches the client.
+    sink.send('ready', { expiresAt });
+
+    timers.push(setTimeout(() => end('expired'), timing.lifetimeMs));
+    timers.push(setInterval(() => sink.comment('keep-alive'), timing.heartbeatMs));
+    timers.push(recheckEvery(timing.recheckMs, call, () => end('revoked')));
+
+    if (resumeFrom !== null) await replay(call, resumeFrom, BigInt(subscription.position), forward);
+    live = true;
+    for (const event of pending.splice(0)) forward(event);
+    await closed;
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+    subscription.unsubscribe();
+  }
+}
+
+/**
+ * Where a Last-Event-Id resumes: after that id, or after the newest event when it names one not
+ * yet written (a reset database must not hide the events to come). An id this service never
+ * issues (not a decimal event id) resumes nothing: the stream starts live, like a fresh one.
+ */
+function resumePoint(lastEventId: string | undefined, latest: bigint): bigint | null {
+  if (lastEventId === undefined || !/^\d{1,19}$/.test(lastEventId)) return null;
+  const id = BigInt(lastEventId);
+  if (id > MAX_EVENT_ID) return null;
+  return id < latest ? id : latest;
+}
+
+/**
+ * The organization's retained events after `from` up to the hub's position, read directly: the
+ * hub brings every later one.
+ */
+async function replay(call: StreamCall, from: bigint, until: bigint, forward: (event: JobEvent) => void): Promise<void> {
+  const { ctx, sink, organizationId } = call;
+  let cursor = from;
+  while (cursor < until && !sink.signal.aborted) {
+    const page = await eventsAfter(ctx.services.db.sql, cursor.toString(), { organizationId, limit: REPLAY_PAGE });
+    for (const event of page) {
+      cursor = BigInt(event.id);
+      if (cursor > until) return;
+      forward(event);
+    }
+    if (page.length < REPLAY_PAGE) return;
+  }
+}
+
+/**
+ * Specification, Authentication item 9: every `ms` the session must still be valid, the user not
+ * banned, and still a member whose role holds the operation's permission. A check that fails to
+ * run (the database is unreachable) keeps the stream; the next one decides.
+ */
+function recheckEvery(ms: number, call: StreamCall, revoke: () => void): NodeJS.Timeout {
+  let checking = false;
+  return setInterval(() => {
+    if (checking) return;
+    checking = true;
+    stillAuthorized(call)
+      .then((authorized) => {
+        if (!authorized) revoke();
+      })
+      .catch((error: unknown) => call.ctx.log.warn({ err: error }, 'job stream authorization re-check failed'))
+      .finally(() => {
+        checking = false;
+      });
+  }, ms);
+}
+
+async function stillAuthorized({ ctx, principal, organizationId, permission }: StreamCall): Promise<boolean> {
+  const { services } = ctx;
+  const now = services.now();
+  const [session] = await services.db.sql<{ last_verified_at: Date; expires_at: Date; banned: boolean; ban_expires_at: Date | null }[]>`
+    select s.last_verified_at, s.expires_at, u.banned, u.ban_expires_at
+    from sessions s join users u on u.id = s.user_id
+    where s.id = ${principal.sessionId} and s.user_id = ${principal.userId}`;
+  if (!session || sessionExpiry(session) <= now || isBanned(session, now)) return false;
+  const role = await services.memberships.roleIn(principal.userId, organizationId);
+  return role !== null && roleHasPermission(role, permission);
+}
+
+/** Open streams per user, per app, in process memory like the other limiters. */
+const openStreams = new WeakMap<Services, Map<string, number>>();
+
+/** Takes one of the user's stream slots; answers its release, or null when none is free. */
+function takeSlot(services: Services, userId: string): (() => void) | null {
+  let counts = openStreams.get(services);
+  if (!counts) openStreams.set(services, (counts = new Map()));
+  const open = counts.get(userId) ?? 0;
+  if (open >= MAX_STREAMS_PER_USER) return null;
+  counts.set(userId, open + 1);
+  return () => {
+    const left = (counts.get(userId) ?? 1) - 1;
+    if (left === 0) counts.delete(userId);
+    else counts.set(userId, left);
+  };
+}
+
+function tooManyStreams(): ApiError<'TOO_MANY_REQUESTS'> {
+  return new ApiError('TOO_MANY_REQUESTS', { message: `Too many concurrent streams (at most ${MAX_STREAMS_PER_USER}), close one and try again.` });
+}

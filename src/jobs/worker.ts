@@ -1,0 +1,63 @@
+/**
+ * The worker: takes deliveries from the queue and runs them. A delivery of a job that is no longer
+ * queued (canceled, finished, deleted) is done at once; otherwise the job goes running, its kind
+ * runs, and it ends succeeded, queued again for a retry (the queue redelivers it after a backoff),
+ * or failed with a readable message. Provider details stay in the log.
+ *
+ * It also runs the housekeeping on the queue's schedule (housekeeping.ts).
+ */
+import type { Logger } from '../logger.ts';
+import { AiServiceError } from '../ai-service/client.ts';
+import { announceJobEvents } from './events.ts';
+import { runHousekeeping } from './housekeeping.ts';
+import { JobFailure, kinds, type KindDeps } from './kinds.ts';
+import { failRun, requeueRun, startRun, succeedRun } from './lifecycle.ts';
+import type { Delivery, JobQueue } from './queue.ts';
+
+export interface WorkerOptions extends KindDeps {
+  queue: JobQueue;
+  logger: Logger;
+  concurrency: number;
+  /** Housekeeping cron (pg-boss syntax); every 10 minutes by default. */
+  housekeepingCron?: string;
+}
+
+const GENERIC_FAILURE = 'The job failed.';
+
+export async function startWorker(options: WorkerOptions): Promise<void> {
+  const { queue, logger } = options;
+  await queue.work((delivery) => runDelivery(options, delivery), options.concurrency);
+  await queue.every(options.housekeepingCron ?? '*/10 * * * *', async () => {
+    logger.info(await runHousekeeping(options), 'housekeeping done');
+  });
+  logger.info({ concurrency: options.concurrency }, 'job worker started');
+}
+
+export async function runDelivery(options: WorkerOptions, delivery: Delivery): Promise<void> {
+  const { sql, logger } = options;
+  const job = await startRun(sql, delivery.jobId, options.now());
+  if (!job) return; // canceled, already finished or deleted: nothing to run
+  announceJobEvents();
+  const log = logger.child({ jobId: job.id, kind: job.kind, attempt: job.attempt });
+  try {
+    const result = await kinds[job.kind](job, options);
+    await succeedRun(sql, job.id, result, options.now());
+    announceJobEvents();
+    log.info('job succeeded');
+  } catch (error: unknown) {
+    const retryable = !(error instanceof JobFailure) && !(error instanceof AiServiceError && !error.retryable);
+    log.warn({ err: error, detail: error instanceof AiServiceError ? error.detail : undefined, retryable, finalAttempt: delivery.finalAttempt }, 'job run failed');
+    if (retryable && !delivery.finalAttempt) {
+      await requeueRun(sql, job.id, options.now());
+      announceJobEvents();
+      throw error; // the queue retries it after its backoff
+    }
+    await failRun(sql, job.id, readableMessage(error), options.now());
+    announceJobEvents();
+  }
+}
+
+function readableMessage(error: unknown): string {
+  if (error instanceof JobFailure || error instanceof AiServiceError) return error.message;
+  return GENERIC_FAILURE;
+}

@@ -1,0 +1,41 @@
+/** Shared pieces of the AI service tests: settings, a silent logger, fixtures, a started service. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import type { AiSettings } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { startAiService, type AiService, type AiServiceOptions } from '../../src/ai-service/server.ts';
+
+export const logger = createLogger('silent');
+
+export function settings(overrides: Partial<AiSettings> = {}): AiSettings {
+  return {
+    url: 'http://127.0.0.1:1',
+    apiKey: undefined,
+    port: 0,
+    provider: 'local',
+    openai: { baseUrl: 'http://127.0.0.1:1/v1', apiKey: undefined, model: 'text-embedding-3-small' },
+    ...overrides,
+  };
+}
+
+export function fixture(name: string): Buffer {
+  return readFileSync(join(import.meta.dirname, '..', 'fixtures', name));
+}
+
+/** A service on a free loopback port, closed after the file's tests. */
+export async function serve(overrides: Partial<AiServiceOptions> = {}): Promise<AiService> {
+  const service = await startAiService({ settings: settings(), host: '127.0.0.1', port: 0, logger, ...overrides });
+  afterAll(() => service.close());
+  return service;
+}
+
+/** A JSON answer, loosely typed: the tests check its shape. */
+export async function json(response: Response): Promise<any> {
+  return response.json();
+}
+
+export async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: response.status, body: await json(response) };
+}

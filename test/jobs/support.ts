@@ -1,0 +1,58 @@
+/**
+ * Helpers of the jobs suites: an organization with a workspace, documents uploaded through the
+ * real flow (createUpload, the signed PUT, complete), and waiting for a job to settle.
+ */
+import { expect } from 'vitest';
+import { createClient } from '../../generated/client.ts';
+import type { TestServer } from '../support/server.ts';
+import { addMembership, createUser, type TestUser } from '../support/users.ts';
+
+export type Client = ReturnType<typeof createClient>;
+
+export function clientOf(server: TestServer, user: TestUser): Client {
+  return createClient({ baseUrl: server.origin, token: user.token, fetch: (url, init) => server.fetch(String(url), init) });
+}
+
+export interface Tenant {
+  owner: TestUser;
+  org: string;
+  workspaceId: string;
+  client: Client;
+}
+
+let slugs = 0;
+
+export async function tenant(server: TestServer, role: 'owner' | 'admin' | 'member' = 'owner'): Promise<Tenant> {
+  const owner = await createUser(server.db);
+  const org = await addMembership(server.db, owner, role);
+  const client = clientOf(server, owner);
+  const workspace = await client.workspaces.create({ organizationId: org, name: 'Jobs', slug: `jobs-${process.pid}-${++slugs}` });
+  return { owner, org, workspaceId: workspace.id, client };
+}
+
+type ContentType = Parameters<Client['documents']['createUpload']>[0]['contentType'];
+
+/** Uploads `bytes` and completes the document; answers it, ready. */
+export async function uploadDocument(t: Tenant, name: string, contentType: ContentType, bytes: Uint8Array) {
+  const { document, upload } = await t.client.documents.createUpload({ organizationId: t.org, workspaceId: t.workspaceId, name, contentType, size: bytes.byteLength });
+  const put = await fetch(upload.url, { method: 'PUT', headers: upload.headers, body: bytes });
+  expect(put.status).toBe(200);
+  return t.client.documents.complete({ id: document.id });
+}
+
+/** Polls jobs.get until the job reaches one of `statuses` (the stream suites watch events instead). */
+export async function waitForJob(t: Tenant, id: string, statuses: string[] = ['succeeded', 'failed', 'canceled'], timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const job = await t.client.jobs.get({ id });
+    if (statuses.includes(job.status)) return job;
+    if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The organization's credit ledger balance (charges minus refunds). */
+export async function creditsSpent(server: TestServer, org: string): Promise<number> {
+  const [row] = await server.db.sql<{ spent: number }[]>`select coalesce(sum(amount), 0)::int as spent from credit_ledger where organization_id = ${org}`;
+  return row!.spent;
+}
