@@ -104,6 +104,12 @@ export interface EventSink {
   comment(text: string): void;
   /** `retry:`, the reconnection delay in milliseconds the client should use from now on. */
   retry(ms: number): void;
+  /**
+   * Runs the call's authorization again, as the binding layer did when the stream opened: the
+   * session still valid and its user not banned, and the access the contract declares still held.
+   * Long-lived streams call it periodically; false means the caller lost access.
+   */
+  authorized(): Promise<boolean>;
   close(): void;
   /** Aborted when the client goes away or the stream is closed. */
   readonly signal: AbortSignal;

@@ -91,6 +91,15 @@ export async function validateSessionToken(sql: Sql, token: string, now: Date): 
   return { session: { ...session, last_verified_at: now }, user, renewed: true };
 }
 
+/** Whether the session is still valid (not ended, not expired, its user not banned), without renewing it. */
+export async function sessionStillValid(sql: Sql, sessionId: string, userId: string, now: Date): Promise<boolean> {
+  const [row] = await sql<(Pick<SessionRow, 'last_verified_at' | 'expires_at'> & Pick<UserRow, 'banned' | 'ban_expires_at'>)[]>`
+    select s.last_verified_at, s.expires_at, u.banned, u.ban_expires_at
+    from sessions s join users u on u.id = s.user_id
+    where s.id = ${sessionId} and s.user_id = ${userId}`;
+  return row !== undefined && sessionExpiry(row) > now && !isBanned(row, now);
+}
+
 export async function deleteSession(sql: Sql, id: string): Promise<void> {
   await sql`delete from sessions where id = ${id}`;
 }

@@ -7,7 +7,10 @@
  * the procedure's `text/event-stream` answer). An event the contract does not declare is refused.
  */
 import type { Request, Response } from 'express';
-import type { EventSink, StreamHandler } from '../context.ts';
+import type { Context, EventSink, StreamHandler } from '../context.ts';
+import { enforceAccess } from '../auth/access.ts';
+import { sessionStillValid } from '../auth/sessions.ts';
+import { ApiError } from '../contract/errors.ts';
 import type { ProcedureDefinition } from '../contract/procedure-definition.ts';
 import { schemaValidator, type ValidateFunction } from '../contract/validators.ts';
 import { checkAnswer, invoke, NO_BODY, type Call } from './procedure-call.ts';
@@ -25,7 +28,8 @@ export async function sendStream(
     ...call,
     body: () => NO_BODY,
     run: handler && (async (input, ctx) => {
-      const sink = openStream(call.procedure.successStatus, req, res, validate ? checkEvent(call.procedure) : undefined);
+      const authorized = () => stillAuthorized(call.procedure, input, ctx);
+      const sink = openStream(call.procedure.successStatus, req, res, validate ? checkEvent(call.procedure) : undefined, authorized);
       try {
         await handler(input, ctx, sink);
       } finally {
@@ -66,8 +70,32 @@ function checkEvent(procedure: Pick<ProcedureDefinition, 'name' | 'events'>): (e
  */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 
+/**
+ * The stream's authorization, again: the session (by id: the token is not kept) and the declared
+ * access through the same `enforceAccess` as at the start. A refusal (401, 403, 404) is false;
+ * anything else (the database unreachable) throws, and the stream decides what to do.
+ */
+async function stillAuthorized(procedure: ProcedureDefinition, input: Record<string, unknown>, ctx: Context<unknown>): Promise<boolean> {
+  const { principal, services } = ctx;
+  if (!principal) return procedure.access === 'public';
+  if (!(await sessionStillValid(services.db.sql, principal.sessionId, principal.userId, services.now()))) return false;
+  try {
+    await enforceAccess(procedure.access, input, principal, services);
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && ['UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND'].includes(error.code)) return false;
+    throw error;
+  }
+}
+
 /** Starts the 200 event-stream answer once the call is admitted. */
-function openStream(status: number, req: Request, res: Response, check: ((event: string, data: unknown, id: string | undefined) => void) | undefined): EventSink {
+function openStream(
+  status: number,
+  req: Request,
+  res: Response,
+  check: ((event: string, data: unknown, id: string | undefined) => void) | undefined,
+  authorized: () => Promise<boolean>,
+): EventSink {
   const controller = new AbortController();
   res.status(status);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
@@ -99,6 +127,7 @@ function openStream(status: number, req: Request, res: Response, check: ((event:
       controller.abort();
       if (!res.writableEnded && !res.destroyed) res.end();
     },
+    authorized,
     signal: controller.signal,
     lastEventId: req.get('last-event-id'),
   };

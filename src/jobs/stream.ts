@@ -6,8 +6,6 @@
  * Last-Event-Id), comments as heartbeats, and `end` just before the server closes the stream.
  */
 import { procedures } from '../../generated/procedures.ts';
-import { sessionExpiry, isBanned } from '../auth/sessions.ts';
-import { roleHasPermission, type Permission } from '../auth/permissions.ts';
 import type { Context, EventSink, Principal, Services, StreamHandlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { eventHubFor } from './event-hub.ts';
@@ -27,7 +25,7 @@ export const jobStreamProcedures: StreamHandlers = {
   'jobs.stream': async (input, ctx, sink) => {
     const principal = ctx.principal!;
     // The binding layer's access check ran in this organization, so tenant is set.
-    const { organizationId, permission } = ctx.tenant!;
+    const { organizationId } = ctx.tenant!;
     sink.retry(RECONNECT_MS);
     const release = takeSlot(ctx.services, principal.userId);
     if (!release) {
@@ -36,7 +34,7 @@ export const jobStreamProcedures: StreamHandlers = {
     }
     try {
       const workspaceId = typeof input.workspaceId === 'string' ? input.workspaceId : undefined;
-      await streamEvents({ ctx, sink, principal, organizationId, workspaceId, permission: permission ?? 'job:read' });
+      await streamEvents({ ctx, sink, principal, organizationId, workspaceId });
     } finally {
       release();
     }
@@ -50,7 +48,6 @@ interface StreamCall {
   organizationId: string;
   /** A workspace of another organization simply matches no event of this one. */
   workspaceId: string | undefined;
-  permission: Permission;
 }
 
 async function streamEvents(call: StreamCall): Promise<void> {
@@ -152,16 +149,17 @@ async function replay(call: StreamCall, from: bigint, until: bigint, forward: (e
 }
 
 /**
- * Specification, Authentication item 9: every `ms` the session must still be valid, the user not
- * banned, and still a member whose role holds the operation's permission. A check that fails to
- * run (the database is unreachable) keeps the stream; the next one decides.
+ * Specification, Authentication item 9: every `ms` the binding layer re-runs the call's
+ * authorization (session valid, user not banned, the declared access still held). A check that
+ * fails to run (the database is unreachable) keeps the stream; the next one decides.
  */
 function recheckEvery(ms: number, call: StreamCall, revoke: () => void): NodeJS.Timeout {
   let checking = false;
   return setInterval(() => {
     if (checking) return;
     checking = true;
-    stillAuthorized(call)
+    call.sink
+      .authorized()
       .then((authorized) => {
         if (!authorized) revoke();
       })
@@ -170,18 +168,6 @@ function recheckEvery(ms: number, call: StreamCall, revoke: () => void): NodeJS.
         checking = false;
       });
   }, ms);
-}
-
-async function stillAuthorized({ ctx, principal, organizationId, permission }: StreamCall): Promise<boolean> {
-  const { services } = ctx;
-  const now = services.now();
-  const [session] = await services.db.sql<{ last_verified_at: Date; expires_at: Date; banned: boolean; ban_expires_at: Date | null }[]>`
-    select s.last_verified_at, s.expires_at, u.banned, u.ban_expires_at
-    from sessions s join users u on u.id = s.user_id
-    where s.id = ${principal.sessionId} and s.user_id = ${principal.userId}`;
-  if (!session || sessionExpiry(session) <= now || isBanned(session, now)) return false;
-  const role = await services.memberships.roleIn(principal.userId, organizationId);
-  return role !== null && roleHasPermission(role, permission);
 }
 
 /** Open streams per user, per app, in process memory like the other limiters. */
