@@ -2381,7 +2381,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description The job's outcome, arbitrary values, once it succeeded (text.embed: the vectors). Omitted from jobs.list rows unless `includeResult=true`.
+             * @description The job's outcome once it succeeded, by kind: document.extract `{ characters, pages }`, document.index `{ chunks, model }`, text.embed `{ model, vectors }` (one 384-number vector per text, in order). Absent while the job is not finished and for failed or canceled jobs; omitted from jobs.list rows unless `includeResult=true`.
              * @example {
              *       "chunks": 24
              *     }
@@ -5501,7 +5501,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The `id:` of the last event received, to resume after it.
+                 * @description The `id:` of the last event received, to resume after it. A value that is not one of the stream's decimal event ids resumes nothing: the stream starts with new events.
                  * @example 1042
                  */
                 "Last-Event-Id"?: string;
