@@ -14,8 +14,6 @@
  * Text types are read as UTF-8 unless Content-Type names another charset; a byte order mark is
  * dropped. For every type but PDF and images, `pages` is null.
  */
-import mammoth from 'mammoth';
-import { compile } from 'html-to-text';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { HttpError } from './http-exchange.ts';
 import { jpegSize, pngSize } from './image-header.ts';
@@ -28,7 +26,10 @@ export const EXTRACT_BODY_LIMIT = 26 * 1024 * 1024;
 /** About 50 megapixels: an A4 page scanned at 600 dpi is 35; more is refused before decoding. */
 const MAX_IMAGE_PIXELS = 50_000_000;
 
-const htmlToText = compile({
+// The DOCX and HTML readers load on first use: most processes that start the service (every API
+// start in `serve`, every test server) never read one.
+let htmlToText: ((html: string) => string) | undefined;
+const htmlReader = async () => (htmlToText ??= (await import('html-to-text')).compile({
   wordwrap: false,
   // The body limit bounds the input already; the library's own cut would end the text with "...".
   limits: { maxInputLength: Number.MAX_SAFE_INTEGER },
@@ -43,7 +44,7 @@ const htmlToText = compile({
     ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
     { selector: 'table', options: { uppercaseHeaderCells: false } },
   ],
-});
+}));
 
 /** The media type (lower-cased) and charset of a Content-Type header, or a 415 when `/v1/extract` does not read it. */
 export function documentType(header: string | undefined): { type: ExtractContentType; charset: string | undefined } {
@@ -67,7 +68,7 @@ async function read(type: ExtractContentType, bytes: Uint8Array, charset: string
     case 'application/vnd.openxmlformats-officedocument.wordprocessingml.document': return readDocx(bytes);
     case 'image/png': return readImage(bytes, pngSize(bytes), 'PNG', ocr);
     case 'image/jpeg': return readImage(bytes, jpegSize(bytes), 'JPEG', ocr);
-    case 'text/html': return { text: htmlToText(decode(bytes, charset)), pages: null };
+    case 'text/html': return { text: (await htmlReader())(decode(bytes, charset)), pages: null };
     case 'application/json': return { text: prettyJson(decode(bytes, charset)), pages: null };
     case 'text/plain': case 'text/markdown': case 'text/csv': return { text: decode(bytes, charset), pages: null };
   }
@@ -94,6 +95,7 @@ async function readPdf(bytes: Uint8Array): Promise<ExtractResult> {
 
 async function readDocx(bytes: Uint8Array): Promise<ExtractResult> {
   try {
+    const { default: mammoth } = await import('mammoth');
     const { value } = await mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
     return { text: value, pages: null };
   } catch (error) {
