@@ -14,8 +14,8 @@ import { workspaceResource } from './workspaces/store.ts';
 export interface Resource<Row> {
   /** The row with this id, or null when there is none (ids of any shape: the contract validated them). */
   load(sql: Sql, id: string): Promise<Row | null>;
-  /** The organization that owns the row: access is decided there. */
-  organizationOf(row: Row): string;
+  /** The organization that owns the row, where access is decided; absent for rows only platform admins reach (flags). */
+  organizationOf?(row: Row): string;
   /** The message of the 404 when the row does not exist. */
   notFound: string;
 }

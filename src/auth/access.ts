@@ -50,13 +50,16 @@ export async function enforceAccess(
     if (principal.role !== 'admin') throw new ApiError('FORBIDDEN');
     return OPEN;
   }
+  if ('role' in access) {
+    // Admin first: nobody else learns whether the row exists.
+    if (principal.role !== 'admin') throw new ApiError('FORBIDDEN');
+    return { tenant: null, row: await loadRow(access, input, services.db.sql) };
+  }
   const { memberships } = services;
   if (access.tenant === 'row') {
-    const resource = findResource(access.resource);
-    // A resource without a loader belongs to procedures that are not built yet.
-    if (!resource) throw new ApiError('NOT_IMPLEMENTED');
-    const row = await resource.load(services.db.sql, String(input[access.idField ?? 'id']));
-    if (row === null) throw new ApiError('NOT_FOUND', { message: resource.notFound });
+    const row = await loadRow(access, input, services.db.sql);
+    const resource = findResource(access.resource)!;
+    if (!resource.organizationOf) throw new Error(`${access.resource} rows belong to no organization: declare platform-admin access`);
     const tenant = await authorize(principal, resource.organizationOf(row), access.permission, memberships);
     return { tenant, row };
   }
@@ -70,6 +73,16 @@ export async function enforceAccess(
   }
   if (organizationId === null) throw new ApiError('FORBIDDEN');
   return { tenant: await authorize(principal, organizationId, access.permission, memberships), row: undefined };
+}
+
+/** The row a by-id operation names, through its resource's loader: 404 when there is none. */
+async function loadRow(access: { resource: string; idField?: string }, input: Record<string, unknown>, sql: Sql): Promise<unknown> {
+  const resource = findResource(access.resource);
+  // A resource without a loader belongs to procedures that are not built yet.
+  if (!resource) throw new ApiError('NOT_IMPLEMENTED');
+  const row = await resource.load(sql, String(input[access.idField ?? 'id']));
+  if (row === null) throw new ApiError('NOT_FOUND', { message: resource.notFound });
+  return row;
 }
 
 async function authorize(principal: Principal, organizationId: string, permission: string | undefined, memberships: Memberships): Promise<Tenant> {

@@ -14,7 +14,12 @@ export type Access =
    * the input field `idField` (default `id`) through the resource's registered loader, answers 404
    * when it does not exist and 403 when the caller lacks the permission in its organization.
    */
-  | { permission: string; tenant: 'row'; resource: string; idField?: string };
+  | { permission: string; tenant: 'row'; resource: string; idField?: string }
+  /**
+   * A platform admin acting on a row (admin.organizations.delete, admin.flags.delete): 403 for
+   * anyone else, then the row of `resource` named by `idField` loaded as above (404 when missing).
+   */
+  | { role: 'platform-admin'; resource: string; idField?: string };
 
 export interface InputField {
   name: string;

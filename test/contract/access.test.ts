@@ -31,7 +31,14 @@ const operations = [...Object.values(procedures), ...Object.values(authRoutes)] 
 const publicNames = ['contact.send', 'system.authConfig', 'system.health'];
 
 type RowAccess = { permission: Permission; tenant: 'row'; resource: string; idField?: string };
-const rowAccess = (p: ProcedureDefinition) => (typeof p.access === 'object' && p.access.tenant === 'row' ? (p.access as RowAccess) : null);
+type AdminRowAccess = { role: 'platform-admin'; resource: string; idField?: string };
+/** An organization permission on a row. */
+const rowAccess = (p: ProcedureDefinition) => (typeof p.access === 'object' && 'tenant' in p.access && p.access.tenant === 'row' ? (p.access as RowAccess) : null);
+/** A platform admin acting on a row. */
+const adminRowAccess = (p: ProcedureDefinition) => (typeof p.access === 'object' && 'role' in p.access ? (p.access as AdminRowAccess) : null);
+/** The row a by-id operation names, either way. */
+const namedRow = (p: ProcedureDefinition) => rowAccess(p) ?? adminRowAccess(p);
+const adminOnlyAccess = (p: ProcedureDefinition) => p.access === 'platform-admin' || adminRowAccess(p) !== null;
 
 // Every handler answers a marker error, so a test sees whether the call got past the access check.
 const REACHED = 'handler reached';
@@ -98,7 +105,7 @@ beforeAll(async () => {
   });
   const { sql } = server.db;
   for (const id of [ORG, OTHER]) await sql`insert into organizations (id, name, slug) values (${id}, ${id}, ${id.replace('_', '-')}) on conflict do nothing`;
-  const resources = new Set(operations.map(rowAccess).filter((a) => a !== null).map((a) => a.resource));
+  const resources = new Set(operations.map(namedRow).filter((a) => a !== null).map((a) => a.resource));
   for (const resource of resources) {
     const seed = seeders[resource];
     if (!seed || !findResource(resource)) continue; // reported by the test below
@@ -133,7 +140,7 @@ async function call(operation: ProcedureDefinition, input: Record<string, unknow
 function inputFor(operation: ProcedureDefinition, which: 'own' | 'other' | 'missing' = 'own'): Record<string, unknown> {
   const input = exampleInput(operation);
   if (operation.fields.some((f) => f.name === 'organizationId')) input.organizationId = ORG;
-  const access = rowAccess(operation);
+  const access = namedRow(operation);
   const seeded = access && rows[access.resource];
   if (access && seeded) input[access.idField ?? 'id'] = which === 'missing' ? missingId(seeded.own) : seeded[which];
   return input;
@@ -151,7 +158,13 @@ describe('the contracts declare access for every operation', () => {
     const access = op['x-access'];
     expect(access).toBeDefined();
     if (typeof access === 'string') expect(['public', 'session', 'platform-admin']).toContain(access);
-    else {
+    else if ('role' in access) {
+      // A platform admin on a row: the resource, and the input field naming it.
+      expect(access.role).toBe('platform-admin');
+      expect(typeof access.resource).toBe('string');
+      expect(access.permission).toBeUndefined();
+      expect(operations.find((p) => p.name === name)!.fields.map((f) => f.name)).toContain(access.idField ?? 'id');
+    } else {
       expect(['organizationId', 'workspaceId', 'row']).toContain(access.tenant);
       if (access.permission) expect(Object.keys(permissionMatrix)).toContain(access.permission);
       // A by-id operation names its resource and a permission; the field it reads must be an input.
@@ -169,7 +182,7 @@ describe('the contracts declare access for every operation', () => {
   });
 
   it('every resource a by-id operation names has a seeder here (and a loader, unless its procedures are not built yet)', () => {
-    const named = new Set(operations.map(rowAccess).filter((a) => a !== null).map((a) => a.resource));
+    const named = new Set(operations.map(namedRow).filter((a) => a !== null).map((a) => a.resource));
     for (const resource of named) if (findResource(resource)) expect(Object.keys(seeders), `add a seeder for ${resource}`).toContain(resource);
   });
 });
@@ -190,7 +203,7 @@ describe('should require access: no session answers 401', () => {
 });
 
 describe('platform-admin operations refuse other signed-in users', () => {
-  const adminOnly = operations.filter((p) => p.access === 'platform-admin');
+  const adminOnly = operations.filter((p) => adminOnlyAccess(p) && (!adminRowAccess(p) || findResource(adminRowAccess(p)!.resource)));
   it.each(adminOnly.map((p) => [p.name, p]))('%s', async (_name, operation) => {
     const input = inputFor(operation);
     for (const user of ['usr_owner', 'usr_stranger']) {
@@ -203,7 +216,7 @@ describe('platform-admin operations refuse other signed-in users', () => {
 });
 
 describe('organization operations apply the role -> permission matrix', () => {
-  const scoped = operations.filter((p) => typeof p.access === 'object' && (rowAccess(p) === null || findResource(rowAccess(p)!.resource)));
+  const scoped = operations.filter((p) => typeof p.access === 'object' && !adminOnlyAccess(p) && (rowAccess(p) === null || findResource(rowAccess(p)!.resource)));
   const users = { owner: 'usr_owner', admin: 'usr_orgadmin', member: 'usr_member' } as const;
   const cases = scoped.flatMap((operation) => roles.map((role) => [operation.name, role, operation] as const));
 
@@ -249,14 +262,22 @@ describe('by-id operations load their row in the binding layer', () => {
     }
   });
 
+  const adminById = operations.filter((p) => adminRowAccess(p) !== null && findResource(adminRowAccess(p)!.resource));
+  it.each(adminById.map((p) => [p.name, p]))('%s: a platform admin gets 404 for a missing row; anyone else 403 first', async (_name, operation) => {
+    const { status, body } = await call(operation, inputFor(operation, 'missing'), 'usr_admin');
+    expect(status).toBe(404);
+    expect(body).toMatchObject({ code: 'NOT_FOUND', status: 404 });
+    for (const user of ['usr_owner', 'usr_stranger']) expect((await call(operation, inputFor(operation, 'missing'), user)).status).toBe(403);
+  });
+
   // Resources whose procedures are not built yet have no loader: the honest answer is 501, after
   // the 401 and 400 checks, never a handler that runs unauthorized.
-  const unbuilt = byId.filter((p) => !findResource(rowAccess(p)!.resource));
+  const unbuilt = operations.filter((p) => namedRow(p) !== null && !findResource(namedRow(p)!.resource));
   it.each(unbuilt.map((p) => [p.name, p]))('%s: no loader yet, so 501 NOT_IMPLEMENTED once signed in', async (_name, operation) => {
     // Plain fetch: 501 marks a gap in the service, not an answer of the operation's contract.
     const response = await fetch(`${server.origin}/rpc/${operation.name.replace(/\./g, '/')}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer usr_owner' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${adminRowAccess(operation) ? 'usr_admin' : 'usr_owner'}` },
       body: JSON.stringify({ json: inputFor(operation) }),
     });
     expect(response.status).toBe(501);
