@@ -50,6 +50,24 @@ export interface Config {
   ai: AiSettings;
   /** The job worker (src/jobs/): whether it runs inside `serve` and `api`, and how many jobs at once. */
   worker: WorkerSettings;
+  /** Stripe billing, or null when not configured: then there is no plan and no limit is enforced. */
+  billing: BillingSettings | null;
+  /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
+}
+
+export type PaidPlan = 'pro' | 'team';
+export type BillingInterval = 'month' | 'year';
+
+export interface BillingSettings {
+  /** STRIPE_SECRET_KEY. */
+  secretKey: string;
+  /** STRIPE_WEBHOOK_SECRET: verifies the signature of /api/auth/stripe/webhook deliveries. */
+  webhookSecret: string;
+  /** STRIPE_API_URL: Stripe's API base, https://api.stripe.com unless set (tests point it at a local stand-in). */
+  apiUrl: string | undefined;
+  /** STRIPE_PRICE_<PLAN>_<INTERVAL>: the price id of each paid plan and interval; a plan with none cannot be bought. */
+  prices: Record<PaidPlan, Partial<Record<BillingInterval, string>>>;
 }
 
 export interface AiSettings {
@@ -116,6 +134,9 @@ export const settingNames = [
   'DB_STATEMENT_TIMEOUT_MS', 'DB_LOCK_TIMEOUT_MS', 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS',
   'AI_URL', 'AI_API_KEY', 'AI_PORT', 'EMBEDDING_PROVIDER', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'EMBEDDING_MODEL',
   'WORKER', 'WORKER_CONCURRENCY', 'JOB_LEASE_SECONDS',
+  'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_API_URL',
+  'STRIPE_PRICE_PRO_MONTH', 'STRIPE_PRICE_PRO_YEAR', 'STRIPE_PRICE_TEAM_MONTH', 'STRIPE_PRICE_TEAM_YEAR',
+  'METRICS_TOKEN',
 ] as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -162,7 +183,24 @@ export function loadConfig(env: Env = process.env): Config {
       // pg-boss checks heartbeats no more often than every 10 seconds.
       leaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 10, 86_400),
     },
+    billing: billing(env),
+    metricsToken: raw(env, 'METRICS_TOKEN'),
   };
+}
+
+/** Billing is on when the secret key and the webhook secret are both set; one without the other is a mistake. */
+function billing(env: Env): BillingSettings | null {
+  const secretKey = raw(env, 'STRIPE_SECRET_KEY');
+  const webhookSecret = raw(env, 'STRIPE_WEBHOOK_SECRET');
+  if (!secretKey && !webhookSecret) return null;
+  if (!secretKey || !webhookSecret) throw new ConfigError('STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET must be set together');
+  const price = (plan: string, interval: string) => raw(env, `STRIPE_PRICE_${plan}_${interval}`);
+  const prices = (plan: 'PRO' | 'TEAM') => {
+    const month = price(plan, 'MONTH');
+    const year = price(plan, 'YEAR');
+    return { ...(month ? { month } : {}), ...(year ? { year } : {}) };
+  };
+  return { secretKey, webhookSecret, apiUrl: url(env, 'STRIPE_API_URL')?.replace(/\/+$/, ''), prices: { pro: prices('PRO'), team: prices('TEAM') } };
 }
 
 function aiSettings(env: Env, host: string): AiSettings {
