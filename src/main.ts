@@ -194,6 +194,8 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean, parts
   try {
     // The companion first: the inline worker calls it as soon as a job is queued.
     if (parts.ai) ai = await (await aiModule).startAiService({ settings: config.ai, host: config.host, logger });
+    // AI_PORT=0 takes any free port; the default AI_URL then names the one taken.
+    if (ai && config.ai.port === 0) config = { ...config, ai: { ...config.ai, url: ai.url } };
     await migrate(db.sql, { logger });
     await (await adminModule).grantConfiguredAdmins(db.sql, config.adminEmails, logger, new Date());
     // Expired sessions and verification tokens go at start and hourly.

@@ -43,7 +43,7 @@ afterEach(async () => {
 });
 
 async function serve(): Promise<Served> {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' };
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', AI_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' };
   delete env.DATABASE_URL;
   const child = spawn(process.execPath, ['src/main.ts', 'serve'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   // 'close', not 'exit': by then its output has been read to the end.
