@@ -1,12 +1,19 @@
 /**
- * `npm run bench`: both benchmarks on one migrated embedded database (opening it costs ~5 s, so it
- * is shared), the upload and the start-up benchmarks (start.ts spawns `node src/main.ts serve`
- * itself), then a table of each figure beside its aim. A measurement, not a test: nothing
- * fails when a figure misses its aim.
+ * `npm run bench`: the HTTP benchmarks on one migrated embedded database (opening it costs ~5 s, so
+ * it is shared), the upload and the start-up benchmarks (start.ts spawns `node src/main.ts serve`
+ * itself), then the jobs and search benchmarks (issue 9) on that embedded database and on a
+ * throwaway PostgreSQL 15 server with pgvector (pg-server.ts; its rows say why when it cannot be
+ * had), then a table of each figure beside its aim. A measurement, not a test: nothing fails when
+ * a figure misses its aim.
  */
 import { availableParallelism } from 'node:os';
 import { benchHealthVsBare, HEALTH_AIM } from './health-vs-bare.ts';
+import { benchIndexing, indexingRows } from './indexing.ts';
+import { benchJobLatency, latencyRows } from './job-latency.ts';
+import { startRealServer } from './pg-server.ts';
+import { benchQueue, queueRows } from './queue.ts';
 import { benchRoutingValidation, ROUTING_AIM_US } from './routing-validation.ts';
+import { benchSearch, searchRows } from './search.ts';
 import { openBenchDatabase } from './support.ts';
 
 const started = performance.now();
@@ -18,14 +25,48 @@ try {
   console.log('routing + validation, documents.list in process:');
   const routing = await benchRoutingValidation(db);
 
+  const upload = await import('./upload.ts').then((module) => module.uploadRows()); // 25 MiB PUT /uploads vs fs copy (bench/upload.ts)
+  const start = await import('./start.ts').then((module) => module.startRows()); // `serve` to /readyz: fresh, restart, without template (bench/start.ts)
+
+  // Issue 9: search, indexing, queue and job latency, embedded first, then on a real server.
+  console.log('search, 10 000 chunks on the embedded database:');
+  const jobRows = searchRows(await benchSearch({ db, where: 'PGlite' }, { size: 10_000 }));
+  console.log('indexing on the embedded database:');
+  jobRows.push(...indexingRows(await benchIndexing(db, 'PGlite')));
+  console.log('queue on the embedded database:');
+  jobRows.push(...queueRows(await benchQueue(db, 'PGlite')));
+  console.log('job create → succeeded on the embedded database:');
+  jobRows.push(...latencyRows(await benchJobLatency(db, 'PGlite')));
+  const real = await startRealServer();
+  if (real.skipped !== undefined) {
+    console.log(`real PostgreSQL rows skipped: ${real.skipped}`);
+    jobRows.push([`real PostgreSQL 15 rows (search 100k, indexing, queue, job latency)`, `skipped: ${real.skipped}`, '']);
+  } else {
+    try {
+      const where = 'PostgreSQL 15';
+      console.log(`search, 100 000 chunks on ${real.server.version}:`);
+      const search = await real.server.database('bench_search');
+      jobRows.push(...searchRows(await benchSearch({ ...search, where }, { size: 100_000 })));
+      console.log(`indexing on ${real.server.version}:`);
+      jobRows.push(...indexingRows(await benchIndexing((await real.server.database('bench_indexing')).db, where)));
+      console.log(`queue on ${real.server.version}:`);
+      jobRows.push(...queueRows(await benchQueue((await real.server.database('bench_queue')).db, where, { backlogSize: 20_000 })));
+      console.log(`job create → succeeded on ${real.server.version}:`);
+      jobRows.push(...latencyRows(await benchJobLatency((await real.server.database('bench_latency')).db, where)));
+    } finally {
+      await real.server.stop();
+    }
+  }
+
   const rows = [
     ['measure', 'result', 'aim'],
     ['health req/s full / bare (median of rounds)', `${health.ratio.toFixed(2)}  (${Math.round(health.fullRps)} / ${Math.round(health.bareRps)})`, `>= ${HEALTH_AIM}`],
     ['  same, by server CPU per request (bare/full)', `${(health.bareCpuUs / health.fullCpuUs).toFixed(2)}  (${health.bareCpuUs.toFixed(0)} / ${health.fullCpuUs.toFixed(0)} µs)`, `>= ${HEALTH_AIM}`],
     ['routing + validation added latency', `${routing.addedUs.toFixed(1)} µs  (${routing.routedUs.toFixed(1)} - ${routing.directUs.toFixed(1)})`, `<= ${ROUTING_AIM_US} µs`],
     ['  of which validateInput alone', `${routing.validateUs.toFixed(1)} µs`, ''],
-    ...(await import('./upload.ts').then((upload) => upload.uploadRows())), // 25 MiB PUT /uploads vs fs copy (bench/upload.ts)
-    ...(await import('./start.ts').then((start) => start.startRows())), // `serve` to /readyz: fresh, restart, without template (bench/start.ts)
+    ...upload,
+    ...start,
+    ...jobRows,
   ];
   const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log();

@@ -22,7 +22,8 @@ import type { LoadRequest, LoadResult } from './load.ts';
 
 // Production: no response validation, no logging I/O; the rate limit is lifted so that the
 // per-IP limiter still runs (its cost is part of the stack) but never answers 429.
-export const config: Config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '1000000', SECRET: 'bench-secret-bench-secret-bench-secret' });
+export const benchEnv = { NODE_ENV: 'production', LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '1000000', SECRET: 'bench-secret-bench-secret-bench-secret' };
+export const config: Config = loadConfig(benchEnv);
 export const logger = createLogger(config.logLevel);
 
 export async function openBenchDatabase(): Promise<Database> {
@@ -59,9 +60,24 @@ async function served(server: Server): Promise<Running> {
   };
 }
 
-export async function startFullApp(db: Database, overrides?: AppOptions['overrides']): Promise<Running & { services: Services }> {
-  const { app, services } = await buildApp({ config, db, logger, ...(overrides ? { overrides } : {}) });
-  return { ...(await served(app.listen(0, '127.0.0.1'))), services };
+/**
+ * The real app on a loopback port. `close` also stops what buildApp started (the job queue and its
+ * inline worker), which must happen before the database closes.
+ */
+export async function startFullApp(db: Database, overrides?: AppOptions['overrides'], appConfig: Config = config): Promise<Running & { services: Services }> {
+  const { app, services, stop } = await buildApp({ config: appConfig, db, logger, ...(overrides ? { overrides } : {}) });
+  const running = await served(app.listen(0, '127.0.0.1'));
+  return {
+    ...running,
+    services,
+    async close() {
+      try {
+        await running.close();
+      } finally {
+        await stop();
+      }
+    },
+  };
 }
 
 /** The floor: what node:http alone costs for the same JSON answer as system.health. */
@@ -100,4 +116,10 @@ export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The nearest-rank percentile (p in 0..100) of `values`. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }

@@ -101,7 +101,9 @@ function openStream(
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('X-Accel-Buffering', 'no');
   res.flushHeaders();
-  req.on('close', () => controller.abort());
+  // The response's close, not the request's: a POST (RPC) whose body was read has already fired
+  // the request's before the stream opens, and its stream would then outlive the client.
+  res.on('close', () => controller.abort());
   const write = (text: string) => {
     if (controller.signal.aborted) return;
     res.write(text);

@@ -117,9 +117,17 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
     async work(run, concurrency) {
       // One pg-boss worker each, so `wake` can reach every one of them.
       for (let i = 0; i < concurrency; i++) {
-        const id = await boss.work(JOBS_QUEUE, { pollingIntervalSeconds, notifyPollingIntervalSeconds: pollingIntervalSeconds * 5, includeMetadata: true }, async ([job]) => {
+        let id = '';
+        id = await boss.work(JOBS_QUEUE, { pollingIntervalSeconds, notifyPollingIntervalSeconds: pollingIntervalSeconds * 5, includeMetadata: true }, async ([job]) => {
           if (!job) return;
-          await run({ jobId: (job.data as QueuedJob).jobId, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
+          try {
+            await run({ jobId: (job.data as QueuedJob).jobId, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
+          } finally {
+            // Straight on to the next fetch (pg-boss skips its poll delay once notified during a
+            // job): a worker that found one may find another, and waiting for the poll after each
+            // would drain a backlog one job per interval.
+            boss.notifyWorker(id);
+          }
         });
         workerIds.push(id);
       }

@@ -129,6 +129,24 @@ describe('jobs.stream lifetime and limits', () => {
     await expect(readyOnceFree(server, user, org)).resolves.toBeDefined();
   });
 
+  it('frees the slot of an RPC stream (a POST) its client closes', async () => {
+    const user = await createUser(server.db);
+    const org = await addMembership(server.db, user, 'member');
+    const rpc = () => openEvents(`${server.origin}/rpc/jobs/stream`, {
+      method: 'POST',
+      headers: { ...user.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { organizationId: org } }),
+    });
+    const five = await Promise.all([1, 2, 3, 4, 5].map(rpc));
+    readers.push(...five);
+    for (const reader of five) expect(await reader.nextEvent()).toMatchObject({ event: 'ready' });
+    // The request body was read before the stream opened: only the response's close tells the
+    // server that the client left.
+    for (const reader of five) reader.close();
+    const again = await Promise.all([1, 2, 3, 4, 5].map(() => readyOnceFree(server, user, org)));
+    expect(again).toHaveLength(5);
+  });
+
   it('frees the slots of streams the server ended', async () => {
     const user = await createUser(shortLived.db);
     const org = await addMembership(shortLived.db, user, 'member');
