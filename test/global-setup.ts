@@ -8,6 +8,7 @@
 // files get their own `CREATE DATABASE ... TEMPLATE` copy of it instead. The
 // embedded template is built either way: tests about the embedded database
 // itself still use it.
+import { installQueueSchema } from '../src/jobs/queue.ts';
 import { randomBytes } from 'node:crypto';
 import { readdir, rm, stat, statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -73,6 +74,7 @@ async function externalTemplate(url: string): Promise<string> {
   const sql = postgres(target.toString(), { max: 1, onnotice: () => {} });
   try {
     await migrate(sql);
+    await installQueueSchema(sql);
   } catch (error) {
     await sql.end();
     await dropRunDatabases(url, name);

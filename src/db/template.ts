@@ -2,8 +2,8 @@
 // loading a dumped, already-migrated data directory (PGlite `loadDataDir`) costs about 0.4 s. So
 // the template is built once and kept as a tarball in the cache folder of node_modules (it
 // survives `make clean`; `npm ci` starts it over), named by a key over everything that shapes
-// it: the PGlite and pgvector versions, the extensions loaded, and every migration file's name
-// and checksum. A stale template is never used: a new migration gives a new key.
+// it: the PGlite, pgvector and pg-boss versions (pg-boss's schema is made in it too), the
+// extensions loaded, and every migration file's name and checksum. A stale template is never used: a new migration gives a new key.
 //
 // `node src/db/template.ts` builds it if missing (run after install, so the first start is fast);
 // `serve` builds it on a miss too, then starts from it.
@@ -17,6 +17,7 @@ import postgres from 'postgres';
 import { embeddedClientOptions } from './connection.ts';
 import { embeddedExtensionNames, startEmbeddedDatabase } from './embedded.ts';
 import { defaultMigrationsDir, migrate, readMigrationFiles } from './migrations.ts';
+import { installQueueSchema } from '../jobs/queue.ts';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -42,15 +43,17 @@ export interface TemplateOptions {
 
 /** sha256 (hex) over what the template's contents depend on. */
 export async function templateKey(migrationsDir: string | URL = defaultMigrationsDir): Promise<string> {
-  const [pglite, pgvector, migrations] = await Promise.all([
+  const [pglite, pgvector, pgBoss, migrations] = await Promise.all([
     packageVersion('@electric-sql/pglite'),
     packageVersion('@electric-sql/pglite-pgvector'),
+    packageVersion('pg-boss'),
     readMigrationFiles(migrationsDir),
   ]);
   const parts = {
     format: FORMAT,
     pglite,
     pgvector,
+    pgBoss,
     extensions: embeddedExtensionNames,
     migrations: migrations.map((file) => [file.fileName, file.checksum]),
   };
@@ -102,6 +105,8 @@ export async function buildTemplate(options: Pick<TemplateOptions, 'migrationsDi
       const sql = postgres(embedded.url, embeddedClientOptions);
       try {
         await migrate(sql, options.migrationsDir ? { dir: options.migrationsDir } : {});
+        // pg-boss's own schema too: a database started from the template skips making it.
+        await installQueueSchema(sql);
       } finally {
         await sql.end();
       }

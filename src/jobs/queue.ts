@@ -86,25 +86,7 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
   });
   boss.on('error', (error) => logger.error({ err: error }, 'job queue error'));
   await boss.start();
-  const queueOptions = {
-    retryLimit: RETRY_LIMIT,
-    retryDelay: options.retryDelaySeconds ?? 5,
-    retryBackoff: true,
-    retryDelayMax: 300,
-    heartbeatSeconds: leaseSeconds,
-    // The longest a single run may take, heartbeats or not.
-    expireInSeconds: 60 * 60,
-    notify: true,
-  };
-  for (const name of [JOBS_QUEUE, HOUSEKEEPING_QUEUE]) {
-    if (await boss.getQueue(name)) await boss.updateQueue(name, queueOptions);
-    else await boss.createQueue(name, queueOptions);
-    // pg-boss reads a queue's settings into a cache on first use, through its own connection: were
-    // that first use `enqueue` inside a transaction, it would need a second connection while the
-    // transaction holds one (the only one, on the embedded database). Settling a job that does not
-    // exist fills the cache now and changes nothing.
-    await boss.complete(name, randomUUID());
-  }
+  await ensureQueues(boss, { leaseSeconds, retryDelaySeconds: options.retryDelaySeconds ?? 5 });
 
   const workerIds: string[] = [];
   return {
@@ -143,3 +125,46 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
 }
 
 export type { BossJob };
+
+/** The settings of both queues; a start updates them only when they differ from what is stored. */
+function queueOptions(o: { leaseSeconds: number; retryDelaySeconds: number }) {
+  return {
+    retryLimit: RETRY_LIMIT,
+    retryDelay: o.retryDelaySeconds,
+    retryBackoff: true,
+    retryDelayMax: 300,
+    heartbeatSeconds: o.leaseSeconds,
+    // The longest a single run may take, heartbeats or not.
+    expireInSeconds: 60 * 60,
+    notify: true,
+  };
+}
+
+async function ensureQueues(boss: PgBoss, o: { leaseSeconds: number; retryDelaySeconds: number }): Promise<void> {
+  const wanted = queueOptions(o);
+  for (const name of [JOBS_QUEUE, HOUSEKEEPING_QUEUE]) {
+    const stored = await boss.getQueue(name);
+    if (!stored) await boss.createQueue(name, wanted);
+    else if (Object.entries(wanted).some(([key, value]) => (stored as unknown as Record<string, unknown>)[key] !== value)) await boss.updateQueue(name, wanted);
+    // pg-boss reads a queue's settings into a cache on first use, through its own connection: were
+    // that first use `enqueue` inside a transaction, it would need a second connection while the
+    // transaction holds one (the only one, on the embedded database). Settling a job that does not
+    // exist fills the cache now and changes nothing.
+    await boss.complete(name, randomUUID());
+  }
+}
+
+/**
+ * pg-boss's schema and the two queues, made through `sql` (a migration step of the embedded
+ * template, db/template.ts, and of the test template on a server): a database made from the
+ * template starts its queue without creating them.
+ */
+export async function installQueueSchema(sql: Db): Promise<void> {
+  const boss = new PgBoss({ db: bossDb(sql), schema: QUEUE_SCHEMA, supervise: false, schedule: false });
+  await boss.start();
+  try {
+    await ensureQueues(boss, { leaseSeconds: 60, retryDelaySeconds: 5 });
+  } finally {
+    await boss.stop({ graceful: false, close: false });
+  }
+}
