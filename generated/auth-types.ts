@@ -540,7 +540,9 @@ export interface paths {
          *     address must be verified and equal the invitation's (403 FORBIDDEN otherwise). The invitation
          *     must be pending and unexpired (412 PRECONDITION_FAILED otherwise); 409 CONFLICT when the caller
          *     is already a member; 404 NOT_FOUND for an unknown invitation. Signed in. Audited
-         *     (invitation.accepted, member.added).
+         *     (invitation.accepted, member.added). While billing is configured, 403 LIMIT_REACHED (kind
+         *     `members`) when the members and the other pending invitations already take every seat of
+         *     the plan (after a move to a smaller plan: the invitation itself holds a seat).
          */
         post: operations["auth.organization.acceptInvitation"];
         delete?: never;
@@ -977,6 +979,137 @@ export interface paths {
          *     level entry (user.removed) before the deletion.
          */
         post: operations["auth.admin.removeUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscription/upgrade": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a Stripe Checkout for a paid plan
+         * @description Creates a Stripe Checkout session that subscribes the organization to `plan` (monthly, or
+         *     yearly with `annual: true`) for `seats` seats (1 by default), and answers its address: the
+         *     client sends the browser there. The subscription is recorded when Stripe reports the completed
+         *     checkout to the webhook (`/stripe/webhook`); until then the organization stays on its plan.
+         *     The organization's Stripe customer is created on its first checkout. `successUrl` and
+         *     `cancelUrl` must be on a trusted origin (400 otherwise). Needs `billing:manage` (owners).
+         *
+         *     One live subscription per organization: while one is live (active, trialing, past_due, unpaid
+         *     or paused) the answer is 409 CONFLICT; change the plan in the billing portal
+         *     (`/subscription/billing-portal`) or cancel first. 412 PRECONDITION_FAILED when billing is not
+         *     configured on the deployment or no price is configured for the plan and interval.
+         */
+        post: operations["auth.subscription.upgrade"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscription/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel the subscription at the end of its period
+         * @description Sets the organization's live subscription to end at the end of the paid period, at Stripe, and
+         *     answers it as Stripe reports it (`cancelAtPeriodEnd: true`); the plan stays until then.
+         *     `/subscription/restore` undoes it before the period ends. Needs `billing:manage` (owners).
+         *     Audited (subscription.canceled). 404 NOT_FOUND without a live subscription; 412
+         *     PRECONDITION_FAILED when billing is not configured.
+         */
+        post: operations["auth.subscription.cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscription/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Keep a subscription that was set to end
+         * @description Undoes a cancellation at period end: the organization's live subscription renews again, at
+         *     Stripe, and is answered as Stripe reports it (`cancelAtPeriodEnd: false`). A subscription that
+         *     has already ended cannot be restored (subscribe again with `/subscription/upgrade`). Needs
+         *     `billing:manage` (owners). Audited (subscription.restored). 404 NOT_FOUND without a live
+         *     subscription; 412 PRECONDITION_FAILED when billing is not configured.
+         */
+        post: operations["auth.subscription.restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscription/billing-portal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open the Stripe billing portal
+         * @description Creates a Stripe billing portal session for the organization's customer (payment methods,
+         *     invoices, plan changes) and answers its address; the portal sends the browser back to
+         *     `returnUrl` (a trusted origin; the web app by default). Needs `billing:manage` (owners). 412
+         *     PRECONDITION_FAILED when billing is not configured or the organization never checked out (it
+         *     has no Stripe customer yet).
+         */
+        post: operations["auth.subscription.billingPortal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a Stripe webhook event
+         * @description Stripe's deliveries of events about the organizations' checkouts, subscriptions and invoices.
+         *     The `stripe-signature` header must sign the body exactly as sent, with the webhook secret,
+         *     within Stripe's default tolerance of 5 minutes; otherwise the answer is 400 BAD_REQUEST and
+         *     nothing changes. Each event is handled once: a delivery of an event already handled answers
+         *     `received: true` and changes nothing. A report older than what a subscription was last
+         *     written from (events arrive out of order) is ignored. Handled: checkout.session.completed,
+         *     customer.subscription.created, .updated and .deleted, invoice.paid and
+         *     invoice.payment_failed (they set and clear `paymentFailed`); other types are acknowledged.
+         *     412 PRECONDITION_FAILED when billing is not configured. Public: the signature is the
+         *     credential.
+         */
+        post: operations["auth.stripe.webhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3011,6 +3144,245 @@ export interface components {
             /** @description The user to delete; not the caller. */
             userId: components["schemas"]["UserId"];
         };
+        /**
+         * @description The body of auth.subscription.upgrade.
+         * @example {
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "plan": "pro",
+         *       "annual": false,
+         *       "seats": 5,
+         *       "successUrl": "https://app.example.com/billing?checkout=success",
+         *       "cancelUrl": "https://app.example.com/billing"
+         *     }
+         */
+        SubscriptionUpgradeInput: {
+            /** @description The organization to subscribe; the caller needs billing:manage in it. */
+            organizationId: components["schemas"]["OrganizationId"];
+            /**
+             * @description The paid plan to subscribe to.
+             * @example pro
+             * @enum {string}
+             */
+            plan: "pro" | "team";
+            /**
+             * @description True for the yearly price, false (the default) for the monthly one.
+             * @default false
+             * @example false
+             */
+            annual?: boolean;
+            /**
+             * @description Seats to bill (the Checkout line's quantity); 1 when left out.
+             * @example 5
+             */
+            seats?: number;
+            /**
+             * Format: uri
+             * @description Where Checkout sends the browser after payment; on a trusted origin.
+             * @example https://app.example.com/billing?checkout=success
+             */
+            successUrl: string;
+            /**
+             * Format: uri
+             * @description Where Checkout sends the browser when the person goes back; on a trusted origin.
+             * @example https://app.example.com/billing
+             */
+            cancelUrl: string;
+        };
+        /**
+         * @description A Stripe page (Checkout or the billing portal) to send the browser to.
+         * @example {
+         *       "url": "https://checkout.stripe.com/c/pay/cs_test_a1b2c3d4e5f6",
+         *       "redirect": true
+         *     }
+         */
+        CheckoutRedirect: {
+            /**
+             * Format: uri
+             * @description The Stripe page's address.
+             * @example https://checkout.stripe.com/c/pay/cs_test_a1b2c3d4e5f6
+             */
+            url: string;
+            /**
+             * @description Always true; the client navigates to `url`.
+             * @constant
+             */
+            redirect: true;
+        };
+        /**
+         * @description The body of auth.subscription.cancel and auth.subscription.restore.
+         * @example {
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or"
+         *     }
+         */
+        SubscriptionOrganizationInput: {
+            /** @description The organization whose live subscription changes; the caller needs billing:manage in it. */
+            organizationId: components["schemas"]["OrganizationId"];
+        };
+        /**
+         * @description The state of a subscription, as the payment provider reports it.
+         * @example active
+         * @enum {string}
+         */
+        SubscriptionStatus: "active" | "canceled" | "incomplete" | "incomplete_expired" | "past_due" | "paused" | "trialing" | "unpaid";
+        /**
+         * @description An organization's subscription with the payment provider.
+         * @example {
+         *       "id": "sbs_bhhhpwdmnu6q4jslmbzew5bo",
+         *       "plan": "pro",
+         *       "status": "active",
+         *       "seats": 10,
+         *       "periodEnd": "2026-12-01T00:00:00.000Z",
+         *       "trialEnd": null,
+         *       "cancelAtPeriodEnd": false,
+         *       "cancelAt": null,
+         *       "billingInterval": "month"
+         *     }
+         */
+        Subscription: {
+            /**
+             * @description The subscription's id in this service.
+             * @example sbs_bhhhpwdmnu6q4jslmbzew5bo
+             */
+            id: string;
+            /**
+             * @description The subscribed plan.
+             * @example pro
+             */
+            plan: string;
+            status: components["schemas"]["SubscriptionStatus"];
+            /**
+             * @description Billed seats; null when the plan is not billed per seat.
+             * @example 10
+             */
+            seats: number | null;
+            /**
+             * Format: date-time
+             * @description End of the current billing period; null when the provider has not reported one.
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            periodEnd: Date | null;
+            /**
+             * Format: date-time
+             * @description End of the trial; null without a trial.
+             * @example null
+             */
+            trialEnd: Date | null;
+            /**
+             * @description True when the subscription ends at `periodEnd` instead of renewing.
+             * @example false
+             */
+            cancelAtPeriodEnd: boolean;
+            /**
+             * Format: date-time
+             * @description When a scheduled cancellation takes effect; null when none is scheduled.
+             * @example null
+             */
+            cancelAt: Date | null;
+            /**
+             * @description How often the subscription is charged (`month` or `year`); null when unknown.
+             * @example month
+             */
+            billingInterval: string | null;
+        };
+        /**
+         * @description The body of auth.subscription.billingPortal.
+         * @example {
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "returnUrl": "https://app.example.com/billing"
+         *     }
+         */
+        SubscriptionBillingPortalInput: {
+            /** @description The organization whose Stripe customer the portal shows; the caller needs billing:manage in it. */
+            organizationId: components["schemas"]["OrganizationId"];
+            /**
+             * Format: uri
+             * @description Where the portal sends the browser back to; on a trusted origin. The web app (WEB_URL) when left out.
+             * @example https://app.example.com/billing
+             */
+            returnUrl?: string;
+        };
+        /**
+         * @description A Stripe event (https://docs.stripe.com/api/events/object), as Stripe sends it: its documented top-level fields. Only `id`, `type`, `created` and `data.object` are read; the signature covers the body's exact bytes, so the object in `data` is not constrained here.
+         * @example {
+         *       "id": "evt_1QxK7bLm2NpR4sTu",
+         *       "object": "event",
+         *       "livemode": false,
+         *       "type": "customer.subscription.updated",
+         *       "created": 1795000000,
+         *       "data": {
+         *         "object": {
+         *           "id": "sub_1QxK7bLm2NpR4sTu",
+         *           "object": "subscription",
+         *           "status": "active"
+         *         }
+         *       }
+         *     }
+         */
+        StripeEvent: {
+            /**
+             * @description Always `event`.
+             * @constant
+             */
+            object?: "event";
+            /**
+             * @description The API version the event's object is rendered in.
+             * @example 2026-10-28.endive
+             */
+            api_version?: string | null;
+            /** @description The connected account the event is about (Connect only). */
+            account?: string;
+            /** @description The context of the event (Stripe's organizations only). */
+            context?: string;
+            /** @description False for test-mode events. */
+            livemode?: boolean;
+            /** @description Deliveries of this event Stripe has not completed yet. */
+            pending_webhooks?: number;
+            /** @description The API request that caused the event, if any. */
+            request?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * @description The event's id at Stripe; each is handled once.
+             * @example evt_1QxK7bLm2NpR4sTu
+             */
+            id: string;
+            /**
+             * @description The event type, e.g. `customer.subscription.updated`.
+             * @example customer.subscription.updated
+             */
+            type: string;
+            /**
+             * @description When Stripe created the event, in seconds since the epoch; orders late deliveries.
+             * @example 1795000000
+             */
+            created: number;
+            /** @description The object the event is about, under `object`. */
+            data: {
+                /** @description What an update changed, with the old values. */
+                previous_attributes?: {
+                    [key: string]: unknown;
+                };
+                /** @description The subscription, Checkout session or invoice. */
+                object: {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description The acknowledgement Stripe waits for; any other answer makes it deliver the event again.
+         * @example {
+         *       "received": true
+         *     }
+         */
+        WebhookReceived: {
+            /**
+             * @description Always true.
+             * @constant
+             */
+            received: true;
+        };
     };
     responses: {
         /** @description The Origin rule (CSRF) refused it (FORBIDDEN): sign-in and sign-up refuse an `Origin` that is not trusted (or `null`) even without a cookie, so no page elsewhere can sign a browser into another account. A request without Origin (an SDK, curl) is allowed unless it carries a Cookie header: like every request that changes something, a cookie request needs a trusted Origin. */
@@ -4799,7 +5171,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["ForbiddenOrLimitReached"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
@@ -6310,6 +6682,381 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["RequestTooLarge"];
+            429: components["responses"]["IdentityTooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "auth.subscription.upgrade": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionUpgradeInput"];
+            };
+        };
+        responses: {
+            /** @description The Checkout address to send the browser to. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutRedirect"];
+                };
+            };
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `plan` that cannot be bought. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "plan"
+                     *             ],
+                     *             "message": "must be equal to one of the allowed values",
+                     *             "params": {
+                     *               "allowedValues": [
+                     *                 "pro",
+                     *                 "team"
+                     *               ]
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["RequestTooLarge"];
+            429: components["responses"]["IdentityTooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "auth.subscription.cancel": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionOrganizationInput"];
+            };
+        };
+        responses: {
+            /** @description The subscription, set to end at the end of its period. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `organizationId` that is a slug, not an id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must match pattern \"^org_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^org_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["RequestTooLarge"];
+            429: components["responses"]["IdentityTooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "auth.subscription.restore": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionOrganizationInput"];
+            };
+        };
+        responses: {
+            /** @description The subscription, renewing again. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `organizationId` that is a slug, not an id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must match pattern \"^org_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^org_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["RequestTooLarge"];
+            429: components["responses"]["IdentityTooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "auth.subscription.billingPortal": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionBillingPortalInput"];
+            };
+        };
+        responses: {
+            /** @description The portal address to send the browser to. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutRedirect"];
+                };
+            };
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `organizationId` that is a slug, not an id. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "organizationId"
+                     *             ],
+                     *             "message": "must match pattern \"^org_[a-z2-7]{24}$\"",
+                     *             "params": {
+                     *               "pattern": "^org_[a-z2-7]{24}$"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["RequestTooLarge"];
+            429: components["responses"]["IdentityTooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "auth.stripe.webhook": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Stripe's signature of the body (`t=<timestamp>,v1=<HMAC-SHA256>`). Every delivery has one; without it, or when it does not verify, the answer is 400.
+                 * @example t=1795000000,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                 */
+                "stripe-signature"?: string;
+                /**
+                 * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
+                 * @example checkout-7f3a9c2e
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StripeEvent"];
+            };
+        };
+        responses: {
+            /** @description The event is handled (or was already). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReceived"];
+                };
+            };
+            /** @description The input failed validation, the signature does not verify (BAD_REQUEST, the issue names `stripe-signature`), or the body is not JSON. The example: a `created` that is not a number of seconds. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "defined": true,
+                     *       "code": "BAD_REQUEST",
+                     *       "status": 400,
+                     *       "message": "Input validation failed.",
+                     *       "data": {
+                     *         "issues": [
+                     *           {
+                     *             "path": [
+                     *               "created"
+                     *             ],
+                     *             "message": "must be integer",
+                     *             "params": {
+                     *               "type": "integer"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];

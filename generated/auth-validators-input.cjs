@@ -5384,14 +5384,805 @@ return errors === 0;
 }
 validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_auth_verifyEmail = validate69;
-const schema107 = {"type":"object","properties":{"token":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["vt7m3kq9xw2pl4nr6cy5bzhdfjgs2a4e"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"examples":["https://app.example.com/dashboard"]}},"required":["token"],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.verifyEmail/input"};
+exports.input_auth_stripe_webhook = validate69;
+const schema107 = {"type":"object","description":"A Stripe event (https://docs.stripe.com/api/events/object), as Stripe sends it: its documented top-level fields. Only `id`, `type`, `created` and `data.object` are read; the signature covers the body's exact bytes, so the object in `data` is not constrained here.","additionalProperties":false,"examples":[{"id":"evt_1QxK7bLm2NpR4sTu","object":"event","livemode":false,"type":"customer.subscription.updated","created":1795000000,"data":{"object":{"id":"sub_1QxK7bLm2NpR4sTu","object":"subscription","status":"active"}}}],"properties":{"object":{"type":"string","const":"event","description":"Always `event`."},"api_version":{"type":["string","null"],"description":"The API version the event's object is rendered in.","examples":["2026-10-28.endive"]},"account":{"type":"string","description":"The connected account the event is about (Connect only)."},"context":{"type":"string","description":"The context of the event (Stripe's organizations only)."},"livemode":{"type":"boolean","description":"False for test-mode events."},"pending_webhooks":{"type":"integer","description":"Deliveries of this event Stripe has not completed yet."},"request":{"type":["object","null"],"description":"The API request that caused the event, if any.","additionalProperties":true},"id":{"type":"string","description":"The event's id at Stripe; each is handled once.","examples":["evt_1QxK7bLm2NpR4sTu"]},"type":{"type":"string","description":"The event type, e.g. `customer.subscription.updated`.","examples":["customer.subscription.updated"]},"created":{"type":"integer","description":"When Stripe created the event, in seconds since the epoch; orders late deliveries.","examples":[1795000000]},"data":{"type":"object","description":"The object the event is about, under `object`.","required":["object"],"additionalProperties":true,"properties":{"previous_attributes":{"type":"object","description":"What an update changed, with the old values.","additionalProperties":true},"object":{"type":"object","description":"The subscription, Checkout session or invoice.","additionalProperties":true}}}},"required":["id","type","created","data"],"$id":"https://contract.local/procedures/auth.stripe.webhook/input"};
 
 function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.verifyEmail/input" */;
+/*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/input" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate69.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.type === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.created === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "created"},message:"must have required property '"+"created"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.data === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "data"},message:"must have required property '"+"data"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func4.call(schema107.properties, key0))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.object !== undefined){
+let data0 = data.object;
+if(typeof data0 !== "string"){
+const err5 = {instancePath:instancePath+"/object",schemaPath:"#/properties/object/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if("event" !== data0){
+const err6 = {instancePath:instancePath+"/object",schemaPath:"#/properties/object/const",keyword:"const",params:{allowedValue: "event"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.api_version !== undefined){
+let data1 = data.api_version;
+if((typeof data1 !== "string") && (data1 !== null)){
+const err7 = {instancePath:instancePath+"/api_version",schemaPath:"#/properties/api_version/type",keyword:"type",params:{type: schema107.properties.api_version.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.account !== undefined){
+if(typeof data.account !== "string"){
+const err8 = {instancePath:instancePath+"/account",schemaPath:"#/properties/account/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.context !== undefined){
+if(typeof data.context !== "string"){
+const err9 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.livemode !== undefined){
+if(typeof data.livemode !== "boolean"){
+const err10 = {instancePath:instancePath+"/livemode",schemaPath:"#/properties/livemode/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.pending_webhooks !== undefined){
+let data5 = data.pending_webhooks;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err11 = {instancePath:instancePath+"/pending_webhooks",schemaPath:"#/properties/pending_webhooks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.request !== undefined){
+let data6 = data.request;
+if((!(data6 && typeof data6 == "object" && !Array.isArray(data6))) && (data6 !== null)){
+const err12 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/type",keyword:"type",params:{type: schema107.properties.request.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+if(typeof data.id !== "string"){
+const err13 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+if(typeof data.type !== "string"){
+const err14 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.created !== undefined){
+let data9 = data.created;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err15 = {instancePath:instancePath+"/created",schemaPath:"#/properties/created/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.data !== undefined){
+let data10 = data.data;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.object === undefined){
+const err16 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/required",keyword:"required",params:{missingProperty: "object"},message:"must have required property '"+"object"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data10.previous_attributes !== undefined){
+let data11 = data10.previous_attributes;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+}
+else {
+const err17 = {instancePath:instancePath+"/data/previous_attributes",schemaPath:"#/properties/data/properties/previous_attributes/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data10.object !== undefined){
+let data12 = data10.object;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+}
+else {
+const err18 = {instancePath:instancePath+"/data/object",schemaPath:"#/properties/data/properties/object/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+validate69.errors = vErrors;
+return errors === 0;
+}
+validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.input_auth_subscription_billingPortal = validate70;
+const schema108 = {"type":"object","description":"The body of auth.subscription.billingPortal.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","returnUrl":"https://app.example.com/billing"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization whose Stripe customer the portal shows; the caller needs billing:manage in it."},"returnUrl":{"type":"string","format":"uri","maxLength":2000,"description":"Where the portal sends the browser back to; on a trusted origin. The web app (WEB_URL) when left out.","examples":["https://app.example.com/billing"]}},"required":["organizationId"],"$id":"https://contract.local/procedures/auth.subscription.billingPortal/input"};
+
+function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/input" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate70.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.organizationId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "organizationId") || (key0 === "returnUrl"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+let data0 = data.organizationId;
+if(typeof data0 === "string"){
+if(!pattern30.test(data0)){
+const err2 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/pattern",keyword:"pattern",params:{pattern: "^org_[a-z2-7]{24}$"},message:"must match pattern \""+"^org_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.returnUrl !== undefined){
+let data1 = data.returnUrl;
+if(typeof data1 === "string"){
+if(func1(data1) > 2000){
+const err4 = {instancePath:instancePath+"/returnUrl",schemaPath:"#/properties/returnUrl/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(formats4(data1))){
+const err5 = {instancePath:instancePath+"/returnUrl",schemaPath:"#/properties/returnUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/returnUrl",schemaPath:"#/properties/returnUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate70.errors = vErrors;
+return errors === 0;
+}
+validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.input_auth_subscription_cancel = validate71;
+const schema110 = {"type":"object","description":"The body of auth.subscription.cancel and auth.subscription.restore.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization whose live subscription changes; the caller needs billing:manage in it."}},"required":["organizationId"],"$id":"https://contract.local/procedures/auth.subscription.cancel/input"};
+
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/input" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate71.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.organizationId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(key0 === "organizationId")){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+let data0 = data.organizationId;
+if(typeof data0 === "string"){
+if(!pattern30.test(data0)){
+const err2 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/pattern",keyword:"pattern",params:{pattern: "^org_[a-z2-7]{24}$"},message:"must match pattern \""+"^org_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate71.errors = vErrors;
+return errors === 0;
+}
+validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.input_auth_subscription_restore = validate72;
+const schema112 = {"type":"object","description":"The body of auth.subscription.cancel and auth.subscription.restore.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization whose live subscription changes; the caller needs billing:manage in it."}},"required":["organizationId"],"$id":"https://contract.local/procedures/auth.subscription.restore/input"};
+
+function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.subscription.restore/input" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate72.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.organizationId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(key0 === "organizationId")){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+let data0 = data.organizationId;
+if(typeof data0 === "string"){
+if(!pattern30.test(data0)){
+const err2 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/pattern",keyword:"pattern",params:{pattern: "^org_[a-z2-7]{24}$"},message:"must match pattern \""+"^org_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate72.errors = vErrors;
+return errors === 0;
+}
+validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.input_auth_subscription_upgrade = validate73;
+const schema114 = {"type":"object","description":"The body of auth.subscription.upgrade.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","plan":"pro","annual":false,"seats":5,"successUrl":"https://app.example.com/billing?checkout=success","cancelUrl":"https://app.example.com/billing"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization to subscribe; the caller needs billing:manage in it."},"plan":{"type":"string","enum":["pro","team"],"description":"The paid plan to subscribe to.","examples":["pro"]},"annual":{"type":"boolean","default":false,"description":"True for the yearly price, false (the default) for the monthly one.","examples":[false]},"seats":{"type":"integer","minimum":1,"maximum":1000,"description":"Seats to bill (the Checkout line's quantity); 1 when left out.","examples":[5]},"successUrl":{"type":"string","format":"uri","maxLength":2000,"description":"Where Checkout sends the browser after payment; on a trusted origin.","examples":["https://app.example.com/billing?checkout=success"]},"cancelUrl":{"type":"string","format":"uri","maxLength":2000,"description":"Where Checkout sends the browser when the person goes back; on a trusted origin.","examples":["https://app.example.com/billing"]}},"required":["organizationId","plan","successUrl","cancelUrl"],"$id":"https://contract.local/procedures/auth.subscription.upgrade/input"};
+
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/input" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate73.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.annual === undefined){
+data.annual = false;
+}
+if(data.organizationId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.plan === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "plan"},message:"must have required property '"+"plan"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.successUrl === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "successUrl"},message:"must have required property '"+"successUrl"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.cancelUrl === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cancelUrl"},message:"must have required property '"+"cancelUrl"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((((key0 === "organizationId") || (key0 === "plan")) || (key0 === "annual")) || (key0 === "seats")) || (key0 === "successUrl")) || (key0 === "cancelUrl"))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+let data0 = data.organizationId;
+if(typeof data0 === "string"){
+if(!pattern30.test(data0)){
+const err5 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/pattern",keyword:"pattern",params:{pattern: "^org_[a-z2-7]{24}$"},message:"must match pattern \""+"^org_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.plan !== undefined){
+let data1 = data.plan;
+if(typeof data1 !== "string"){
+const err7 = {instancePath:instancePath+"/plan",schemaPath:"#/properties/plan/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(!((data1 === "pro") || (data1 === "team"))){
+const err8 = {instancePath:instancePath+"/plan",schemaPath:"#/properties/plan/enum",keyword:"enum",params:{allowedValues: schema114.properties.plan.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(typeof data.annual !== "boolean"){
+const err9 = {instancePath:instancePath+"/annual",schemaPath:"#/properties/annual/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.seats !== undefined){
+let data3 = data.seats;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err10 = {instancePath:instancePath+"/seats",schemaPath:"#/properties/seats/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 > 1000 || isNaN(data3)){
+const err11 = {instancePath:instancePath+"/seats",schemaPath:"#/properties/seats/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data3 < 1 || isNaN(data3)){
+const err12 = {instancePath:instancePath+"/seats",schemaPath:"#/properties/seats/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+if(data.successUrl !== undefined){
+let data4 = data.successUrl;
+if(typeof data4 === "string"){
+if(func1(data4) > 2000){
+const err13 = {instancePath:instancePath+"/successUrl",schemaPath:"#/properties/successUrl/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!(formats4(data4))){
+const err14 = {instancePath:instancePath+"/successUrl",schemaPath:"#/properties/successUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/successUrl",schemaPath:"#/properties/successUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.cancelUrl !== undefined){
+let data5 = data.cancelUrl;
+if(typeof data5 === "string"){
+if(func1(data5) > 2000){
+const err16 = {instancePath:instancePath+"/cancelUrl",schemaPath:"#/properties/cancelUrl/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(!(formats4(data5))){
+const err17 = {instancePath:instancePath+"/cancelUrl",schemaPath:"#/properties/cancelUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/cancelUrl",schemaPath:"#/properties/cancelUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+validate73.errors = vErrors;
+return errors === 0;
+}
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.input_auth_verifyEmail = validate74;
+const schema116 = {"type":"object","properties":{"token":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["vt7m3kq9xw2pl4nr6cy5bzhdfjgs2a4e"]},"callbackURL":{"type":"string","format":"uri-reference","maxLength":2000,"x-single-line":true,"examples":["https://app.example.com/dashboard"]}},"required":["token"],"additionalProperties":false,"$id":"https://contract.local/procedures/auth.verifyEmail/input"};
+
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.verifyEmail/input" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5522,8 +6313,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate69.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

@@ -1168,28 +1168,6 @@ export interface components {
             message: string;
         };
         /**
-         * @description The procedure is part of the contract but not built on this deployment yet. Only procedures without a handler declare it; the declaration is removed when the procedure is built.
-         * @example {
-         *       "defined": true,
-         *       "code": "NOT_IMPLEMENTED",
-         *       "status": 501,
-         *       "message": "This operation is not available on this deployment yet."
-         *     }
-         */
-        NotImplementedError: {
-            /** @description True when the operation declares this code in its contract. */
-            defined: boolean;
-            /** @constant */
-            code: "NOT_IMPLEMENTED";
-            /** @constant */
-            status: 501;
-            /**
-             * @description Human-readable explanation.
-             * @example This operation is not available on this deployment yet.
-             */
-            message: string;
-        };
-        /**
          * @description Errors raised by the HTTP layer outside any procedure, named by a lowercase identifier: `payload_too_large` (a body over 1 MiB on /rpc/* or /api/v1/*), and on the signed `/uploads` addresses of the local storage driver `bad_request` (Content-Length not a byte count), `invalid_signature` (403), `not_found` (404), `method_not_allowed` (405), `length_required` (411) and `too_large` (413).
          * @example {
          *       "error": "payload_too_large",
@@ -1716,7 +1694,7 @@ export interface components {
             /** @description The organization's live or most recent subscription; null when it never had one. */
             subscription: components["schemas"]["Subscription"] | null;
             /**
-             * @description True when the subscription's last payment failed (status `past_due` or `unpaid`).
+             * @description True when the last invoice of the subscription failed to be paid (Stripe's invoice.payment_failed); false again once an invoice is paid (invoice.paid).
              * @example false
              */
             paymentFailed: boolean;
@@ -3605,18 +3583,6 @@ export interface components {
                 "application/json": components["schemas"]["InternalErrorBody"];
             };
         };
-        /** @description The procedure is not built on this deployment yet (NOT_IMPLEMENTED), answered after the access checks. This declaration is removed when the procedure is built. */
-        NotImplemented: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                "set-auth-token": components["headers"]["SetAuthToken"];
-                "Set-Cookie": components["headers"]["SetSessionCookie"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["NotImplementedError"];
-            };
-        };
         /** @description The path is not valid percent-encoding: the API's BAD_REQUEST envelope (`defined: false`), answered before any route. */
         UploadBadPath: {
             headers: {
@@ -3898,7 +3864,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "contact.send": {
@@ -4108,7 +4073,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "organizations.auditLog": {
@@ -4192,7 +4156,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "billing.status": {
@@ -4267,7 +4230,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "workspaces.list": {
@@ -6097,7 +6059,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.organizations.delete": {
@@ -6175,7 +6136,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.organizations.cancelSubscription": {
@@ -6256,7 +6216,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.flags.list": {
@@ -6293,7 +6252,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.flags.upsert": {
@@ -6372,7 +6330,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.flags.delete": {
@@ -6448,7 +6405,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.flags.setOverride": {
@@ -6530,7 +6486,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "admin.system.status": {
@@ -6567,7 +6522,6 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     "uploads.get": {

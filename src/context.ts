@@ -65,6 +65,8 @@ export interface Services {
   authenticate: Authenticator;
   /** The clock: sessions, tokens and limits read time here, so tests can move it. */
   now(): Date;
+  /** When this app was built, i.e. when the API process started serving (admin.system.status). */
+  startedAt: Date;
   /**
    * jobs.stream timing (src/jobs/stream.ts, event-hub.ts), shortened by tests. Defaults: a comment
    * every 15 s, authorization re-checked every 30 s, a 15-minute lifetime, the event log polled every 1 s.

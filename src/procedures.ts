@@ -8,6 +8,11 @@ import { workspaceProcedures } from './workspaces/procedures.ts';
 import { documentProcedures } from './documents/procedures.ts';
 import { jobProcedures } from './jobs/procedures.ts';
 import { jobStreamProcedures } from './jobs/stream.ts';
+import { flagProcedures } from './admin/flag-procedures.ts';
+import { systemStatusProcedures } from './admin/system-status.ts';
+import { adminOrganizationProcedures } from './admin/organization-procedures.ts';
+import { billingProcedures } from './billing/procedures.ts';
+import { organizationProcedures } from './organizations/procedures.ts';
 
 export const handlers: Handlers = {
   ...systemProcedures,
@@ -16,6 +21,11 @@ export const handlers: Handlers = {
   ...workspaceProcedures,
   ...documentProcedures,
   ...jobProcedures,
+  ...flagProcedures,
+  ...systemStatusProcedures,
+  ...adminOrganizationProcedures,
+  ...billingProcedures,
+  ...organizationProcedures,
 };
 
 export const streamHandlers: StreamHandlers = {

@@ -6,8 +6,10 @@
  */
 import type { Sql } from './db/connection.ts';
 import { documentResource } from './documents/store.ts';
+import { flagResource } from './flags/store.ts';
 import { jobResource } from './jobs/store.ts';
 import { invitationResource } from './organizations/invitations-store.ts';
+import { organizationResource } from './organizations/store.ts';
 import { teamResource } from './organizations/teams-store.ts';
 import { workspaceResource } from './workspaces/store.ts';
 
@@ -26,6 +28,8 @@ export const resources = {
   team: teamResource,
   invitation: invitationResource,
   job: jobResource,
+  organization: organizationResource,
+  flag: flagResource,
 } satisfies Record<string, Resource<any>>;
 
 export type ResourceName = keyof typeof resources;

@@ -12,6 +12,13 @@ export interface AuthExtra {
   userAgent: string | null;
   /** A request cookie by name (OAuth state and verifier cookies). */
   cookie(name: string): string | undefined;
+  /**
+   * The request body exactly as it arrived (UTF-8 text), for what signs the bytes rather than
+   * the parsed JSON (the Stripe webhook); undefined without a body.
+   */
+  rawBody(): string | undefined;
+  /** A request header the contract declares (headers are not part of the input), e.g. stripe-signature. */
+  header(name: string): string | undefined;
 }
 
 export type AuthContext<Row = undefined> = Context<Row> & AuthExtra;

@@ -6,6 +6,8 @@ import { socialRoutes } from './social/routes.ts';
 import { organizationRoutes } from '../organizations/routes.ts';
 import { teamRoutes } from '../organizations/team-routes.ts';
 import { adminUserRoutes } from '../admin/user-routes.ts';
+import { subscriptionRoutes } from '../billing/subscription-routes.ts';
+import { webhookRoutes } from '../billing/webhook.ts';
 
 export const authHandlers: AuthHandlers = {
   ...sessionRoutes,
@@ -14,4 +16,6 @@ export const authHandlers: AuthHandlers = {
   ...organizationRoutes,
   ...teamRoutes,
   ...adminUserRoutes,
+  ...subscriptionRoutes,
+  ...webhookRoutes,
 };

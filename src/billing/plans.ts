@@ -1,13 +1,24 @@
 /**
  * Plan limits (decisions.md, "Plans"). They are enforced only while billing is configured on the
- * deployment; until the billing work wires the payment provider in, there is no plan and nothing
- * is limited, so the lookup answers null and every check passes.
+ * deployment: without it there is no plan, the lookup answers null and every check passes. With
+ * it, an organization without a live subscription is on free, else on its subscription's plan.
  */
+import type { Sql } from '../db/connection.ts';
+import { liveSubscription } from './subscriptions-store.ts';
+
 export type LimitKind = 'workspaces' | 'members' | 'aiCredits' | 'storageBytes';
+export type PlanName = 'free' | 'pro' | 'team';
+
+export interface Period {
+  start: Date;
+  end: Date;
+}
 
 export interface PlanLimits {
-  plan: 'free' | 'pro' | 'team';
+  plan: PlanName;
   limits: Record<LimitKind, number>;
+  /** The billing period AI credits are counted in; the UTC calendar month when absent. */
+  period?: Period;
 }
 
 export interface PlanLookup {
@@ -15,6 +26,50 @@ export interface PlanLookup {
   limitsFor(organizationId: string): Promise<PlanLimits | null>;
 }
 
+const GiB = 1024 ** 3;
+
+/** decisions.md, "Plans". */
+export const PLAN_LIMITS: Record<PlanName, Record<LimitKind, number>> = {
+  free: { workspaces: 3, members: 5, aiCredits: 200, storageBytes: 1 * GiB },
+  pro: { workspaces: 25, members: 25, aiCredits: 5_000, storageBytes: 50 * GiB },
+  team: { workspaces: 100, members: 100, aiCredits: 25_000, storageBytes: 250 * GiB },
+};
+
+export function isPlanName(plan: string): plan is PlanName {
+  return Object.hasOwn(PLAN_LIMITS, plan);
+}
+
+/** The UTC calendar month `now` falls in: the period of an organization without a live subscription. */
+export function calendarMonth(now: Date): Period {
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return { start, end };
+}
+
+/** The period credits are counted in: the plan's, else the calendar month. */
+export function periodOf(plan: PlanLimits | null, now: Date): Period {
+  return plan?.period ?? calendarMonth(now);
+}
+
+/** Billing is off: no plan, nothing enforced. */
 export const unbilled: PlanLookup = {
   limitsFor: async () => null,
 };
+
+/**
+ * Billing is on: the live subscription's plan and period, else free and the calendar month. A
+ * subscription whose reported period is over (a renewal not yet reported) counts in the calendar
+ * month until Stripe reports the next one.
+ */
+export function billedPlans(sql: Sql, now: () => Date): PlanLookup {
+  return {
+    async limitsFor(organizationId) {
+      const subscription = await liveSubscription(sql, organizationId);
+      const plan: PlanName = subscription && isPlanName(subscription.plan) ? subscription.plan : 'free';
+      const at = now();
+      const { period_start: start, period_end: end } = subscription ?? {};
+      const period = start && end && start <= at && at < end ? { start, end } : calendarMonth(at);
+      return { plan, limits: PLAN_LIMITS[plan], period };
+    },
+  };
+}

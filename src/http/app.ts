@@ -16,7 +16,7 @@ import { identityRouter } from './identity-transport.ts';
 import { authHandlers } from '../auth/routes.ts';
 import type { AuthHandlers } from '../auth/identity-route.ts';
 import { createMailer } from '../email/providers.ts';
-import { unbilled } from '../billing/plans.ts';
+import { billedPlans, unbilled } from '../billing/plans.ts';
 import { resolveSecret } from '../secret.ts';
 import { createAiClient } from '../ai-service/client.ts';
 import { startJobQueue, type QueueOptions } from '../jobs/queue.ts';
@@ -35,6 +35,9 @@ import { ipLimiter } from './ip-limiter.ts';
 import { jsonBody } from './json-body.ts';
 import { notFound } from './not-found.ts';
 import { operationalRoutes } from './operational-routes.ts';
+import { metricsRoute } from './metrics-route.ts';
+import { callMetrics } from './call-metrics.ts';
+import { createMetrics } from '../telemetry/metrics.ts';
 import { byAddress, createRateLimiter } from '../auth/rate-limit.ts';
 import { createReadinessCheck } from './readiness.ts';
 import { badRequest } from '../contract/errors.ts';
@@ -78,6 +81,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     db,
     logger,
     now,
+    // Real time, not the service clock: uptime is about this process, whatever tests do to now().
+    startedAt: new Date(),
     memberships: overrides.memberships ?? databaseMemberships(db.sql),
     authenticate: overrides.authenticate ?? sessionAuthenticator(db.sql, now),
     mailer: overrides.mailer === undefined ? createMailer(config, logger) : overrides.mailer,
@@ -88,7 +93,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
       signInAddress: byAddress(createRateLimiter({ limit: config.authRateLimitPerMinute * 5, windowMs: 15 * 60_000, now: clock })),
       search: createRateLimiter({ limit: 30, windowMs: 60_000, now: clock }),
     },
-    plans: overrides.plans ?? unbilled,
+    // Plan limits apply only while billing is configured (decisions.md, Plans).
+    plans: overrides.plans ?? (config.billing ? billedPlans(db.sql, now) : unbilled),
     secret,
     storage: overrides.storage ?? createStorageDriver(config, secret),
     ...(overrides.streamTiming ? { streamTiming: overrides.streamTiming } : {}),
@@ -107,7 +113,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
   app.set('etag', false);
   configureTrustProxy(app, config.trustProxy);
 
-  app.use(clientIp(), requestId(logger), accessLog(), securityHeaders(), corsPolicy(config), wellEncodedPath());
+  // A registry per app, not prom-client's global one: tests build many apps in one process.
+  const metrics = createMetrics({ sql: db.sql, logger });
+  app.use(clientIp(), requestId(logger), accessLog(), callMetrics(metrics), securityHeaders(), corsPolicy(config), wellEncodedPath());
+  // Before the limiters (it is outside them anyway): a scraper polls it all day.
+  app.use(metricsRoute({ metrics, token: config.metricsToken }));
   const trusted = allowedOrigins(config);
   // The limiters first: a flood of made-up tokens is refused before each costs a session lookup.
   app.use(['/rpc', '/api/v1'], ipLimiter(config.rateLimitPerMinute, clock));

@@ -12,6 +12,8 @@ declare global {
       clientIp: string;
       /** The signed-in caller, or null (see auth/session-middleware.ts). */
       principal: Principal | null;
+      /** The JSON body's bytes as received, before parsing (json-body.ts): signatures cover these, not the parse. */
+      rawBody?: Buffer;
     }
     interface Locals {
       /** The code of an error answer (`NOT_FOUND`, `payload_too_large`, ...), for the access-log line (error-handler.ts). */

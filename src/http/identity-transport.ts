@@ -32,6 +32,7 @@ export function identityRouter(options: { document: object; handlers: AuthHandle
   for (const route of Object.values(authRoutes) as ProcedureDefinition[]) {
     const method = route.method.toLowerCase() as 'get' | 'post';
     router[method](toExpressPath(route.path), async (req: Request, res: Response) => {
+      res.locals.procedure = route.name; // the metrics' label (call-metrics.ts)
       try {
         // Express answers HEAD with the GET route; these GETs act (verify-email spends its token).
         if (req.method === 'HEAD') throw new ApiError('METHOD_NOT_ALLOWED', { headers: { Allow: 'GET' } });
@@ -43,7 +44,7 @@ export function identityRouter(options: { document: object; handlers: AuthHandle
           request: callRequest(req),
           services,
           run: handlers[route.name as AuthRouteName],
-          extra: { userAgent: req.get('user-agent') ?? null, cookie: (name) => readCookie(req.headers.cookie, name) },
+          extra: { userAgent: req.get('user-agent') ?? null, cookie: (name) => readCookie(req.headers.cookie, name), rawBody: () => req.rawBody?.toString('utf8'), header: (name) => req.get(name) },
           // A redirect has no body to check.
           body: (answer) => (answer.redirect === undefined ? (answer.body ?? null) : NO_BODY),
         });

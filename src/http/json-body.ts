@@ -30,10 +30,12 @@ export function jsonBody({ limit = MAX_BODY_BYTES }: { limit?: number } = {}): R
     strict: false,
     reviver: refusePoisonKeys,
     // The raw bytes, before anything parses (the validators and the database recurse).
-    verify: (_req, _res, bytes, charset) => {
+    verify: (req, _res, bytes, charset) => {
       if (charset !== 'utf-8') throw refusal(415, 'charset.unsupported', charset); // body-parser lets any utf-* through
       if (!isUtf8(bytes)) throw new Refusal('The request body is not valid UTF-8.');
       if (nestingDepth(bytes.toString(), MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw new Refusal(`The request body is nested more than ${MAX_JSON_DEPTH} levels deep.`);
+      // Kept as received: a webhook signature covers these bytes, which no re-serialized parse reproduces.
+      (req as express.Request).rawBody = bytes;
     },
   });
   return (req, res, next) => {

@@ -23,6 +23,7 @@ export async function restRouter(document: object, handlers: Handlers, streams: 
     if (!procedure) throw new Error(`operation ${operation.operationId} is not in the procedure table: run make codegen`);
     const method = operation.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
     router[method](toExpressPath(operation.path), async (req: Request, res: Response) => {
+      res.locals.procedure = procedure.name; // the metrics' label (call-metrics.ts)
       try {
         const call = { procedure, ...restInput(procedure, req), request: callRequest(req), services };
         if (procedure.produces === 'event-stream') {

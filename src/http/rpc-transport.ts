@@ -21,6 +21,7 @@ export function rpcRouter(handlers: Handlers, streams: StreamHandlers, services:
   const router = express.Router({ strict: true });
   router.all('/*path', async (req: Request, res: Response) => {
     const procedure = byPath.get(req.path.slice(1));
+    if (procedure) res.locals.procedure = procedure.name; // the metrics' label (call-metrics.ts)
     try {
       if (!procedure) throw new ApiError('NOT_FOUND', { message: `No procedure at ${req.path}.` });
       if (req.method !== 'POST') {

@@ -4,10 +4,10 @@
  * first locks the organization's row, so two concurrent charges cannot both fit in the last
  * credits (architecture.md: counters change only under a row lock or in one atomic statement).
  *
- * The period is the plan's (billing issue) when one is given, else the UTC calendar month.
+ * The period is the plan's (the live subscription's) when it has one, else the UTC calendar month.
  */
 import type { Db } from '../db/db.ts';
-import type { PlanLimits } from '../billing/plans.ts';
+import { periodOf, type PlanLimits } from '../billing/plans.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 
@@ -19,13 +19,6 @@ export const KIND_CREDITS = {
   'document.index': 2,
   'text.embed': 1,
 } as const;
-
-/** The UTC calendar month `now` falls in. */
-export function calendarMonth(now: Date): { start: Date; end: Date } {
-  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-  return { start, end };
-}
 
 export async function creditsSpent(sql: Db, organizationId: string, since: Date): Promise<number> {
   const [row] = await sql<{ spent: number }[]>`
@@ -51,7 +44,7 @@ export interface Charge {
 export async function charge(tx: Db, c: Charge): Promise<void> {
   if (c.plan) {
     await tx`select 1 from organizations where id = ${c.organizationId} for update`;
-    const spent = await creditsSpent(tx, c.organizationId, calendarMonth(c.now).start);
+    const spent = await creditsSpent(tx, c.organizationId, periodOf(c.plan, c.now).start);
     const limit = c.plan.limits.aiCredits;
     if (spent + c.amount > limit) {
       throw new ApiError('LIMIT_REACHED', { data: { kind: 'aiCredits', limit, plan: c.plan.plan } });

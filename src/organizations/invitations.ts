@@ -76,9 +76,20 @@ export const invitationRoutes = {
   async 'auth.organization.acceptInvitation'(input, ctx) {
     const principal = signedIn(ctx);
     const now = ctx.services.now();
+    // The plan is asked before the transaction (a lookup must never wait for the connection the
+    // transaction holds); an invitation's organization never changes, so reading it first is safe.
+    const known = await findInvitation(ctx.services.db.sql, input.invitationId);
+    const plan = known ? await ctx.services.plans.limitsFor(known.organization_id) : null;
     const body = await ctx.services.db.sql.begin(async (tx) => {
+      // Organization first, then the invitation: the order inviteMember takes them in, so a
+      // re-send and an acceptance of one invitation cannot deadlock.
+      if (plan && known) await lockOrganizationForInvitations(tx, known.organization_id);
       const invitation = await inviteeInvitation(tx, principal, input.invitationId);
       if (invitation.status !== 'pending' || invitation.expires_at <= now) throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending or has expired.' });
+      // The invitation held a seat since it was sent; it still needs one if the plan shrank since.
+      if (plan && await takenSeats(tx, invitation.organization_id, now, invitation.id) >= plan.limits.members) {
+        throw new ApiError('LIMIT_REACHED', { message: 'The plan\'s member limit is reached.', data: { kind: 'members', limit: plan.limits.members, plan: plan.plan } });
+      }
       const memberId = newId('mem');
       const added = await insertMemberUnlessPresent(tx, { id: memberId, organizationId: invitation.organization_id, userId: principal.userId, role: invitation.role, now });
       if (!added) throw new ApiError('CONFLICT', { message: 'You are already a member of this organization.' });

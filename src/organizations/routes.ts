@@ -5,7 +5,6 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
-import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../contract/errors.ts';
 import { isUniqueViolation } from '../db/errors.ts';
@@ -14,10 +13,8 @@ import { invitationRoutes } from './invitations.ts';
 import { pendingInvitationsOf, toInvitation } from './invitations-store.ts';
 import { memberRoutes } from './members.ts';
 import { insertOwner, membersOf, toMember } from './members-store.ts';
-import {
-  deleteOrganization, documentKeysOf, findOrganization, hasLiveSubscription, insertOrganization, lockOrganization,
-  organizationsOfUser, toOrganization, updateOrganization,
-} from './store.ts';
+import { deleteOrganizationEverywhere } from './delete-organization.ts';
+import { findOrganization, insertOrganization, lockOrganization, organizationsOfUser, toOrganization, updateOrganization } from './store.ts';
 import { teamsOf, toTeam } from './teams-store.ts';
 
 const SLUG_TAKEN = 'This slug is already used by another organization.';
@@ -69,25 +66,8 @@ const organizationCrud = {
   },
 
   async 'auth.organization.delete'(input, ctx) {
-    const principal = signedIn(ctx);
-    const now = ctx.services.now();
-    const keys = await ctx.services.db.sql.begin(async (tx) => {
-      // The row lock also holds off a subscription being created for it meanwhile (its foreign key waits).
-      const organization = await lockOrganization(tx, input.organizationId);
-      if (!organization || organization.slug !== input.confirmSlug) {
-        throw new ApiError('NOT_FOUND', { message: 'The confirmation does not match the organization\'s slug.' });
-      }
-      // A subscription that still bills (or may bill again) must be canceled first.
-      if (await hasLiveSubscription(tx, organization.id)) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has a live subscription: cancel it first.' });
-      // Platform-level (no organization_id), written before the cascade, so it outlives the organization.
-      await writeAudit(tx, { organizationId: null, action: 'organization.deleted', actor: principal, targetType: 'organization', targetId: organization.id, metadata: { name: organization.name, slug: organization.slug } }, now);
-      // Documents' bytes live outside the database: their keys are collected before the cascade
-      // and the objects deleted after the commit (best effort, like workspaces.delete).
-      const objects = await documentKeysOf(tx, organization.id);
-      await deleteOrganization(tx, organization.id);
-      return objects;
-    });
-    await deleteObjectsBestEffort(ctx.services.storage, keys, ctx.log, { organizationId: input.organizationId });
+    const actor = signedIn(ctx);
+    await deleteOrganizationEverywhere(ctx.services, ctx.log, { organizationId: input.organizationId, confirmSlug: input.confirmSlug, actor });
     return { body: { organizationId: input.organizationId } };
   },
 

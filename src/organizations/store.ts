@@ -6,6 +6,7 @@
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { OrganizationRole } from '../auth/permissions.ts';
 import type { Db } from '../db/db.ts';
+import type { Resource } from '../resources.ts';
 import { storageKey } from '../storage/driver.ts';
 
 export type Organization = AuthRouteOutput<'auth.organization.update'>;
@@ -22,7 +23,7 @@ export interface OrganizationRow {
 const organizationColumns = ['id', 'name', 'slug', 'logo', 'metadata', 'created_at'];
 
 /** Subscription statuses that still bill (or may bill again). */
-const LIVE_SUBSCRIPTION = ['active', 'trialing', 'past_due', 'unpaid', 'paused'];
+export const LIVE_SUBSCRIPTION = ['active', 'trialing', 'past_due', 'unpaid', 'paused'];
 
 export function toOrganization(row: OrganizationRow): Organization {
   return { id: row.id, name: row.name, slug: row.slug, logo: row.logo, metadata: row.metadata, createdAt: row.created_at };
@@ -32,6 +33,13 @@ export async function findOrganization(db: Db, id: string): Promise<Organization
   const [row] = await db<OrganizationRow[]>`select id, name, slug, logo, metadata, created_at from organizations where id = ${id}`;
   return row ?? null;
 }
+
+/** The loader of `resource: organization` operations (the platform admin's, src/resources.ts): the row is its own organization. */
+export const organizationResource: Resource<OrganizationRow> = {
+  load: (sql, id) => findOrganization(sql, id),
+  organizationOf: (organization) => organization.id,
+  notFound: 'No such organization.',
+};
 
 /** The organization, its row locked (`for update`) until the transaction ends. */
 export async function lockOrganization(tx: Db, id: string): Promise<OrganizationRow | null> {

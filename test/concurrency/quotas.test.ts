@@ -162,3 +162,43 @@ describe('members per organization (auth.organization.inviteMember)', () => {
     expect(await count(`select count(*)::int as n from invitations where organization_id = $1 and status = 'pending'`, org)).toBe(4);
   });
 });
+
+describe('members per organization (inviteMember and acceptInvitation racing)', () => {
+  const post = (user: TestUser, path: string, body: unknown) =>
+    server.fetch(`/api/auth/organization/${path}`, { method: 'POST', headers: { ...user.headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  it('acceptances keep their seat and new invitations get only the free ones; members and pending invitations never pass the limit', async () => {
+    const org = await organization({ members: 7 });
+    await addMembership(server.db, await createUser(server.db), 'member', org);
+    // 2 members and 4 pending invitations: 6 of 7 seats.
+    const invitees = await Promise.all(range(4).map((i) => createUser(server.db, { email: `accept-${i}-${org}@example.com` })));
+    const invitations: string[] = [];
+    for (const invitee of invitees) {
+      const response = await post(owner, 'invite-member', { organizationId: org, email: invitee.email, role: 'member' });
+      expect(response.status).toBe(200);
+      invitations.push((await response.json()).id);
+    }
+    const accepts = invitees.map((invitee, i) => () => post(invitee, 'accept-invitation', { invitationId: invitations[i] }));
+    const invites = range(12).map((i) => () => post(owner, 'invite-member', { organizationId: org, email: `late-${i}-${org}@example.com`, role: 'member' }));
+    const responses = await Promise.all([...accepts, ...invites].sort(() => Math.random() - 0.5).map((call) => call()));
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.every((status) => status === 200 || status === 403), JSON.stringify(statuses)).toBe(true);
+    for (const response of responses) if (response.status === 403) expect(await response.json()).toMatchObject({ code: 'LIMIT_REACHED', data: { kind: 'members', limit: 7 } });
+    expect(await count('select count(*)::int as n from members where organization_id = $1', org)).toBe(6); // every acceptance went through
+    expect(await count(`select count(*)::int as n from invitations where organization_id = $1 and status = 'pending'`, org)).toBe(1); // one free seat
+    expect(statuses.filter((status) => status === 200)).toHaveLength(5);
+  });
+
+  it('refuses every acceptance while a smaller limit is already taken by members and other invitations', async () => {
+    const org = await organization({ members: 10 });
+    const invitees = await Promise.all(range(5).map((i) => createUser(server.db, { email: `shrunk-${i}-${org}@example.com` })));
+    const invitations: string[] = [];
+    for (const invitee of invitees) invitations.push((await (await post(owner, 'invite-member', { organizationId: org, email: invitee.email, role: 'member' })).json()).id);
+    // Moved to a plan of 4 seats: 1 member and 5 invitations already hold 6.
+    limits.set(org, { members: 4 });
+    const responses = await Promise.all(invitees.map((invitee, i) => post(invitee, 'accept-invitation', { invitationId: invitations[i] })));
+    // Each acceptance needs 1 member + 4 other invitations + itself = 6 > 4: none fits, whatever the order.
+    expect(responses.map((response) => response.status)).toEqual([403, 403, 403, 403, 403]);
+    expect(await count('select count(*)::int as n from members where organization_id = $1', org)).toBe(1);
+  });
+});

@@ -87,6 +87,16 @@ const seeders: Record<string, (sql: Sql, organizationId: string) => Promise<stri
     await sql`insert into invitations (id, organization_id, email, role, expires_at) values (${id}, ${organizationId}, 'invitee@example.com', 'member', now() + interval '1 day')`;
     return id;
   },
+  // The organization itself (the platform admin's by-id operations): its own id.
+  async organization(_sql, organizationId) {
+    return organizationId;
+  },
+  // A platform row: the organization is not part of it. Its key is an id, so missingId works.
+  async flag(sql) {
+    const key = newId('flag');
+    await sql`insert into feature_flags (key, description) values (${key}, 'Seeded')`;
+    return key;
+  },
 };
 
 /** A well-formed id with the resource's prefix that names no row. */

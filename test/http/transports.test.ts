@@ -2,12 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { procedures } from '../../generated/procedures.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
+import { handlers as builtHandlers } from '../../src/procedures.ts';
 
 // Ids shaped as the service makes them (the contract's patterns refuse any other).
 const ORG = 'org_pycdybk377oxtzq6svizx3or';
 const WS = 'ws_i5xx2bzn3kir2gshyl7sn5pk';
 const identity = fakeIdentity({
-  users: { usr_owner: { organizations: { [ORG]: 'owner' } } },
+  users: { usr_owner: { organizations: { [ORG]: 'owner' } }, usr_admin: { role: 'admin' } },
   workspaces: { [WS]: ORG },
 });
 
@@ -185,13 +186,16 @@ describe('every procedure has a route on both transports', () => {
 });
 
 describe('procedures not built yet', () => {
-  it('answer 501 NOT_IMPLEMENTED after the access checks, on both transports', async () => {
+  // The last one of the issue that builds it; once every procedure is built, there is no 501 left to see.
+  it.skipIf('admin.system.status' in builtHandlers)('answer 501 NOT_IMPLEMENTED after the access checks, on both transports', async () => {
     // The contract declares the 501 on exactly the procedures not built yet (until they are).
-    const rest = await server.fetch(`/api/v1/organizations/${ORG}/billing`, { headers: owner });
+    const admin = { authorization: 'Bearer usr_admin' };
+    const rest = await server.fetch('/api/v1/admin/system', { headers: admin });
     expect(rest.status).toBe(501);
     expect(await rest.json()).toEqual({ defined: true, code: 'NOT_IMPLEMENTED', status: 501, message: 'This operation is not available on this deployment yet.' });
-    const rpc = await fetch(`${server.origin}/rpc/billing/status`, { ...json({ json: { organizationId: ORG } }, owner) });
+    const rpc = await fetch(`${server.origin}/rpc/admin/system/status`, { ...json({ json: {} }, admin) });
     expect(rpc.status).toBe(501);
-    expect((await fetch(`${server.origin}/api/v1/organizations/${ORG}/billing`)).status).toBe(401);
+    expect((await fetch(`${server.origin}/api/v1/admin/system`)).status).toBe(401);
+    expect((await fetch(`${server.origin}/api/v1/admin/system`, { headers: owner })).status).toBe(403);
   });
 });

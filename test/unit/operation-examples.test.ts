@@ -109,6 +109,11 @@ const badInputs: Record<string, Record<string, unknown>> = {
   'auth.signInSocial': { provider: 'gitlab' },
   'auth.signOut': { verbose: true },
   'auth.signUpEmail': { name: 'Ada Lovelace', email: 'ada@example.com', password: 'hunter2' },
+  'auth.stripe.webhook': { id: 'evt_1', type: 'invoice.paid', created: '2026-11-22', data: { object: {} } },
+  'auth.subscription.billingPortal': { organizationId: 'acme' },
+  'auth.subscription.cancel': { organizationId: 'acme' },
+  'auth.subscription.restore': { organizationId: 'acme' },
+  'auth.subscription.upgrade': { organizationId: ORG, plan: 'free', successUrl: 'https://app.example.com/billing', cancelUrl: 'https://app.example.com/billing' },
   'auth.verifyEmail': {},
 };
 

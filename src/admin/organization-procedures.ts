@@ -1,0 +1,31 @@
+/**
+ * The platform admin's organization procedures (admin.organizations.*). The binding layer has
+ * already refused anyone but a platform admin and, for the by-id ones, loaded the organization
+ * (404 when there is none) into ctx.row.
+ */
+import type { Handlers } from '../context.ts';
+import { changeSubscription, liveAtStripe, billingSettings } from '../billing/subscription-changes.ts';
+import { deleteOrganizationEverywhere } from '../organizations/delete-organization.ts';
+import { pageOrganizations, toSummary } from './organizations-store.ts';
+
+export const adminOrganizationProcedures = {
+  'admin.organizations.list': async (input, ctx) => {
+    const { rows, total } = await pageOrganizations(ctx.services.db.sql, { search: input.search, limit: input.limit ?? 25, offset: input.offset ?? 0 });
+    const billed = ctx.services.config.billing !== null;
+    return { items: rows.map((row) => toSummary(row, billed)), total };
+  },
+
+  'admin.organizations.cancelSubscription': async (input, ctx) => {
+    billingSettings(ctx.services); // 412 before anything else: without billing there is nothing to cancel
+    const live = await liveAtStripe(ctx.services, ctx.row.id);
+    const row = await changeSubscription(ctx.services, ctx.principal!, live, input.immediately ? 'cancel-now' : 'cancel-at-period-end');
+    return { status: row.status, cancelAtPeriodEnd: row.cancel_at_period_end };
+  },
+
+  'admin.organizations.delete': async (input, ctx) => {
+    const { deleted, failed } = await deleteOrganizationEverywhere(ctx.services, ctx.log, {
+      organizationId: ctx.row.id, confirmSlug: input.confirmSlug, actor: ctx.principal!,
+    });
+    return { organizationId: ctx.row.id, objectsDeleted: deleted, objectsFailed: failed };
+  },
+} satisfies Handlers;

@@ -1,0 +1,54 @@
+/**
+ * Changes to a live subscription made at Stripe on a person's request (the admin's cancel, the
+ * owner's cancel and restore), recorded from Stripe's answer at once: the webhook events that
+ * follow carry the same state and change nothing more.
+ */
+import type { Services } from '../context.ts';
+import type { BillingSettings } from '../config.ts';
+import type { Principal } from '../context.ts';
+import { writeAudit } from '../audit/audit-log.ts';
+import { ApiError } from '../contract/errors.ts';
+import { stripeClient } from './stripe-client.ts';
+import { subscriptionState } from './stripe-mapping.ts';
+import { applySubscriptionState, toStripeSecond } from './subscription-sync.ts';
+import { liveSubscription, type SubscriptionRow } from './subscriptions-store.ts';
+
+export type SubscriptionChange = 'cancel-at-period-end' | 'cancel-now' | 'restore';
+
+/** The configured billing settings; 412 when billing is not set up on this deployment. */
+export function billingSettings(services: Pick<Services, 'config'>): BillingSettings {
+  if (!services.config.billing) throw new ApiError('PRECONDITION_FAILED', { message: 'Billing is not configured on this deployment.' });
+  return services.config.billing;
+}
+
+/** The organization's live subscription that Stripe knows; 404 when there is none. */
+export async function liveAtStripe(services: Pick<Services, 'db'>, organizationId: string): Promise<SubscriptionRow & { payment_subscription_id: string }> {
+  const live = await liveSubscription(services.db.sql, organizationId);
+  if (!live?.payment_subscription_id) throw new ApiError('NOT_FOUND', { message: 'The organization has no live subscription.' });
+  return live as SubscriptionRow & { payment_subscription_id: string };
+}
+
+/** Makes the change at Stripe, records Stripe's answer and audits it (`subscription.<change>`). */
+export async function changeSubscription(
+  services: Pick<Services, 'db' | 'config' | 'now'>,
+  actor: Principal,
+  live: SubscriptionRow & { payment_subscription_id: string },
+  change: SubscriptionChange,
+): Promise<SubscriptionRow> {
+  const settings = billingSettings(services);
+  const stripe = stripeClient(settings);
+  const id = live.payment_subscription_id;
+  const reported = change === 'cancel-now'
+    ? await stripe.subscriptions.cancel(id)
+    : await stripe.subscriptions.update(id, { cancel_at_period_end: change === 'cancel-at-period-end' });
+  const now = services.now();
+  return services.db.sql.begin(async (tx) => {
+    const row = (await applySubscriptionState(tx, subscriptionState(settings, reported, live.organization_id), toStripeSecond(now), now)) ?? live;
+    const action = change === 'restore' ? 'subscription.restored' : 'subscription.canceled';
+    await writeAudit(tx, {
+      organizationId: live.organization_id, action, actor, targetType: 'subscription', targetId: live.id,
+      metadata: { immediately: change === 'cancel-now', status: row.status, cancelAtPeriodEnd: row.cancel_at_period_end },
+    }, now);
+    return row;
+  });
+}

@@ -1,0 +1,108 @@
+/**
+ * SQL of subscriptions (sql/0002_identity.sql, 0007_billing.sql) and their mapping to the
+ * contract's Subscription. Rows are written only from what Stripe reports (webhook.ts, and the
+ * answers of the calls in subscription-routes.ts and the admin's cancel); nothing here talks to Stripe.
+ */
+import type { Db } from '../db/db.ts';
+import type { ProcedureOutput } from '../../generated/procedures.ts';
+import { LIVE_SUBSCRIPTION } from '../organizations/store.ts';
+
+export type Subscription = NonNullable<ProcedureOutput<'billing.status'>['subscription']>;
+export type SubscriptionStatus = Subscription['status'];
+
+export interface SubscriptionRow {
+  id: string;
+  organization_id: string;
+  plan: string;
+  status: SubscriptionStatus;
+  seats: number | null;
+  period_start: Date | null;
+  period_end: Date | null;
+  trial_end: Date | null;
+  cancel_at_period_end: boolean;
+  cancel_at: Date | null;
+  billing_interval: string | null;
+  payment_subscription_id: string | null;
+  payment_failed: boolean;
+  state_event_at: Date | null;
+  payment_event_at: Date | null;
+  created_at: Date;
+}
+
+export function toSubscription(row: SubscriptionRow): Subscription {
+  return {
+    id: row.id,
+    plan: row.plan,
+    status: row.status,
+    seats: row.seats,
+    periodEnd: row.period_end,
+    trialEnd: row.trial_end,
+    cancelAtPeriodEnd: row.cancel_at_period_end,
+    cancelAt: row.cancel_at,
+    billingInterval: row.billing_interval,
+  };
+}
+
+/** The organization's live subscription (the newest, should Stripe ever report two), or null. */
+export async function liveSubscription(db: Db, organizationId: string): Promise<SubscriptionRow | null> {
+  const [row] = await db<SubscriptionRow[]>`
+    select * from subscriptions where organization_id = ${organizationId} and status in ${db(LIVE_SUBSCRIPTION)}
+    order by created_at desc, id desc limit 1`;
+  return row ?? null;
+}
+
+/** The live subscription, else the most recent one (billing.status, the admin list), or null. */
+export async function currentSubscription(db: Db, organizationId: string): Promise<SubscriptionRow | null> {
+  const [row] = await db<SubscriptionRow[]>`
+    select * from subscriptions where organization_id = ${organizationId}
+    order by (status in ${db(LIVE_SUBSCRIPTION)}) desc, created_at desc, id desc limit 1`;
+  return row ?? null;
+}
+
+export async function findByPaymentId(db: Db, paymentSubscriptionId: string, options: { lock?: boolean } = {}): Promise<SubscriptionRow | null> {
+  const [row] = await db<SubscriptionRow[]>`
+    select * from subscriptions where payment_subscription_id = ${paymentSubscriptionId} ${options.lock ? db`for update` : db``}`;
+  return row ?? null;
+}
+
+/** What Stripe says about a subscription, in this table's terms (stripe-mapping.ts). */
+export interface SubscriptionState {
+  organizationId: string;
+  paymentSubscriptionId: string;
+  plan: string;
+  status: SubscriptionStatus;
+  seats: number | null;
+  periodStart: Date | null;
+  periodEnd: Date | null;
+  trialEnd: Date | null;
+  cancelAtPeriodEnd: boolean;
+  cancelAt: Date | null;
+  billingInterval: string | null;
+}
+
+export async function insertSubscription(tx: Db, id: string, state: SubscriptionState, eventAt: Date | null, now: Date): Promise<SubscriptionRow> {
+  const [row] = await tx<SubscriptionRow[]>`
+    insert into subscriptions (id, organization_id, plan, status, seats, period_start, period_end, trial_end, cancel_at_period_end,
+                               cancel_at, billing_interval, payment_subscription_id, state_event_at, created_at, updated_at)
+    values (${id}, ${state.organizationId}, ${state.plan}, ${state.status}, ${state.seats}, ${state.periodStart}, ${state.periodEnd},
+            ${state.trialEnd}, ${state.cancelAtPeriodEnd}, ${state.cancelAt}, ${state.billingInterval}, ${state.paymentSubscriptionId},
+            ${eventAt}, ${now}, ${now})
+    returning *`;
+  return row!;
+}
+
+export async function updateSubscriptionState(tx: Db, id: string, state: SubscriptionState, eventAt: Date | null, now: Date): Promise<SubscriptionRow> {
+  const [row] = await tx<SubscriptionRow[]>`
+    update subscriptions
+    set plan = ${state.plan}, status = ${state.status}, seats = ${state.seats}, period_start = ${state.periodStart},
+        period_end = ${state.periodEnd}, trial_end = ${state.trialEnd}, cancel_at_period_end = ${state.cancelAtPeriodEnd},
+        cancel_at = ${state.cancelAt}, billing_interval = ${state.billingInterval},
+        state_event_at = coalesce(${eventAt}, state_event_at), updated_at = ${now}
+    where id = ${id}
+    returning *`;
+  return row!;
+}
+
+export async function setPaymentFailed(tx: Db, id: string, failed: boolean, eventAt: Date, now: Date): Promise<void> {
+  await tx`update subscriptions set payment_failed = ${failed}, payment_event_at = ${eventAt}, updated_at = ${now} where id = ${id}`;
+}

@@ -1,0 +1,45 @@
+/**
+ * What an organization uses of its plan (organizations.usage, billing.status): workspaces,
+ * members, pending invitations and the AI credits of the period, counted in one snapshot.
+ */
+import type { Sql } from '../db/connection.ts';
+import { creditsSpent } from '../jobs/credits.ts';
+import { periodOf, type Period, type PlanLimits } from './plans.ts';
+
+export interface UsageCounts {
+  workspaces: number;
+  members: number;
+  /** Invitations that can still be accepted (pending and unexpired): each holds a seat. */
+  pendingInvitations: number;
+  aiCredits: number;
+}
+
+export async function usageOf(sql: Sql, organizationId: string, plan: PlanLimits | null, now: Date): Promise<{ usage: UsageCounts; period: Period }> {
+  const period = periodOf(plan, now);
+  const usage = await sql.begin('isolation level repeatable read read only', async (tx) => {
+    const [counts] = await tx<Omit<UsageCounts, 'aiCredits'>[]>`
+      select (select count(*) from workspaces where organization_id = ${organizationId})::int as workspaces,
+             (select count(*) from members where organization_id = ${organizationId})::int as members,
+             (select count(*) from invitations where organization_id = ${organizationId} and status = 'pending' and expires_at > ${now})::int as "pendingInvitations"`;
+    return { ...counts!, aiCredits: Math.max(0, await creditsSpent(tx, organizationId, period.start)) };
+  });
+  return { usage, period };
+}
+
+export interface OverLimit {
+  kind: 'workspaces' | 'members' | 'aiCredits';
+  current: number;
+  limit: number;
+}
+
+/**
+ * The limits usage is above (after a move to a smaller plan). Members count with the pending
+ * invitations, as the member limit does; what exists is kept, only new ones are refused.
+ */
+export function overLimits(plan: PlanLimits | null, usage: UsageCounts): OverLimit[] {
+  if (!plan) return [];
+  const current = { workspaces: usage.workspaces, members: usage.members + usage.pendingInvitations, aiCredits: usage.aiCredits };
+  return (['workspaces', 'members', 'aiCredits'] as const)
+    .filter((kind) => current[kind] > plan.limits[kind])
+    .map((kind) => ({ kind, current: current[kind], limit: plan.limits[kind] }));
+}
