@@ -3302,7 +3302,7 @@ export interface components {
             returnUrl?: string;
         };
         /**
-         * @description A Stripe event (https://docs.stripe.com/api/events/object), as Stripe sends it: its documented top-level fields. Only `id`, `type`, `created` and `data.object` are read; the signature covers the body's exact bytes, so the object in `data` is not constrained here.
+         * @description A Stripe event (https://docs.stripe.com/api/events/object), as Stripe sends it: its documented top-level fields. Only `id`, `type`, `created` and `data.object` are read; the signature covers the body's exact bytes, so the object in `data` is not constrained here. Open to fields Stripe adds later: a delivery refused for a new field would be retried and finally disable the endpoint.
          * @example {
          *       "id": "evt_1QxK7bLm2NpR4sTu",
          *       "object": "event",
@@ -3369,6 +3369,8 @@ export interface components {
             } & {
                 [key: string]: unknown;
             };
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description The acknowledgement Stripe waits for; any other answer makes it deliver the event again.

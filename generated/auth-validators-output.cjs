@@ -14994,7 +14994,7 @@ return errors === 0;
 validate119.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_StripeEvent = validate120;
-const schema166 = {"type":"object","description":"A Stripe event (https://docs.stripe.com/api/events/object), as Stripe sends it: its documented top-level fields. Only `id`, `type`, `created` and `data.object` are read; the signature covers the body's exact bytes, so the object in `data` is not constrained here.","required":["id","type","created","data"],"additionalProperties":false,"properties":{"object":{"type":"string","const":"event","description":"Always `event`."},"api_version":{"type":["string","null"],"description":"The API version the event's object is rendered in.","examples":["2026-10-28.endive"]},"account":{"type":"string","description":"The connected account the event is about (Connect only)."},"context":{"type":"string","description":"The context of the event (Stripe's organizations only)."},"livemode":{"type":"boolean","description":"False for test-mode events."},"pending_webhooks":{"type":"integer","description":"Deliveries of this event Stripe has not completed yet."},"request":{"type":["object","null"],"description":"The API request that caused the event, if any.","additionalProperties":true},"id":{"type":"string","description":"The event's id at Stripe; each is handled once.","examples":["evt_1QxK7bLm2NpR4sTu"]},"type":{"type":"string","description":"The event type, e.g. `customer.subscription.updated`.","examples":["customer.subscription.updated"]},"created":{"type":"integer","description":"When Stripe created the event, in seconds since the epoch; orders late deliveries.","examples":[1795000000]},"data":{"type":"object","description":"The object the event is about, under `object`.","required":["object"],"additionalProperties":true,"properties":{"previous_attributes":{"type":"object","description":"What an update changed, with the old values.","additionalProperties":true},"object":{"type":"object","description":"The subscription, Checkout session or invoice.","additionalProperties":true}}}},"examples":[{"id":"evt_1QxK7bLm2NpR4sTu","object":"event","livemode":false,"type":"customer.subscription.updated","created":1795000000,"data":{"object":{"id":"sub_1QxK7bLm2NpR4sTu","object":"subscription","status":"active"}}}],"$id":"https://contract.local/schemas/StripeEvent"};
+const schema166 = {"type":"object","description":"A Stripe event (https://docs.stripe.com/api/events/object), as Stripe sends it: its documented top-level fields. Only `id`, `type`, `created` and `data.object` are read; the signature covers the body's exact bytes, so the object in `data` is not constrained here. Open to fields Stripe adds later: a delivery refused for a new field would be retried and finally disable the endpoint.","required":["id","type","created","data"],"additionalProperties":true,"properties":{"object":{"type":"string","const":"event","description":"Always `event`."},"api_version":{"type":["string","null"],"description":"The API version the event's object is rendered in.","examples":["2026-10-28.endive"]},"account":{"type":"string","description":"The connected account the event is about (Connect only)."},"context":{"type":"string","description":"The context of the event (Stripe's organizations only)."},"livemode":{"type":"boolean","description":"False for test-mode events."},"pending_webhooks":{"type":"integer","description":"Deliveries of this event Stripe has not completed yet."},"request":{"type":["object","null"],"description":"The API request that caused the event, if any.","additionalProperties":true},"id":{"type":"string","description":"The event's id at Stripe; each is handled once.","examples":["evt_1QxK7bLm2NpR4sTu"]},"type":{"type":"string","description":"The event type, e.g. `customer.subscription.updated`.","examples":["customer.subscription.updated"]},"created":{"type":"integer","description":"When Stripe created the event, in seconds since the epoch; orders late deliveries.","examples":[1795000000]},"data":{"type":"object","description":"The object the event is about, under `object`.","required":["object"],"additionalProperties":true,"properties":{"previous_attributes":{"type":"object","description":"What an update changed, with the old values.","additionalProperties":true},"object":{"type":"object","description":"The subscription, Checkout session or invoice.","additionalProperties":true}}}},"examples":[{"id":"evt_1QxK7bLm2NpR4sTu","object":"event","livemode":false,"type":"customer.subscription.updated","created":1795000000,"data":{"object":{"id":"sub_1QxK7bLm2NpR4sTu","object":"subscription","status":"active"}}}],"$id":"https://contract.local/schemas/StripeEvent"};
 
 function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/StripeEvent" */;
@@ -15048,9 +15048,10 @@ vErrors.push(err3);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func7.call(schema166.properties, key0))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.object !== undefined){
+let data0 = data.object;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/object",schemaPath:"#/properties/object/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15059,11 +15060,8 @@ vErrors.push(err4);
 }
 errors++;
 }
-}
-if(data.object !== undefined){
-let data0 = data.object;
-if(typeof data0 !== "string"){
-const err5 = {instancePath:instancePath+"/object",schemaPath:"#/properties/object/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if("event" !== data0){
+const err5 = {instancePath:instancePath+"/object",schemaPath:"#/properties/object/const",keyword:"const",params:{allowedValue: "event"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15072,8 +15070,11 @@ vErrors.push(err5);
 }
 errors++;
 }
-if("event" !== data0){
-const err6 = {instancePath:instancePath+"/object",schemaPath:"#/properties/object/const",keyword:"const",params:{allowedValue: "event"},message:"must be equal to constant"};
+}
+if(data.api_version !== undefined){
+let data1 = data.api_version;
+if((typeof data1 !== "string") && (data1 !== null)){
+const err6 = {instancePath:instancePath+"/api_version",schemaPath:"#/properties/api_version/type",keyword:"type",params:{type: schema166.properties.api_version.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15083,10 +15084,9 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data.api_version !== undefined){
-let data1 = data.api_version;
-if((typeof data1 !== "string") && (data1 !== null)){
-const err7 = {instancePath:instancePath+"/api_version",schemaPath:"#/properties/api_version/type",keyword:"type",params:{type: schema166.properties.api_version.type},message:"must be string,null"};
+if(data.account !== undefined){
+if(typeof data.account !== "string"){
+const err7 = {instancePath:instancePath+"/account",schemaPath:"#/properties/account/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15096,9 +15096,9 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.account !== undefined){
-if(typeof data.account !== "string"){
-const err8 = {instancePath:instancePath+"/account",schemaPath:"#/properties/account/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.context !== undefined){
+if(typeof data.context !== "string"){
+const err8 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -15108,9 +15108,9 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.context !== undefined){
-if(typeof data.context !== "string"){
-const err9 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.livemode !== undefined){
+if(typeof data.livemode !== "boolean"){
+const err9 = {instancePath:instancePath+"/livemode",schemaPath:"#/properties/livemode/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -15120,9 +15120,10 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data.livemode !== undefined){
-if(typeof data.livemode !== "boolean"){
-const err10 = {instancePath:instancePath+"/livemode",schemaPath:"#/properties/livemode/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.pending_webhooks !== undefined){
+let data5 = data.pending_webhooks;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err10 = {instancePath:instancePath+"/pending_webhooks",schemaPath:"#/properties/pending_webhooks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -15132,10 +15133,10 @@ vErrors.push(err10);
 errors++;
 }
 }
-if(data.pending_webhooks !== undefined){
-let data5 = data.pending_webhooks;
-if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err11 = {instancePath:instancePath+"/pending_webhooks",schemaPath:"#/properties/pending_webhooks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.request !== undefined){
+let data6 = data.request;
+if((!(data6 && typeof data6 == "object" && !Array.isArray(data6))) && (data6 !== null)){
+const err11 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/type",keyword:"type",params:{type: schema166.properties.request.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -15145,10 +15146,9 @@ vErrors.push(err11);
 errors++;
 }
 }
-if(data.request !== undefined){
-let data6 = data.request;
-if((!(data6 && typeof data6 == "object" && !Array.isArray(data6))) && (data6 !== null)){
-const err12 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/type",keyword:"type",params:{type: schema166.properties.request.type},message:"must be object,null"};
+if(data.id !== undefined){
+if(typeof data.id !== "string"){
+const err12 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -15158,9 +15158,9 @@ vErrors.push(err12);
 errors++;
 }
 }
-if(data.id !== undefined){
-if(typeof data.id !== "string"){
-const err13 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.type !== undefined){
+if(typeof data.type !== "string"){
+const err13 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -15170,9 +15170,10 @@ vErrors.push(err13);
 errors++;
 }
 }
-if(data.type !== undefined){
-if(typeof data.type !== "string"){
-const err14 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.created !== undefined){
+let data9 = data.created;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err14 = {instancePath:instancePath+"/created",schemaPath:"#/properties/created/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -15182,10 +15183,11 @@ vErrors.push(err14);
 errors++;
 }
 }
-if(data.created !== undefined){
-let data9 = data.created;
-if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
-const err15 = {instancePath:instancePath+"/created",schemaPath:"#/properties/created/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.data !== undefined){
+let data10 = data.data;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.object === undefined){
+const err15 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/required",keyword:"required",params:{missingProperty: "object"},message:"must have required property '"+"object"+"'"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -15194,31 +15196,17 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-if(data.data !== undefined){
-let data10 = data.data;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-if(data10.object === undefined){
-const err16 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/required",keyword:"required",params:{missingProperty: "object"},message:"must have required property '"+"object"+"'"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
 if(data10.previous_attributes !== undefined){
 let data11 = data10.previous_attributes;
 if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
 }
 else {
-const err17 = {instancePath:instancePath+"/data/previous_attributes",schemaPath:"#/properties/data/properties/previous_attributes/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err16 = {instancePath:instancePath+"/data/previous_attributes",schemaPath:"#/properties/data/properties/previous_attributes/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err17];
+vErrors = [err16];
 }
 else {
-vErrors.push(err17);
+vErrors.push(err16);
 }
 errors++;
 }
@@ -15228,7 +15216,19 @@ let data12 = data10.object;
 if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
 }
 else {
-const err18 = {instancePath:instancePath+"/data/object",schemaPath:"#/properties/data/properties/object/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err17 = {instancePath:instancePath+"/data/object",schemaPath:"#/properties/data/properties/object/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -15240,24 +15240,12 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err19];
 }
 else {
 vErrors.push(err19);
-}
-errors++;
-}
-}
-}
-else {
-const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
 }
 errors++;
 }

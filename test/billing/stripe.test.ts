@@ -227,6 +227,10 @@ describe('the webhook', () => {
 
   it('acknowledges event types it does not follow, and answers 412 while billing is off', async () => {
     await send('customer.created', { id: 'cus_x', object: 'customer' });
+    // A top-level field Stripe adds one day is accepted, not refused (a refused delivery is retried).
+    const later = stand.event('customer.created', { id: 'cus_y', object: 'customer' });
+    const extended = JSON.stringify({ ...JSON.parse(later.payload), added_by_stripe_later: { any: 'thing' } });
+    expect((await deliver(extended)).status).toBe(200);
     const unbilled = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000' } });
     try {
       const event = stand.event('customer.created', { id: 'cus_x', object: 'customer' });

@@ -140,9 +140,16 @@ describe.each(documents)('%s: every keyword of every input schema reaches the in
   });
 
   it('the body schemas all close the object (a union body: each of its branches) and lose nothing in the merge', () => {
+    // A body someone else writes stays open: Stripe adds event fields, and a refused delivery is
+    // retried until Stripe disables the endpoint.
+    const OPEN_BODIES = ['auth.stripe.webhook'];
     for (const op of operations) {
       const { body } = inputSchemasOf(doc, op);
       if (!body) continue;
+      if (OPEN_BODIES.includes(op.name)) {
+        expect(body.additionalProperties, op.name).toBe(true);
+        continue;
+      }
       const branches = body.oneOf ? (body.oneOf as Json[]).map((branch) => deref(doc, branch)) : [body];
       for (const branch of branches) expect(branch.additionalProperties, op.name).toBe(false);
     }
