@@ -45,6 +45,7 @@ function exchange(done: () => void) {
   const res = {
     statusCode: 0,
     body: '',
+    locals: {} as Record<string, unknown>,
     status(code: number) {
       this.statusCode = code;
       return this;

@@ -2,6 +2,7 @@
  * SQL of what the jobs learn about a document: its extracted text (documents.text) and its
  * embedded chunks (documents.search). Writers answer null when the document was deleted meanwhile.
  */
+import type { components } from '../../generated/types.ts';
 import type { Sql } from '../db/connection.ts';
 import type { Document } from './store.ts';
 import { newId } from '../ids.ts';
@@ -65,14 +66,8 @@ export async function replaceChunks(sql: Sql, document: Pick<Document, 'id' | 'o
   }) as Promise<boolean>;
 }
 
-export interface SearchHit {
-  chunkId: string;
-  documentId: string;
-  documentName: string;
-  index: number;
-  text: string;
-  score: number;
-}
+/** The contract's search hit. */
+export type SearchHit = components['schemas']['SearchHit'];
 
 /**
  * The workspace's chunks nearest to `query` by cosine distance, best first. The HNSW index serves

@@ -5,24 +5,15 @@
  * table, and the settings (storage, billing's unpriced plans, email, sign-in) without secrets.
  */
 import { readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../generated/client.ts';
 import { newId } from '../../src/ids.ts';
 import { version } from '../../src/version.ts';
+import { closedPort } from '../support/ports.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 const shipped = readdirSync(new URL('../../sql/', import.meta.url)).filter((name) => /^\d{4}_.*\.sql$/.test(name)).sort();
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const probe = createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => probe.once('listening', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 const status = async (server: TestServer, user: TestUser) =>
   createClient({ baseUrl: server.origin, token: user.token, fetch: (url, init) => server.fetch(String(url), init) }).admin.system.status({});

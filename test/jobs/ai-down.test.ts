@@ -4,22 +4,13 @@
  * 503 with the generic message. jobs.retry of the failed job queues a new one that names it,
  * charges again and writes the audit entry.
  */
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClientError } from '../../generated/client.ts';
+import { closedPort } from '../support/ports.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, tenant, waitForJob, type Tenant } from './support.ts';
 
 const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const probe = createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => probe.once('listening', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 describe('the AI service is down', () => {
   let server: TestServer;
