@@ -7,7 +7,9 @@ import { createRequire } from 'node:module';
 import express, { type Router } from 'express';
 
 const require = createRequire(import.meta.url);
-const assets: string = require('swagger-ui-dist').getAbsoluteFSPath();
+// The package's own helper for where its files are; its main module would also load the whole
+// Swagger UI bundle into the server (about 0.3 s of every start) for nothing.
+const assets: string = require('swagger-ui-dist/absolute-path.js')();
 
 const PAGE = `<!doctype html>
 <html lang="en">

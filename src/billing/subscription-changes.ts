@@ -36,7 +36,7 @@ export async function changeSubscription(
   change: SubscriptionChange,
 ): Promise<SubscriptionRow> {
   const settings = billingSettings(services);
-  const stripe = stripeClient(settings);
+  const stripe = await stripeClient(settings);
   const id = live.payment_subscription_id;
   const reported = change === 'cancel-now'
     ? await stripe.subscriptions.cancel(id)

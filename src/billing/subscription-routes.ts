@@ -27,7 +27,7 @@ export const subscriptionRoutes = {
     if (await liveSubscription(sql, input.organizationId)) {
       throw new ApiError('CONFLICT', { message: 'The organization already has a live subscription: change its plan in the billing portal, or cancel it first.' });
     }
-    const stripe = stripeClient(settings);
+    const stripe = await stripeClient(settings);
     let customer = await customerOf(sql, input.organizationId);
     if (!customer) {
       const organization = await findOrganization(sql, input.organizationId);
@@ -71,7 +71,7 @@ export const subscriptionRoutes = {
     const customer = await customerOf(ctx.services.db.sql, input.organizationId);
     if (!customer) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has no Stripe customer yet: subscribe first.' });
     const returnUrl = absoluteTarget(ctx.services.config, input.returnUrl ?? defaultRedirect(ctx.services.config));
-    const session = await stripeClient(settings).billingPortal.sessions.create({ customer, return_url: returnUrl });
+    const session = await (await stripeClient(settings)).billingPortal.sessions.create({ customer, return_url: returnUrl });
     return { body: { url: session.url, redirect: true as const } };
   },
 } satisfies AuthHandlers;

@@ -25,7 +25,7 @@ const RECEIVED = { body: { received: true as const } };
 export const webhookRoutes = {
   async 'auth.stripe.webhook'(_input, ctx) {
     const settings = billingSettings(ctx.services);
-    const stripe = stripeClient(settings);
+    const stripe = await stripeClient(settings);
     const { sql } = ctx.services.db;
     let event: Stripe.Event;
     try {
