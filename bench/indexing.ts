@@ -28,8 +28,8 @@ import { vectorLiteral, replaceChunks } from '../src/documents/text-store.ts';
 import { newId } from '../src/ids.ts';
 import { chunkText } from '../src/jobs/chunking.ts';
 import { createLogger } from '../src/logger.ts';
-import { startRealServer } from './pg-server.ts';
-import { median, openBenchDatabase } from './support.ts';
+import { runStandalone } from './pg-server.ts';
+import { median } from './support.ts';
 
 /** Texts per embeddings request, as kinds.ts sends them. */
 const EMBED_BATCH = 32;
@@ -162,28 +162,9 @@ export function indexingRows(result: IndexingResult | { skipped: string; where: 
 }
 
 if (import.meta.main) {
-  const args = process.argv.slice(2);
-  const rows: string[][] = [];
-  if (!args.includes('--real-only')) {
-    const db = await openBenchDatabase();
-    try {
-      console.log('indexing on the embedded database:');
-      rows.push(...indexingRows(await benchIndexing(db, 'PGlite')));
-    } finally {
-      await db.close();
-    }
-  }
-  if (!args.includes('--embedded-only')) {
-    const real = await startRealServer();
-    if (real.skipped !== undefined) rows.push(...indexingRows({ skipped: real.skipped, where: 'PostgreSQL 15' }));
-    else {
-      try {
-        console.log(`indexing on ${real.server.version}:`);
-        rows.push(...indexingRows(await benchIndexing((await real.server.database('bench_indexing')).db, 'PostgreSQL 15')));
-      } finally {
-        await real.server.stop();
-      }
-    }
-  }
-  for (const row of rows) console.log(row.join('  |  '));
+  await runStandalone('indexing', 'bench_indexing', {
+    embedded: async (db) => indexingRows(await benchIndexing(db, 'PGlite')),
+    real: async (db) => indexingRows(await benchIndexing(db, 'PostgreSQL 15')),
+    skipped: (reason) => indexingRows({ skipped: reason, where: 'PostgreSQL 15' }),
+  });
 }

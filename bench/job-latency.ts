@@ -18,8 +18,8 @@ import { newId } from '../src/ids.ts';
 import { jobStreamProcedures } from '../src/jobs/stream.ts';
 import { createLogger } from '../src/logger.ts';
 import { streamHandlers } from '../src/procedures.ts';
-import { startRealServer } from './pg-server.ts';
-import { benchEnv, openBenchDatabase, percentile, startFullApp } from './support.ts';
+import { runStandalone } from './pg-server.ts';
+import { benchEnv, percentile, startFullApp } from './support.ts';
 
 export const LATENCY_AIM_MS = 250;
 
@@ -158,28 +158,9 @@ export function latencyRows(result: LatencyResult | { skipped: string; where: st
 }
 
 if (import.meta.main) {
-  const args = process.argv.slice(2);
-  const rows: string[][] = [];
-  if (!args.includes('--real-only')) {
-    const db = await openBenchDatabase();
-    try {
-      console.log('job create → succeeded on the embedded database:');
-      rows.push(...latencyRows(await benchJobLatency(db, 'PGlite')));
-    } finally {
-      await db.close();
-    }
-  }
-  if (!args.includes('--embedded-only')) {
-    const real = await startRealServer();
-    if (real.skipped !== undefined) rows.push(...latencyRows({ skipped: real.skipped, where: 'PostgreSQL 15' }));
-    else {
-      try {
-        console.log(`job create → succeeded on ${real.server.version}:`);
-        rows.push(...latencyRows(await benchJobLatency((await real.server.database('bench_latency')).db, 'PostgreSQL 15')));
-      } finally {
-        await real.server.stop();
-      }
-    }
-  }
-  for (const row of rows) console.log(row.join('  |  '));
+  await runStandalone('job create → succeeded', 'bench_latency', {
+    embedded: async (db) => latencyRows(await benchJobLatency(db, 'PGlite')),
+    real: async (db) => latencyRows(await benchJobLatency(db, 'PostgreSQL 15')),
+    skipped: (reason) => latencyRows({ skipped: reason, where: 'PostgreSQL 15' }),
+  });
 }

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { openDatabase, type Database } from '../src/db/connection.ts';
 import { migrate } from '../src/db/migrations.ts';
+import { openBenchDatabase } from './support.ts';
 
 const script = fileURLToPath(new URL('../scripts/pg-server.sh', import.meta.url));
 const run = promisify(execFile);
@@ -79,4 +80,39 @@ async function vectorVersion(url: string): Promise<string> {
   } finally {
     await sql.end({ timeout: 1 });
   }
+}
+
+/**
+ * A benchmark file run alone (`node bench/<name>.ts [--embedded-only | --real-only]`): its rows on
+ * the embedded database, then on a throwaway PostgreSQL 15 (or the row saying why it was skipped).
+ */
+export async function runStandalone(what: string, database: string, rows: {
+  embedded(db: Database): Promise<string[][]>;
+  real(db: Database): Promise<string[][]>;
+  skipped(reason: string): string[][];
+}): Promise<void> {
+  const args = process.argv.slice(2);
+  const out: string[][] = [];
+  if (!args.includes('--real-only')) {
+    const db = await openBenchDatabase();
+    try {
+      console.log(`${what} on the embedded database:`);
+      out.push(...(await rows.embedded(db)));
+    } finally {
+      await db.close();
+    }
+  }
+  if (!args.includes('--embedded-only')) {
+    const real = await startRealServer();
+    if (real.skipped !== undefined) out.push(...rows.skipped(real.skipped));
+    else {
+      try {
+        console.log(`${what} on ${real.server.version}:`);
+        out.push(...(await rows.real((await real.server.database(database)).db)));
+      } finally {
+        await real.server.stop();
+      }
+    }
+  }
+  for (const row of out) console.log(row.join('  |  '));
 }

@@ -20,8 +20,8 @@
 import type { Database } from '../src/db/connection.ts';
 import { newId } from '../src/ids.ts';
 import { startJobQueue, type JobQueue } from '../src/jobs/queue.ts';
-import { config, logger, median, openBenchDatabase } from './support.ts';
-import { startRealServer } from './pg-server.ts';
+import { config, logger, median } from './support.ts';
+import { runStandalone } from './pg-server.ts';
 
 export const QUEUE_AIM = 0.35; // pg-boss jobs/s at least 0.35 of the plain loop's
 const CONCURRENCY = 4;
@@ -167,28 +167,9 @@ export function queueRows(result: QueueResult | { skipped: string; where: string
 }
 
 if (import.meta.main) {
-  const args = process.argv.slice(2);
-  const rows: string[][] = [];
-  if (!args.includes('--real-only')) {
-    const db = await openBenchDatabase();
-    try {
-      console.log('queue on the embedded database:');
-      rows.push(...queueRows(await benchQueue(db, 'PGlite')));
-    } finally {
-      await db.close();
-    }
-  }
-  if (!args.includes('--embedded-only')) {
-    const real = await startRealServer();
-    if (real.skipped !== undefined) rows.push(...queueRows({ skipped: real.skipped, where: 'PostgreSQL 15' }));
-    else {
-      try {
-        console.log(`queue on ${real.server.version}:`);
-        rows.push(...queueRows(await benchQueue((await real.server.database('bench_queue')).db, 'PostgreSQL 15', { backlogSize: 20_000 })));
-      } finally {
-        await real.server.stop();
-      }
-    }
-  }
-  for (const row of rows) console.log(row.join('  |  '));
+  await runStandalone('queue', 'bench_queue', {
+    embedded: async (db) => queueRows(await benchQueue(db, 'PGlite')),
+    real: async (db) => queueRows(await benchQueue(db, 'PostgreSQL 15', { backlogSize: 20_000 })),
+    skipped: (reason) => queueRows({ skipped: reason, where: 'PostgreSQL 15' }),
+  });
 }
