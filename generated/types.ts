@@ -317,8 +317,14 @@ export interface paths {
         put?: never;
         /**
          * Search a workspace's indexed documents
-         * @description Embeds the query and answers the chunks written by document.index jobs that are most similar
-         *     to it (vector similarity), best first. Needs document:read (every role) in the workspace's
+         * @description Answers the workspace's chunks, written by document.index jobs, that best match the query,
+         *     best first: ranked by meaning (the query's embedding against the chunks', so a query finds a
+         *     passage that says the same in other words) and by words (full-text BM25, so a rare name or
+         *     code is found exactly), fused by reciprocal-rank fusion (see `score`). Only chunks embedded
+         *     by the model that embedded the query are searched (`model` names it): after a model change,
+         *     documents not yet re-indexed are left out. Full text stems English; text in other languages
+         *     that separates words with spaces matches by exact word. The order never depends on `limit`:
+         *     a smaller limit answers a prefix of a larger one. Needs document:read (every role) in the workspace's
          *     organization. Limited to 30 searches per minute per user (429 TOO_MANY_REQUESTS, message
          *     "Too many searches, try again in a minute."); the embedding has a 10 s timeout. Each search
          *     costs one AI credit unless the embedding provider is `local`; while billing is configured an
@@ -530,8 +536,20 @@ export interface paths {
         put?: never;
         /**
          * Queue a job
-         * @description Queues a job and charges its kind's AI credits (document.extract 1, document.index 2,
-         *     text.embed 1). Needs membership of `organizationId` with job:create (every role).
+         * @description Queues a job and charges its AI credits: document.extract 1, text.embed 1, and
+         *     document.index 2 per started block of 100 chunks of the document's extracted text (a chunk
+         *     is about 1 000 characters, so 2 credits up to roughly 80 000 characters, 4 up to 160 000,
+         *     and so on). An index job is priced from the document's last extraction; when the document
+         *     has none yet it is charged 2 now and the rest once it has extracted the text itself, against
+         *     the same plan limit (when the rest does not fit, the job fails with a message saying so and
+         *     keeps what it was charged until then; `credits` always shows the total).
+         *     Needs membership of `organizationId` with job:create (every role).
+         *
+         *     Documents are read with limits (pages, decompressed size, nesting depth, image pixels,
+         *     characters of text, time and memory; the AI service's documentation lists them): a document
+         *     that breaks one, or cannot be read as its type, fails its job at once, without retries, with
+         *     `error.message` saying which limit and by how much. Only transient failures (the AI service
+         *     unreachable, a timeout) are retried, twice, with backoff.
          *     document.extract and document.index need `documentId`: a document of the organization
          *     (404 NOT_FOUND otherwise) that is `ready` (412 PRECONDITION_FAILED while its upload is
          *     unfinished); the job's workspace is the document's. text.embed needs `input.texts` and
@@ -601,7 +619,8 @@ export interface paths {
         /**
          * Retry a failed job
          * @description Creates a new `queued` job with the failed job's kind, document and input, where
-         *     `input.retryOf` (and `retryOf`) names the original, and charges the kind's credits again;
+         *     `input.retryOf` (and `retryOf`) names the original, and charges the job's price again (as
+         *     jobs.create prices it now);
          *     writes the audit entry `job.retry`. No request body. Needs job:create (every role) in the
          *     job's organization, derived from the row. A job that is not `failed` answers 409 CONFLICT;
          *     while billing is configured, a retry the remaining credits cannot cover answers 403
@@ -2079,7 +2098,7 @@ export interface components {
          *       "documentName": "q3-report.pdf",
          *       "index": 7,
          *       "text": "Revenue in the third quarter grew 14% year over year, led by EMEA.",
-         *       "score": 0.83
+         *       "score": 0.0325
          *     }
          */
         SearchHit: {
@@ -2110,15 +2129,15 @@ export interface components {
              */
             text: string;
             /**
-             * @description Similarity between the query and the chunk; higher is closer. Results are sorted by it, best first.
-             * @example 0.83
+             * @description How well the chunk matches the query; higher is better, and results are sorted by it, best first (equal scores by `chunkId`). By default it is the reciprocal-rank fusion of two rankings of the workspace's chunks, by meaning (cosine similarity of embeddings) and by words (BM25 over full text): the sum, over the rankings that placed the chunk among their first 100, of 1 / (60 + its rank there), so at most 2/61 (about 0.0328). It orders one answer and is not comparable across queries. A deployment set to rank by one of the two alone (SEARCH_RANKING) answers the cosine similarity (-1 to 1) or the BM25 score (0 or more).
+             * @example 0.0325
              */
             score: number;
         };
         /**
          * @description The answer of documents.search; the best hits first.
          * @example {
-         *       "model": "local-hash-384",
+         *       "model": "all-MiniLM-L6-v2",
          *       "results": [
          *         {
          *           "chunkId": "chk_rie7s732oefi4l5w3ekwmwkz",
@@ -2126,15 +2145,15 @@ export interface components {
          *           "documentName": "q3-report.pdf",
          *           "index": 7,
          *           "text": "Revenue in the third quarter grew 14% year over year, led by EMEA.",
-         *           "score": 0.83
+         *           "score": 0.0325
          *         }
          *       ]
          *     }
          */
         SearchAnswer: {
             /**
-             * @description The embedding model that embedded the query (and the indexed chunks).
-             * @example local-hash-384
+             * @description The embedding model that embedded the query, and the only model whose chunks were searched.
+             * @example all-MiniLM-L6-v2
              */
             model: string;
             /** @description Matching chunks, best first; at most `limit` of them. */
@@ -2375,7 +2394,7 @@ export interface components {
                 message: string;
             } | null;
             /**
-             * @description AI credits charged for this job (refunded when it is canceled).
+             * @description AI credits charged for this job (refunded when it is canceled). A document.index job whose text was not extracted when it was created adds the rest of its price once it knows the chunk count (jobs.create); 0 for the re-indexing the service queues itself after an embedding model change.
              * @example 2
              */
             credits: number;
@@ -3160,7 +3179,9 @@ export interface components {
          *         "url": "http://127.0.0.1:3001",
          *         "problems": [],
          *         "provider": "local",
-         *         "ocr": "tesseract.js eng"
+         *         "model": "all-MiniLM-L6-v2",
+         *         "ocr": "tesseract.js eng",
+         *         "staleDocuments": 0
          *       },
          *       "queue": {
          *         "configured": true,
@@ -3312,6 +3333,16 @@ export interface components {
                  * @example local
                  */
                 provider: string | null;
+                /**
+                 * @description The embedding model it answers with, the `model` of documents.search answers (`all-MiniLM-L6-v2` for the local provider); null when unknown or when it cannot embed.
+                 * @example all-MiniLM-L6-v2
+                 */
+                model: string | null;
+                /**
+                 * @description Indexed documents whose chunks were embedded by another model than `model` (the model was switched). Searches do not see them; the workers re-index them in the background, free of charge, and this count falls to 0 as they do. Null when `model` is unknown.
+                 * @example 0
+                 */
+                staleDocuments: number | null;
                 /**
                  * @description The OCR engine it uses for images; null when unknown or none.
                  * @example tesseract.js eng

@@ -8390,7 +8390,7 @@ return errors === 0;
 validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_SearchHit = validate65;
-const schema89 = {"type":"object","description":"One chunk of an indexed document that matches the query.","required":["chunkId","documentId","documentName","index","text","score"],"additionalProperties":false,"properties":{"chunkId":{"type":"string","description":"The chunk's id.","examples":["chk_rie7s732oefi4l5w3ekwmwkz"]},"documentId":{"type":"string","description":"The document the chunk belongs to.","examples":["doc_zjli6ufh3reosfhypn5nwk2d"]},"documentName":{"type":"string","description":"The document's name, for display.","examples":["q3-report.pdf"]},"index":{"type":"integer","minimum":0,"description":"Position of the chunk within its document, from 0.","examples":[7]},"text":{"type":"string","description":"The chunk's text.","examples":["Revenue in the third quarter grew 14% year over year","led by EMEA."]},"score":{"type":"number","description":"Similarity between the query and the chunk; higher is closer. Results are sorted by it, best first.","examples":[0.83]}},"examples":[{"chunkId":"chk_rie7s732oefi4l5w3ekwmwkz","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","documentName":"q3-report.pdf","index":7,"text":"Revenue in the third quarter grew 14% year over year, led by EMEA.","score":0.83}],"$id":"https://contract.local/schemas/SearchHit"};
+const schema89 = {"type":"object","description":"One chunk of an indexed document that matches the query.","required":["chunkId","documentId","documentName","index","text","score"],"additionalProperties":false,"properties":{"chunkId":{"type":"string","description":"The chunk's id.","examples":["chk_rie7s732oefi4l5w3ekwmwkz"]},"documentId":{"type":"string","description":"The document the chunk belongs to.","examples":["doc_zjli6ufh3reosfhypn5nwk2d"]},"documentName":{"type":"string","description":"The document's name, for display.","examples":["q3-report.pdf"]},"index":{"type":"integer","minimum":0,"description":"Position of the chunk within its document, from 0.","examples":[7]},"text":{"type":"string","description":"The chunk's text.","examples":["Revenue in the third quarter grew 14% year over year","led by EMEA."]},"score":{"type":"number","description":"How well the chunk matches the query; higher is better, and results are sorted by it, best first (equal scores by `chunkId`). By default it is the reciprocal-rank fusion of two rankings of the workspace's chunks, by meaning (cosine similarity of embeddings) and by words (BM25 over full text): the sum, over the rankings that placed the chunk among their first 100, of 1 / (60 + its rank there), so at most 2/61 (about 0.0328). It orders one answer and is not comparable across queries. A deployment set to rank by one of the two alone (SEARCH_RANKING) answers the cosine similarity (-1 to 1) or the BM25 score (0 or more).","examples":[0.0325]}},"examples":[{"chunkId":"chk_rie7s732oefi4l5w3ekwmwkz","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","documentName":"q3-report.pdf","index":7,"text":"Revenue in the third quarter grew 14% year over year, led by EMEA.","score":0.0325}],"$id":"https://contract.local/schemas/SearchHit"};
 
 function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/SearchHit" */;
@@ -8579,7 +8579,7 @@ return errors === 0;
 validate65.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_SearchAnswer = validate66;
-const schema90 = {"type":"object","description":"The answer of documents.search; the best hits first.","required":["model","results"],"additionalProperties":false,"properties":{"model":{"type":"string","description":"The embedding model that embedded the query (and the indexed chunks).","examples":["local-hash-384"]},"results":{"type":"array","description":"Matching chunks, best first; at most `limit` of them.","items":{"$ref":"https://contract.local/schemas/SearchHit"}}},"examples":[{"model":"local-hash-384","results":[{"chunkId":"chk_rie7s732oefi4l5w3ekwmwkz","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","documentName":"q3-report.pdf","index":7,"text":"Revenue in the third quarter grew 14% year over year, led by EMEA.","score":0.83}]}],"$id":"https://contract.local/schemas/SearchAnswer"};
+const schema90 = {"type":"object","description":"The answer of documents.search; the best hits first.","required":["model","results"],"additionalProperties":false,"properties":{"model":{"type":"string","description":"The embedding model that embedded the query, and the only model whose chunks were searched.","examples":["all-MiniLM-L6-v2"]},"results":{"type":"array","description":"Matching chunks, best first; at most `limit` of them.","items":{"$ref":"https://contract.local/schemas/SearchHit"}}},"examples":[{"model":"all-MiniLM-L6-v2","results":[{"chunkId":"chk_rie7s732oefi4l5w3ekwmwkz","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","documentName":"q3-report.pdf","index":7,"text":"Revenue in the third quarter grew 14% year over year, led by EMEA.","score":0.0325}]}],"$id":"https://contract.local/schemas/SearchAnswer"};
 
 function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/SearchAnswer" */;
@@ -9684,7 +9684,7 @@ return errors === 0;
 validate74.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_Job = validate75;
-const schema102 = {"type":"object","description":"A background job, metered in AI credits. `input` and `result` are populated only once the job is finished (while queued or running they are absent or repeat what the caller sent); list rows omit `result` unless `includeResult=true`.","required":["id","organizationId","workspaceId","documentId","kind","status","error","credits","attempt","retryOf","createdBy","createdAt","startedAt","finishedAt","updatedAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The job's id.","examples":["job_s6kc6o6oya7vngcngsuu4stu"]},"organizationId":{"type":"string","description":"The organization the job belongs to and charges.","examples":["org_pycdybk377oxtzq6svizx3or"]},"workspaceId":{"type":["string","null"],"description":"The workspace of the job's document, or null for jobs without one.","examples":["ws_i5xx2bzn3kir2gshyl7sn5pk"]},"documentId":{"type":["string","null"],"description":"The document the job works on, or null (text.embed).","examples":["doc_zjli6ufh3reosfhypn5nwk2d"]},"kind":{"$ref":"https://contract.local/schemas/JobKind"},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"input":{"type":"object","description":"The job's input, arbitrary values (text.embed: `{ texts }`). On a job made by jobs.retry, `input.retryOf` names the original job.","additionalProperties":true,"examples":[{"retryOf":"job_s6kc6o6oya7vngcngsuu4stu"},{"texts":["Quarterly revenue grew 14%."]}]},"result":{"description":"The job's outcome once it succeeded, by kind: document.extract `{ characters, pages }`, document.index `{ chunks, model }`, text.embed `{ model, vectors }` (one 384-number vector per text, in order). Absent while the job is not finished and for failed or canceled jobs; omitted from jobs.list rows unless `includeResult=true`.","examples":[{"chunks":24}]},"error":{"type":["object","null"],"description":"Why the job failed, or null.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","description":"A human-readable reason; provider details go to the log only.","examples":["The AI service is unavailable","try again later."]}}},"credits":{"type":"integer","minimum":0,"description":"AI credits charged for this job (refunded when it is canceled).","examples":[2]},"attempt":{"type":"integer","minimum":0,"description":"How many times a worker has started the job; a failing run is retried by the worker at most twice with backoff before the job is `failed`.","examples":[1]},"retryOf":{"type":["string","null"],"description":"The job this one retries (mirrors `input.retryOf`), or null.","examples":["job_s6kc6o6oya7vngcngsuu4stu"]},"createdBy":{"type":["string","null"],"description":"The user who created the job, or null once that user no longer exists.","examples":["usr_o7nzqdg4w5lltzqli3n4fvu2"]},"createdAt":{"type":"string","format":"date-time","examples":["2026-11-21T09:16:07.000Z"]},"startedAt":{"type":["string","null"],"format":"date-time","description":"When a worker last started the job, or null while it has not started.","examples":["2026-11-21T09:16:07.000Z"]},"finishedAt":{"type":["string","null"],"format":"date-time","description":"When the job reached succeeded, failed or canceled, or null.","examples":["2026-11-21T09:16:09.000Z"]},"updatedAt":{"type":"string","format":"date-time","examples":["2026-11-21T09:16:09.000Z"]}},"examples":[{"id":"job_n3wq5xr7tk2hbmvd4pzy6cla","organizationId":"org_pycdybk377oxtzq6svizx3or","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","kind":"document.index","status":"succeeded","input":{"retryOf":"job_s6kc6o6oya7vngcngsuu4stu"},"result":{"chunks":24},"error":null,"credits":2,"attempt":1,"retryOf":"job_s6kc6o6oya7vngcngsuu4stu","createdBy":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:16:07.000Z","startedAt":"2026-11-21T09:16:07.000Z","finishedAt":"2026-11-21T09:16:09.000Z","updatedAt":"2026-11-21T09:16:09.000Z"}],"$id":"https://contract.local/schemas/Job"};
+const schema102 = {"type":"object","description":"A background job, metered in AI credits. `input` and `result` are populated only once the job is finished (while queued or running they are absent or repeat what the caller sent); list rows omit `result` unless `includeResult=true`.","required":["id","organizationId","workspaceId","documentId","kind","status","error","credits","attempt","retryOf","createdBy","createdAt","startedAt","finishedAt","updatedAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The job's id.","examples":["job_s6kc6o6oya7vngcngsuu4stu"]},"organizationId":{"type":"string","description":"The organization the job belongs to and charges.","examples":["org_pycdybk377oxtzq6svizx3or"]},"workspaceId":{"type":["string","null"],"description":"The workspace of the job's document, or null for jobs without one.","examples":["ws_i5xx2bzn3kir2gshyl7sn5pk"]},"documentId":{"type":["string","null"],"description":"The document the job works on, or null (text.embed).","examples":["doc_zjli6ufh3reosfhypn5nwk2d"]},"kind":{"$ref":"https://contract.local/schemas/JobKind"},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"input":{"type":"object","description":"The job's input, arbitrary values (text.embed: `{ texts }`). On a job made by jobs.retry, `input.retryOf` names the original job.","additionalProperties":true,"examples":[{"retryOf":"job_s6kc6o6oya7vngcngsuu4stu"},{"texts":["Quarterly revenue grew 14%."]}]},"result":{"description":"The job's outcome once it succeeded, by kind: document.extract `{ characters, pages }`, document.index `{ chunks, model }`, text.embed `{ model, vectors }` (one 384-number vector per text, in order). Absent while the job is not finished and for failed or canceled jobs; omitted from jobs.list rows unless `includeResult=true`.","examples":[{"chunks":24}]},"error":{"type":["object","null"],"description":"Why the job failed, or null.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","description":"A human-readable reason; provider details go to the log only.","examples":["The AI service is unavailable","try again later."]}}},"credits":{"type":"integer","minimum":0,"description":"AI credits charged for this job (refunded when it is canceled). A document.index job whose text was not extracted when it was created adds the rest of its price once it knows the chunk count (jobs.create); 0 for the re-indexing the service queues itself after an embedding model change.","examples":[2]},"attempt":{"type":"integer","minimum":0,"description":"How many times a worker has started the job; a failing run is retried by the worker at most twice with backoff before the job is `failed`.","examples":[1]},"retryOf":{"type":["string","null"],"description":"The job this one retries (mirrors `input.retryOf`), or null.","examples":["job_s6kc6o6oya7vngcngsuu4stu"]},"createdBy":{"type":["string","null"],"description":"The user who created the job, or null once that user no longer exists.","examples":["usr_o7nzqdg4w5lltzqli3n4fvu2"]},"createdAt":{"type":"string","format":"date-time","examples":["2026-11-21T09:16:07.000Z"]},"startedAt":{"type":["string","null"],"format":"date-time","description":"When a worker last started the job, or null while it has not started.","examples":["2026-11-21T09:16:07.000Z"]},"finishedAt":{"type":["string","null"],"format":"date-time","description":"When the job reached succeeded, failed or canceled, or null.","examples":["2026-11-21T09:16:09.000Z"]},"updatedAt":{"type":"string","format":"date-time","examples":["2026-11-21T09:16:09.000Z"]}},"examples":[{"id":"job_n3wq5xr7tk2hbmvd4pzy6cla","organizationId":"org_pycdybk377oxtzq6svizx3or","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk","documentId":"doc_zjli6ufh3reosfhypn5nwk2d","kind":"document.index","status":"succeeded","input":{"retryOf":"job_s6kc6o6oya7vngcngsuu4stu"},"result":{"chunks":24},"error":null,"credits":2,"attempt":1,"retryOf":"job_s6kc6o6oya7vngcngsuu4stu","createdBy":"usr_o7nzqdg4w5lltzqli3n4fvu2","createdAt":"2026-11-21T09:16:07.000Z","startedAt":"2026-11-21T09:16:07.000Z","finishedAt":"2026-11-21T09:16:09.000Z","updatedAt":"2026-11-21T09:16:09.000Z"}],"$id":"https://contract.local/schemas/Job"};
 
 function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/Job" */;
@@ -14281,7 +14281,7 @@ return errors === 0;
 validate115.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_SystemStatus = validate116;
-const schema144 = {"type":"object","description":"The state of this deployment for platform admins: version, counts, and the health and settings of the database, the companion AI service, the job queue, storage, billing, email and sign-in. No secret (keys, passwords, connection strings with credentials) appears in it.","required":["version","environment","runtime","startedAt","uptimeSeconds","counts","database","ai","queue","storage","billing","email","auth"],"additionalProperties":false,"properties":{"version":{"type":"string","description":"The service's package version; the same value as system.health and info.version.","examples":["0.1.0"]},"environment":{"type":"string","description":"The deployment environment (NODE_ENV).","examples":["production"]},"runtime":{"type":"string","description":"The JavaScript runtime and its version.","examples":["node v24.21.0"]},"startedAt":{"type":"string","format":"date-time","description":"When this API process started.","examples":["2026-11-21T06:00:00.000Z"]},"uptimeSeconds":{"type":"integer","minimum":0,"description":"Whole seconds since `startedAt`.","examples":[11700]},"counts":{"type":"object","description":"Rows on the whole platform.","required":["users","organizations","workspaces","subscriptions"],"additionalProperties":false,"properties":{"users":{"type":"integer","minimum":0,"examples":[128]},"organizations":{"type":"integer","minimum":0,"examples":[37]},"workspaces":{"type":"integer","minimum":0,"examples":[112]},"subscriptions":{"type":"integer","minimum":0,"description":"Live subscriptions.","examples":[9]}}},"database":{"type":"object","description":"The database's reachability and migration state.","required":["ok","latencyMs","error","migrations"],"additionalProperties":false,"properties":{"ok":{"type":"boolean","description":"True when the database answered the check.","examples":[true]},"latencyMs":{"type":["number","null"],"minimum":0,"description":"Round-trip time of the check in milliseconds; null when it failed.","examples":[1.8]},"error":{"type":["string","null"],"description":"Why the check failed; null when it succeeded.","examples":[null]},"migrations":{"description":"Migration state; null when the database could not be read.","oneOf":[{"type":"object","required":["shipped","applied","pending","unknown","latestApplied"],"additionalProperties":false,"properties":{"shipped":{"type":"integer","minimum":0,"description":"Migrations shipped with this version of the service.","examples":[12]},"applied":{"type":"integer","minimum":0,"description":"Migrations recorded as applied in the database.","examples":[12]},"pending":{"type":"array","description":"Names of shipped migrations not applied yet.","items":{"type":"string"},"examples":[[]]},"unknown":{"type":"integer","minimum":0,"description":"Applied migrations this version does not ship (the database is ahead of the code).","examples":[0]},"latestApplied":{"type":["string","null"],"description":"Name of the newest applied migration; null when none is applied.","examples":["0012_feature_flags.sql"]}}},{"type":"null"}]}}},"ai":{"type":"object","description":"The companion AI service's health.","required":["ok","latencyMs","error","url","problems","provider","ocr"],"additionalProperties":false,"properties":{"ok":{"type":"boolean","description":"True when the AI service answered its health route with ok: true. It answers 200 with ok: false and lists `problems` when its configuration cannot serve.","examples":[true]},"latencyMs":{"type":["number","null"],"minimum":0,"description":"Round-trip time of the check in milliseconds; null when it was unreachable.","examples":[4.2]},"error":{"type":["string","null"],"description":"Why the AI service could not be reached; null when it answered.","examples":[null]},"url":{"type":"string","description":"The AI service's base address as configured.","examples":["http://127.0.0.1:3001"]},"problems":{"type":"array","default":[],"description":"Configuration faults the AI service reports; empty when none.","items":{"type":"string"},"examples":[[]]},"provider":{"type":["string","null"],"description":"The embedding provider it uses (`local` or `openai`); null when unknown.","examples":["local"]},"ocr":{"type":["string","null"],"description":"The OCR engine it uses for images; null when unknown or none.","examples":["tesseract.js eng"]}}},"queue":{"type":"object","description":"The job queue.","required":["configured","worker","concurrency","depth","running","failed","oldestQueuedAt"],"additionalProperties":false,"properties":{"configured":{"type":"boolean","description":"True when the queue is set up and jobs can be accepted.","examples":[true]},"worker":{"type":"string","enum":["inline","off"],"description":"`inline` when this process also runs the worker; `off` when workers run as separate processes (or not at all).","examples":["inline"]},"concurrency":{"type":"integer","minimum":0,"description":"Jobs the inline worker runs at once.","examples":[2]},"depth":{"type":["integer","null"],"minimum":0,"description":"Queued jobs; null when the queue could not be read.","examples":[3]},"running":{"type":["integer","null"],"minimum":0,"description":"Running jobs; null when the queue could not be read.","examples":[1]},"failed":{"type":["integer","null"],"minimum":0,"description":"Failed jobs; null when the queue could not be read.","examples":[0]},"oldestQueuedAt":{"type":["string","null"],"format":"date-time","description":"When the oldest queued job was created; null when none is queued.","examples":["2026-11-21T09:14:58.000Z"]}}},"storage":{"type":"object","description":"Where document bytes are stored.","required":["driver","location","maxUploadBytes"],"additionalProperties":false,"properties":{"driver":{"type":"string","enum":["local","s3"],"description":"`local` (files under the data directory, served by /uploads) or `s3` (an S3-compatible bucket).","examples":["local"]},"location":{"type":"string","description":"The directory (local) or the bucket and endpoint (s3), without credentials.","examples":["./data/uploads"]},"maxUploadBytes":{"type":"integer","minimum":1,"description":"MAX_UPLOAD_BYTES, the largest document accepted.","examples":[26214400]}}},"billing":{"type":"object","description":"The billing configuration.","required":["enabled","unpricedPlans"],"additionalProperties":false,"properties":{"enabled":{"type":"boolean","description":"True when billing is configured (plan limits are then enforced).","examples":[true]},"unpricedPlans":{"type":"array","description":"Paid plans without a configured price, which cannot be subscribed to; empty when all are priced.","items":{"type":"string"},"examples":[[]]}}},"email":{"type":"object","description":"How the service sends email.","required":["provider","from"],"additionalProperties":false,"properties":{"provider":{"type":"string","description":"The configured email provider.","examples":["smtp"]},"from":{"type":"string","description":"The sender address of outgoing email.","examples":["Workspace API <no-reply@example.com>"]}}},"auth":{"$ref":"https://contract.local/schemas/AuthConfig"}},"examples":[{"version":"0.1.0","environment":"production","runtime":"node v24.21.0","startedAt":"2026-11-21T06:00:00.000Z","uptimeSeconds":11700,"counts":{"users":128,"organizations":37,"workspaces":112,"subscriptions":9},"database":{"ok":true,"latencyMs":1.8,"error":null,"migrations":{"shipped":12,"applied":12,"pending":[],"unknown":0,"latestApplied":"0012_feature_flags.sql"}},"ai":{"ok":true,"latencyMs":4.2,"error":null,"url":"http://127.0.0.1:3001","problems":[],"provider":"local","ocr":"tesseract.js eng"},"queue":{"configured":true,"worker":"inline","concurrency":2,"depth":3,"running":1,"failed":0,"oldestQueuedAt":"2026-11-21T09:14:58.000Z"},"storage":{"driver":"local","location":"./data/uploads","maxUploadBytes":26214400},"billing":{"enabled":true,"unpricedPlans":[]},"email":{"provider":"smtp","from":"Workspace API <no-reply@example.com>"},"auth":{"socialProviders":["github"],"requireEmailVerification":true}}],"$id":"https://contract.local/schemas/SystemStatus"};
+const schema144 = {"type":"object","description":"The state of this deployment for platform admins: version, counts, and the health and settings of the database, the companion AI service, the job queue, storage, billing, email and sign-in. No secret (keys, passwords, connection strings with credentials) appears in it.","required":["version","environment","runtime","startedAt","uptimeSeconds","counts","database","ai","queue","storage","billing","email","auth"],"additionalProperties":false,"properties":{"version":{"type":"string","description":"The service's package version; the same value as system.health and info.version.","examples":["0.1.0"]},"environment":{"type":"string","description":"The deployment environment (NODE_ENV).","examples":["production"]},"runtime":{"type":"string","description":"The JavaScript runtime and its version.","examples":["node v24.21.0"]},"startedAt":{"type":"string","format":"date-time","description":"When this API process started.","examples":["2026-11-21T06:00:00.000Z"]},"uptimeSeconds":{"type":"integer","minimum":0,"description":"Whole seconds since `startedAt`.","examples":[11700]},"counts":{"type":"object","description":"Rows on the whole platform.","required":["users","organizations","workspaces","subscriptions"],"additionalProperties":false,"properties":{"users":{"type":"integer","minimum":0,"examples":[128]},"organizations":{"type":"integer","minimum":0,"examples":[37]},"workspaces":{"type":"integer","minimum":0,"examples":[112]},"subscriptions":{"type":"integer","minimum":0,"description":"Live subscriptions.","examples":[9]}}},"database":{"type":"object","description":"The database's reachability and migration state.","required":["ok","latencyMs","error","migrations"],"additionalProperties":false,"properties":{"ok":{"type":"boolean","description":"True when the database answered the check.","examples":[true]},"latencyMs":{"type":["number","null"],"minimum":0,"description":"Round-trip time of the check in milliseconds; null when it failed.","examples":[1.8]},"error":{"type":["string","null"],"description":"Why the check failed; null when it succeeded.","examples":[null]},"migrations":{"description":"Migration state; null when the database could not be read.","oneOf":[{"type":"object","required":["shipped","applied","pending","unknown","latestApplied"],"additionalProperties":false,"properties":{"shipped":{"type":"integer","minimum":0,"description":"Migrations shipped with this version of the service.","examples":[12]},"applied":{"type":"integer","minimum":0,"description":"Migrations recorded as applied in the database.","examples":[12]},"pending":{"type":"array","description":"Names of shipped migrations not applied yet.","items":{"type":"string"},"examples":[[]]},"unknown":{"type":"integer","minimum":0,"description":"Applied migrations this version does not ship (the database is ahead of the code).","examples":[0]},"latestApplied":{"type":["string","null"],"description":"Name of the newest applied migration; null when none is applied.","examples":["0012_feature_flags.sql"]}}},{"type":"null"}]}}},"ai":{"type":"object","description":"The companion AI service's health.","required":["ok","latencyMs","error","url","problems","provider","model","ocr","staleDocuments"],"additionalProperties":false,"properties":{"ok":{"type":"boolean","description":"True when the AI service answered its health route with ok: true. It answers 200 with ok: false and lists `problems` when its configuration cannot serve.","examples":[true]},"latencyMs":{"type":["number","null"],"minimum":0,"description":"Round-trip time of the check in milliseconds; null when it was unreachable.","examples":[4.2]},"error":{"type":["string","null"],"description":"Why the AI service could not be reached; null when it answered.","examples":[null]},"url":{"type":"string","description":"The AI service's base address as configured.","examples":["http://127.0.0.1:3001"]},"problems":{"type":"array","default":[],"description":"Configuration faults the AI service reports; empty when none.","items":{"type":"string"},"examples":[[]]},"provider":{"type":["string","null"],"description":"The embedding provider it uses (`local` or `openai`); null when unknown.","examples":["local"]},"model":{"type":["string","null"],"description":"The embedding model it answers with, the `model` of documents.search answers (`all-MiniLM-L6-v2` for the local provider); null when unknown or when it cannot embed.","examples":["all-MiniLM-L6-v2"]},"staleDocuments":{"type":["integer","null"],"minimum":0,"description":"Indexed documents whose chunks were embedded by another model than `model` (the model was switched). Searches do not see them; the workers re-index them in the background, free of charge, and this count falls to 0 as they do. Null when `model` is unknown.","examples":[0]},"ocr":{"type":["string","null"],"description":"The OCR engine it uses for images; null when unknown or none.","examples":["tesseract.js eng"]}}},"queue":{"type":"object","description":"The job queue.","required":["configured","worker","concurrency","depth","running","failed","oldestQueuedAt"],"additionalProperties":false,"properties":{"configured":{"type":"boolean","description":"True when the queue is set up and jobs can be accepted.","examples":[true]},"worker":{"type":"string","enum":["inline","off"],"description":"`inline` when this process also runs the worker; `off` when workers run as separate processes (or not at all).","examples":["inline"]},"concurrency":{"type":"integer","minimum":0,"description":"Jobs the inline worker runs at once.","examples":[2]},"depth":{"type":["integer","null"],"minimum":0,"description":"Queued jobs; null when the queue could not be read.","examples":[3]},"running":{"type":["integer","null"],"minimum":0,"description":"Running jobs; null when the queue could not be read.","examples":[1]},"failed":{"type":["integer","null"],"minimum":0,"description":"Failed jobs; null when the queue could not be read.","examples":[0]},"oldestQueuedAt":{"type":["string","null"],"format":"date-time","description":"When the oldest queued job was created; null when none is queued.","examples":["2026-11-21T09:14:58.000Z"]}}},"storage":{"type":"object","description":"Where document bytes are stored.","required":["driver","location","maxUploadBytes"],"additionalProperties":false,"properties":{"driver":{"type":"string","enum":["local","s3"],"description":"`local` (files under the data directory, served by /uploads) or `s3` (an S3-compatible bucket).","examples":["local"]},"location":{"type":"string","description":"The directory (local) or the bucket and endpoint (s3), without credentials.","examples":["./data/uploads"]},"maxUploadBytes":{"type":"integer","minimum":1,"description":"MAX_UPLOAD_BYTES, the largest document accepted.","examples":[26214400]}}},"billing":{"type":"object","description":"The billing configuration.","required":["enabled","unpricedPlans"],"additionalProperties":false,"properties":{"enabled":{"type":"boolean","description":"True when billing is configured (plan limits are then enforced).","examples":[true]},"unpricedPlans":{"type":"array","description":"Paid plans without a configured price, which cannot be subscribed to; empty when all are priced.","items":{"type":"string"},"examples":[[]]}}},"email":{"type":"object","description":"How the service sends email.","required":["provider","from"],"additionalProperties":false,"properties":{"provider":{"type":"string","description":"The configured email provider.","examples":["smtp"]},"from":{"type":"string","description":"The sender address of outgoing email.","examples":["Workspace API <no-reply@example.com>"]}}},"auth":{"$ref":"https://contract.local/schemas/AuthConfig"}},"examples":[{"version":"0.1.0","environment":"production","runtime":"node v24.21.0","startedAt":"2026-11-21T06:00:00.000Z","uptimeSeconds":11700,"counts":{"users":128,"organizations":37,"workspaces":112,"subscriptions":9},"database":{"ok":true,"latencyMs":1.8,"error":null,"migrations":{"shipped":12,"applied":12,"pending":[],"unknown":0,"latestApplied":"0012_feature_flags.sql"}},"ai":{"ok":true,"latencyMs":4.2,"error":null,"url":"http://127.0.0.1:3001","problems":[],"provider":"local","model":"all-MiniLM-L6-v2","ocr":"tesseract.js eng","staleDocuments":0},"queue":{"configured":true,"worker":"inline","concurrency":2,"depth":3,"running":1,"failed":0,"oldestQueuedAt":"2026-11-21T09:14:58.000Z"},"storage":{"driver":"local","location":"./data/uploads","maxUploadBytes":26214400},"billing":{"enabled":true,"unpricedPlans":[]},"email":{"provider":"smtp","from":"Workspace API <no-reply@example.com>"},"auth":{"socialProviders":["github"],"requireEmailVerification":true}}],"$id":"https://contract.local/schemas/SystemStatus"};
 
 function validate116(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/SystemStatus" */;
@@ -15115,8 +15115,8 @@ vErrors.push(err68);
 }
 errors++;
 }
-if(data21.ocr === undefined){
-const err69 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "ocr"},message:"must have required property '"+"ocr"+"'"};
+if(data21.model === undefined){
+const err69 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "model"},message:"must have required property '"+"model"+"'"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -15125,9 +15125,8 @@ vErrors.push(err69);
 }
 errors++;
 }
-for(const key4 in data21){
-if(!(((((((key4 === "ok") || (key4 === "latencyMs")) || (key4 === "error")) || (key4 === "url")) || (key4 === "problems")) || (key4 === "provider")) || (key4 === "ocr"))){
-const err70 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data21.ocr === undefined){
+const err70 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "ocr"},message:"must have required property '"+"ocr"+"'"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -15136,10 +15135,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-if(data21.ok !== undefined){
-if(typeof data21.ok !== "boolean"){
-const err71 = {instancePath:instancePath+"/ai/ok",schemaPath:"#/properties/ai/properties/ok/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data21.staleDocuments === undefined){
+const err71 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "staleDocuments"},message:"must have required property '"+"staleDocuments"+"'"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -15148,11 +15145,9 @@ vErrors.push(err71);
 }
 errors++;
 }
-}
-if(data21.latencyMs !== undefined){
-let data23 = data21.latencyMs;
-if((!((typeof data23 == "number") && (isFinite(data23)))) && (data23 !== null)){
-const err72 = {instancePath:instancePath+"/ai/latencyMs",schemaPath:"#/properties/ai/properties/latencyMs/type",keyword:"type",params:{type: schema144.properties.ai.properties.latencyMs.type},message:"must be number,null"};
+for(const key4 in data21){
+if(!(func8.call(schema144.properties.ai.properties, key4))){
+const err72 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -15161,9 +15156,10 @@ vErrors.push(err72);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 < 0 || isNaN(data23)){
-const err73 = {instancePath:instancePath+"/ai/latencyMs",schemaPath:"#/properties/ai/properties/latencyMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data21.ok !== undefined){
+if(typeof data21.ok !== "boolean"){
+const err73 = {instancePath:instancePath+"/ai/ok",schemaPath:"#/properties/ai/properties/ok/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -15173,11 +15169,10 @@ vErrors.push(err73);
 errors++;
 }
 }
-}
-if(data21.error !== undefined){
-let data24 = data21.error;
-if((typeof data24 !== "string") && (data24 !== null)){
-const err74 = {instancePath:instancePath+"/ai/error",schemaPath:"#/properties/ai/properties/error/type",keyword:"type",params:{type: schema144.properties.ai.properties.error.type},message:"must be string,null"};
+if(data21.latencyMs !== undefined){
+let data23 = data21.latencyMs;
+if((!((typeof data23 == "number") && (isFinite(data23)))) && (data23 !== null)){
+const err74 = {instancePath:instancePath+"/ai/latencyMs",schemaPath:"#/properties/ai/properties/latencyMs/type",keyword:"type",params:{type: schema144.properties.ai.properties.latencyMs.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -15186,15 +15181,40 @@ vErrors.push(err74);
 }
 errors++;
 }
-}
-if(data21.url !== undefined){
-if(typeof data21.url !== "string"){
-const err75 = {instancePath:instancePath+"/ai/url",schemaPath:"#/properties/ai/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 < 0 || isNaN(data23)){
+const err75 = {instancePath:instancePath+"/ai/latencyMs",schemaPath:"#/properties/ai/properties/latencyMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err75];
 }
 else {
 vErrors.push(err75);
+}
+errors++;
+}
+}
+}
+if(data21.error !== undefined){
+let data24 = data21.error;
+if((typeof data24 !== "string") && (data24 !== null)){
+const err76 = {instancePath:instancePath+"/ai/error",schemaPath:"#/properties/ai/properties/error/type",keyword:"type",params:{type: schema144.properties.ai.properties.error.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data21.url !== undefined){
+if(typeof data21.url !== "string"){
+const err77 = {instancePath:instancePath+"/ai/url",schemaPath:"#/properties/ai/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
 }
 errors++;
 }
@@ -15205,32 +15225,7 @@ if(Array.isArray(data26)){
 const len1 = data26.length;
 for(let i1=0; i1<len1; i1++){
 if(typeof data26[i1] !== "string"){
-const err76 = {instancePath:instancePath+"/ai/problems/" + i1,schemaPath:"#/properties/ai/properties/problems/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err76];
-}
-else {
-vErrors.push(err76);
-}
-errors++;
-}
-}
-}
-else {
-const err77 = {instancePath:instancePath+"/ai/problems",schemaPath:"#/properties/ai/properties/problems/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err77];
-}
-else {
-vErrors.push(err77);
-}
-errors++;
-}
-}
-if(data21.provider !== undefined){
-let data28 = data21.provider;
-if((typeof data28 !== "string") && (data28 !== null)){
-const err78 = {instancePath:instancePath+"/ai/provider",schemaPath:"#/properties/ai/properties/provider/type",keyword:"type",params:{type: schema144.properties.ai.properties.provider.type},message:"must be string,null"};
+const err78 = {instancePath:instancePath+"/ai/problems/" + i1,schemaPath:"#/properties/ai/properties/problems/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -15240,10 +15235,9 @@ vErrors.push(err78);
 errors++;
 }
 }
-if(data21.ocr !== undefined){
-let data29 = data21.ocr;
-if((typeof data29 !== "string") && (data29 !== null)){
-const err79 = {instancePath:instancePath+"/ai/ocr",schemaPath:"#/properties/ai/properties/ocr/type",keyword:"type",params:{type: schema144.properties.ai.properties.ocr.type},message:"must be string,null"};
+}
+else {
+const err79 = {instancePath:instancePath+"/ai/problems",schemaPath:"#/properties/ai/properties/problems/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -15253,9 +15247,10 @@ vErrors.push(err79);
 errors++;
 }
 }
-}
-else {
-const err80 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data21.provider !== undefined){
+let data28 = data21.provider;
+if((typeof data28 !== "string") && (data28 !== null)){
+const err80 = {instancePath:instancePath+"/ai/provider",schemaPath:"#/properties/ai/properties/provider/type",keyword:"type",params:{type: schema144.properties.ai.properties.provider.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -15265,11 +15260,10 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data.queue !== undefined){
-let data30 = data.queue;
-if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
-if(data30.configured === undefined){
-const err81 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "configured"},message:"must have required property '"+"configured"+"'"};
+if(data21.model !== undefined){
+let data29 = data21.model;
+if((typeof data29 !== "string") && (data29 !== null)){
+const err81 = {instancePath:instancePath+"/ai/model",schemaPath:"#/properties/ai/properties/model/type",keyword:"type",params:{type: schema144.properties.ai.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -15278,8 +15272,11 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(data30.worker === undefined){
-const err82 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "worker"},message:"must have required property '"+"worker"+"'"};
+}
+if(data21.staleDocuments !== undefined){
+let data30 = data21.staleDocuments;
+if((!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))) && (data30 !== null)){
+const err82 = {instancePath:instancePath+"/ai/staleDocuments",schemaPath:"#/properties/ai/properties/staleDocuments/type",keyword:"type",params:{type: schema144.properties.ai.properties.staleDocuments.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -15288,8 +15285,9 @@ vErrors.push(err82);
 }
 errors++;
 }
-if(data30.concurrency === undefined){
-const err83 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "concurrency"},message:"must have required property '"+"concurrency"+"'"};
+if((typeof data30 == "number") && (isFinite(data30))){
+if(data30 < 0 || isNaN(data30)){
+const err83 = {instancePath:instancePath+"/ai/staleDocuments",schemaPath:"#/properties/ai/properties/staleDocuments/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -15298,8 +15296,12 @@ vErrors.push(err83);
 }
 errors++;
 }
-if(data30.depth === undefined){
-const err84 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "depth"},message:"must have required property '"+"depth"+"'"};
+}
+}
+if(data21.ocr !== undefined){
+let data31 = data21.ocr;
+if((typeof data31 !== "string") && (data31 !== null)){
+const err84 = {instancePath:instancePath+"/ai/ocr",schemaPath:"#/properties/ai/properties/ocr/type",keyword:"type",params:{type: schema144.properties.ai.properties.ocr.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -15308,8 +15310,10 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data30.running === undefined){
-const err85 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "running"},message:"must have required property '"+"running"+"'"};
+}
+}
+else {
+const err85 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -15318,8 +15322,12 @@ vErrors.push(err85);
 }
 errors++;
 }
-if(data30.failed === undefined){
-const err86 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "failed"},message:"must have required property '"+"failed"+"'"};
+}
+if(data.queue !== undefined){
+let data32 = data.queue;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(data32.configured === undefined){
+const err86 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "configured"},message:"must have required property '"+"configured"+"'"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -15328,8 +15336,8 @@ vErrors.push(err86);
 }
 errors++;
 }
-if(data30.oldestQueuedAt === undefined){
-const err87 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "oldestQueuedAt"},message:"must have required property '"+"oldestQueuedAt"+"'"};
+if(data32.worker === undefined){
+const err87 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "worker"},message:"must have required property '"+"worker"+"'"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -15338,9 +15346,8 @@ vErrors.push(err87);
 }
 errors++;
 }
-for(const key5 in data30){
-if(!(((((((key5 === "configured") || (key5 === "worker")) || (key5 === "concurrency")) || (key5 === "depth")) || (key5 === "running")) || (key5 === "failed")) || (key5 === "oldestQueuedAt"))){
-const err88 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(data32.concurrency === undefined){
+const err88 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "concurrency"},message:"must have required property '"+"concurrency"+"'"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -15349,10 +15356,8 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-if(data30.configured !== undefined){
-if(typeof data30.configured !== "boolean"){
-const err89 = {instancePath:instancePath+"/queue/configured",schemaPath:"#/properties/queue/properties/configured/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data32.depth === undefined){
+const err89 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "depth"},message:"must have required property '"+"depth"+"'"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -15361,11 +15366,8 @@ vErrors.push(err89);
 }
 errors++;
 }
-}
-if(data30.worker !== undefined){
-let data32 = data30.worker;
-if(typeof data32 !== "string"){
-const err90 = {instancePath:instancePath+"/queue/worker",schemaPath:"#/properties/queue/properties/worker/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data32.running === undefined){
+const err90 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "running"},message:"must have required property '"+"running"+"'"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -15374,8 +15376,8 @@ vErrors.push(err90);
 }
 errors++;
 }
-if(!((data32 === "inline") || (data32 === "off"))){
-const err91 = {instancePath:instancePath+"/queue/worker",schemaPath:"#/properties/queue/properties/worker/enum",keyword:"enum",params:{allowedValues: schema144.properties.queue.properties.worker.enum},message:"must be equal to one of the allowed values"};
+if(data32.failed === undefined){
+const err91 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "failed"},message:"must have required property '"+"failed"+"'"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -15384,11 +15386,8 @@ vErrors.push(err91);
 }
 errors++;
 }
-}
-if(data30.concurrency !== undefined){
-let data33 = data30.concurrency;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-const err92 = {instancePath:instancePath+"/queue/concurrency",schemaPath:"#/properties/queue/properties/concurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data32.oldestQueuedAt === undefined){
+const err92 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "oldestQueuedAt"},message:"must have required property '"+"oldestQueuedAt"+"'"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -15397,9 +15396,9 @@ vErrors.push(err92);
 }
 errors++;
 }
-if((typeof data33 == "number") && (isFinite(data33))){
-if(data33 < 0 || isNaN(data33)){
-const err93 = {instancePath:instancePath+"/queue/concurrency",schemaPath:"#/properties/queue/properties/concurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key5 in data32){
+if(!(((((((key5 === "configured") || (key5 === "worker")) || (key5 === "concurrency")) || (key5 === "depth")) || (key5 === "running")) || (key5 === "failed")) || (key5 === "oldestQueuedAt"))){
+const err93 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -15409,11 +15408,9 @@ vErrors.push(err93);
 errors++;
 }
 }
-}
-if(data30.depth !== undefined){
-let data34 = data30.depth;
-if((!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))) && (data34 !== null)){
-const err94 = {instancePath:instancePath+"/queue/depth",schemaPath:"#/properties/queue/properties/depth/type",keyword:"type",params:{type: schema144.properties.queue.properties.depth.type},message:"must be integer,null"};
+if(data32.configured !== undefined){
+if(typeof data32.configured !== "boolean"){
+const err94 = {instancePath:instancePath+"/queue/configured",schemaPath:"#/properties/queue/properties/configured/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -15422,9 +15419,11 @@ vErrors.push(err94);
 }
 errors++;
 }
-if((typeof data34 == "number") && (isFinite(data34))){
-if(data34 < 0 || isNaN(data34)){
-const err95 = {instancePath:instancePath+"/queue/depth",schemaPath:"#/properties/queue/properties/depth/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data32.worker !== undefined){
+let data34 = data32.worker;
+if(typeof data34 !== "string"){
+const err95 = {instancePath:instancePath+"/queue/worker",schemaPath:"#/properties/queue/properties/worker/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -15433,12 +15432,8 @@ vErrors.push(err95);
 }
 errors++;
 }
-}
-}
-if(data30.running !== undefined){
-let data35 = data30.running;
-if((!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))) && (data35 !== null)){
-const err96 = {instancePath:instancePath+"/queue/running",schemaPath:"#/properties/queue/properties/running/type",keyword:"type",params:{type: schema144.properties.queue.properties.running.type},message:"must be integer,null"};
+if(!((data34 === "inline") || (data34 === "off"))){
+const err96 = {instancePath:instancePath+"/queue/worker",schemaPath:"#/properties/queue/properties/worker/enum",keyword:"enum",params:{allowedValues: schema144.properties.queue.properties.worker.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -15447,9 +15442,11 @@ vErrors.push(err96);
 }
 errors++;
 }
-if((typeof data35 == "number") && (isFinite(data35))){
-if(data35 < 0 || isNaN(data35)){
-const err97 = {instancePath:instancePath+"/queue/running",schemaPath:"#/properties/queue/properties/running/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data32.concurrency !== undefined){
+let data35 = data32.concurrency;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+const err97 = {instancePath:instancePath+"/queue/concurrency",schemaPath:"#/properties/queue/properties/concurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -15458,12 +15455,9 @@ vErrors.push(err97);
 }
 errors++;
 }
-}
-}
-if(data30.failed !== undefined){
-let data36 = data30.failed;
-if((!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))) && (data36 !== null)){
-const err98 = {instancePath:instancePath+"/queue/failed",schemaPath:"#/properties/queue/properties/failed/type",keyword:"type",params:{type: schema144.properties.queue.properties.failed.type},message:"must be integer,null"};
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 < 0 || isNaN(data35)){
+const err98 = {instancePath:instancePath+"/queue/concurrency",schemaPath:"#/properties/queue/properties/concurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -15472,9 +15466,12 @@ vErrors.push(err98);
 }
 errors++;
 }
-if((typeof data36 == "number") && (isFinite(data36))){
-if(data36 < 0 || isNaN(data36)){
-const err99 = {instancePath:instancePath+"/queue/failed",schemaPath:"#/properties/queue/properties/failed/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data32.depth !== undefined){
+let data36 = data32.depth;
+if((!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))) && (data36 !== null)){
+const err99 = {instancePath:instancePath+"/queue/depth",schemaPath:"#/properties/queue/properties/depth/type",keyword:"type",params:{type: schema144.properties.queue.properties.depth.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -15483,12 +15480,9 @@ vErrors.push(err99);
 }
 errors++;
 }
-}
-}
-if(data30.oldestQueuedAt !== undefined){
-let data37 = data30.oldestQueuedAt;
-if((typeof data37 !== "string") && (data37 !== null)){
-const err100 = {instancePath:instancePath+"/queue/oldestQueuedAt",schemaPath:"#/properties/queue/properties/oldestQueuedAt/type",keyword:"type",params:{type: schema144.properties.queue.properties.oldestQueuedAt.type},message:"must be string,null"};
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 < 0 || isNaN(data36)){
+const err100 = {instancePath:instancePath+"/queue/depth",schemaPath:"#/properties/queue/properties/depth/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -15497,9 +15491,12 @@ vErrors.push(err100);
 }
 errors++;
 }
-if(typeof data37 === "string"){
-if(!(formats0.validate(data37))){
-const err101 = {instancePath:instancePath+"/queue/oldestQueuedAt",schemaPath:"#/properties/queue/properties/oldestQueuedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+}
+}
+if(data32.running !== undefined){
+let data37 = data32.running;
+if((!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))) && (data37 !== null)){
+const err101 = {instancePath:instancePath+"/queue/running",schemaPath:"#/properties/queue/properties/running/type",keyword:"type",params:{type: schema144.properties.queue.properties.running.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -15508,11 +15505,9 @@ vErrors.push(err101);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err102 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data37 == "number") && (isFinite(data37))){
+if(data37 < 0 || isNaN(data37)){
+const err102 = {instancePath:instancePath+"/queue/running",schemaPath:"#/properties/queue/properties/running/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -15522,11 +15517,11 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data.storage !== undefined){
-let data38 = data.storage;
-if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
-if(data38.driver === undefined){
-const err103 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'"};
+}
+if(data32.failed !== undefined){
+let data38 = data32.failed;
+if((!(((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38))) && (isFinite(data38)))) && (data38 !== null)){
+const err103 = {instancePath:instancePath+"/queue/failed",schemaPath:"#/properties/queue/properties/failed/type",keyword:"type",params:{type: schema144.properties.queue.properties.failed.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -15535,8 +15530,9 @@ vErrors.push(err103);
 }
 errors++;
 }
-if(data38.location === undefined){
-const err104 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "location"},message:"must have required property '"+"location"+"'"};
+if((typeof data38 == "number") && (isFinite(data38))){
+if(data38 < 0 || isNaN(data38)){
+const err104 = {instancePath:instancePath+"/queue/failed",schemaPath:"#/properties/queue/properties/failed/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -15545,8 +15541,12 @@ vErrors.push(err104);
 }
 errors++;
 }
-if(data38.maxUploadBytes === undefined){
-const err105 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "maxUploadBytes"},message:"must have required property '"+"maxUploadBytes"+"'"};
+}
+}
+if(data32.oldestQueuedAt !== undefined){
+let data39 = data32.oldestQueuedAt;
+if((typeof data39 !== "string") && (data39 !== null)){
+const err105 = {instancePath:instancePath+"/queue/oldestQueuedAt",schemaPath:"#/properties/queue/properties/oldestQueuedAt/type",keyword:"type",params:{type: schema144.properties.queue.properties.oldestQueuedAt.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -15555,9 +15555,9 @@ vErrors.push(err105);
 }
 errors++;
 }
-for(const key6 in data38){
-if(!(((key6 === "driver") || (key6 === "location")) || (key6 === "maxUploadBytes"))){
-const err106 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(typeof data39 === "string"){
+if(!(formats0.validate(data39))){
+const err106 = {instancePath:instancePath+"/queue/oldestQueuedAt",schemaPath:"#/properties/queue/properties/oldestQueuedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -15567,10 +15567,10 @@ vErrors.push(err106);
 errors++;
 }
 }
-if(data38.driver !== undefined){
-let data39 = data38.driver;
-if(typeof data39 !== "string"){
-const err107 = {instancePath:instancePath+"/storage/driver",schemaPath:"#/properties/storage/properties/driver/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+else {
+const err107 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -15579,8 +15579,12 @@ vErrors.push(err107);
 }
 errors++;
 }
-if(!((data39 === "local") || (data39 === "s3"))){
-const err108 = {instancePath:instancePath+"/storage/driver",schemaPath:"#/properties/storage/properties/driver/enum",keyword:"enum",params:{allowedValues: schema144.properties.storage.properties.driver.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.storage !== undefined){
+let data40 = data.storage;
+if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
+if(data40.driver === undefined){
+const err108 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -15589,10 +15593,8 @@ vErrors.push(err108);
 }
 errors++;
 }
-}
-if(data38.location !== undefined){
-if(typeof data38.location !== "string"){
-const err109 = {instancePath:instancePath+"/storage/location",schemaPath:"#/properties/storage/properties/location/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data40.location === undefined){
+const err109 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "location"},message:"must have required property '"+"location"+"'"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -15601,11 +15603,8 @@ vErrors.push(err109);
 }
 errors++;
 }
-}
-if(data38.maxUploadBytes !== undefined){
-let data41 = data38.maxUploadBytes;
-if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
-const err110 = {instancePath:instancePath+"/storage/maxUploadBytes",schemaPath:"#/properties/storage/properties/maxUploadBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data40.maxUploadBytes === undefined){
+const err110 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "maxUploadBytes"},message:"must have required property '"+"maxUploadBytes"+"'"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -15614,9 +15613,9 @@ vErrors.push(err110);
 }
 errors++;
 }
-if((typeof data41 == "number") && (isFinite(data41))){
-if(data41 < 1 || isNaN(data41)){
-const err111 = {instancePath:instancePath+"/storage/maxUploadBytes",schemaPath:"#/properties/storage/properties/maxUploadBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key6 in data40){
+if(!(((key6 === "driver") || (key6 === "location")) || (key6 === "maxUploadBytes"))){
+const err111 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -15626,10 +15625,10 @@ vErrors.push(err111);
 errors++;
 }
 }
-}
-}
-else {
-const err112 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data40.driver !== undefined){
+let data41 = data40.driver;
+if(typeof data41 !== "string"){
+const err112 = {instancePath:instancePath+"/storage/driver",schemaPath:"#/properties/storage/properties/driver/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -15638,12 +15637,8 @@ vErrors.push(err112);
 }
 errors++;
 }
-}
-if(data.billing !== undefined){
-let data42 = data.billing;
-if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
-if(data42.enabled === undefined){
-const err113 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(!((data41 === "local") || (data41 === "s3"))){
+const err113 = {instancePath:instancePath+"/storage/driver",schemaPath:"#/properties/storage/properties/driver/enum",keyword:"enum",params:{allowedValues: schema144.properties.storage.properties.driver.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -15652,8 +15647,10 @@ vErrors.push(err113);
 }
 errors++;
 }
-if(data42.unpricedPlans === undefined){
-const err114 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/required",keyword:"required",params:{missingProperty: "unpricedPlans"},message:"must have required property '"+"unpricedPlans"+"'"};
+}
+if(data40.location !== undefined){
+if(typeof data40.location !== "string"){
+const err114 = {instancePath:instancePath+"/storage/location",schemaPath:"#/properties/storage/properties/location/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -15662,9 +15659,11 @@ vErrors.push(err114);
 }
 errors++;
 }
-for(const key7 in data42){
-if(!((key7 === "enabled") || (key7 === "unpricedPlans"))){
-const err115 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+}
+if(data40.maxUploadBytes !== undefined){
+let data43 = data40.maxUploadBytes;
+if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
+const err115 = {instancePath:instancePath+"/storage/maxUploadBytes",schemaPath:"#/properties/storage/properties/maxUploadBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -15673,10 +15672,9 @@ vErrors.push(err115);
 }
 errors++;
 }
-}
-if(data42.enabled !== undefined){
-if(typeof data42.enabled !== "boolean"){
-const err116 = {instancePath:instancePath+"/billing/enabled",schemaPath:"#/properties/billing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data43 == "number") && (isFinite(data43))){
+if(data43 < 1 || isNaN(data43)){
+const err116 = {instancePath:instancePath+"/storage/maxUploadBytes",schemaPath:"#/properties/storage/properties/maxUploadBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -15686,13 +15684,10 @@ vErrors.push(err116);
 errors++;
 }
 }
-if(data42.unpricedPlans !== undefined){
-let data44 = data42.unpricedPlans;
-if(Array.isArray(data44)){
-const len2 = data44.length;
-for(let i2=0; i2<len2; i2++){
-if(typeof data44[i2] !== "string"){
-const err117 = {instancePath:instancePath+"/billing/unpricedPlans/" + i2,schemaPath:"#/properties/billing/properties/unpricedPlans/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+else {
+const err117 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -15702,9 +15697,11 @@ vErrors.push(err117);
 errors++;
 }
 }
-}
-else {
-const err118 = {instancePath:instancePath+"/billing/unpricedPlans",schemaPath:"#/properties/billing/properties/unpricedPlans/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.billing !== undefined){
+let data44 = data.billing;
+if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
+if(data44.enabled === undefined){
+const err118 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -15713,10 +15710,8 @@ vErrors.push(err118);
 }
 errors++;
 }
-}
-}
-else {
-const err119 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data44.unpricedPlans === undefined){
+const err119 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/required",keyword:"required",params:{missingProperty: "unpricedPlans"},message:"must have required property '"+"unpricedPlans"+"'"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -15725,12 +15720,9 @@ vErrors.push(err119);
 }
 errors++;
 }
-}
-if(data.email !== undefined){
-let data46 = data.email;
-if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
-if(data46.provider === undefined){
-const err120 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+for(const key7 in data44){
+if(!((key7 === "enabled") || (key7 === "unpricedPlans"))){
+const err120 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -15739,8 +15731,10 @@ vErrors.push(err120);
 }
 errors++;
 }
-if(data46.from === undefined){
-const err121 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+}
+if(data44.enabled !== undefined){
+if(typeof data44.enabled !== "boolean"){
+const err121 = {instancePath:instancePath+"/billing/enabled",schemaPath:"#/properties/billing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -15749,9 +15743,14 @@ vErrors.push(err121);
 }
 errors++;
 }
-for(const key8 in data46){
-if(!((key8 === "provider") || (key8 === "from"))){
-const err122 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+}
+if(data44.unpricedPlans !== undefined){
+let data46 = data44.unpricedPlans;
+if(Array.isArray(data46)){
+const len2 = data46.length;
+for(let i2=0; i2<len2; i2++){
+if(typeof data46[i2] !== "string"){
+const err122 = {instancePath:instancePath+"/billing/unpricedPlans/" + i2,schemaPath:"#/properties/billing/properties/unpricedPlans/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -15761,9 +15760,9 @@ vErrors.push(err122);
 errors++;
 }
 }
-if(data46.provider !== undefined){
-if(typeof data46.provider !== "string"){
-const err123 = {instancePath:instancePath+"/email/provider",schemaPath:"#/properties/email/properties/provider/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err123 = {instancePath:instancePath+"/billing/unpricedPlans",schemaPath:"#/properties/billing/properties/unpricedPlans/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -15773,9 +15772,9 @@ vErrors.push(err123);
 errors++;
 }
 }
-if(data46.from !== undefined){
-if(typeof data46.from !== "string"){
-const err124 = {instancePath:instancePath+"/email/from",schemaPath:"#/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err124 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -15785,9 +15784,11 @@ vErrors.push(err124);
 errors++;
 }
 }
-}
-else {
-const err125 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.email !== undefined){
+let data48 = data.email;
+if(data48 && typeof data48 == "object" && !Array.isArray(data48)){
+if(data48.provider === undefined){
+const err125 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -15796,12 +15797,8 @@ vErrors.push(err125);
 }
 errors++;
 }
-}
-if(data.auth !== undefined){
-let data49 = data.auth;
-if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
-if(data49.socialProviders === undefined){
-const err126 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "socialProviders"},message:"must have required property '"+"socialProviders"+"'"};
+if(data48.from === undefined){
+const err126 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -15810,8 +15807,9 @@ vErrors.push(err126);
 }
 errors++;
 }
-if(data49.requireEmailVerification === undefined){
-const err127 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "requireEmailVerification"},message:"must have required property '"+"requireEmailVerification"+"'"};
+for(const key8 in data48){
+if(!((key8 === "provider") || (key8 === "from"))){
+const err127 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -15820,9 +15818,10 @@ vErrors.push(err127);
 }
 errors++;
 }
-for(const key9 in data49){
-if(!((key9 === "socialProviders") || (key9 === "requireEmailVerification"))){
-const err128 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+}
+if(data48.provider !== undefined){
+if(typeof data48.provider !== "string"){
+const err128 = {instancePath:instancePath+"/email/provider",schemaPath:"#/properties/email/properties/provider/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -15832,14 +15831,9 @@ vErrors.push(err128);
 errors++;
 }
 }
-if(data49.socialProviders !== undefined){
-let data50 = data49.socialProviders;
-if(Array.isArray(data50)){
-const len3 = data50.length;
-for(let i3=0; i3<len3; i3++){
-let data51 = data50[i3];
-if(typeof data51 !== "string"){
-const err129 = {instancePath:instancePath+"/auth/socialProviders/" + i3,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data48.from !== undefined){
+if(typeof data48.from !== "string"){
+const err129 = {instancePath:instancePath+"/email/from",schemaPath:"#/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -15848,8 +15842,10 @@ vErrors.push(err129);
 }
 errors++;
 }
-if(!((data51 === "github") || (data51 === "google"))){
-const err130 = {instancePath:instancePath+"/auth/socialProviders/" + i3,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/enum",keyword:"enum",params:{allowedValues: schema47.properties.socialProviders.items.enum},message:"must be equal to one of the allowed values"};
+}
+}
+else {
+const err130 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -15859,18 +15855,11 @@ vErrors.push(err130);
 errors++;
 }
 }
-let i4 = data50.length;
-let j0;
-if(i4 > 1){
-const indices0 = {};
-for(;i4--;){
-let item0 = data50[i4];
-if(typeof item0 !== "string"){
-continue;
-}
-if(typeof indices0[item0] == "number"){
-j0 = indices0[item0];
-const err131 = {instancePath:instancePath+"/auth/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/uniqueItems",keyword:"uniqueItems",params:{i: i4, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i4+" are identical)"};
+if(data.auth !== undefined){
+let data51 = data.auth;
+if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
+if(data51.socialProviders === undefined){
+const err131 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "socialProviders"},message:"must have required property '"+"socialProviders"+"'"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -15878,14 +15867,9 @@ else {
 vErrors.push(err131);
 }
 errors++;
-break;
 }
-indices0[item0] = i4;
-}
-}
-}
-else {
-const err132 = {instancePath:instancePath+"/auth/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data51.requireEmailVerification === undefined){
+const err132 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "requireEmailVerification"},message:"must have required property '"+"requireEmailVerification"+"'"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -15894,10 +15878,9 @@ vErrors.push(err132);
 }
 errors++;
 }
-}
-if(data49.requireEmailVerification !== undefined){
-if(typeof data49.requireEmailVerification !== "boolean"){
-const err133 = {instancePath:instancePath+"/auth/requireEmailVerification",schemaPath:"https://contract.local/schemas/AuthConfig/properties/requireEmailVerification/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+for(const key9 in data51){
+if(!((key9 === "socialProviders") || (key9 === "requireEmailVerification"))){
+const err133 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -15907,9 +15890,14 @@ vErrors.push(err133);
 errors++;
 }
 }
-}
-else {
-const err134 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data51.socialProviders !== undefined){
+let data52 = data51.socialProviders;
+if(Array.isArray(data52)){
+const len3 = data52.length;
+for(let i3=0; i3<len3; i3++){
+let data53 = data52[i3];
+if(typeof data53 !== "string"){
+const err134 = {instancePath:instancePath+"/auth/socialProviders/" + i3,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -15918,15 +15906,85 @@ vErrors.push(err134);
 }
 errors++;
 }
-}
-}
-else {
-const err135 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!((data53 === "github") || (data53 === "google"))){
+const err135 = {instancePath:instancePath+"/auth/socialProviders/" + i3,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/enum",keyword:"enum",params:{allowedValues: schema47.properties.socialProviders.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err135];
 }
 else {
 vErrors.push(err135);
+}
+errors++;
+}
+}
+let i4 = data52.length;
+let j0;
+if(i4 > 1){
+const indices0 = {};
+for(;i4--;){
+let item0 = data52[i4];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err136 = {instancePath:instancePath+"/auth/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/uniqueItems",keyword:"uniqueItems",params:{i: i4, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i4+" are identical)"};
+if(vErrors === null){
+vErrors = [err136];
+}
+else {
+vErrors.push(err136);
+}
+errors++;
+break;
+}
+indices0[item0] = i4;
+}
+}
+}
+else {
+const err137 = {instancePath:instancePath+"/auth/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err137];
+}
+else {
+vErrors.push(err137);
+}
+errors++;
+}
+}
+if(data51.requireEmailVerification !== undefined){
+if(typeof data51.requireEmailVerification !== "boolean"){
+const err138 = {instancePath:instancePath+"/auth/requireEmailVerification",schemaPath:"https://contract.local/schemas/AuthConfig/properties/requireEmailVerification/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err138];
+}
+else {
+vErrors.push(err138);
+}
+errors++;
+}
+}
+}
+else {
+const err139 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err139];
+}
+else {
+vErrors.push(err139);
+}
+errors++;
+}
+}
+}
+else {
+const err140 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err140];
+}
+else {
+vErrors.push(err140);
 }
 errors++;
 }

@@ -48,6 +48,8 @@ export interface Config {
   storage: { driver: 'local' } | S3Settings;
   /** The companion AI service: where the API and worker reach it, and how it embeds (src/ai-service/). */
   ai: AiSettings;
+  /** SEARCH_RANKING: how documents.search ranks; `hybrid` (default), or `vector` or `fulltext` alone (src/documents/chunk-search.ts). */
+  searchRanking: 'hybrid' | 'vector' | 'fulltext';
   /** The job worker (src/jobs/): whether it runs inside `serve` and `api`, and how many jobs at once. */
   worker: WorkerSettings;
   /** Stripe billing, or null when not configured: then there is no plan and no limit is enforced. */
@@ -73,14 +75,41 @@ export interface BillingSettings {
 export interface AiSettings {
   /** AI_URL: the OpenAI-compatible base the API and worker call (`/v1/embeddings`, `/v1/extract`, `/health`). */
   url: string;
-  /** AI_API_KEY: sent as a bearer token to AI_URL when set (a hosted OpenAI-compatible provider). */
+  /**
+   * AI_API_KEY: sent as a bearer token to AI_URL when set; the companion then answers only requests
+   * that carry it (all but `/health`). `serve` makes one for the child it starts when none is set.
+   */
   apiKey: string | undefined;
-  /** AI_PORT: where `serve` and `ai` start the companion service (on HOST). */
+  /** AI_HOST: where `serve` and `ai` start the companion service; loopback whatever HOST says. */
+  host: string;
+  /** AI_PORT: where `serve` and `ai` start the companion service (on AI_HOST). */
   port: number;
-  /** EMBEDDING_PROVIDER: `local` (offline feature hashing, free searches) or `openai` (forwarded). */
+  /** EMBEDDING_PROVIDER: `local` (the offline sentence-embedding model, free searches) or `openai` (forwarded). */
   provider: 'local' | 'openai';
   /** The OpenAI-compatible provider the companion forwards to when EMBEDDING_PROVIDER is openai. */
   openai: { baseUrl: string; apiKey: string | undefined; model: string };
+  /** What one extraction may use and produce (src/ai-service/, docs/ai-service.md "Limits"). */
+  extraction: ExtractionLimits;
+}
+
+/** Limits on one `/v1/extract` request; a document that breaks one fails its request (422), never the service. */
+export interface ExtractionLimits {
+  /** EXTRACT_TIMEOUT_SECONDS: wall time of one extraction; the work is killed, not waited for. */
+  timeoutMs: number;
+  /** EXTRACT_MEMORY_MB: heap of the thread that parses one document. */
+  memoryMb: number;
+  /** MAX_EXTRACTED_CHARACTERS: a document whose text is longer is refused (not truncated). */
+  maxCharacters: number;
+  /** EXTRACT_MAX_INFLATED_BYTES: the decompressed bytes of a PDF's streams or a DOCX's zip entries, together. */
+  maxInflatedBytes: number;
+  /** EXTRACT_MAX_PDF_PAGES. */
+  maxPdfPages: number;
+  /** EXTRACT_MAX_HTML_DEPTH: the deepest element nesting an HTML document may have. */
+  maxHtmlDepth: number;
+  /** OCR_MAX_PIXELS: width × height of an image read by OCR, checked before decoding. */
+  maxImagePixels: number;
+  /** OCR_TIMEOUT_SECONDS: one image's recognition; the OCR worker is stopped when it runs over. */
+  ocrTimeoutMs: number;
 }
 
 export interface WorkerSettings {
@@ -132,8 +161,10 @@ export const settingNames = [
   'SECRET', 'MAX_UPLOAD_BYTES', 'STORAGE_DRIVER', 'S3_BUCKET', 'S3_REGION', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE',
   'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
   'DB_STATEMENT_TIMEOUT_MS', 'DB_LOCK_TIMEOUT_MS', 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS',
-  'AI_URL', 'AI_API_KEY', 'AI_PORT', 'EMBEDDING_PROVIDER', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'EMBEDDING_MODEL',
-  'WORKER', 'WORKER_CONCURRENCY', 'JOB_LEASE_SECONDS',
+  'AI_URL', 'AI_API_KEY', 'AI_HOST', 'AI_PORT', 'EMBEDDING_PROVIDER', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'EMBEDDING_MODEL',
+  'EXTRACT_TIMEOUT_SECONDS', 'EXTRACT_MEMORY_MB', 'MAX_EXTRACTED_CHARACTERS', 'EXTRACT_MAX_INFLATED_BYTES',
+  'EXTRACT_MAX_PDF_PAGES', 'EXTRACT_MAX_HTML_DEPTH', 'OCR_MAX_PIXELS', 'OCR_TIMEOUT_SECONDS',
+  'SEARCH_RANKING', 'WORKER', 'WORKER_CONCURRENCY', 'JOB_LEASE_SECONDS',
   'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_API_URL',
   'STRIPE_PRICE_PRO_MONTH', 'STRIPE_PRICE_PRO_YEAR', 'STRIPE_PRICE_TEAM_MONTH', 'STRIPE_PRICE_TEAM_YEAR',
   'METRICS_TOKEN',
@@ -176,7 +207,8 @@ export function loadConfig(env: Env = process.env): Config {
     secret: secret(env, environment),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 26_214_400, 1, Number.MAX_SAFE_INTEGER),
     storage: storage(env),
-    ai: aiSettings(env, host),
+    ai: aiSettings(env),
+    searchRanking: oneOf(env, 'SEARCH_RANKING', ['hybrid', 'vector', 'fulltext'] as const, 'hybrid'),
     worker: {
       mode: oneOf(env, 'WORKER', ['inline', 'off'] as const, 'inline'),
       concurrency: integer(env, 'WORKER_CONCURRENCY', 2, 1, 64),
@@ -203,15 +235,29 @@ function billing(env: Env): BillingSettings | null {
   return { secretKey, webhookSecret, apiUrl: url(env, 'STRIPE_API_URL')?.replace(/\/+$/, ''), prices: { pro: prices('PRO'), team: prices('TEAM') } };
 }
 
-function aiSettings(env: Env, host: string): AiSettings {
+function aiSettings(env: Env): AiSettings {
+  // Not HOST: an API opened to the network (HOST=0.0.0.0 in a container) keeps its AI service private.
+  const host = text(env, 'AI_HOST', '127.0.0.1');
   const port = integer(env, 'AI_PORT', 3001, 0, 65535);
   const provider = oneOf(env, 'EMBEDDING_PROVIDER', ['local', 'openai'] as const, 'local');
   const openaiKey = raw(env, 'OPENAI_API_KEY');
+  const urlHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : isIP(host) === 6 ? `[${host}]` : host;
   return {
-    url: (url(env, 'AI_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, ''),
+    url: (url(env, 'AI_URL') ?? `http://${urlHost}:${port}`).replace(/\/+$/, ''),
     apiKey: raw(env, 'AI_API_KEY'),
+    host,
     port,
     provider,
+    extraction: {
+      timeoutMs: integer(env, 'EXTRACT_TIMEOUT_SECONDS', 60, 1, 100) * 1000,
+      memoryMb: integer(env, 'EXTRACT_MEMORY_MB', 512, 64, 16384),
+      maxCharacters: integer(env, 'MAX_EXTRACTED_CHARACTERS', 2_000_000, 1000, 100_000_000),
+      maxInflatedBytes: integer(env, 'EXTRACT_MAX_INFLATED_BYTES', 128 * 1024 * 1024, 1024 * 1024, 8 * 1024 ** 3),
+      maxPdfPages: integer(env, 'EXTRACT_MAX_PDF_PAGES', 2000, 1, 100_000),
+      maxHtmlDepth: integer(env, 'EXTRACT_MAX_HTML_DEPTH', 256, 16, 10_000),
+      maxImagePixels: integer(env, 'OCR_MAX_PIXELS', 36_000_000, 1_000_000, 500_000_000),
+      ocrTimeoutMs: integer(env, 'OCR_TIMEOUT_SECONDS', 60, 1, 100) * 1000,
+    },
     openai: {
       baseUrl: (url(env, 'OPENAI_BASE_URL') ?? 'https://api.openai.com/v1').replace(/\/+$/, ''),
       apiKey: openaiKey,

@@ -1,10 +1,10 @@
 /**
  * The one command line: `node src/main.ts <command>`.
- *   serve            everything for one machine: the API, the companion AI service, and the job
+ *   serve            everything for one machine: the API, the companion AI service (a child process), and the job
  *                    worker unless WORKER=off (on the embedded database when no DATABASE_URL)
  *   api              the API alone (with the job worker unless WORKER=off)
  *   worker           the job worker alone
- *   ai               the companion AI service alone (src/ai-service/)
+ *   ai               the companion AI service alone (src/ai-service/), on AI_HOST:AI_PORT
  *   migrate          apply pending migrations, then exit
  *   migrate status   report shipped, applied, pending and unknown migrations as JSON
  *   grant-admin <email>  make the existing user with this email a platform admin (docs/platform-admin.md)
@@ -126,12 +126,23 @@ async function runGrantAdmin(config: Config, logger: Logger, email: string): Pro
   console.log(describeGrant(result));
 }
 
-/** The companion AI service alone, until SIGTERM or SIGINT. */
+/**
+ * The companion AI service alone, until SIGTERM or SIGINT. Started by `serve` (ai-service/child-process.ts),
+ * it reports its address over the IPC channel and exits when that channel closes (its parent is gone).
+ */
 async function runAi(config: Config, logger: Logger): Promise<void> {
-  const stop = watchStopSignals(logger);
+  const supervised = process.send !== undefined;
+  // Ctrl-C reaches the whole process group: a supervised child leaves SIGINT to its parent, which
+  // stops it with SIGTERM once the API has drained (jobs in flight may still need it).
+  if (supervised) process.on('SIGINT', () => {});
+  const stop = watchStopSignals(logger, supervised ? ['SIGTERM'] : ['SIGTERM', 'SIGINT']);
   const { startAiService } = await import('./ai-service/server.ts');
-  const ai = await startAiService({ settings: config.ai, host: config.host, logger });
+  const ai = await startAiService({ settings: config.ai, logger });
   stop.serving();
+  if (supervised) {
+    process.send!({ type: 'ai-ready', url: ai.url, port: ai.port });
+    process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+  }
   await stop.requested;
   await ai.close();
   process.exit(0);
@@ -140,12 +151,13 @@ async function runAi(config: Config, logger: Logger): Promise<void> {
 /** The job worker alone: the queue, its workers and the housekeeping schedule, until SIGTERM or SIGINT. */
 async function runWorker(config: Config, logger: Logger, useTemplate: boolean): Promise<void> {
   const stop = watchStopSignals(logger);
-  const [{ startJobQueue }, { startWorker }, { createAiClient }, { createStorageDriver }, { resolveSecret }] = await Promise.all([
+  const [{ startJobQueue }, { startWorker }, { createAiClient }, { createStorageDriver }, { resolveSecret }, { billedPlans, unbilled }] = await Promise.all([
     import('./jobs/queue.ts'),
     import('./jobs/worker.ts'),
     import('./ai-service/client.ts'),
     import('./storage/create-driver.ts'),
     import('./secret.ts'),
+    import('./billing/plans.ts'),
   ]);
   const db = await open(config, logger, useTemplate);
   let queue: Awaited<ReturnType<typeof startJobQueue>> | undefined;
@@ -153,7 +165,12 @@ async function runWorker(config: Config, logger: Logger, useTemplate: boolean): 
     await migrate(db.sql, { logger });
     queue = await startJobQueue({ db, settings: config.worker, logger, worker: true });
     const storage = createStorageDriver(config, resolveSecret(config));
-    await startWorker({ queue, sql: db.sql, storage, ai: createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }), now: () => new Date(), logger, concurrency: config.worker.concurrency });
+    const now = () => new Date();
+    await startWorker({
+      queue, sql: db.sql, storage, ai: createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }),
+      plans: config.billing ? billedPlans(db.sql, now) : unbilled, maxCharacters: config.ai.extraction.maxCharacters,
+      now, logger, concurrency: config.worker.concurrency,
+    });
   } catch (error) {
     await queue?.stop(0).catch(() => undefined);
     await db.close().catch(() => undefined);
@@ -182,20 +199,21 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean, parts
   const appModule = import('./http/app.ts');
   const adminModule = import('./admin/grant-admin.ts');
   const sweeperModule = import('./auth/expired-sweeper.ts');
-  const aiModule = import('./ai-service/server.ts');
+  const aiModule = import('./ai-service/child-process.ts');
   for (const loading of [appModule, adminModule, sweeperModule, aiModule]) loading.catch(() => undefined);
 
   const db = await open(config, logger, useTemplate);
   let server: Server;
   let drain: ReturnType<typeof trackRequests>;
   let sweeper: { stop(): Promise<void> } | undefined;
-  let ai: { url: string; close(): Promise<void> } | undefined;
+  let ai: { url: string; apiKey: string; close(): Promise<void> } | undefined;
   let stopJobs: (() => Promise<void>) | undefined;
   try {
-    // The companion first: the inline worker calls it as soon as a job is queued.
-    if (parts.ai) ai = await (await aiModule).startAiService({ settings: config.ai, host: config.host, logger });
-    // AI_PORT=0 takes any free port; the default AI_URL then names the one taken.
-    if (ai && config.ai.port === 0) config = { ...config, ai: { ...config.ai, url: ai.url } };
+    // The companion first, in a process of its own: the inline worker calls it as soon as a job is queued.
+    if (parts.ai) ai = await (await aiModule).startAiChild(config.ai, logger);
+    // AI_PORT=0 takes any free port; the default AI_URL then names the one taken. The client sends
+    // the key the child was given (a fresh one when AI_API_KEY is unset).
+    if (ai) config = { ...config, ai: { ...config.ai, url: config.ai.port === 0 ? ai.url : config.ai.url, apiKey: ai.apiKey } };
     await migrate(db.sql, { logger });
     await (await adminModule).grantConfiguredAdmins(db.sql, config.adminEmails, logger, new Date());
     // Expired sessions and verification tokens go at start and hourly.
@@ -250,7 +268,7 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean, parts
  * the start has finished. A second one during the drain skips the rest of it (`repeated`); a
  * second one during the start, or a third, exits at once.
  */
-function watchStopSignals(logger: Logger): { requested: Promise<NodeJS.Signals>; repeated: Promise<void>; serving(): void; draining(): void } {
+function watchStopSignals(logger: Logger, signals: NodeJS.Signals[] = ['SIGTERM', 'SIGINT']): { requested: Promise<NodeJS.Signals>; repeated: Promise<void>; serving(): void; draining(): void } {
   let phase: 'starting' | 'serving' | 'draining' = 'starting';
   let count = 0;
   let request!: (signal: NodeJS.Signals) => void;
@@ -270,8 +288,7 @@ function watchStopSignals(logger: Logger): { requested: Promise<NodeJS.Signals>;
       process.exit(130);
     }
   };
-  process.on('SIGTERM', handle);
-  process.on('SIGINT', handle);
+  for (const signal of signals) process.on(signal, handle);
   return {
     requested,
     repeated,

@@ -9,6 +9,7 @@ import type { PaidPlan } from '../config.ts';
 import { migrationStatus } from '../db/migrations.ts';
 import { AiServiceError } from '../ai-service/client.ts';
 import { queueStats } from '../jobs/queue-stats.ts';
+import { countStaleDocuments } from '../jobs/reindex.ts';
 import { JOBS_QUEUE, QUEUE_SCHEMA } from '../jobs/queue.ts';
 import { LIVE_SUBSCRIPTION } from '../organizations/store.ts';
 import { authConfig } from '../system/procedures.ts';
@@ -95,9 +96,14 @@ async function aiCheck(services: Services) {
   const base = { url: services.config.ai.url };
   try {
     const report = await services.ai.health({ timeoutMs: AI_TIMEOUT_MS });
-    return { ...base, ok: report.ok, latencyMs: round(report.latencyMs), error: null, problems: report.problems, provider: report.provider, ocr: report.ocr };
+    // A database failure is the database check's to report, not the AI service's.
+    const staleDocuments = report.model ? await countStaleDocuments(services.db.sql, report.model).catch(() => null) : null;
+    return {
+      ...base, ok: report.ok, latencyMs: round(report.latencyMs), error: null, problems: report.problems,
+      provider: report.provider, model: report.model, ocr: report.ocr, staleDocuments,
+    };
   } catch (error) {
-    return { ...base, ok: false, latencyMs: null, error: messageOf(error), problems: [], provider: null, ocr: null };
+    return { ...base, ok: false, latencyMs: null, error: messageOf(error), problems: [], provider: null, model: null, ocr: null, staleDocuments: null };
   }
 }
 

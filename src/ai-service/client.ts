@@ -72,6 +72,11 @@ interface Exchange {
   headers?: Record<string, string>;
   body?: string | Uint8Array<ArrayBuffer>;
   timeoutMs: number;
+  /**
+   * The companion's refusals of a document (413, 415, 422) are written for its owner ("The PDF
+   * has 5 000 pages; at most 2 000 can be read."), so extraction passes them on as the message.
+   */
+  passRefusals?: boolean;
 }
 
 const JSON_CONTENT = { 'content-type': 'application/json' };
@@ -101,7 +106,9 @@ export function createAiClient(options: AiClientOptions): AiClient {
         const said = isRecord(body) && isRecord(body.error) && typeof body.error.message === 'string' ? body.error.message : text.slice(0, 300);
         const detail = `${where} answered ${status}: ${said}`;
         const retryable = status >= 500 || status === 408 || status === 429;
-        throw new AiServiceError(retryable ? UNAVAILABLE : (REFUSALS[status] ?? 'The AI service refused the request.'), { retryable, status, detail });
+        const refusal = REFUSALS[status];
+        const message = retryable ? UNAVAILABLE : refusal && request.passRefusals && said ? said : (refusal ?? 'The AI service refused the request.');
+        throw new AiServiceError(message, { retryable, status, detail });
       }
       try {
         return read(body);
@@ -131,7 +138,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
 
     extract(bytes, contentType, callOptions = {}) {
       const body = bytes as Uint8Array<ArrayBuffer>;
-      const request = { method: 'POST', path: '/v1/extract', headers: { 'content-type': contentType }, body, timeoutMs: 120_000 } as const;
+      const request = { method: 'POST', path: '/v1/extract', headers: { 'content-type': contentType }, body, timeoutMs: 120_000, passRefusals: true } as const;
       return call(request, callOptions, (answer) => {
         if (!isRecord(answer) || typeof answer.text !== 'string') throw new Error('no text');
         const pages = answer.pages;
@@ -153,11 +160,15 @@ function readHealth(answer: unknown): HealthReport {
     !isRecord(answer) || typeof answer.ok !== 'boolean' || typeof answer.version !== 'string'
     || (answer.provider !== 'local' && answer.provider !== 'openai')
     || (answer.ocr !== null && typeof answer.ocr !== 'string')
+    || (answer.model !== undefined && answer.model !== null && typeof answer.model !== 'string')
     || !Array.isArray(answer.problems) || !answer.problems.every((problem) => typeof problem === 'string')
   ) {
     throw new Error('not a health report');
   }
-  return { ok: answer.ok, version: answer.version, provider: answer.provider, ocr: answer.ocr as string | null, problems: answer.problems as string[] };
+  return {
+    ok: answer.ok, version: answer.version, provider: answer.provider, model: (answer.model ?? null) as string | null,
+    ocr: answer.ocr as string | null, problems: answer.problems as string[],
+  };
 }
 
 function parseJson(text: string): unknown {

@@ -1,25 +1,31 @@
 /**
  * The companion AI service (decisions.md, "Companion AI service"): embeddings in OpenAI's shape,
- * text extraction from documents, and a health report, on a plain node:http server. It has no
- * authentication and listens on loopback by default; only the API and its worker call it.
+ * text extraction from documents, and a health report, on a plain node:http server in a process
+ * of its own (`main.ts ai`; `serve` starts it as a child). It listens on AI_HOST (loopback by
+ * default) and, when AI_API_KEY is set, answers every route but `/health` only to requests that
+ * carry that key as a bearer token: the API and its worker are its only callers.
  *
  *   GET  /health          → 200 HealthReport (ok false with problems when misconfigured)
- *   POST /v1/embeddings   → OpenAI embeddings (embeddings.ts)
- *   POST /v1/extract      → { text, pages } from the raw document bytes (extraction.ts)
+ *   POST /v1/embeddings   → OpenAI embeddings (embeddings.ts, the model in embedder.ts)
+ *   POST /v1/extract      → { text, pages } from the raw document bytes (extractor.ts: each
+ *                           document parsed in a thread of its own, with memory and time limits)
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
 import type { AiSettings } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { bearerMatches } from './api-key.ts';
+import { createEmbedder } from './embedder.ts';
 import { EMBEDDINGS_BODY_LIMIT, createEmbeddings } from './embeddings.ts';
-import { EXTRACT_BODY_LIMIT, documentType, extract } from './extraction.ts';
+import { EXTRACT_BODY_LIMIT, documentType } from './extraction.ts';
+import { createExtractor } from './extractor.ts';
 import { healthReport } from './health.ts';
 import { HttpError, readBody, readJson, sendError, sendJson } from './http-exchange.ts';
-import { createOcrEngine } from './ocr.ts';
 
 export interface AiServiceOptions {
   settings: AiSettings;
-  host: string;
+  /** Defaults to settings.host (AI_HOST). */
+  host?: string;
   /** Defaults to settings.port (AI_PORT); 0 picks a free port. */
   port?: number;
   logger: Logger;
@@ -31,28 +37,37 @@ export interface AiService {
   /** Where it listens, e.g. http://127.0.0.1:3001; a wildcard host is reported as loopback. */
   url: string;
   port: number;
-  /** Stops accepting connections, lets requests in progress finish, then stops the OCR worker. */
+  /** Stops accepting connections, lets requests in progress finish, then stops the model and parser threads. */
   close(): Promise<void>;
 }
 
 type Handler = (request: IncomingMessage) => Promise<unknown> | unknown;
 
+interface Route {
+  handlers: Record<string, Handler>;
+  /** Open to anyone who can reach the port: only the health report, which says nothing secret. */
+  public?: boolean;
+}
+
 export async function startAiService(options: AiServiceOptions): Promise<AiService> {
   const { settings, logger: parent } = options;
   const logger = parent.child({ component: 'ai-service' });
-  const ocr = createOcrEngine(logger);
+  const embedder = createEmbedder(settings, logger);
+  const extractor = createExtractor({ limits: settings.extraction, logger });
   const maxExtractBytes = options.maxExtractBytes ?? EXTRACT_BODY_LIMIT;
 
-  const routes: Record<string, Record<string, Handler>> = {
-    '/health': { GET: () => healthReport(settings, ocr) },
+  const routes: Record<string, Route> = {
+    '/health': { public: true, handlers: { GET: () => healthReport(settings, extractor.ocr, embedder) } },
     '/v1/embeddings': {
-      POST: async (request) => createEmbeddings(await readJson(request, EMBEDDINGS_BODY_LIMIT), settings, logger),
+      handlers: { POST: async (request) => createEmbeddings(await readJson(request, EMBEDDINGS_BODY_LIMIT), embedder) },
     },
     '/v1/extract': {
-      POST: async (request) => {
-        // The type first, so an unsupported document is refused before its bytes are read.
-        const type = documentType(request.headers['content-type']);
-        return extract(await readBody(request, maxExtractBytes), type, ocr);
+      handlers: {
+        POST: async (request) => {
+          // The type first, so an unsupported document is refused before its bytes are read.
+          const type = documentType(request.headers['content-type']);
+          return extractor.extract(await readBody(request, maxExtractBytes), type);
+        },
       },
     },
   };
@@ -64,14 +79,19 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
     try {
       const route = routes[path];
       if (!route) throw new HttpError(404, `There is no route ${path}.`);
-      const handler = route[request.method ?? ''];
-      if (!handler) throw new HttpError(405, `${path} accepts ${Object.keys(route).join(', ')}.`, { headers: { allow: Object.keys(route).join(', ') } });
+      // Before the method and the body: a caller without the key learns nothing else.
+      if (!route.public && settings.apiKey && !bearerMatches(request.headers.authorization, settings.apiKey)) {
+        throw new HttpError(401, 'A valid API key is required (Authorization: Bearer <AI_API_KEY>).', { headers: { 'www-authenticate': 'Bearer' } });
+      }
+      const handler = route.handlers[request.method ?? ''];
+      const allowed = Object.keys(route.handlers).join(', ');
+      if (!handler) throw new HttpError(405, `${path} accepts ${allowed}.`, { headers: { allow: allowed } });
       sendJson(response, 200, await handler(request));
     } catch (caught) {
       const error = caught instanceof HttpError ? caught : new HttpError(500, 'The AI service failed; try again later.', { cause: caught });
       status = error.status;
       if (status >= 500 || error.cause) logger[status >= 500 ? 'error' : 'warn']({ err: error.cause ?? error, path, status }, error.message);
-      // An answer given before the body was read (413, 415, 404...) closes the connection, so
+      // An answer given before the body was read (401, 413, 415, 404...) closes the connection, so
       // node does not read and discard a large upload just to keep the connection alive.
       if (!request.complete) response.setHeader('connection', 'close');
       sendError(response, error);
@@ -81,17 +101,18 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
 
   const server = createServer((request, response) => void handle(request, response));
   const port = options.port ?? settings.port;
+  const listenHost = options.host ?? settings.host;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, options.host, () => {
+    server.listen(port, listenHost, () => {
       server.off('error', reject);
       resolve();
     });
   });
   const bound = (server.address() as AddressInfo).port;
-  const host = options.host === '0.0.0.0' ? '127.0.0.1' : options.host === '::' ? '::1' : options.host;
+  const host = listenHost === '0.0.0.0' ? '127.0.0.1' : listenHost === '::' ? '::1' : listenHost;
   const url = `http://${isIP(host) === 6 ? `[${host}]` : host}:${bound}`;
-  logger.info({ url, provider: settings.provider, ocr: ocr.description }, 'AI service listening');
+  logger.info({ url, provider: settings.provider, model: embedder.model, ocr: extractor.ocr.description, apiKey: Boolean(settings.apiKey) }, 'AI service listening');
 
   return {
     url,
@@ -101,7 +122,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeIdleConnections();
       });
-      await ocr.close();
+      await Promise.all([extractor.close(), embedder.close()]);
     },
   };
 }

@@ -1,6 +1,7 @@
 /**
- * documents.search: embeds the query with the AI service, then answers the workspace's nearest
- * indexed chunks (text-store.ts). 30 searches per minute per user; the embedding gets 10 seconds;
+ * documents.search: embeds the query with the AI service, then answers the workspace's chunks of
+ * that model, ranked by meaning and words together (chunk-search.ts). 30 searches per minute per
+ * user; the embedding gets 10 seconds;
  * a query that cannot be embedded answers 503 with a generic message (the detail is logged). A
  * search costs one AI credit unless the embedding came from the local provider, charged only
  * once the query is embedded, atomically against the plan (credits.ts).
@@ -11,7 +12,7 @@ import { AiServiceError, LOCAL_EMBEDDING_MODEL } from '../ai-service/client.ts';
 import { refusal } from '../auth/rate-limit.ts';
 import { charge } from '../jobs/credits.ts';
 import { findWorkspace } from '../workspaces/store.ts';
-import { searchChunks } from './text-store.ts';
+import { searchChunks } from './chunk-search.ts';
 
 export const SEARCH_TIMEOUT_MS = 10_000;
 export const SEARCH_LIMIT_MESSAGE = 'Too many searches, try again in a minute.';
@@ -35,6 +36,8 @@ export const search: Handler<'documents.search'> = async (input, ctx) => {
     const plan = await services.plans.limitsFor(workspace.organizationId);
     await services.db.sql.begin((tx) => charge(tx, { organizationId: workspace.organizationId, amount: 1, reason: 'search', jobId: null, now: services.now(), plan }));
   }
-  const results = await searchChunks(services.db.sql, workspace.id, embedded.vectors[0]!, input.limit ?? 10);
+  const results = await searchChunks(services.db.sql, {
+    workspaceId: workspace.id, model: embedded.model, text: input.query, vector: embedded.vectors[0]!, limit: input.limit ?? 10,
+  }, services.config.searchRanking);
   return { model: embedded.model, results };
 };

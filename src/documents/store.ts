@@ -68,7 +68,7 @@ export async function pageDocuments(sql: Sql, workspaceId: string, limit: number
 }
 
 export async function organizationUsage(sql: Db, organizationId: string): Promise<number> {
-  const [row] = await sql<{ used: string }[]>`select coalesce(sum(size), 0)::text as used from documents where organization_id = ${organizationId}`;
+  const [row] = await sql<{ used: string }[]>`select coalesce(sum(size + text_bytes), 0)::text as used from documents where organization_id = ${organizationId}`;
   return Number(row!.used);
 }
 

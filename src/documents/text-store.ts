@@ -1,10 +1,10 @@
 /**
  * SQL of what the jobs learn about a document: its extracted text (documents.text) and its
- * embedded chunks (documents.search). Writers answer null when the document was deleted meanwhile.
+ * embedded chunks (searched in chunk-search.ts). Writers answer null when the document was deleted meanwhile.
  */
-import type { components } from '../../generated/types.ts';
 import type { Sql } from '../db/connection.ts';
-import type { Document } from './store.ts';
+import type { Db } from '../db/db.ts';
+import { organizationUsage, type Document } from './store.ts';
 import { newId } from '../ids.ts';
 
 export interface DocumentText {
@@ -13,18 +13,33 @@ export interface DocumentText {
   pages: number | null;
 }
 
-export async function readDocumentText(sql: Sql, documentId: string): Promise<DocumentText | null> {
+export async function readDocumentText(sql: Db, documentId: string): Promise<DocumentText | null> {
   const [row] = await sql<DocumentText[]>`select text, characters, pages from document_texts where document_id = ${documentId}`;
   return row ?? null;
 }
 
-/** Stores the text of an extraction and the document's `extracted` summary. */
-export async function saveDocumentText(sql: Sql, document: Pick<Document, 'id' | 'organizationId'>, extracted: { text: string; pages: number | null }, now: Date): Promise<DocumentText | null> {
+/**
+ * Stores the text of an extraction and the document's `extracted` summary. The text's UTF-8 bytes
+ * count toward the organization's storage (`documents.text_bytes`): with a limit, the
+ * organization's row is locked first (the order completeDocument takes) and a text that would take
+ * the organization past it is not stored ('limit'). null when the document was deleted meanwhile.
+ */
+export async function saveDocumentText(
+  sql: Sql, document: Pick<Document, 'id' | 'organizationId'>, extracted: { text: string; pages: number | null }, now: Date, limitBytes: number | null = null,
+): Promise<DocumentText | 'limit' | null> {
   // Characters as a reader counts them (code points), not UTF-16 units.
   const characters = [...extracted.text].length;
+  const bytes = Buffer.byteLength(extracted.text, 'utf8');
   return sql.begin(async (tx) => {
+    if (limitBytes !== null) {
+      await tx`select id from organizations where id = ${document.organizationId} for update`;
+      const [current] = await tx<{ textBytes: string }[]>`select text_bytes::text as "textBytes" from documents where id = ${document.id} for update`;
+      if (!current) return null;
+      if ((await organizationUsage(tx, document.organizationId)) - Number(current.textBytes) + bytes > limitBytes) return 'limit';
+    }
     const [updated] = await tx`
-      update documents set extracted_characters = ${characters}, extracted_pages = ${extracted.pages}, extracted_at = ${now}, updated_at = ${now}
+      update documents set extracted_characters = ${characters}, extracted_pages = ${extracted.pages}, extracted_at = ${now},
+                           text_bytes = ${bytes}, updated_at = ${now}
       where id = ${document.id} returning id`;
     if (!updated) return null;
     await tx`
@@ -32,7 +47,7 @@ export async function saveDocumentText(sql: Sql, document: Pick<Document, 'id' |
       values (${document.id}, ${document.organizationId}, ${extracted.text}, ${characters}, ${extracted.pages}, ${now})
       on conflict (document_id) do update set text = excluded.text, characters = excluded.characters, pages = excluded.pages, extracted_at = excluded.extracted_at`;
     return { text: extracted.text, characters, pages: extracted.pages };
-  }) as Promise<DocumentText | null>;
+  }) as Promise<DocumentText | 'limit' | null>;
 }
 
 /** pgvector's text form of a vector. */
@@ -40,8 +55,13 @@ export function vectorLiteral(vector: readonly number[]): string {
   return `[${vector.join(',')}]`;
 }
 
-/** Replaces the document's chunks with these, in one transaction; false when the document is gone. */
-export async function replaceChunks(sql: Sql, document: Pick<Document, 'id' | 'organizationId' | 'workspaceId'>, chunks: { text: string; embedding: number[] }[], now: Date): Promise<boolean> {
+/**
+ * Replaces the document's chunks with these, embedded by `model`, in one transaction; false when
+ * the document is gone. A document's chunks are always of one model.
+ */
+export async function replaceChunks(
+  sql: Sql, document: Pick<Document, 'id' | 'organizationId' | 'workspaceId'>, model: string, chunks: { text: string; embedding: number[] }[], now: Date,
+): Promise<boolean> {
   return sql.begin(async (tx) => {
     // The document row first: it serialises two indexings of one document, and tells whether it still exists.
     const [current] = await tx`select id from documents where id = ${document.id} for update`;
@@ -56,6 +76,7 @@ export async function replaceChunks(sql: Sql, document: Pick<Document, 'id' | 'o
         document_id: document.id,
         index: i + offset,
         text: chunk.text,
+        model,
         embedding: vectorLiteral(chunk.embedding),
         created_at: now,
       }));
@@ -64,36 +85,4 @@ export async function replaceChunks(sql: Sql, document: Pick<Document, 'id' | 'o
     await tx`update documents set indexed_at = ${now}, chunk_count = ${chunks.length}, updated_at = ${now} where id = ${document.id}`;
     return true;
   }) as Promise<boolean>;
-}
-
-/** The contract's search hit. */
-export type SearchHit = components['schemas']['SearchHit'];
-
-/**
- * The workspace's chunks nearest to `query` by cosine distance, best first. The HNSW index serves
- * the ordering; with the workspace filter, pgvector's iterative scan keeps going until it has
- * `limit` matches (relaxed order, so the outer query sorts again).
- */
-export async function searchChunks(sql: Sql, workspaceId: string, query: number[], limit: number): Promise<SearchHit[]> {
-  return sql.begin(async (tx) => {
-    // ef_search 160: recall@10 about 0.99 at no measurable cost (bench/search.ts; 40 gave 0.89).
-    // Custom plans: after five runs PostgreSQL may switch a prepared statement to its generic plan,
-    // which (on PGlite always, on a server for small workspaces) sorts the whole workspace instead
-    // of walking the index.
-    await tx`
-      select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(Math.max(160, limit * 4))}, true),
-             set_config('plan_cache_mode', 'force_custom_plan', true)`;
-    return tx<SearchHit[]>`
-      select nearest.id as "chunkId", nearest.document_id as "documentId", d.name as "documentName", nearest.index,
-             nearest.text, (1 - nearest.distance)::float8 as score
-      from (
-        select id, document_id, index, text, embedding <=> ${vectorLiteral(query)}::vector as distance
-        from document_chunks
-        where workspace_id = ${workspaceId}
-        order by embedding <=> ${vectorLiteral(query)}::vector
-        limit ${limit}
-      ) nearest
-      join documents d on d.id = nearest.document_id
-      order by nearest.distance, nearest.id`;
-  }) as Promise<SearchHit[]>;
 }

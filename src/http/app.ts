@@ -102,7 +102,10 @@ export async function buildApp(options: AppOptions): Promise<App> {
     queue: await startJobQueue({ db, settings: config.worker, logger, worker: config.worker.mode === 'inline', ...overrides.queue }),
   };
   if (config.worker.mode === 'inline') {
-    await startWorker({ queue: services.queue, sql: db.sql, storage: services.storage, ai: services.ai, now, logger, concurrency: config.worker.concurrency });
+    await startWorker({
+      queue: services.queue, sql: db.sql, storage: services.storage, ai: services.ai, plans: services.plans,
+      maxCharacters: config.ai.extraction.maxCharacters, now, logger, concurrency: config.worker.concurrency,
+    });
   }
   const handlers = { ...allHandlers, ...overrides.handlers };
   const streams = { ...streamHandlers, ...overrides.streams };

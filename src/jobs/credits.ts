@@ -13,13 +13,6 @@ import { newId } from '../ids.ts';
 
 export type CreditReason = 'job.create' | 'job.retry' | 'job.cancel' | 'search';
 
-/** Credits per job kind (decisions.md, Jobs). */
-export const KIND_CREDITS = {
-  'document.extract': 1,
-  'document.index': 2,
-  'text.embed': 1,
-} as const;
-
 export async function creditsSpent(sql: Db, organizationId: string, since: Date): Promise<number> {
   const [row] = await sql<{ spent: number }[]>`
     select coalesce(sum(amount), 0)::int as spent from credit_ledger

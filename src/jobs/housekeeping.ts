@@ -3,21 +3,36 @@
  * - documents still `pending` an hour after their upload address expired are deleted, with any
  *   bytes that arrived (they would otherwise stay pending forever and count against the storage
  *   quota); the hour lets an upload that started just before the expiry finish and be completed;
- * - job events older than the retention window (events.ts) are pruned.
+ * - job events older than the retention window (events.ts) are pruned;
+ * - documents indexed by another embedding model than the current one are queued for re-indexing
+ *   (reindex.ts).
  */
 import type { Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import type { StorageDriver } from '../storage/driver.ts';
 import { deleteAbandonedUploads } from '../documents/store.ts';
 import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
+import type { AiClient } from '../ai-service/client.ts';
 import { pruneJobEvents } from './events.ts';
+import type { JobQueue } from './queue.ts';
+import { queueReindexing } from './reindex.ts';
 
 export const ABANDONED_UPLOAD_GRACE_MS = 60 * 60_000;
 
-export async function runHousekeeping(deps: { sql: Sql; storage: StorageDriver; logger: Logger; now(): Date }): Promise<{ abandonedUploads: number; objectsFailed: number; eventsPruned: number }> {
+export interface HousekeepingDeps {
+  sql: Sql;
+  storage: StorageDriver;
+  queue: JobQueue;
+  ai: AiClient;
+  logger: Logger;
+  now(): Date;
+}
+
+export async function runHousekeeping(deps: HousekeepingDeps): Promise<{ abandonedUploads: number; objectsFailed: number; eventsPruned: number; reindexQueued: number }> {
   const now = deps.now();
   const keys = await deleteAbandonedUploads(deps.sql, now, ABANDONED_UPLOAD_GRACE_MS);
   const objects = await deleteObjectsBestEffort(deps.storage, keys, deps.logger, { task: 'housekeeping' });
   const eventsPruned = await pruneJobEvents(deps.sql, now);
-  return { abandonedUploads: keys.length, objectsFailed: objects.failed, eventsPruned };
+  const { queued } = await queueReindexing(deps);
+  return { abandonedUploads: keys.length, objectsFailed: objects.failed, eventsPruned, reindexQueued: queued };
 }

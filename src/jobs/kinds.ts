@@ -2,19 +2,30 @@
  * What each job kind does (decisions.md, Jobs). Every kind is idempotent: a run repeated after a
  * lost lease or a retry writes the same rows again (extraction upserts, indexing replaces the
  * document's chunks in one transaction). AI calls happen outside any transaction.
+ *
+ * A document that breaks a limit fails its job at once with a message its owner can act on
+ * (JobFailure, or the AI service's refusal): a longer text than MAX_EXTRACTED_CHARACTERS, a text
+ * that would pass the plan's storage, an index the plan's credits do not cover.
  */
 import type { Sql } from '../db/connection.ts';
 import type { StorageDriver } from '../storage/driver.ts';
 import type { AiClient } from '../ai-service/client.ts';
+import type { PlanLookup } from '../billing/plans.ts';
+import { ApiError } from '../contract/errors.ts';
 import { findDocument, objectKey, type Document } from '../documents/store.ts';
 import { chunkText } from './chunking.ts';
 import { readDocumentText, replaceChunks, saveDocumentText } from '../documents/text-store.ts';
+import { chargeRunningJob } from './lifecycle.ts';
+import { indexCredits } from './pricing.ts';
 import type { JobKind, JobRow } from './store.ts';
 
 export interface KindDeps {
   sql: Sql;
   storage: StorageDriver;
   ai: AiClient;
+  plans: PlanLookup;
+  /** MAX_EXTRACTED_CHARACTERS: the companion refuses longer texts already; checked again before storing. */
+  maxCharacters: number;
   now(): Date;
 }
 
@@ -36,14 +47,20 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
     const document = await documentOf(job, deps);
     const text = (await readDocumentText(deps.sql, document.id))?.text ?? (await extract(document, deps)).text;
     const chunks = chunkText(text);
+    // Charged by its chunks (pricing.ts); a re-index the operator asked for is free (credits 0).
+    const due = job.credits > 0 ? indexCredits(chunks.length) - job.credits : 0;
+    if (due > 0) await chargeRest(job, due, chunks.length, deps);
     const vectors: number[][] = [];
     let model = '';
     for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
       const answer = await deps.ai.embed(chunks.slice(i, i + EMBED_BATCH));
+      // Vectors of two models must never share a document (a provider switched in the middle):
+      // the run fails as a transient error and the retry starts over with one model.
+      if (model && answer.model !== model) throw new Error(`the embedding model changed from ${model} to ${answer.model} while indexing`);
       vectors.push(...answer.vectors);
       model = answer.model;
     }
-    const stored = await replaceChunks(deps.sql, document, chunks.map((text, index) => ({ text, embedding: vectors[index]! })), deps.now());
+    const stored = await replaceChunks(deps.sql, document, model, chunks.map((text, index) => ({ text, embedding: vectors[index]! })), deps.now());
     if (!stored) throw gone();
     return { chunks: chunks.length, ...(model ? { model } : {}) };
   },
@@ -64,13 +81,36 @@ async function documentOf(job: JobRow, deps: KindDeps): Promise<Document> {
 async function extract(document: Document, deps: KindDeps): Promise<{ text: string; characters: number; pages: number | null }> {
   const bytes = await readAll(await deps.storage.read(objectKey(document)));
   const { text, pages } = await deps.ai.extract(bytes, document.contentType);
-  const saved = await saveDocumentText(deps.sql, document, { text, pages }, deps.now());
+  if (text.length > deps.maxCharacters) {
+    throw new JobFailure(`The document's text has more than ${format(deps.maxCharacters)} characters; at most ${format(deps.maxCharacters)} can be stored.`);
+  }
+  const plan = await deps.plans.limitsFor(document.organizationId);
+  const saved = await saveDocumentText(deps.sql, document, { text, pages }, deps.now(), plan?.limits.storageBytes ?? null);
+  if (saved === 'limit') {
+    throw new JobFailure(`Storing the document's text would take the organization past its plan's storage of ${format(plan!.limits.storageBytes)} bytes.`);
+  }
   if (!saved) throw gone();
   return { text, characters: saved.characters, pages };
 }
 
+async function chargeRest(job: JobRow, due: number, chunks: number, deps: KindDeps): Promise<void> {
+  const plan = await deps.plans.limitsFor(job.organizationId);
+  try {
+    await chargeRunningJob(deps.sql, job, due, { now: deps.now(), plan });
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.code !== 'LIMIT_REACHED') throw error;
+    throw new JobFailure(
+      `Indexing this document's ${format(chunks)} chunks costs ${indexCredits(chunks)} AI credits; the plan's credits left this period do not cover the ${due} still due.`,
+    );
+  }
+}
+
 function gone(): JobFailure {
   return new JobFailure('The document was deleted.');
+}
+
+function format(value: number): string {
+  return value.toLocaleString('en-US');
 }
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {

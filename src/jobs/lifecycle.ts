@@ -13,7 +13,7 @@ import type { Db } from '../db/db.ts';
 import type { PlanLimits } from '../billing/plans.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { newId } from '../ids.ts';
-import { charge, KIND_CREDITS, refund } from './credits.ts';
+import { charge, refund } from './credits.ts';
 import { appendJobEvent } from './events.ts';
 import type { JobQueue } from './queue.ts';
 import { JOB_COLUMNS, type JobKind, type JobRow, type JobStatus } from './store.ts';
@@ -26,15 +26,17 @@ export interface NewJob {
   input: Record<string, unknown>;
   createdBy: string | null;
   retryOf: string | null;
+  /** What it is charged (pricing.ts creditsFor); 0 for the operator's re-indexing, which is not the organization's doing. */
+  credits: number;
 }
 
-/** Charges the kind's credits, inserts the job and queues it, in one transaction. */
+/** Charges the job's credits, inserts the job and queues it, in one transaction. */
 export async function createJob(sql: Sql, queue: JobQueue, job: NewJob, o: { now: Date; plan: PlanLimits | null; retriedBy?: Principal }): Promise<JobRow> {
   return sql.begin(async (tx) => {
     const id = newId('job');
-    const credits = KIND_CREDITS[job.kind];
+    const { credits } = job;
     // The charge first: it locks the organization before anything else does (0005_jobs.sql).
-    await charge(tx, { organizationId: job.organizationId, amount: credits, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: id, now: o.now, plan: o.plan });
+    if (credits > 0) await charge(tx, { organizationId: job.organizationId, amount: credits, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: id, now: o.now, plan: o.plan });
     const [row] = await tx<JobRow[]>`
       insert into jobs (id, organization_id, workspace_id, document_id, kind, input, credits, retry_of, created_by, created_at, updated_at)
       values (${id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${tx.json(job.input as never)}, ${credits},
@@ -54,6 +56,19 @@ export async function createJob(sql: Sql, queue: JobQueue, job: NewJob, o: { now
     await appendJobEvent(tx, row!);
     return row!;
   }) as Promise<JobRow>;
+}
+
+/**
+ * A running document.index job that learned its text's size by extracting it pays the rest of its
+ * price (pricing.ts): charged against the plan like a new job (403 LIMIT_REACHED as an ApiError
+ * when it does not fit), and added to the job's `credits`, so a cancel or a look at the job shows
+ * what it cost. The organization is locked first, as in createJob.
+ */
+export async function chargeRunningJob(sql: Sql, job: JobRow, amount: number, o: { now: Date; plan: PlanLimits | null }): Promise<void> {
+  await sql.begin(async (tx) => {
+    await charge(tx, { organizationId: job.organizationId, amount, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: job.id, now: o.now, plan: o.plan });
+    await tx`update jobs set credits = credits + ${amount}, updated_at = ${o.now} where id = ${job.id}`;
+  });
 }
 
 /** queued → canceled with its credits refunded; null when the job is not queued (any more). */

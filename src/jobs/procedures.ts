@@ -9,6 +9,7 @@ import { findDocument } from '../documents/store.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
 import { announceJobEvents } from './events.ts';
 import { cancelJob, createJob, type NewJob } from './lifecycle.ts';
+import { creditsFor } from './pricing.ts';
 import { pageJobs, toJob, type JobRow } from './store.ts';
 
 export const jobProcedures = {
@@ -59,9 +60,10 @@ export const jobProcedures = {
 } satisfies Handlers;
 
 /** Creates and queues the job (charging its credits), then wakes the local workers and streams. */
-async function enqueue(ctx: Context<unknown>, job: NewJob): Promise<JobRow> {
+async function enqueue(ctx: Context<unknown>, unpriced: Omit<NewJob, 'credits'>): Promise<JobRow> {
   const { services } = ctx;
-  const plan = await services.plans.limitsFor(job.organizationId);
+  const plan = await services.plans.limitsFor(unpriced.organizationId);
+  const job = { ...unpriced, credits: await creditsFor(services.db.sql, unpriced) };
   const created = await createJob(services.db.sql, services.queue, job, {
     now: services.now(),
     plan,

@@ -10,6 +10,7 @@ import type { Logger } from '../logger.ts';
 import { AiServiceError } from '../ai-service/client.ts';
 import { announceJobEvents } from './events.ts';
 import { runHousekeeping } from './housekeeping.ts';
+import { queueReindexing } from './reindex.ts';
 import { JobFailure, kinds, type KindDeps } from './kinds.ts';
 import { failRun, requeueRun, startRun, succeedRun } from './lifecycle.ts';
 import type { Delivery, JobQueue } from './queue.ts';
@@ -31,6 +32,9 @@ export async function startWorker(options: WorkerOptions): Promise<void> {
     logger.info(await runHousekeeping(options), 'housekeeping done');
   });
   logger.info({ concurrency: options.concurrency }, 'job worker started');
+  // A model switch shows at the first start on the new model, not ten minutes later. Not awaited:
+  // the AI service may still be starting; housekeeping tries again.
+  void queueReindexing(options).catch((error: unknown) => logger.warn({ err: error }, 're-indexing could not be queued'));
 }
 
 export async function runDelivery(options: WorkerOptions, delivery: Delivery): Promise<void> {

@@ -66,9 +66,9 @@ export async function updateWorkspace(sql: Sql, id: string, changes: { name?: st
   return row!;
 }
 
-/** Bytes stored by a workspace's documents (pending ones count with their declared size). */
+/** Bytes stored by a workspace's documents (pending ones count with their declared size) and their extracted text. */
 export async function workspaceUsage(sql: Sql, workspaceId: string): Promise<number> {
-  const [row] = await sql<{ used: string }[]>`select coalesce(sum(size), 0)::text as used from documents where workspace_id = ${workspaceId}`;
+  const [row] = await sql<{ used: string }[]>`select coalesce(sum(size + text_bytes), 0)::text as used from documents where workspace_id = ${workspaceId}`;
   return Number(row!.used);
 }
 

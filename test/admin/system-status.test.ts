@@ -7,6 +7,7 @@
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../generated/client.ts';
+import { LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { newId } from '../../src/ids.ts';
 import { version } from '../../src/version.ts';
 import { closedPort } from '../support/ports.ts';
@@ -44,7 +45,7 @@ describe('with the AI service up and billing configured', () => {
     expect(answer.database.latencyMs).toEqual(expect.any(Number));
     expect(answer.database.migrations).toEqual({ shipped: shipped.length, applied: shipped.length, pending: [], unknown: 0, latestApplied: shipped.at(-1)!.replace(/\.sql$/, '') });
 
-    expect(answer.ai).toMatchObject({ ok: true, error: null, url: server.services.config.ai.url, problems: [], provider: 'local' });
+    expect(answer.ai).toMatchObject({ ok: true, error: null, url: server.services.config.ai.url, problems: [], provider: 'local', model: LOCAL_EMBEDDING_MODEL, staleDocuments: 0 });
     expect(answer.ai.latencyMs).toEqual(expect.any(Number));
 
     expect(answer.queue).toMatchObject({ configured: true, worker: 'off', concurrency: 3 });
@@ -104,7 +105,7 @@ describe('with the AI service down and billing off', () => {
 
   it('still answers 200: ai.ok false with the error, every paid plan unpriced', async () => {
     const answer = await status(server, admin);
-    expect(answer.ai).toMatchObject({ ok: false, latencyMs: null, url, problems: [], provider: null, ocr: null });
+    expect(answer.ai).toMatchObject({ ok: false, latencyMs: null, url, problems: [], provider: null, model: null, ocr: null, staleDocuments: null });
     expect(answer.ai.error).toEqual(expect.any(String));
     expect(answer.database.ok).toBe(true);
     expect(answer.queue).toMatchObject({ worker: 'inline', concurrency: 2, oldestQueuedAt: null });

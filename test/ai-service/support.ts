@@ -2,16 +2,19 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import type { AiSettings } from '../../src/config.ts';
+import { loadConfig, type AiSettings } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startAiService, type AiService, type AiServiceOptions } from '../../src/ai-service/server.ts';
 
 export const logger = createLogger('silent');
 
+/** The defaults (limits included), on a free loopback port, with no API key unless given. */
 export function settings(overrides: Partial<AiSettings> = {}): AiSettings {
   return {
+    ...loadConfig({}).ai,
     url: 'http://127.0.0.1:1',
     apiKey: undefined,
+    host: '127.0.0.1',
     port: 0,
     provider: 'local',
     openai: { baseUrl: 'http://127.0.0.1:1/v1', apiKey: undefined, model: 'text-embedding-3-small' },

@@ -17,7 +17,7 @@ describe('housekeeping', () => {
   });
   afterAll(() => server?.close());
 
-  const run = (at: Date) => runHousekeeping({ sql: server.db.sql, storage: server.services.storage, logger: server.services.logger, now: () => at });
+  const run = (at: Date) => runHousekeeping({ sql: server.db.sql, storage: server.services.storage, queue: server.services.queue, ai: server.services.ai, logger: server.services.logger, now: () => at });
 
   it('deletes documents pending an hour past their upload address, and their bytes; keeps the rest', async () => {
     const ready = await uploadDocument(t, 'kept.txt', 'text/plain', Buffer.from('kept'));

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClientError } from '../../generated/client.ts';
+import { LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
 
@@ -54,7 +55,7 @@ describe('upload, index, search', () => {
     ['quarterly revenue grew', 'scan.png', 'revenue'],
   ])('"%s" finds %s first', async (query, name, words) => {
     const answer = await t.client.documents.search({ workspaceId: t.workspaceId, query, limit: 3 });
-    expect(answer.model).toBe('local-hash-384');
+    expect(answer.model).toBe(LOCAL_EMBEDDING_MODEL);
     expect(answer.results[0]).toMatchObject({ documentId: ids[name], documentName: name });
     expect(answer.results[0]!.text.toLowerCase()).toContain(words.toLowerCase());
     const scores = answer.results.map((hit) => hit.score);
@@ -71,7 +72,7 @@ describe('upload, index, search', () => {
     expect(after).toHaveLength(before.length);
     expect(after.map((row) => row.id)).not.toEqual(expect.arrayContaining(before.map((row) => row.id)));
     const elsewhere = await t.client.workspaces.create({ organizationId: t.org, name: 'Empty', slug: 'empty-search' });
-    expect(await t.client.documents.search({ workspaceId: elsewhere.id, query: 'Harbour Street' })).toEqual({ model: 'local-hash-384', results: [] });
+    expect(await t.client.documents.search({ workspaceId: elsewhere.id, query: 'Harbour Street' })).toEqual({ model: LOCAL_EMBEDDING_MODEL, results: [] });
   });
 
   it('answers at most `limit` results, and 404 for a workspace that does not exist', async () => {

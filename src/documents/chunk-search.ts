@@ -1,0 +1,156 @@
+/**
+ * The ranking behind documents.search (decisions.md, Companion AI service): the workspace's chunks
+ * of the query's embedding model, ranked by meaning (cosine similarity of the vectors, pgvector's
+ * HNSW index) and by words (BM25 over PostgreSQL full text), fused by reciprocal-rank fusion
+ * (Cormack, Clarke and Büttcher, SIGIR 2009): a chunk's score is the sum, over the two rankings
+ * that found it, of 1 / (60 + its rank there). Each ranking is read to a fixed depth whatever the
+ * caller's `limit`, and ties go to the smaller chunk id, so the first ten results of `limit: 50`
+ * are the results of `limit: 10`.
+ *
+ * SEARCH_RANKING picks `hybrid` (the default), or one ranking alone for comparison (the retrieval
+ * benchmark): `vector` scores by cosine similarity, `fulltext` by BM25.
+ */
+import type { components } from '../../generated/types.ts';
+import type { Db } from '../db/db.ts';
+import type { Sql } from '../db/connection.ts';
+import { vectorLiteral } from './text-store.ts';
+
+export type SearchHit = components['schemas']['SearchHit'];
+export type SearchRanking = 'hybrid' | 'vector' | 'fulltext';
+
+/** How deep each ranking is read before fusion; at least the contract's largest `limit` (50). */
+export const RANKING_DEPTH = 100;
+/** RRF's constant, the paper's 60: it damps the weight of the very first ranks. */
+const RRF_K = 60;
+/** BM25's parameters as in Anserini's and BEIR's baselines. */
+const K1 = 0.9;
+const B = 0.4;
+/** A query's terms beyond this many are ignored (a 1 000-character query has fewer words). */
+const MAX_TERMS = 64;
+/**
+ * Chunks BM25 scores at most (about). Terms are dropped from the candidate filter, most common
+ * first, until the chunks containing the rest are this few; dropped terms still count in the
+ * score of every candidate. A chunk that holds only very common terms scores too low to matter.
+ */
+const MAX_CANDIDATES = 5000;
+
+export interface SearchQuery {
+  workspaceId: string;
+  model: string;
+  text: string;
+  vector: number[];
+  limit: number;
+}
+
+interface Ranked {
+  id: string;
+  score: number;
+}
+
+export async function searchChunks(sql: Sql, query: SearchQuery, ranking: SearchRanking): Promise<SearchHit[]> {
+  return sql.begin(async (tx) => {
+    let ranked: Ranked[];
+    if (ranking === 'vector') ranked = await vectorRanking(tx, query);
+    else if (ranking === 'fulltext') ranked = await textRanking(tx, query);
+    else ranked = fuse([await vectorRanking(tx, query), await textRanking(tx, query)]);
+    return describe(tx, ranked.slice(0, query.limit));
+  }) as Promise<SearchHit[]>;
+}
+
+/**
+ * The nearest chunks by cosine distance. With the workspace filter, pgvector's iterative scan keeps
+ * walking the HNSW graph until it has enough matches (relaxed order, so the outer query sorts).
+ */
+async function vectorRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
+  // ef_search 400 (4 × depth): recall@10 about 0.99 (bench/search.ts). Custom plans: after five
+  // runs PostgreSQL may switch a prepared statement to its generic plan, which sorts the whole
+  // workspace instead of walking the index.
+  await tx`
+    select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(RANKING_DEPTH * 4)}, true),
+           set_config('plan_cache_mode', 'force_custom_plan', true)`;
+  const vector = vectorLiteral(query.vector);
+  return tx<Ranked[]>`
+    select id, (1 - distance)::float8 as score from (
+      select id, embedding <=> ${vector}::vector as distance
+      from document_chunks
+      where workspace_id = ${query.workspaceId} and model = ${query.model}
+      order by embedding <=> ${vector}::vector
+      limit ${RANKING_DEPTH}
+    ) nearest
+    order by distance, id`;
+}
+
+/**
+ * Okapi BM25 over the chunks' `english` full-text vectors (0008_search_models_fulltext.sql):
+ * IDF ln(1 + (N - df + 0.5) / (df + 0.5)) from the workspace's chunks of the model, term
+ * frequency from the lexeme's positions, document length in distinct terms.
+ */
+async function textRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
+  const lexemes = (await tx<{ lexeme: string }[]>`select lexeme from unnest(to_tsvector('english'::regconfig, ${query.text}))`)
+    .map((row) => row.lexeme)
+    .slice(0, MAX_TERMS);
+  if (lexemes.length === 0) return [];
+  const [stats] = await tx<{ chunks: number; averageLength: number }[]>`
+    select count(*)::int as chunks, coalesce(avg(search_length), 0)::float8 as "averageLength"
+    from document_chunks where workspace_id = ${query.workspaceId} and model = ${query.model}`;
+  if (!stats || stats.chunks === 0) return [];
+  const frequencies = await tx<{ lexeme: string; df: number }[]>`
+    select t.lexeme, (
+      select count(*) from document_chunks c
+      where c.workspace_id = ${query.workspaceId} and c.model = ${query.model} and c.search_vector @@ t.lexeme::tsquery
+    )::int as df
+    from unnest(${lexemes.map(tsqueryTerm)}::text[]) as t(lexeme)`;
+  const terms = frequencies
+    .map((row, index) => ({ lexeme: lexemes[index]!, query: row.lexeme, df: row.df }))
+    .filter((term) => term.df > 0)
+    .sort((a, b) => a.df - b.df || (a.lexeme < b.lexeme ? -1 : 1));
+  if (terms.length === 0) return [];
+  // The rarest terms pick the candidates (always at least one), up to MAX_CANDIDATES chunks.
+  const filter: typeof terms = [];
+  let covered = 0;
+  for (const term of terms) {
+    if (filter.length > 0 && covered + term.df > MAX_CANDIDATES) break;
+    filter.push(term);
+    covered += term.df;
+  }
+  const weights = terms.map((term) => ({ lexeme: term.lexeme, idf: Math.log(1 + (stats.chunks - term.df + 0.5) / (term.df + 0.5)) }));
+  const averageLength = Math.max(stats.averageLength, 1);
+  return tx<Ranked[]>`
+    select c.id, sum(t.idf * (u.tf * ${K1 + 1}::float8) / (u.tf + ${K1}::float8 * (1 - ${B}::float8 + ${B}::float8 * c.search_length / ${averageLength}::float8)))::float8 as score
+    from document_chunks c
+    cross join lateral (select lexeme, coalesce(array_length(positions, 1), 1) as tf from unnest(c.search_vector)) u
+    join jsonb_to_recordset(${tx.json(weights)}::jsonb) as t(lexeme text, idf float8) on t.lexeme = u.lexeme
+    where c.workspace_id = ${query.workspaceId} and c.model = ${query.model}
+      and c.search_vector @@ ${filter.map((term) => term.query).join(' | ')}::tsquery
+    group by c.id
+    order by score desc, c.id
+    limit ${RANKING_DEPTH}`;
+}
+
+/** Reciprocal-rank fusion of rankings (best first); ties go to the smaller id. */
+export function fuse(rankings: Ranked[][]): Ranked[] {
+  const scores = new Map<string, number>();
+  for (const ranking of rankings) {
+    ranking.forEach(({ id }, rank) => scores.set(id, (scores.get(id) ?? 0) + 1 / (RRF_K + rank + 1)));
+  }
+  return [...scores].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** The hits of the ranked chunks, in the ranking's order. */
+async function describe(tx: Db, ranked: Ranked[]): Promise<SearchHit[]> {
+  if (ranked.length === 0) return [];
+  const rows = await tx<Omit<SearchHit, 'score'>[]>`
+    select c.id as "chunkId", c.document_id as "documentId", d.name as "documentName", c.index, c.text
+    from document_chunks c join documents d on d.id = c.document_id
+    where c.id = any(${ranked.map((hit) => hit.id)}::text[])`;
+  const byId = new Map(rows.map((row) => [row.chunkId, row]));
+  return ranked.flatMap(({ id, score }) => {
+    const row = byId.get(id);
+    return row ? [{ ...row, score }] : []; // deleted since it was ranked
+  });
+}
+
+/** A lexeme as a tsquery term taken literally (tsquery's quoting: '' for a quote, \\ for a backslash). */
+function tsqueryTerm(lexeme: string): string {
+  return `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+}

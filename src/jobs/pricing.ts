@@ -1,0 +1,31 @@
+/**
+ * What a job costs in AI credits (decisions.md, Jobs): document.extract 1, text.embed 1, and
+ * document.index 2 per started block of 100 chunks of the document's extracted text, so a book
+ * costs what its embeddings cost and not what a memo does. The chunks are counted from the
+ * extraction that exists when the job is created; without one the job is charged 2 and the rest
+ * when it has extracted the text itself (kinds.ts).
+ */
+import type { Db } from '../db/db.ts';
+import { readDocumentText } from '../documents/text-store.ts';
+import { chunkText } from './chunking.ts';
+import type { JobKind } from './store.ts';
+
+export const KIND_CREDITS = {
+  'document.extract': 1,
+  'text.embed': 1,
+} as const;
+
+export const INDEX_CREDITS_PER_BLOCK = 2;
+export const CHUNKS_PER_BLOCK = 100;
+
+/** document.index's price for a text of `chunks` chunks: at least one block. */
+export function indexCredits(chunks: number): number {
+  return INDEX_CREDITS_PER_BLOCK * Math.max(1, Math.ceil(chunks / CHUNKS_PER_BLOCK));
+}
+
+/** The credits a new job of this kind is charged. */
+export async function creditsFor(sql: Db, job: { kind: JobKind; documentId: string | null }): Promise<number> {
+  if (job.kind !== 'document.index') return KIND_CREDITS[job.kind];
+  const extracted = job.documentId ? await readDocumentText(sql, job.documentId) : null;
+  return indexCredits(extracted ? chunkText(extracted.text).length : 0);
+}

@@ -1,0 +1,74 @@
+/**
+ * Re-indexing after the embedding model changes (decisions.md: vectors of different models are
+ * never compared). Search reads only the chunks of the model that embedded its query, so once
+ * EMBEDDING_PROVIDER or its model changes, documents indexed before are invisible to search until
+ * they are indexed again. The worker finds them (at its start and in every housekeeping run) and
+ * queues one document.index job for each, free of charge (the operator chose the switch, not the
+ * organization); the jobs show on the organization's job list and stream like any other.
+ * Progress: admin.system.status reports the documents still waiting (`ai.staleDocuments`), and
+ * each run logs how many it queued.
+ */
+import type { AiClient } from '../ai-service/client.ts';
+import type { Sql } from '../db/connection.ts';
+import type { Logger } from '../logger.ts';
+import { createJob } from './lifecycle.ts';
+import type { JobQueue } from './queue.ts';
+
+/** Documents queued for re-indexing per run; the next run (or the queue draining) takes the rest. */
+const BATCH = 500;
+
+export interface ReindexDeps {
+  sql: Sql;
+  queue: JobQueue;
+  ai: AiClient;
+  logger: Logger;
+  now(): Date;
+}
+
+/** Ready documents with chunks of another model than `model`, and no index job queued or running. */
+export async function staleDocuments(sql: Sql, model: string, limit: number): Promise<{ id: string; organizationId: string; workspaceId: string }[]> {
+  return sql`
+    select d.id, d.organization_id as "organizationId", d.workspace_id as "workspaceId"
+    from documents d
+    where d.status = 'ready'
+      and exists (select 1 from document_chunks c where c.document_id = d.id and c.model <> ${model})
+      and not exists (select 1 from jobs j where j.document_id = d.id and j.kind = 'document.index' and j.status in ('queued', 'running'))
+    order by d.id
+    limit ${limit}`;
+}
+
+/** How many indexed documents have chunks of another model than `model` (admin.system.status). */
+export async function countStaleDocuments(sql: Sql, model: string): Promise<number> {
+  const [row] = await sql<{ count: number }[]>`select count(distinct document_id)::int as count from document_chunks where model <> ${model}`;
+  return row!.count;
+}
+
+/** The model the AI service embeds with now: its health report names it; a hosted provider says so in an answer. */
+export async function currentModel(ai: AiClient): Promise<string | null> {
+  const report = await ai.health().catch(() => null);
+  if (report?.model) return report.model;
+  if (report) return null; // the companion cannot embed now (its problems say why)
+  return (await ai.embed(['model']).catch(() => null))?.model ?? null;
+}
+
+/**
+ * Queues the re-indexing of up to BATCH stale documents; answers how many it queued. Housekeeping
+ * runs on one worker at a time; two workers starting together may both queue a document, which
+ * costs one needless (free, idempotent) run.
+ */
+export async function queueReindexing(deps: ReindexDeps): Promise<{ model: string | null; queued: number }> {
+  const model = await currentModel(deps.ai);
+  if (!model) return { model, queued: 0 };
+  const documents = await staleDocuments(deps.sql, model, BATCH);
+  for (const document of documents) {
+    await createJob(deps.sql, deps.queue, {
+      organizationId: document.organizationId, workspaceId: document.workspaceId, documentId: document.id,
+      kind: 'document.index', input: {}, createdBy: null, retryOf: null, credits: 0,
+    }, { now: deps.now(), plan: null });
+  }
+  if (documents.length > 0) {
+    deps.queue.wake();
+    deps.logger.info({ model, queued: documents.length }, 're-indexing documents embedded by another model');
+  }
+  return { model, queued: documents.length };
+}
