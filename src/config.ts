@@ -96,7 +96,7 @@ export interface AiSettings {
 export interface ExtractionLimits {
   /** EXTRACT_TIMEOUT_SECONDS: wall time of one extraction; the work is killed, not waited for. */
   timeoutMs: number;
-  /** EXTRACT_MEMORY_MB: heap of the thread that parses one document. */
+  /** EXTRACT_MEMORY_MB: heap and buffers, together, of the thread that parses one document. */
   memoryMb: number;
   /** MAX_EXTRACTED_CHARACTERS: a document whose text is longer is refused (not truncated). */
   maxCharacters: number;

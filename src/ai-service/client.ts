@@ -73,8 +73,8 @@ interface Exchange {
   body?: string | Uint8Array<ArrayBuffer>;
   timeoutMs: number;
   /**
-   * The companion's refusals of a document (413, 415, 422) are written for its owner ("The PDF
-   * has 5 000 pages; at most 2 000 can be read."), so extraction passes them on as the message.
+   * The companion's 422 refusals of a document are written for its owner ("The PDF has 5 000
+   * pages; at most 2 000 can be read."), so extraction passes them on as the message.
    */
   passRefusals?: boolean;
 }
@@ -107,7 +107,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
         const detail = `${where} answered ${status}: ${said}`;
         const retryable = status >= 500 || status === 408 || status === 429;
         const refusal = REFUSALS[status];
-        const message = retryable ? UNAVAILABLE : refusal && request.passRefusals && said ? said : (refusal ?? 'The AI service refused the request.');
+        const message = retryable ? UNAVAILABLE : status === 422 && request.passRefusals && said ? said : (refusal ?? 'The AI service refused the request.');
         throw new AiServiceError(message, { retryable, status, detail });
       }
       try {

@@ -1,7 +1,8 @@
 /**
- * Width and height from a PNG or JPEG header, read before OCR: bytes that are not the declared
- * format are refused without starting the OCR worker, and a small file that declares a huge
- * picture (a decompression bomb) is refused before the decoder allocates it.
+ * Width and height from a PNG or JPEG header, read before OCR (extractor.ts): bytes that are not
+ * the declared format are refused without starting the OCR worker, and a small file that declares a
+ * huge picture (a decompression bomb) is refused against OCR_MAX_PIXELS before the decoder
+ * allocates it. Only the first bytes are read, on the service's own thread.
  */
 
 export interface ImageSize { width: number; height: number }

@@ -5,6 +5,8 @@
  *
  * One worker thread is created on first use (about 0.3 s, then roughly 100-200 MB of memory while
  * it lives) and reused; tesseract.js runs one job at a time per worker, so calls are queued here.
+ * A recognition that runs over its time is not waited for: the thread is terminated (tesseract's
+ * WebAssembly cannot be interrupted any other way) and the next image starts a fresh one.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -17,13 +19,22 @@ export class OcrUnavailableError extends Error {
   override name = 'OcrUnavailableError';
 }
 
+/** The recognition ran over the time it was given; the image's fault, not the engine's. */
+export class OcrTimeoutError extends Error {
+  override name = 'OcrTimeoutError';
+}
+
 export interface OcrEngine {
   /** E.g. "tesseract.js 7.0.0 (eng)"; null when the engine or its data is missing. */
   readonly description: string | null;
   /** Why the engine cannot run, for the health report; null when it can. */
   readonly problem: string | null;
-  /** The image's text. Rejects with OcrUnavailableError, or another Error when the image cannot be read. */
-  recognize(image: Uint8Array): Promise<string>;
+  /**
+   * The image's text. Rejects with OcrUnavailableError, with OcrTimeoutError after `timeoutMs` of
+   * recognition (the time queued behind other images and starting the worker not counted), or
+   * with another Error when the image cannot be read.
+   */
+  recognize(image: Uint8Array, timeoutMs: number): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -64,7 +75,7 @@ export function createOcrEngine(logger: Logger): OcrEngine {
     }
   };
 
-  const run = async (image: Uint8Array): Promise<string> => {
+  const run = async (image: Uint8Array, timeoutMs: number): Promise<string> => {
     if (closed) throw new OcrUnavailableError('the OCR engine is closed');
     if (!setup.langPath) throw new OcrUnavailableError(setup.problem ?? 'OCR is unavailable');
     worker ??= start(setup.langPath).catch((error: unknown) => {
@@ -73,24 +84,32 @@ export function createOcrEngine(logger: Logger): OcrEngine {
       throw new OcrUnavailableError('the OCR worker failed to start', { cause: error });
     });
     const current = await worker;
+    const job = current.recognize(Buffer.from(image.buffer, image.byteOffset, image.byteLength));
+    let timer: NodeJS.Timeout | undefined;
+    const overtime = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new OcrTimeoutError(`recognition ran over ${timeoutMs} ms`)), timeoutMs);
+    });
     try {
-      const result = await current.recognize(Buffer.from(image.buffer, image.byteOffset, image.byteLength));
-      return result.data.text;
+      return (await Promise.race([job, overtime])).data.text;
     } catch (error) {
+      // A terminated worker's job never settles; an unreadable image's rejection is handled here.
+      job.catch(() => {});
       // The worker survives an unreadable image, but a fresh one costs a fraction of a second and
-      // rules out a worker left broken by whatever went wrong.
+      // rules out a worker left broken by whatever went wrong; one that runs over must be stopped.
       worker = null;
       await current.terminate().catch(() => {});
       // tesseract.js rejects with strings.
       throw error instanceof Error ? error : new Error(String(error));
+    } finally {
+      clearTimeout(timer);
     }
   };
 
   return {
     description: setup.description,
     problem: setup.problem,
-    recognize(image) {
-      const result = queue.then(() => run(image));
+    recognize(image, timeoutMs) {
+      const result = queue.then(() => run(image, timeoutMs));
       queue = result.catch(() => {});
       return result;
     },

@@ -25,7 +25,7 @@ describe('the AI service with AI_API_KEY', async () => {
     const embeddings = await call('/v1/embeddings', { ...embedBody, headers: { ...embedBody.headers, ...headers } });
     expect(embeddings.status).toBe(401);
     expect(embeddings.headers.get('www-authenticate')).toBe('Bearer');
-    expect((await embeddings.json()).error).toEqual({ message: expect.stringContaining('API key'), type: 'invalid_request_error' });
+    expect(((await embeddings.json()) as { error: unknown }).error).toEqual({ message: expect.stringContaining('API key'), type: 'invalid_request_error' });
     const extract = await call('/v1/extract', { method: 'POST', headers: { 'content-type': 'text/plain', ...headers }, body: 'some text' });
     expect(extract.status).toBe(401);
   });

@@ -133,7 +133,8 @@ describe('client.extract', async () => {
 
   it.each([
     { bytes: Buffer.from('x'), type: 'application/zip', status: 415, message: "The document's type cannot be read." },
-    { bytes: Buffer.from('not a pdf'), type: 'application/pdf', status: 422, message: "The document's text could not be read." },
+    // A 422 is the service's own words about the document, meant for its owner.
+    { bytes: Buffer.from('not a pdf'), type: 'application/pdf', status: 422, message: 'The PDF could not be read.' },
     { bytes: Buffer.alloc(20_000), type: 'text/plain', status: 413, message: 'The document is too large to read.' },
   ])('turns $status into an AiServiceError that is not retryable', async ({ bytes, type, status, message }) => {
     const error = await client.extract(bytes, type).catch((caught: unknown) => caught);

@@ -1,6 +1,6 @@
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { AiServiceError, createAiClient } from '../../src/ai-service/client.ts';
+import { AiServiceError, createAiClient, LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { version } from '../../src/version.ts';
 import { json, serve, settings } from './support.ts';
 
@@ -9,7 +9,9 @@ describe('GET /health', () => {
     const service = await serve();
     const response = await fetch(`${service.url}/health`);
     expect(response.status).toBe(200);
-    expect(await json(response)).toEqual({ ok: true, version, provider: 'local', ocr: expect.stringMatching(/^tesseract\.js \d+\.\d+\.\d+ \(eng\)$/), problems: [] });
+    expect(await json(response)).toEqual({
+      ok: true, version, provider: 'local', model: LOCAL_EMBEDDING_MODEL, ocr: expect.stringMatching(/^tesseract\.js \d+\.\d+\.\d+ \(eng\)$/), problems: [],
+    });
   });
 
   it('reports ok false, still with 200, when the openai provider has no key', async () => {
