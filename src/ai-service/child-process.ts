@@ -58,9 +58,10 @@ export async function startAiChild(settings: AiSettings, logger: Logger): Promis
         reject(new Error(`the AI service exited during its start (${signal ?? `code ${code}`})`));
       });
     });
+    logger.info({ pid: current.pid, url: ready.url }, 'AI service process started');
     current.once('exit', (code, signal) => {
       if (closing) return;
-      logger.error({ code, signal, restartInMs: restartDelay }, 'the AI service exited; starting it again');
+      logger.error({ pid: current.pid, code, signal, restartInMs: restartDelay }, 'the AI service exited; starting it again');
       setTimeout(() => void restart(), restartDelay).unref();
       restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
     });

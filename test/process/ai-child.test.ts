@@ -36,9 +36,10 @@ async function eventually(check: () => Promise<boolean> | boolean, what: string)
 describe('serve and its AI service', () => {
   it('runs the AI service in another process, on loopback, and only for callers with the key it generated', { timeout: 60_000 }, async () => {
     const api = await served.logged('listening');
-    const ai = await served.logged('AI service listening');
-    expect(ai.pid).not.toBe(api.pid);
-    expect(ai.apiKey).toBe(true);
+    const ai = await served.logged('AI service process started');
+    expect(ai.pid).toEqual(expect.any(Number));
+    expect(ai.pid).not.toBe(served.child.pid);
+    expect((await served.logged('AI service listening')).apiKey).toBe(true);
     const url = new URL(api.ai as string);
     expect(url.hostname).toBe('127.0.0.1');
     expect((await fetch(`${url.origin}/health`)).status).toBe(200);
@@ -49,18 +50,18 @@ describe('serve and its AI service', () => {
   });
 
   it('starts the AI service again when it dies, on the same address, while the API keeps answering', { timeout: 60_000 }, async () => {
-    const first = await served.logged('AI service listening');
+    const first = await served.logged('AI service process started');
     process.kill(first.pid as number, 'SIGKILL');
     expect((await fetch(`http://127.0.0.1:${served.port}/healthz`)).status).toBe(200);
     await served.logged('the AI service exited; starting it again');
-    const second = await served.logged('AI service listening', 2);
+    const second = await served.logged('AI service process started', 2);
     expect(second.pid).not.toBe(first.pid);
     expect(second.url).toBe(first.url);
     await eventually(async () => (await fetch(`${second.url as string}/health`).catch(() => null))?.status === 200, 'the new AI service answers');
   });
 
   it('stops the AI service with the API on SIGTERM', { timeout: 60_000 }, async () => {
-    const current = await served.logged('AI service listening', 2);
+    const current = await served.logged('AI service process started', 2);
     served.child.kill('SIGTERM');
     const [code] = await served.exited;
     expect(code).toBe(0);
