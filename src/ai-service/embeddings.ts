@@ -1,17 +1,12 @@
 /**
  * `POST /v1/embeddings` in OpenAI's shape: `{ input: string | string[], model?, dimensions?,
  * encoding_format? }` → `{ object: 'list', data: [{ object: 'embedding', embedding, index }],
- * model, usage }`. The requested `model` is accepted and ignored: the configured provider decides,
+ * model, usage }`. The requested `model` is accepted and ignored: the configured embedder decides,
  * and the answer's `model` says which one served (LOCAL_EMBEDDING_MODEL for the local one).
  */
-import type { AiSettings } from '../config.ts';
-import type { Logger } from '../logger.ts';
+import type { Embedder } from './embedder.ts';
 import { HttpError } from './http-exchange.ts';
-import { embedLocally, words } from './local-embedder.ts';
-import { embedWithOpenAi } from './openai-embedder.ts';
-import {
-  EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL, MAX_EMBEDDING_INPUT_CHARS, MAX_EMBEDDING_INPUTS, isRecord, type EmbeddingsResult,
-} from './protocol.ts';
+import { EMBEDDING_DIMENSIONS, MAX_EMBEDDING_INPUT_CHARS, MAX_EMBEDDING_INPUTS, isRecord } from './protocol.ts';
 
 /** 2048 texts of 8000 characters, JSON-escaped, stay well under this. */
 export const EMBEDDINGS_BODY_LIMIT = 2 * 1024 * 1024;
@@ -22,11 +17,9 @@ interface EmbeddingsRequest {
   encoding: 'float' | 'base64';
 }
 
-export async function createEmbeddings(body: unknown, settings: AiSettings, logger: Logger): Promise<unknown> {
+export async function createEmbeddings(body: unknown, embedder: Embedder): Promise<unknown> {
   const { texts, encoding } = parseRequest(body);
-  const result: EmbeddingsResult = settings.provider === 'openai'
-    ? await embedWithOpenAi(texts, settings.openai, logger)
-    : { vectors: texts.map(embedLocally), model: LOCAL_EMBEDDING_MODEL, usage: null };
+  const result = await embedder.embed(texts);
   return {
     object: 'list',
     data: result.vectors.map((vector, index) => ({
@@ -39,9 +32,9 @@ export async function createEmbeddings(body: unknown, settings: AiSettings, logg
   };
 }
 
-/** Words stand in for tokens where the provider does not count them. */
+/** Words stand in for tokens where a provider does not count them (the local model does). */
 function countWords(texts: string[]): { prompt_tokens: number; total_tokens: number } {
-  const count = texts.reduce((sum, text) => sum + words(text).length, 0);
+  const count = texts.reduce((sum, text) => sum + (text.match(/[\p{L}\p{M}\p{N}]+/gu)?.length ?? 0), 0);
   return { prompt_tokens: count, total_tokens: count };
 }
 

@@ -6,11 +6,21 @@
  */
 import type { AiSettings } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import type { Embedder } from './embedder.ts';
 import { HttpError } from './http-exchange.ts';
 import { EMBEDDING_DIMENSIONS, parseEmbeddings, type EmbeddingsResult } from './protocol.ts';
 
 /** Under the client's own 60 s default, so a slow provider answers 502 rather than a client timeout. */
 const TIMEOUT_MS = 30_000;
+
+export function createOpenAiEmbedder(settings: AiSettings['openai'], logger: Logger): Embedder {
+  return {
+    model: settings.model,
+    problem: () => (settings.apiKey ? null : 'EMBEDDING_PROVIDER is openai but OPENAI_API_KEY is not set: embeddings cannot be made.'),
+    embed: (texts) => embedWithOpenAi(texts, settings, logger),
+    close: async () => {},
+  };
+}
 
 export async function embedWithOpenAi(texts: string[], settings: AiSettings['openai'], logger: Logger): Promise<EmbeddingsResult> {
   if (!settings.apiKey) throw new HttpError(503, 'The embedding provider is not configured.');

@@ -6,11 +6,14 @@
  * importing the client does not load PDF, DOCX or OCR code.
  */
 
-/** Every vector has this many numbers: the local embedder's size, and `dimensions` asked of a provider. */
+/** Every vector has this many numbers: the local model's size, and `dimensions` asked of a provider. */
 export const EMBEDDING_DIMENSIONS = 384;
 
-/** The model name the local feature-hashing embedder answers with; the API treats it as free to use. */
-export const LOCAL_EMBEDDING_MODEL = 'local-hash-384';
+/**
+ * The model name the local embedder answers with (sentence-transformers' all-MiniLM-L6-v2, run
+ * offline in the AI service); the API treats it as free to use.
+ */
+export const LOCAL_EMBEDDING_MODEL = 'all-MiniLM-L6-v2';
 
 /** At most this many texts per embeddings call (OpenAI's own limit). */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -44,6 +47,8 @@ export interface HealthReport {
   ok: boolean;
   version: string;
   provider: 'local' | 'openai';
+  /** The embedding model the service answers with (LOCAL_EMBEDDING_MODEL, or the provider's), or null when it cannot embed. */
+  model: string | null;
   /** The OCR engine, e.g. "tesseract.js 7.0.0 (eng)", or null when it cannot run. */
   ocr: string | null;
   problems: string[];

@@ -7,14 +7,16 @@ import { json, post, serve, settings } from './support.ts';
 const cosine = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0);
 const norm = (vector: number[]) => Math.hypot(...vector);
 
-describe('POST /v1/embeddings with the local provider', async () => {
+describe('POST /v1/embeddings with the local provider (all-MiniLM-L6-v2)', async () => {
   const service = await serve();
   const url = `${service.url}/v1/embeddings`;
 
-  it('answers in the OpenAI shape: 384 unit-length dimensions, in input order, with usage', async () => {
+  it('answers in the OpenAI shape: 384 unit-length dimensions, in input order, with usage in model tokens', async () => {
     const { status, body } = await post(url, { input: ['Solar panels on the roof', 'Quarterly tax return'], model: 'anything' });
     expect(status).toBe(200);
-    expect(body).toMatchObject({ object: 'list', model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: 8, total_tokens: 8 } });
+    // [CLS] solar panels on the roof [SEP], [CLS] quarterly tax return [SEP]
+    expect(body).toMatchObject({ object: 'list', model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: 12, total_tokens: 12 } });
+    expect(LOCAL_EMBEDDING_MODEL).toBe('all-MiniLM-L6-v2');
     expect(body.data.map((item: { object: string; index: number }) => [item.object, item.index])).toEqual([['embedding', 0], ['embedding', 1]]);
     for (const { embedding } of body.data) {
       expect(embedding).toHaveLength(EMBEDDING_DIMENSIONS);
@@ -28,28 +30,20 @@ describe('POST /v1/embeddings with the local provider', async () => {
     expect(first.body.data[0].embedding).toEqual(second.body.data[1].embedding);
   });
 
-  it('scores related texts above unrelated ones', async () => {
+  it('scores a paraphrase without a shared word above a text that shares words', async () => {
     const { body } = await post(url, {
-      input: [
-        'How do I reset my account password?',
-        'Resetting the password of your account takes two steps.',
-        'The recipe calls for three ripe bananas and some flour.',
-      ],
+      input: ['How do I reset my password?', 'Steps to recover access when you forgot your login credentials', 'My password manager syncs across devices, how do I export it?'],
     });
-    const [query, related, unrelated] = body.data.map((item: { embedding: number[] }) => item.embedding);
-    expect(cosine(query, related)).toBeGreaterThan(cosine(query, unrelated) + 0.15);
-    // Shared word order counts: the pair "account password" only appears in the first and a copy of it.
-    const pairs = await post(url, { input: ['account password reset', 'account password reset', 'reset password account'] });
-    const [a, same, shuffled] = pairs.body.data.map((item: { embedding: number[] }) => item.embedding);
-    expect(cosine(a, same)).toBeCloseTo(1, 6);
-    expect(cosine(a, shuffled)).toBeLessThan(0.99);
+    const [query, paraphrase, sharesWords] = body.data.map((item: { embedding: number[] }) => item.embedding);
+    expect(cosine(query, paraphrase)).toBeGreaterThan(cosine(query, sharesWords));
   });
 
-  it('gives texts without words a fixed unit vector rather than zeros or NaN', async () => {
+  it('gives texts without words a finite unit vector rather than zeros or NaN', async () => {
     const { body } = await post(url, { input: ['!!!', '...', '¿?'] });
-    const vectors = body.data.map((item: { embedding: number[] }) => item.embedding);
-    for (const vector of vectors) expect(norm(vector)).toBeCloseTo(1, 6);
-    expect(vectors[0]).toEqual(vectors[1]);
+    for (const { embedding } of body.data) {
+      expect(embedding.every(Number.isFinite)).toBe(true);
+      expect(norm(embedding)).toBeCloseTo(1, 6);
+    }
   });
 
   it('serves base64 (little-endian float32), which OpenAI SDKs ask for by default', async () => {
