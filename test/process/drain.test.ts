@@ -2,29 +2,17 @@
 // connections closed, a running request finishes and gets its answer), then the database is
 // closed, its lock released, and the process exits 0. A second signal cuts what still runs.
 // Every step waits for an event (a log line, a socket event, the exit), never for a duration.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { openAsBlob } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { openDatabase } from '../../src/db/connection.ts';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
-
-interface Served {
-  child: ChildProcess;
-  port: number;
-  /** Resolves with the first log entry with this message. */
-  logged(msg: string): Promise<Record<string, unknown>>;
-  exited: Promise<[number | null, NodeJS.Signals | null]>;
-}
+import { serveProcess, type ServedProcess } from '../support/serve-process.ts';
 
 let dataDir: string;
-let served: Served | undefined;
+let served: ServedProcess | undefined;
 
 beforeEach(async () => {
   dataDir = await mkdtemp(join(inject('testScratchRoot'), 'workspace-api-test-'));
@@ -34,44 +22,13 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  if (served && served.child.exitCode === null && served.child.signalCode === null) {
-    served.child.kill('SIGKILL');
-    await served.exited;
-  }
+  await served?.kill();
   served = undefined;
   await rm(dataDir, { recursive: true, force: true });
 });
 
-async function serve(): Promise<Served> {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', AI_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' };
-  delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ['src/main.ts', 'serve'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  // 'close', not 'exit': by then its output has been read to the end.
-  const exited = once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>;
-  const entries: Record<string, unknown>[] = [];
-  const waiters: { msg: string; resolve(entry: Record<string, unknown>): void }[] = [];
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    let entry: Record<string, unknown>;
-    try {
-      entry = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      return;
-    }
-    entries.push(entry);
-    for (const waiter of waiters.filter((w) => w.msg === entry.msg)) waiter.resolve(entry);
-  });
-  const logged = (msg: string) =>
-    new Promise<Record<string, unknown>>((resolve, reject) => {
-      const found = entries.find((entry) => entry.msg === msg);
-      if (found) return resolve(found);
-      waiters.push({ msg, resolve });
-      exited.then(([code]) => reject(new Error(`the server exited (${code}) before logging "${msg}": ${stderr}`)));
-    });
-  served = { child, port: 0, logged, exited };
-  const listening = await logged('listening');
-  served.port = listening.port as number;
+async function serve(): Promise<ServedProcess> {
+  served = await serveProcess({ DATA_DIR: dataDir });
   return served;
 }
 
