@@ -21,4 +21,9 @@ create index document_chunks_search_vector on document_chunks using gin (search_
 
 -- The extracted text is stored too, so it counts toward the organization's storageBytes.
 alter table documents add column text_bytes bigint not null default 0;
+
+-- How many chunks the text makes (chunking.ts): an index job is priced by it at create without
+-- reading and splitting the text on the API's event loop. 0 for texts stored before (priced at
+-- the minimum, the rest charged by the job once it has split the text).
+alter table document_texts add column chunks integer not null default 0;
 update documents d set text_bytes = octet_length(t.text) from document_texts t where t.document_id = d.id;

@@ -24,8 +24,15 @@ export async function readDocumentText(sql: Db, documentId: string): Promise<Doc
  * organization's row is locked first (the order completeDocument takes) and a text that would take
  * the organization past it is not stored ('limit'). null when the document was deleted meanwhile.
  */
+/** How many chunks the document's stored text makes, or null when it has none (pricing.ts). */
+export async function readChunkCount(sql: Db, documentId: string): Promise<number | null> {
+  const [row] = await sql<{ chunks: number }[]>`select chunks from document_texts where document_id = ${documentId}`;
+  return row?.chunks ?? null;
+}
+
 export async function saveDocumentText(
-  sql: Sql, document: Pick<Document, 'id' | 'organizationId'>, extracted: { text: string; pages: number | null }, now: Date, limitBytes: number | null = null,
+  sql: Sql, document: Pick<Document, 'id' | 'organizationId'>, extracted: { text: string; pages: number | null; chunks: number }, now: Date,
+  limitBytes: number | null = null,
 ): Promise<DocumentText | 'limit' | null> {
   // Characters as a reader counts them (code points), not UTF-16 units.
   const characters = [...extracted.text].length;
@@ -43,9 +50,10 @@ export async function saveDocumentText(
       where id = ${document.id} returning id`;
     if (!updated) return null;
     await tx`
-      insert into document_texts (document_id, organization_id, text, characters, pages, extracted_at)
-      values (${document.id}, ${document.organizationId}, ${extracted.text}, ${characters}, ${extracted.pages}, ${now})
-      on conflict (document_id) do update set text = excluded.text, characters = excluded.characters, pages = excluded.pages, extracted_at = excluded.extracted_at`;
+      insert into document_texts (document_id, organization_id, text, characters, pages, chunks, extracted_at)
+      values (${document.id}, ${document.organizationId}, ${extracted.text}, ${characters}, ${extracted.pages}, ${extracted.chunks}, ${now})
+      on conflict (document_id) do update
+        set text = excluded.text, characters = excluded.characters, pages = excluded.pages, chunks = excluded.chunks, extracted_at = excluded.extracted_at`;
     return { text: extracted.text, characters, pages: extracted.pages };
   }) as Promise<DocumentText | 'limit' | null>;
 }

@@ -45,8 +45,8 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
 
   'document.index': async (job, deps) => {
     const document = await documentOf(job, deps);
-    const text = (await readDocumentText(deps.sql, document.id))?.text ?? (await extract(document, deps)).text;
-    const chunks = chunkText(text);
+    const stored = await readDocumentText(deps.sql, document.id);
+    const chunks = stored ? chunkText(stored.text) : (await extract(document, deps)).chunks;
     // Charged by its chunks (pricing.ts); a re-index the operator asked for is free (credits 0).
     const due = job.credits > 0 ? indexCredits(chunks.length) - job.credits : 0;
     if (due > 0) await chargeRest(job, due, chunks.length, deps);
@@ -60,8 +60,8 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
       vectors.push(...answer.vectors);
       model = answer.model;
     }
-    const stored = await replaceChunks(deps.sql, document, model, chunks.map((text, index) => ({ text, embedding: vectors[index]! })), deps.now());
-    if (!stored) throw gone();
+    const replaced = await replaceChunks(deps.sql, document, model, chunks.map((text, index) => ({ text, embedding: vectors[index]! })), deps.now());
+    if (!replaced) throw gone();
     return { chunks: chunks.length, ...(model ? { model } : {}) };
   },
 
@@ -78,19 +78,20 @@ async function documentOf(job: JobRow, deps: KindDeps): Promise<Document> {
   return document;
 }
 
-async function extract(document: Document, deps: KindDeps): Promise<{ text: string; characters: number; pages: number | null }> {
+async function extract(document: Document, deps: KindDeps): Promise<{ chunks: string[]; characters: number; pages: number | null }> {
   const bytes = await readAll(await deps.storage.read(objectKey(document)));
   const { text, pages } = await deps.ai.extract(bytes, document.contentType);
   if (text.length > deps.maxCharacters) {
     throw new JobFailure(`The document's text has more than ${format(deps.maxCharacters)} characters; at most ${format(deps.maxCharacters)} can be stored.`);
   }
+  const chunks = chunkText(text);
   const plan = await deps.plans.limitsFor(document.organizationId);
-  const saved = await saveDocumentText(deps.sql, document, { text, pages }, deps.now(), plan?.limits.storageBytes ?? null);
+  const saved = await saveDocumentText(deps.sql, document, { text, pages, chunks: chunks.length }, deps.now(), plan?.limits.storageBytes ?? null);
   if (saved === 'limit') {
     throw new JobFailure(`Storing the document's text would take the organization past its plan's storage of ${format(plan!.limits.storageBytes)} bytes.`);
   }
   if (!saved) throw gone();
-  return { text, characters: saved.characters, pages };
+  return { chunks, characters: saved.characters, pages };
 }
 
 async function chargeRest(job: JobRow, due: number, chunks: number, deps: KindDeps): Promise<void> {

@@ -3,11 +3,11 @@
  * document.index 2 per started block of 100 chunks of the document's extracted text, so a book
  * costs what its embeddings cost and not what a memo does. The chunks are counted from the
  * extraction that exists when the job is created; without one the job is charged 2 and the rest
- * when it has extracted the text itself (kinds.ts).
+ * when it has extracted the text itself (kinds.ts). The count is stored with the text
+ * (document_texts.chunks), so pricing reads one number instead of splitting the text again.
  */
 import type { Db } from '../db/db.ts';
-import { readDocumentText } from '../documents/text-store.ts';
-import { chunkText } from './chunking.ts';
+import { readChunkCount } from '../documents/text-store.ts';
 import type { JobKind } from './store.ts';
 
 export const KIND_CREDITS = {
@@ -26,6 +26,5 @@ export function indexCredits(chunks: number): number {
 /** The credits a new job of this kind is charged. */
 export async function creditsFor(sql: Db, job: { kind: JobKind; documentId: string | null }): Promise<number> {
   if (job.kind !== 'document.index') return KIND_CREDITS[job.kind];
-  const extracted = job.documentId ? await readDocumentText(sql, job.documentId) : null;
-  return indexCredits(extracted ? chunkText(extracted.text).length : 0);
+  return indexCredits((job.documentId ? await readChunkCount(sql, job.documentId) : null) ?? 0);
 }

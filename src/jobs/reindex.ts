@@ -43,12 +43,13 @@ export async function countStaleDocuments(sql: Sql, model: string): Promise<numb
   return row!.count;
 }
 
-/** The model the AI service embeds with now: its health report names it; a hosted provider says so in an answer. */
+/**
+ * The model the companion embeds with now, from its health report; null when it cannot embed or
+ * does not answer, or when AI_URL is a hosted provider without the companion's health route (no
+ * automatic re-indexing then: nothing is spent on a probe).
+ */
 export async function currentModel(ai: AiClient): Promise<string | null> {
-  const report = await ai.health().catch(() => null);
-  if (report?.model) return report.model;
-  if (report) return null; // the companion cannot embed now (its problems say why)
-  return (await ai.embed(['model']).catch(() => null))?.model ?? null;
+  return (await ai.health().catch(() => null))?.model ?? null;
 }
 
 /**

@@ -28,6 +28,11 @@ describe.skipIf(!externalDatabaseUrl)('a worker killed mid-job', () => {
     firstRequest = new Promise((resolve) => (arrived = resolve));
     ai = createServer((req: IncomingMessage, res: ServerResponse) => {
       req.resume();
+      // A hosted provider has no companion health route (the worker asks it for its model at start).
+      if (req.url !== '/v1/embeddings') {
+        res.writeHead(404).end();
+        return;
+      }
       requests.push(res);
       if (requests.length === 1) {
         arrived(); // held open: the worker that sent it is killed
