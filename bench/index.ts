@@ -1,17 +1,22 @@
 /**
  * `npm run bench`: the HTTP benchmarks on one migrated embedded database (opening it costs ~5 s, so
  * it is shared), the upload and the start-up benchmarks (start.ts spawns `node src/main.ts serve`
- * itself), then the jobs and search benchmarks (issue 9) on that embedded database and on a
+ * itself), then the jobs, search and document benchmarks on that embedded database and on a
  * throwaway PostgreSQL 15 server with pgvector (pg-server.ts; its rows say why when it cannot be
- * had), then a table of each figure beside its aim. A measurement, not a test: nothing fails when
- * a figure misses its aim.
+ * had), the AI service's memory, and last the retrieval quality benchmark when its collection is
+ * there (RETRIEVAL_COLLECTION or ../shared/datasets/nfcorpus; about 15 minutes more), then a table
+ * of each figure beside its aim. A measurement, not a test: nothing fails when a figure misses its
+ * aim.
  */
 import { availableParallelism } from 'node:os';
+import { aiMemoryRows, benchAiMemory } from './ai-memory.ts';
+import { apiLatencyRows, benchApiLatency } from './api-latency.ts';
 import { benchHealthVsBare, HEALTH_AIM } from './health-vs-bare.ts';
 import { benchIndexing, indexingRows } from './indexing.ts';
 import { benchJobLatency, latencyRows } from './job-latency.ts';
 import { startRealServer } from './pg-server.ts';
 import { benchQueue, queueRows } from './queue.ts';
+import { benchRetrieval, retrievalRows } from './retrieval/run.ts';
 import { benchRoutingValidation, ROUTING_AIM_US } from './routing-validation.ts';
 import { benchSearch, searchRows } from './search.ts';
 import { openBenchDatabase } from './support.ts';
@@ -28,7 +33,7 @@ try {
   const upload = await import('./upload.ts').then((module) => module.uploadRows()); // 25 MiB PUT /uploads vs fs copy (bench/upload.ts)
   const start = await import('./start.ts').then((module) => module.startRows()); // `serve` to /readyz: fresh, restart, without template (bench/start.ts)
 
-  // Issue 9: search, indexing, queue and job latency, embedded first, then on a real server.
+  // Search, indexing, queue, job latency and API latency while indexing, embedded first, then on a real server.
   console.log('search, 10 000 chunks on the embedded database:');
   const jobRows = searchRows(await benchSearch({ db, where: 'PGlite' }, { size: 10_000 }));
   console.log('indexing on the embedded database:');
@@ -37,10 +42,14 @@ try {
   jobRows.push(...queueRows(await benchQueue(db, 'PGlite')));
   console.log('job create → succeeded on the embedded database:');
   jobRows.push(...latencyRows(await benchJobLatency(db, 'PGlite')));
+  console.log('API latency while a large document is indexed, on the embedded database:');
+  jobRows.push(...apiLatencyRows(await benchApiLatency(db, 'PGlite')));
+  console.log('AI service memory:');
+  jobRows.push(...aiMemoryRows(process.platform === 'linux' ? await benchAiMemory() : { skipped: 'needs /proc (Linux)' }));
   const real = await startRealServer();
   if (real.skipped !== undefined) {
     console.log(`real PostgreSQL rows skipped: ${real.skipped}`);
-    jobRows.push([`real PostgreSQL 15 rows (search 100k, indexing, queue, job latency)`, `skipped: ${real.skipped}`, '']);
+    jobRows.push([`real PostgreSQL 15 rows (search 100k, indexing, queue, job latency, API latency)`, `skipped: ${real.skipped}`, '']);
   } else {
     try {
       const where = 'PostgreSQL 15';
@@ -53,10 +62,16 @@ try {
       jobRows.push(...queueRows(await benchQueue((await real.server.database('bench_queue')).db, where, { backlogSize: 20_000 })));
       console.log(`job create → succeeded on ${real.server.version}:`);
       jobRows.push(...latencyRows(await benchJobLatency((await real.server.database('bench_latency')).db, where)));
+      console.log(`API latency while a large document is indexed, on ${real.server.version}:`);
+      jobRows.push(...apiLatencyRows(await benchApiLatency((await real.server.database('bench_api_latency')).db, where)));
     } finally {
       await real.server.stop();
     }
   }
+
+  // Last: the longest, and only when its collection is there (bench/retrieval/run.ts; its own database).
+  console.log('retrieval quality:');
+  jobRows.push(...retrievalRows(await benchRetrieval()));
 
   const rows = [
     ['measure', 'result', 'aim'],

@@ -97,7 +97,7 @@ export async function benchJobLatency(db: Database, where: string, { jobs = 100,
  * away (src/http/streams.ts listens for the request's 'close', which a POST whose body was
  * already read has emitted before), so its timers would keep this process alive for 15 minutes.
  */
-async function streamWaiter(baseUrl: string, token: string, organizationId: string, signal: AbortSignal): Promise<(id: string) => Promise<number>> {
+export async function streamWaiter(baseUrl: string, token: string, organizationId: string, signal: AbortSignal, { timeoutMs = 30_000 } = {}): Promise<(id: string) => Promise<number>> {
   const seen = new Map<string, number>();
   const waiting = new Map<string, (at: number) => void>();
   const response = await fetch(`${baseUrl}/api/v1/organizations/${organizationId}/jobs/stream`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal });
@@ -131,7 +131,7 @@ async function streamWaiter(baseUrl: string, token: string, organizationId: stri
   return (id) => new Promise<number>((resolve, reject) => {
     const at = seen.get(id);
     if (at !== undefined) return resolve(at);
-    const timeout = setTimeout(() => reject(new Error(`no succeeded event for ${id} within 30 s`)), 30_000);
+    const timeout = setTimeout(() => reject(new Error(`no succeeded event for ${id} within ${timeoutMs / 1000} s`)), timeoutMs);
     waiting.set(id, (when) => {
       clearTimeout(timeout);
       resolve(when);

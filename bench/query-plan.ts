@@ -1,12 +1,14 @@
 /**
- * What plan searchChunks gets, checked on the statement it really sends: searchChunks runs once
- * against a recorder that keeps its statements, then the search statement is PREPAREd on the
- * database and EXPLAINed through EXECUTE with the same parameters, both as a custom plan (the
- * values known, as in postgres.js's first executions of a prepared statement) and as a generic one
- * (what PostgreSQL may switch to after five executions on a connection).
+ * What plan the vector ranking of searchChunks gets (chunk-search.ts, `ranking: 'vector'`),
+ * checked on the statement it really sends: searchChunks runs once against a recorder that keeps
+ * its statements (a settings one, the ranking, then the describe statement that reads the hits),
+ * then the ranking is PREPAREd on the database and EXPLAINed through EXECUTE with the same
+ * parameters, both as a custom plan (the values known) and as a generic one (what PostgreSQL
+ * may switch to after five executions on a connection, unless plan_cache_mode says otherwise).
  */
 import type { Sql } from '../src/db/connection.ts';
-import { searchChunks } from '../src/documents/text-store.ts';
+import type { Db } from '../src/db/db.ts';
+import { searchChunks, type SearchQuery } from '../src/documents/chunk-search.ts';
 
 interface Statement {
   strings: TemplateStringsArray;
@@ -25,44 +27,62 @@ export interface SearchPlans {
   generic: PlanSummary;
 }
 
-async function recordSearch(workspaceId: string, vector: number[], limit: number): Promise<Statement[]> {
-  const statements: Statement[] = [];
-  const tx = (strings: TemplateStringsArray, ...values: unknown[]) => {
-    statements.push({ strings, values });
-    return Promise.resolve([]);
-  };
-  await searchChunks({ begin: async (run: (tx: unknown) => unknown) => run(tx) } as unknown as Sql, workspaceId, vector, limit);
-  if (statements.length !== 2) throw new Error(`searchChunks sent ${statements.length} statements; the plan check expects a settings one and the search`);
-  return statements;
+/** What the benches search: a workspace's chunks of one model, by a vector. */
+export type VectorQuery = Omit<SearchQuery, 'text'>;
+
+/** searchChunks on `sql`, ranked by the vector alone (the text is not read by that ranking). */
+export function vectorSearch(sql: Sql, query: VectorQuery): Promise<{ chunkId: string }[]> {
+  return searchChunks(sql, { ...query, text: '' }, 'vector');
+}
+
+/** A stand-in Sql whose transaction hands each statement to `send` (its index in the sequence, the statement). */
+function intercepting(send: (index: number, statement: Statement) => Promise<unknown>): Sql {
+  let index = 0;
+  const tx = (strings: TemplateStringsArray, ...values: unknown[]) => send(index++, { strings, values });
+  return { begin: async (run: (tx: unknown) => unknown) => run(tx) } as unknown as Sql;
 }
 
 /**
- * searchChunks' own statements, changed in one respect: hnsw.ef_search set to `efSearch` instead of
- * what it picks, and/or `plan_cache_mode = force_custom_plan` for the transaction (PostgreSQL then
- * never runs the statement with its generic plan). How recall and latency would move.
+ * The statements of one vector search: the settings (one value, hnsw.ef_search), the ranking, and
+ * the describe statement (the recorder answers one ranked row so that it is sent).
  */
-export async function searchVariant(sql: Sql, workspaceId: string, vector: number[], limit: number, variant: { efSearch?: number; customPlan?: boolean }): Promise<{ chunkId: string }[]> {
-  const [settings, search] = await recordSearch(workspaceId, vector, limit);
-  if (settings!.values.length !== 1) throw new Error('the settings statement of searchChunks has changed; update searchVariant');
+async function recordSearch(query: VectorQuery): Promise<[Statement, Statement, Statement]> {
+  const statements: Statement[] = [];
+  await vectorSearch(intercepting(async (index, statement) => {
+    statements.push(statement);
+    return index === 1 ? [{ id: 'chk_recorded', score: 1 }] : [];
+  }), query);
+  const [settings, ranking, describe] = statements;
+  if (statements.length !== 3 || settings!.values.length !== 1 || !ranking!.strings.join('').includes('<=>')) {
+    throw new Error(`searchChunks(…, 'vector') sent ${statements.length} statements; the plan check expects a settings one (hnsw.ef_search), the ranking and the describe one: update bench/query-plan.ts`);
+  }
+  return [settings!, ranking!, describe!];
+}
+
+/**
+ * searchChunks' own vector search, changed in one respect: hnsw.ef_search set to `efSearch`
+ * instead of what it picks (its settings statement sent with that value). How recall and latency
+ * would move.
+ */
+export async function searchVariant(sql: Sql, query: VectorQuery, variant: { efSearch: number }): Promise<{ chunkId: string }[]> {
   return sql.begin(async (tx) => {
-    if (variant.customPlan) await tx`set local plan_cache_mode = force_custom_plan`;
-    await tx(settings!.strings, ...(variant.efSearch ? [String(variant.efSearch)] : (settings!.values as never[])));
-    return tx(search!.strings, ...(search!.values as never[]));
+    const rewritten = intercepting((index, { strings, values }) => (tx as Db)(strings, ...((index === 0 ? [String(variant.efSearch)] : values) as never[])));
+    return vectorSearch(rewritten, query);
   }) as Promise<{ chunkId: string }[]>;
 }
 
-/** The plans of searchChunks(workspaceId, vector, limit); `indexScans: false` plans it as the exact path does. */
-export async function searchPlans(sql: Sql, workspaceId: string, vector: number[], limit: number, { indexScans = true } = {}): Promise<SearchPlans> {
-  const [settings, search] = await recordSearch(workspaceId, vector, limit);
-  const text = search!.strings.reduce((sqlText, part, i) => `${sqlText}$${i}${part}`);
+/** The plans of the vector ranking; `indexScans: false` plans it as the exact path does. */
+export async function searchPlans(sql: Sql, query: VectorQuery, { indexScans = true } = {}): Promise<SearchPlans> {
+  const [settings, ranking] = await recordSearch(query);
+  const text = ranking.strings.reduce((sqlText, part, i) => `${sqlText}$${i}${part}`);
   return sql.begin(async (tx) => {
     if (!indexScans) await tx`set local enable_indexscan = off`;
-    await tx(settings!.strings, ...(settings!.values as never[]));
+    await tx(settings.strings, ...(settings.values as never[]));
     await tx.unsafe(`prepare bench_search as ${text}`);
     // EXPLAIN is a utility statement: the server does not type parameters inside it, so
     // EXECUTE's arguments go in as literals of the prepared statement's parameter types.
     const [prepared] = await tx<{ types: string[] }[]>`select parameter_types::text[] as types from pg_prepared_statements where name = 'bench_search'`;
-    const args = prepared!.types.map((type, i) => `'${String(search!.values[i]).replaceAll("'", "''")}'::${type}`).join(', ');
+    const args = prepared!.types.map((type, i) => `'${String(ranking.values[i]).replaceAll("'", "''")}'::${type}`).join(', ');
     const explain = async (mode: string) => {
       await tx.unsafe(`set local plan_cache_mode = ${mode}`);
       const [row] = await tx.unsafe(`explain (format json) execute bench_search(${args})`);
@@ -75,9 +95,9 @@ export async function searchPlans(sql: Sql, workspaceId: string, vector: number[
 }
 
 /**
- * How the server planned the search statement on one connection so far (pg_prepared_statements,
+ * How the server planned the ranking statement on one connection so far (pg_prepared_statements,
  * PostgreSQL 14+): postgres.js prepares every statement, and after five executions PostgreSQL may
- * switch a statement to its generic plan.
+ * switch a statement to its generic plan (searchChunks sets plan_cache_mode so that it does not).
  */
 export async function planCacheUse(sql: Sql): Promise<{ custom: number; generic: number }> {
   const [row] = await sql<{ custom: number; generic: number }[]>`

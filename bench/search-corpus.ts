@@ -2,8 +2,8 @@
  * A synthetic search corpus shaped like real sentence embeddings, and its loading.
  *
  * Uniform random vectors are the wrong test for an HNSW index (no neighbourhoods; every point is
- * about as far as every other), and the local embedder's feature-hashing vectors of generated
- * sentences are sparse sums of a few hashed slots, unlike a model's. Real embeddings (e.g. a
+ * about as far as every other), and embedding 100 000 chunks with the local model (about 20
+ * chunks/s on 2 cores) would take well over an hour per run. Real embeddings (e.g. the local
  * 384-dimension MiniLM) are dense, share a common direction (unrelated texts still score about
  * 0.1 to 0.3) and cluster by topic and by document. So each chunk is
  *   a·common + b·topic + c·document + e·noise, L2-normalised,
@@ -12,10 +12,13 @@
  * Queries are made the same way from a document (half of them: its chunks are the answer) or
  * from a topic only (the other half: the answer is spread over that topic's documents).
  *
- * Loading: the HNSW index is dropped, the rows go in (binary COPY on a real server, multi-row
- * inserts on the embedded one, which has no COPY path through its socket), then the index is
- * rebuilt from the migration's own definition. pgvector's documentation advises building after
- * the initial load: one build is much faster than inserting row by row into the graph.
+ * Every chunk is of one model, CORPUS_MODEL (search reads the chunks of the query's model only).
+ *
+ * Loading: the HNSW and full-text (GIN) indexes are dropped, the rows go in (binary COPY on a real
+ * server, multi-row inserts on the embedded one, which has no COPY path through its socket), then
+ * the indexes are rebuilt from the migrations' own definitions. pgvector's documentation advises
+ * building after the initial load: one build is much faster than inserting row by row into the
+ * graph (and a GIN index, too, builds faster than it grows).
  */
 import { Writable } from 'node:stream';
 import postgres from 'postgres';
@@ -24,6 +27,10 @@ import { newId } from '../src/ids.ts';
 import { vectorLiteral } from '../src/documents/text-store.ts';
 
 export const DIMENSIONS = 384;
+/** The `model` of every chunk of the corpus; the benches search with the same one. */
+export const CORPUS_MODEL = 'bench-synthetic-384';
+/** The indexes dropped for the load and rebuilt after it. */
+const REBUILT_INDEXES = ['document_chunks_embedding', 'document_chunks_search_vector'];
 const WEIGHTS = { common: 0.5, topic: 0.8, document: 0.5, noise: 0.6 };
 const CHUNKS_PER_DOCUMENT = 20;
 const TOPICS = 400;
@@ -154,7 +161,7 @@ function word(i: number): string {
 export interface LoadTimings {
   /** Rows (organizations, workspaces, documents, chunks) in, ms. */
   loadMs: number;
-  /** The HNSW index rebuilt, ms. */
+  /** The HNSW and GIN indexes rebuilt, ms. */
   indexMs: number;
 }
 
@@ -176,9 +183,10 @@ export async function loadCorpus(db: Database, corpus: Corpus, url?: string): Pr
       await sql`insert into documents ${sql(rows)}`;
     }
   }
-  const [index] = await sql<{ indexdef: string }[]>`select indexdef from pg_indexes where indexname = 'document_chunks_embedding'`;
-  if (!index) throw new Error('document_chunks_embedding is missing: has the migration changed?');
-  await sql`drop index document_chunks_embedding`;
+  const indexes = await sql<{ name: string; indexdef: string }[]>`select indexname as name, indexdef from pg_indexes where indexname in ${sql(REBUILT_INDEXES)}`;
+  const missing = REBUILT_INDEXES.filter((name) => !indexes.some((index) => index.name === name));
+  if (missing.length) throw new Error(`${missing.join(', ')} missing: has a migration changed?`);
+  for (const index of indexes) await sql.unsafe(`drop index ${index.name}`);
 
   if (url) await copyChunks(url, corpus);
   else await insertChunks(sql, corpus);
@@ -187,14 +195,14 @@ export async function loadCorpus(db: Database, corpus: Corpus, url?: string): Pr
   if (url) {
     const direct = postgres(url, { max: 1, onnotice: () => {} });
     try {
-      await direct.unsafe(index.indexdef);
+      for (const index of indexes) await direct.unsafe(index.indexdef);
       await direct`analyze document_chunks`;
       await direct`analyze documents`;
     } finally {
       await direct.end({ timeout: 5 });
     }
   } else {
-    await sql.unsafe(index.indexdef);
+    for (const index of indexes) await sql.unsafe(index.indexdef);
     await sql`analyze document_chunks`;
     await sql`analyze documents`;
   }
@@ -210,7 +218,7 @@ async function insertChunks(sql: Database['sql'], corpus: Corpus): Promise<void>
   for (const chunk of corpus.chunks()) {
     batch.push({
       id: chunk.id, organization_id: chunk.organizationId, workspace_id: chunk.workspaceId, document_id: chunk.documentId,
-      index: chunk.index, text: chunk.text, embedding: vectorLiteral(Array.from(chunk.embedding)),
+      index: chunk.index, text: chunk.text, model: CORPUS_MODEL, embedding: vectorLiteral(Array.from(chunk.embedding)),
     });
     if (batch.length === 250) await flush();
   }
@@ -221,7 +229,7 @@ async function insertChunks(sql: Database['sql'], corpus: Corpus): Promise<void>
 async function copyChunks(url: string, corpus: Corpus): Promise<void> {
   const direct = postgres(url, { max: 1, onnotice: () => {} });
   try {
-    const stream: Writable = await direct`copy document_chunks (id, organization_id, workspace_id, document_id, index, text, embedding) from stdin with (format binary)`.writable();
+    const stream: Writable = await direct`copy document_chunks (id, organization_id, workspace_id, document_id, index, text, model, embedding) from stdin with (format binary)`.writable();
     const write = (buffer: Buffer) => (stream.write(buffer) ? Promise.resolve() : new Promise<void>((resolve) => stream.once('drain', resolve)));
     // Header: signature, flags, header extension length (PostgreSQL docs, COPY, "Binary Format").
     await write(Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]));
@@ -248,10 +256,11 @@ async function copyChunks(url: string, corpus: Corpus): Promise<void> {
 function binaryRow(chunk: ChunkRow): Buffer {
   const texts = [chunk.id, chunk.organizationId, chunk.workspaceId, chunk.documentId].map((value) => Buffer.from(value));
   const text = Buffer.from(chunk.text);
+  const model = Buffer.from(CORPUS_MODEL);
   const vectorBytes = 4 + 4 * DIMENSIONS; // pgvector's binary form: int16 dimensions, int16 unused, float4 each
-  const length = 2 + texts.reduce((sum, value) => sum + 4 + value.length, 0) + 8 + 4 + text.length + 4 + vectorBytes;
+  const length = 2 + texts.reduce((sum, value) => sum + 4 + value.length, 0) + 8 + 4 + text.length + 4 + model.length + 4 + vectorBytes;
   const row = Buffer.alloc(length);
-  let at = row.writeInt16BE(7, 0);
+  let at = row.writeInt16BE(8, 0);
   for (const value of texts) {
     at = row.writeInt32BE(value.length, at);
     at += value.copy(row, at);
@@ -260,6 +269,8 @@ function binaryRow(chunk: ChunkRow): Buffer {
   at = row.writeInt32BE(chunk.index, at);
   at = row.writeInt32BE(text.length, at);
   at += text.copy(row, at);
+  at = row.writeInt32BE(model.length, at);
+  at += model.copy(row, at);
   at = row.writeInt32BE(vectorBytes, at);
   at = row.writeInt16BE(DIMENSIONS, at);
   at = row.writeInt16BE(0, at);

@@ -1,8 +1,10 @@
 /**
- * documents.search's query (searchChunks: HNSW, cosine, iterative scan within a workspace) against
- * an exact scan of the same workspace, on a synthetic corpus shaped like real embeddings
- * (search-corpus.ts): one workspace of `size` chunks among four (the others 1/5, 1/20 and 1/100 of
- * it, each in its own organization, all sharing the topics so their vectors interleave).
+ * The vector ranking of documents.search (searchChunks(…, 'vector') in chunk-search.ts: HNSW,
+ * cosine, iterative scan within a workspace's chunks of one model, read to RANKING_DEPTH, then the
+ * hits described) against an exact scan of the same workspace, on a synthetic corpus shaped like
+ * real embeddings (search-corpus.ts): one workspace of `size` chunks among four (the others 1/5,
+ * 1/20 and 1/100 of it, each in its own organization, all sharing the topics so their vectors
+ * interleave). The hybrid and full-text rankings are measured for quality by retrieval/run.ts.
  *
  * The exact path is the same searchChunks call with index scans disabled for its connection
  * (`enable_indexscan = off`: PostgreSQL then scans the workspace's rows and sorts by distance),
@@ -15,17 +17,17 @@
  */
 import postgres from 'postgres';
 import type { Database, Sql } from '../src/db/connection.ts';
-import { searchChunks } from '../src/documents/text-store.ts';
+import { RANKING_DEPTH } from '../src/documents/chunk-search.ts';
 import { startRealServer } from './pg-server.ts';
-import { planCacheUse, searchPlans, searchVariant, type SearchPlans } from './query-plan.ts';
-import { Corpus, loadCorpus, type CorpusWorkspace, type LoadTimings } from './search-corpus.ts';
+import { planCacheUse, searchPlans, searchVariant, vectorSearch, type SearchPlans } from './query-plan.ts';
+import { Corpus, CORPUS_MODEL, loadCorpus, type CorpusWorkspace, type LoadTimings } from './search-corpus.ts';
 import { openBenchDatabase, percentile } from './support.ts';
 
 export const SEARCH_AIM = { p95Ratio: 0.25, recall: 0.95 };
 const LIMIT = 10;
 const WORKSPACE_SHARES = [1, 1 / 5, 1 / 20, 1 / 100];
-/** hnsw.ef_search values tried beside searchChunks' own max(40, 4 × limit), with custom plans forced. */
-const EF_SWEEP = [40, 80, 160];
+/** hnsw.ef_search values tried beside searchChunks' own (4 × RANKING_DEPTH). */
+const EF_SWEEP = [RANKING_DEPTH, 2 * RANKING_DEPTH];
 
 export interface WorkspaceCheck {
   chunks: number;
@@ -47,9 +49,7 @@ export interface SearchResult extends LoadTimings {
   recall: number;
   /** Recall of the queries made from one document (even) and from a topic only (odd). */
   recallByKind: { document: number; topic: number };
-  /** searchChunks' statements with plan_cache_mode = force_custom_plan (query-plan.ts, searchVariant). */
-  customPlan: { p50: number; p95: number; ratio: number; recall: number };
-  /** The same at other hnsw.ef_search values. */
+  /** searchChunks' statements at other hnsw.ef_search values (query-plan.ts, searchVariant). */
   efSweep: { efSearch: number; recall: number; p50: number; p95: number }[];
   short: number;
   queries: number;
@@ -86,6 +86,9 @@ function exactPath(db: Database, url: string | undefined): ExactPath {
   };
 }
 
+/** What the benchmark asks: LIMIT chunks of the corpus' model in a workspace, nearest to `vector`. */
+const query = (workspaceId: string, vector: number[]) => ({ workspaceId, model: CORPUS_MODEL, vector, limit: LIMIT });
+
 const ms = (runs: { ms: number }[]) => ({ p50: percentile(runs.map((r) => r.ms), 50), p95: percentile(runs.map((r) => r.ms), 95) });
 
 async function timed(search: () => Promise<{ chunkId: string }[]>): Promise<{ ms: number; ids: string[] }> {
@@ -107,7 +110,7 @@ export async function benchSearch(
   const corpus = new Corpus(WORKSPACE_SHARES.map((share) => Math.max(LIMIT * 5, Math.round(size * share))));
   console.log(`  loading ${corpus.totalChunks} chunks (${corpus.workspaces.map((w) => w.chunks).join(' + ')}) into ${target.where}`);
   const load = await loadCorpus(db, corpus, url);
-  console.log(`  loaded in ${(load.loadMs / 1000).toFixed(1)} s, HNSW index built in ${(load.indexMs / 1000).toFixed(1)} s`);
+  console.log(`  loaded in ${(load.loadMs / 1000).toFixed(1)} s, HNSW and GIN indexes built in ${(load.indexMs / 1000).toFixed(1)} s`);
   const exact = exactPath(db, url);
   try {
     const [main, ...rest] = corpus.workspaces as [CorpusWorkspace, ...CorpusWorkspace[]];
@@ -115,29 +118,27 @@ export async function benchSearch(
     const measured = vectors.slice(warmup);
 
     const exactRuns = await exact.run(async (sql) => {
-      for (const vector of vectors.slice(0, 3)) await searchChunks(sql, main.id, vector, LIMIT);
+      for (const vector of vectors.slice(0, 3)) await vectorSearch(sql, query(main.id, vector));
       const runs = [];
-      for (const vector of measured) runs.push(await timed(() => searchChunks(sql, main.id, vector, LIMIT)));
+      for (const vector of measured) runs.push(await timed(() => vectorSearch(sql, query(main.id, vector))));
       return runs;
     });
-    for (const vector of vectors.slice(0, warmup)) await searchChunks(db.sql, main.id, vector, LIMIT);
+    for (const vector of vectors.slice(0, warmup)) await vectorSearch(db.sql, query(main.id, vector));
     const hnswRuns = [];
-    for (const vector of measured) hnswRuns.push(await timed(() => searchChunks(db.sql, main.id, vector, LIMIT)));
+    for (const vector of measured) hnswRuns.push(await timed(() => vectorSearch(db.sql, query(main.id, vector))));
 
     const plans = {
-      hnsw: await searchPlans(db.sql, main.id, measured[0]!, LIMIT),
-      exact: await searchPlans(db.sql, main.id, measured[0]!, LIMIT, { indexScans: false }),
+      hnsw: await searchPlans(db.sql, query(main.id, measured[0]!)),
+      exact: await searchPlans(db.sql, query(main.id, measured[0]!), { indexScans: false }),
     };
     const cache = await planCacheOnOneConnection(db, url, main.id, measured);
     const truth = exactRuns.map((r) => r.ids);
-    const variant = async (options: { efSearch?: number; customPlan: boolean }) => {
-      const runs = [];
-      for (const vector of measured) runs.push(await timed(() => searchVariant(db.sql, main.id, vector, LIMIT, options)));
-      return { ...ms(runs), recall: recallOf(runs.map((r) => r.ids), truth) };
-    };
-    const customPlan = await variant({ customPlan: true });
     const efSweep = [];
-    for (const efSearch of EF_SWEEP) efSweep.push({ efSearch, ...(await variant({ efSearch, customPlan: true })) });
+    for (const efSearch of EF_SWEEP) {
+      const runs = [];
+      for (const vector of measured) runs.push(await timed(() => searchVariant(db.sql, query(main.id, vector), { efSearch })));
+      efSweep.push({ efSearch, ...ms(runs), recall: recallOf(runs.map((r) => r.ids), truth) });
+    }
     const result: SearchResult = {
       where: target.where,
       ...load,
@@ -151,7 +152,6 @@ export async function benchSearch(
         document: recallOf(hnswRuns.filter((_, i) => i % 2 === 0).map((r) => r.ids), truth.filter((_, i) => i % 2 === 0)),
         topic: recallOf(hnswRuns.filter((_, i) => i % 2 === 1).map((r) => r.ids), truth.filter((_, i) => i % 2 === 1)),
       },
-      customPlan: { ...customPlan, ratio: customPlan.p95 / percentile(exactRuns.map((r) => r.ms), 95) },
       efSweep,
       short: hnswRuns.filter((r) => r.ids.length < LIMIT).length,
       queries,
@@ -162,23 +162,22 @@ export async function benchSearch(
     console.log(`  ${main.chunks} chunks: hnsw p50 ${result.hnsw.p50.toFixed(1)} ms p95 ${result.hnsw.p95.toFixed(1)} ms; exact p50 ${result.exact.p50.toFixed(1)} ms p95 ${result.exact.p95.toFixed(1)} ms; recall@${LIMIT} ${result.recall.toFixed(3)}; short answers ${result.short}/${queries}`);
     printPlans('hnsw ', plans.hnsw);
     console.log(`    recall by query kind: near a document ${result.recallByKind.document.toFixed(3)}, near a topic ${result.recallByKind.topic.toFixed(3)}`);
-    console.log(`    with force_custom_plan: p50 ${customPlan.p50.toFixed(1)} ms p95 ${customPlan.p95.toFixed(1)} ms, recall ${customPlan.recall.toFixed(3)}`);
-    console.log(`    with other ef_search (and force_custom_plan): ${efSweep.map((e) => `${e.efSearch}: recall ${e.recall.toFixed(3)} p95 ${e.p95.toFixed(1)} ms`).join('; ')}`);
+    console.log(`    with other ef_search: ${efSweep.map((e) => `${e.efSearch}: recall ${e.recall.toFixed(3)} p95 ${e.p95.toFixed(1)} ms`).join('; ')}`);
     console.log(`    one connection over ${cache.custom + cache.generic} searches: ${cache.custom} custom plans, ${cache.generic} generic`);
     printPlans('exact', plans.exact);
 
     // The smaller workspaces: the same query, far more selective for the index.
     for (const workspace of rest) {
       const sample = corpus.queries(workspace, 20);
-      const truth = await exact.run(async (sql) => Promise.all(sample.map((vector) => timed(() => searchChunks(sql, workspace.id, vector, LIMIT)))));
+      const truth = await exact.run(async (sql) => Promise.all(sample.map((vector) => timed(() => vectorSearch(sql, query(workspace.id, vector))))));
       const found: { ids: string[] }[] = [];
-      for (const vector of sample) found.push(await timed(() => searchChunks(db.sql, workspace.id, vector, LIMIT)));
+      for (const vector of sample) found.push(await timed(() => vectorSearch(db.sql, query(workspace.id, vector))));
       const check: WorkspaceCheck = {
         chunks: workspace.chunks,
         queries: sample.length,
         recall: recallOf(found.map((r) => r.ids), truth.map((r) => r.ids)),
         short: found.filter((r) => r.ids.length < LIMIT).length,
-        plan: await searchPlans(db.sql, workspace.id, sample[0]!, LIMIT),
+        plan: await searchPlans(db.sql, query(workspace.id, sample[0]!)),
       };
       result.others.push(check);
       console.log(`  ${workspace.chunks} chunks: recall@${LIMIT} ${check.recall.toFixed(3)}, short answers ${check.short}/${sample.length}, plan ${check.plan.custom.hnsw ? 'HNSW' : 'no index on embeddings'} (generic: ${check.plan.generic.hnsw ? 'HNSW' : 'no index on embeddings'})`);
@@ -197,7 +196,7 @@ async function planCacheOnOneConnection(db: Database, url: string | undefined, w
   if (!url) return planCacheUse(db.sql);
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   try {
-    for (const vector of vectors) await searchChunks(sql, workspaceId, vector, LIMIT);
+    for (const vector of vectors) await vectorSearch(sql, query(workspaceId, vector));
     return await planCacheUse(sql);
   } finally {
     await sql.end({ timeout: 5 });
@@ -220,12 +219,11 @@ export function searchRows(result: SearchResult | { skipped: string; where: stri
   return [
     [`search ${scale} chunks (${result.where}) p95 HNSW / exact`, `${result.ratio.toFixed(3)}  (${result.hnsw.p95.toFixed(1)} / ${result.exact.p95.toFixed(1)} ms; p50 ${result.hnsw.p50.toFixed(1)} / ${result.exact.p50.toFixed(1)})`, `<= ${SEARCH_AIM.p95Ratio}`],
     [`  recall@${LIMIT} vs exact (${result.queries} queries)`, `${result.recall.toFixed(3)}  (near a document ${result.recallByKind.document.toFixed(2)}, near a topic ${result.recallByKind.topic.toFixed(2)})`, `>= ${SEARCH_AIM.recall}`],
-    ['  same with plan_cache_mode = force_custom_plan', `${result.customPlan.ratio.toFixed(3)}  (p95 ${result.customPlan.p95.toFixed(1)} ms, p50 ${result.customPlan.p50.toFixed(1)}; recall ${result.customPlan.recall.toFixed(3)})`, `<= ${SEARCH_AIM.p95Ratio}`],
-    ['  recall, p95 at other ef_search (custom plans)', result.efSweep.map((e) => `${e.efSearch}: ${e.recall.toFixed(3)} ${e.p95.toFixed(1)} ms`).join(', '), ''],
+    [`  recall, p95 at other ef_search (default ${4 * RANKING_DEPTH})`, result.efSweep.map((e) => `${e.efSearch}: ${e.recall.toFixed(3)} ${e.p95.toFixed(1)} ms`).join(', '), ''],
     ['  answers short of the limit, all workspaces', `${short} of ${asked}  (recall in smaller ones: ${result.others.map((o) => o.recall.toFixed(2)).join(', ')})`, '0'],
     ['  plan uses HNSW: custom / generic; exact path', `${yes(result.plans.hnsw.custom.hnsw)} / ${yes(result.plans.hnsw.generic.hnsw)}; ${result.plans.exact.custom.hnsw ? 'HNSW (wrong)' : 'no index on embeddings'}`, 'yes / yes; none'],
     [`  generic plans in ${result.cache.custom + result.cache.generic} runs on one connection`, String(result.cache.generic), '0'],
-    [`  load ${Math.round(result.totalChunks / 1000)}k rows, then build HNSW`, `${(result.loadMs / 1000).toFixed(1)} s + ${(result.indexMs / 1000).toFixed(1)} s`, ''],
+    [`  load ${Math.round(result.totalChunks / 1000)}k rows, then build HNSW and GIN`, `${(result.loadMs / 1000).toFixed(1)} s + ${(result.indexMs / 1000).toFixed(1)} s`, ''],
   ];
 }
 
