@@ -26,7 +26,7 @@ import { openBenchDatabase, percentile } from './support.ts';
 export const SEARCH_AIM = { p95Ratio: 0.25, recall: 0.95 };
 const LIMIT = 10;
 const WORKSPACE_SHARES = [1, 1 / 5, 1 / 20, 1 / 100];
-/** hnsw.ef_search values tried beside searchChunks' own (4 × RANKING_DEPTH). */
+/** hnsw.ef_search values tried beside searchChunks' own (160). */
 const EF_SWEEP = [RANKING_DEPTH, 2 * RANKING_DEPTH];
 
 export interface WorkspaceCheck {
@@ -219,7 +219,7 @@ export function searchRows(result: SearchResult | { skipped: string; where: stri
   return [
     [`search ${scale} chunks (${result.where}) p95 HNSW / exact`, `${result.ratio.toFixed(3)}  (${result.hnsw.p95.toFixed(1)} / ${result.exact.p95.toFixed(1)} ms; p50 ${result.hnsw.p50.toFixed(1)} / ${result.exact.p50.toFixed(1)})`, `<= ${SEARCH_AIM.p95Ratio}`],
     [`  recall@${LIMIT} vs exact (${result.queries} queries)`, `${result.recall.toFixed(3)}  (near a document ${result.recallByKind.document.toFixed(2)}, near a topic ${result.recallByKind.topic.toFixed(2)})`, `>= ${SEARCH_AIM.recall}`],
-    [`  recall, p95 at other ef_search (default ${4 * RANKING_DEPTH})`, result.efSweep.map((e) => `${e.efSearch}: ${e.recall.toFixed(3)} ${e.p95.toFixed(1)} ms`).join(', '), ''],
+    [`  recall, p95 at other ef_search (default 160)`, result.efSweep.map((e) => `${e.efSearch}: ${e.recall.toFixed(3)} ${e.p95.toFixed(1)} ms`).join(', '), ''],
     ['  answers short of the limit, all workspaces', `${short} of ${asked}  (recall in smaller ones: ${result.others.map((o) => o.recall.toFixed(2)).join(', ')})`, '0'],
     ['  plan uses HNSW: custom / generic; exact path', `${yes(result.plans.hnsw.custom.hnsw)} / ${yes(result.plans.hnsw.generic.hnsw)}; ${result.plans.exact.custom.hnsw ? 'HNSW (wrong)' : 'no index on embeddings'}`, 'yes / yes; none'],
     [`  generic plans in ${result.cache.custom + result.cache.generic} runs on one connection`, String(result.cache.generic), '0'],
