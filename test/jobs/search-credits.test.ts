@@ -24,6 +24,12 @@ describe('search with a paid embedding provider', () => {
 
   beforeAll(async () => {
     provider = createServer((req, res) => {
+      // A hosted provider has no companion health route (the worker asks for it at start).
+      if (req.url !== '/v1/embeddings') {
+        req.resume();
+        res.writeHead(404).end();
+        return;
+      }
       let body = '';
       req.on('data', (chunk) => (body += chunk));
       req.on('end', () => {
