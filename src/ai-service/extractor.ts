@@ -13,13 +13,14 @@
  *   The caller's own timeout (the client's 120 s for extract) bounds the wait.
  * - Images stay in the one tesseract.js thread (ocr.ts), after their header is checked against
  *   OCR_MAX_PIXELS, with OCR_TIMEOUT_SECONDS per recognition.
+ * - Plain text, Markdown and CSV up to 256 KiB have no parser to guard: they are decoded here.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ExtractionLimits } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { ThreadInput, ThreadMessage } from './extract-thread.ts';
-import { documentName, normaliseText, withinCharacters, type DocumentType } from './extraction.ts';
+import { documentName, normaliseText, readDocument, withinCharacters, type DocumentType } from './extraction.ts';
 import { HttpError } from './http-exchange.ts';
 import { jpegSize, pngSize } from './image-header.ts';
 import { OcrTimeoutError, OcrUnavailableError, createOcrEngine } from './ocr.ts';
@@ -49,6 +50,10 @@ export interface ExtractorOptions {
 export const THREADS = Math.max(1, Math.min(2, availableParallelism()));
 
 const THREAD_ENTRY = new URL('./extract-thread.ts', import.meta.url);
+/** Types with no parser: their bytes are the text. */
+const PLAIN_TYPES = new Set<ExtractContentType>(['text/plain', 'text/markdown', 'text/csv']);
+/** Plain text up to this size is read on the service's thread; larger goes to a thread with the limits. */
+const INLINE_PLAIN_BYTES = 256 * 1024;
 const MEMORY_CHECK_MS = 100;
 const MIB = 1024 * 1024;
 
@@ -142,6 +147,9 @@ export function createExtractor(options: ExtractorOptions): Extractor {
     async extract(bytes, type) {
       if (closed) throw shuttingDown();
       if (type.type === 'image/png' || type.type === 'image/jpeg') return readImage(bytes, type.type);
+      // A small plain-text document is only decoded and normalised, in linear time and a few
+      // milliseconds: a thread of its own would cost more than reading it (about 60-130 ms).
+      if (PLAIN_TYPES.has(type.type) && bytes.byteLength <= INLINE_PLAIN_BYTES) return readDocument(bytes, type, limits);
       return slots.run(() => readInThread(bytes, type));
     },
     ocr: { description: ocr.description, problem: ocr.problem },

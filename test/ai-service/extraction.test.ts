@@ -82,11 +82,22 @@ describe('threads', () => {
   it('close() refuses documents waiting for a thread and any after', async () => {
     const extractor = createExtractor({ limits: DEFAULTS, logger, threads: 1 });
     const first = extractor.extract(fixture('report.pdf'), as('application/pdf')).catch((error: unknown) => error);
-    const waiting = extractor.extract(Buffer.from('waiting'), as('text/plain')).catch((error: unknown) => error);
+    const waiting = extractor.extract(Buffer.from('<p>waiting</p>'), as('text/html')).catch((error: unknown) => error);
     await extractor.close();
     expect(await waiting).toMatchObject({ status: 503 });
     expect(await first).toMatchObject({ status: 503 });
     await expect(extractor.extract(Buffer.from('late'), as('text/plain'))).rejects.toMatchObject({ status: 503 });
+  });
+
+  it.each([
+    ['inline (256 KiB or less)', 1000],
+    ['in a thread (over 256 KiB)', 300 * 1024],
+  ])('reads plain text %s with the same normalisation and character limit', async (_where, size) => {
+    const extractor = extractorWith({ maxCharacters: size - 4 });
+    const text = `\uFEFF${'a'.repeat(size - 3)}\r\n`;
+    await expect(extractor.extract(Buffer.from(text), as('text/plain'))).rejects.toMatchObject({ status: 422 });
+    const fits = extractorWith({ maxCharacters: size - 3 });
+    expect(await fits.extract(Buffer.from(text), as('text/plain'))).toEqual({ text: 'a'.repeat(size - 3), pages: null });
   });
 
   it('reports the OCR engine for the health report', () => {
