@@ -20,6 +20,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { enableCompileCache, flushCompileCache } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import type { ReadyMessage } from './ai-service/child-process.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/connection.ts';
 import type { Logger } from './logger.ts';
@@ -140,7 +141,8 @@ async function runAi(config: Config, logger: Logger): Promise<void> {
   const ai = await startAiService({ settings: config.ai, logger });
   stop.serving();
   if (supervised) {
-    process.send!({ type: 'ai-ready', url: ai.url, port: ai.port });
+    const ready: ReadyMessage = { type: 'ai-ready', url: ai.url, port: ai.port };
+    process.send!(ready);
     process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
   }
   await stop.requested;

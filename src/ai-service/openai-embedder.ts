@@ -22,7 +22,7 @@ export function createOpenAiEmbedder(settings: AiSettings['openai'], logger: Log
   };
 }
 
-export async function embedWithOpenAi(texts: string[], settings: AiSettings['openai'], logger: Logger): Promise<EmbeddingsResult> {
+async function embedWithOpenAi(texts: string[], settings: AiSettings['openai'], logger: Logger): Promise<EmbeddingsResult> {
   if (!settings.apiKey) throw new HttpError(503, 'The embedding provider is not configured.');
   const failed = (detail: Record<string, unknown>, cause?: unknown) => {
     logger.error({ ...detail, err: cause, url: `${settings.baseUrl}/embeddings` }, 'embedding provider failed');

@@ -132,7 +132,7 @@ async function textRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
 }
 
 /** Reciprocal-rank fusion of rankings (best first); ties go to the smaller id. */
-export function fuse(rankings: Ranked[][]): Ranked[] {
+function fuse(rankings: Ranked[][]): Ranked[] {
   const scores = new Map<string, number>();
   for (const ranking of rankings) {
     ranking.forEach(({ id }, rank) => scores.set(id, (scores.get(id) ?? 0) + 1 / (RRF_K + rank + 1)));

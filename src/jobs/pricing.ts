@@ -10,7 +10,7 @@ import type { Db } from '../db/db.ts';
 import { readChunkCount } from '../documents/text-store.ts';
 import type { JobKind } from './store.ts';
 
-export const KIND_CREDITS = {
+const KIND_CREDITS = {
   'document.extract': 1,
   'text.embed': 1,
 } as const;

@@ -26,7 +26,7 @@ export interface ReindexDeps {
 }
 
 /** Ready documents with chunks of another model than `model`, and no index job queued or running. */
-export async function staleDocuments(sql: Sql, model: string, limit: number): Promise<{ id: string; organizationId: string; workspaceId: string }[]> {
+async function staleDocuments(sql: Sql, model: string, limit: number): Promise<{ id: string; organizationId: string; workspaceId: string }[]> {
   return sql`
     select d.id, d.organization_id as "organizationId", d.workspace_id as "workspaceId"
     from documents d
@@ -48,7 +48,7 @@ export async function countStaleDocuments(sql: Sql, model: string): Promise<numb
  * does not answer, or when AI_URL is a hosted provider without the companion's health route (no
  * automatic re-indexing then: nothing is spent on a probe).
  */
-export async function currentModel(ai: AiClient): Promise<string | null> {
+async function currentModel(ai: AiClient): Promise<string | null> {
   return (await ai.health().catch(() => null))?.model ?? null;
 }
 
