@@ -596,9 +596,11 @@ export interface paths {
         put?: never;
         /**
          * Cancel a queued job
-         * @description Cancels a `queued` job and refunds the credits charged for it. No request body. Needs
-         *     job:cancel (every role) in the job's organization, derived from the row. A job in any other
-         *     state answers 409 CONFLICT and is left unchanged.
+         * @description Cancels a `queued` job. The credits charged for it are refunded when none of its attempts
+         *     has started; a job waiting for a retry after a failed attempt (`queued` with `attempt` ≥ 1)
+         *     keeps its charge, since its work was done. A refund counts in the period of the charge it
+         *     gives back. No request body. Needs job:cancel (every role) in the job's organization,
+         *     derived from the row. A job in any other state answers 409 CONFLICT and is left unchanged.
          */
         post: operations["jobs.cancel"];
         delete?: never;
@@ -622,8 +624,9 @@ export interface paths {
          *     `input.retryOf` (and `retryOf`) names the original, and charges the job's price again (as
          *     jobs.create prices it now);
          *     writes the audit entry `job.retry`. No request body. Needs job:create (every role) in the
-         *     job's organization, derived from the row. A job that is not `failed` answers 409 CONFLICT;
-         *     while billing is configured, a retry the remaining credits cannot cover answers 403
+         *     job's organization, derived from the row. A job that is not `failed`, or that was already
+         *     retried (a failed job is retried at most once; retry its retry instead), answers 409
+         *     CONFLICT, also when two retries of one job race; while billing is configured, a retry the remaining credits cannot cover answers 403
          *     LIMIT_REACHED (kind `aiCredits`).
          */
         post: operations["jobs.retry"];

@@ -88,7 +88,7 @@ export async function insertDocument(
   try {
     return await (sql.begin(async (tx) => {
       if (row.limitBytes !== null) {
-        await tx`select id from organizations where id = ${row.organizationId} for update`;
+        await tx`select id from organizations where id = ${row.organizationId} for no key update`;
         if ((await organizationUsage(tx, row.organizationId)) + row.size > row.limitBytes) return 'limit';
       }
       const [created] = await tx<DocumentRow[]>`
@@ -111,8 +111,8 @@ export async function insertDocument(
 export async function completeDocument(sql: Sql, document: Document, size: number, now: Date, limitBytes: number | null): Promise<Document | Refusal> {
   return sql.begin(async (tx) => {
     // Organization first, then the document: the order insertDocument takes its lock in.
-    if (limitBytes !== null) await tx`select id from organizations where id = ${document.organizationId} for update`;
-    const [current] = await tx<{ size: string }[]>`select size::text as size from documents where id = ${document.id} for update`;
+    if (limitBytes !== null) await tx`select id from organizations where id = ${document.organizationId} for no key update`;
+    const [current] = await tx<{ size: string }[]>`select size::text as size from documents where id = ${document.id} for no key update`;
     if (!current) return 'gone';
     if (limitBytes !== null) {
       const others = (await organizationUsage(tx, document.organizationId)) - Number(current.size);

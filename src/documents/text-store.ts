@@ -39,8 +39,8 @@ export async function saveDocumentText(
   const bytes = Buffer.byteLength(extracted.text, 'utf8');
   return sql.begin(async (tx) => {
     if (limitBytes !== null) {
-      await tx`select id from organizations where id = ${document.organizationId} for update`;
-      const [current] = await tx<{ textBytes: string }[]>`select text_bytes::text as "textBytes" from documents where id = ${document.id} for update`;
+      await tx`select id from organizations where id = ${document.organizationId} for no key update`;
+      const [current] = await tx<{ textBytes: string }[]>`select text_bytes::text as "textBytes" from documents where id = ${document.id} for no key update`;
       if (!current) return null;
       if ((await organizationUsage(tx, document.organizationId)) - Number(current.textBytes) + bytes > limitBytes) return 'limit';
     }
@@ -72,7 +72,7 @@ export async function replaceChunks(
 ): Promise<boolean> {
   return sql.begin(async (tx) => {
     // The document row first: it serialises two indexings of one document, and tells whether it still exists.
-    const [current] = await tx`select id from documents where id = ${document.id} for update`;
+    const [current] = await tx`select id from documents where id = ${document.id} for no key update`;
     if (!current) return false;
     await tx`delete from document_chunks where document_id = ${document.id}`;
     const BATCH = 200;

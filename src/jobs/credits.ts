@@ -1,8 +1,16 @@
 /**
  * AI credits: a ledger of charges (positive) and refunds (negative) per organization. The credits
- * spent in a period are the sum of its rows. A charge runs inside the caller's transaction and
- * first locks the organization's row, so two concurrent charges cannot both fit in the last
- * credits (architecture.md: counters change only under a row lock or in one atomic statement).
+ * spent in a period are the sum of the rows that count in it (`counts_at`): a charge counts when
+ * it is made, a refund at the moment of the charge it gives back (0009), so a cancel in a new
+ * period never lowers that period's spending.
+ *
+ * A charge against a plan runs inside the caller's transaction and first locks the organization's
+ * row, so two concurrent charges cannot both fit in the last credits (architecture.md: counters
+ * change only under a row lock or in one atomic statement). The lock is `for no key update`: it
+ * excludes other chargers but not the key-share locks that foreign keys take on the row (every
+ * insert of a row naming the organization: job events, ledger rows, jobs). With `for update` a
+ * charger waiting for the job-event lock (events.ts) and a worker holding it while inserting an
+ * event, whose foreign key wanted the organization row, deadlocked (issue 16).
  *
  * The period is the plan's (the live subscription's) when it has one, else the UTC calendar month.
  */
@@ -16,7 +24,7 @@ export type CreditReason = 'job.create' | 'job.retry' | 'job.cancel' | 'search';
 export async function creditsSpent(sql: Db, organizationId: string, since: Date): Promise<number> {
   const [row] = await sql<{ spent: number }[]>`
     select coalesce(sum(amount), 0)::int as spent from credit_ledger
-    where organization_id = ${organizationId} and created_at >= ${since}`;
+    where organization_id = ${organizationId} and counts_at >= ${since}`;
   return row!.spent;
 }
 
@@ -36,23 +44,31 @@ export interface Charge {
  */
 export async function charge(tx: Db, c: Charge): Promise<void> {
   if (c.plan) {
-    await tx`select 1 from organizations where id = ${c.organizationId} for update`;
+    await tx`select 1 from organizations where id = ${c.organizationId} for no key update`;
     const spent = await creditsSpent(tx, c.organizationId, periodOf(c.plan, c.now).start);
     const limit = c.plan.limits.aiCredits;
     if (spent + c.amount > limit) {
       throw new ApiError('LIMIT_REACHED', { data: { kind: 'aiCredits', limit, plan: c.plan.plan } });
     }
   }
-  await record(tx, c);
+  await record(tx, { ...c, countsAt: c.now });
 }
 
-/** A refund (jobs.cancel, a search whose query could not be embedded): never limited. */
-export async function refund(tx: Db, c: Omit<Charge, 'plan'>): Promise<void> {
-  await record(tx, { ...c, amount: -c.amount });
+/**
+ * Gives back what a job was charged (jobs.cancel of a job none of whose attempts has started:
+ * decisions.md), each charge counted back in its own period; answers the credits refunded.
+ */
+export async function refundJob(tx: Db, job: { id: string; organizationId: string }, now: Date): Promise<number> {
+  const charges = await tx<{ amount: number; countsAt: Date }[]>`
+    select amount, counts_at as "countsAt" from credit_ledger where job_id = ${job.id} and amount > 0`;
+  for (const c of charges) {
+    await record(tx, { organizationId: job.organizationId, amount: -c.amount, reason: 'job.cancel', jobId: job.id, now, countsAt: c.countsAt });
+  }
+  return charges.reduce((sum, c) => sum + c.amount, 0);
 }
 
-async function record(tx: Db, c: Omit<Charge, 'plan'>): Promise<void> {
+async function record(tx: Db, c: Omit<Charge, 'plan'> & { countsAt: Date }): Promise<void> {
   await tx`
-    insert into credit_ledger (id, organization_id, job_id, amount, reason, created_at)
-    values (${newId('crd')}, ${c.organizationId}, ${c.jobId}, ${c.amount}, ${c.reason}, ${c.now})`;
+    insert into credit_ledger (id, organization_id, job_id, amount, reason, created_at, counts_at)
+    values (${newId('crd')}, ${c.organizationId}, ${c.jobId}, ${c.amount}, ${c.reason}, ${c.now}, ${c.countsAt})`;
 }

@@ -6,6 +6,12 @@
  * States: queued → running → succeeded | failed; queued → canceled (jobs.cancel); running → queued
  * again while the worker retries a failed run. A transition names the states it starts from, so
  * a late or repeated delivery changes nothing.
+ *
+ * Locks, always in this order, so that no two of these transactions wait for each other in a
+ * circle: the organization row (`for no key update`, only when a charge is checked against a plan:
+ * credits.ts), then the job's row (the transition's update), then the event-order lock, last
+ * (events.ts). Each transaction runs again when PostgreSQL still aborts it as a deadlock victim or
+ * for serialization (retry-transaction.ts): they only touch the database.
  */
 import type { Principal } from '../context.ts';
 import type { Sql } from '../db/connection.ts';
@@ -13,7 +19,9 @@ import type { Db } from '../db/db.ts';
 import type { PlanLimits } from '../billing/plans.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { newId } from '../ids.ts';
-import { charge, refund } from './credits.ts';
+import { ApiError } from '../contract/errors.ts';
+import { retryingTransaction } from '../db/retry-transaction.ts';
+import { charge, refundJob } from './credits.ts';
 import { appendJobEvent } from './events.ts';
 import type { JobQueue } from './queue.ts';
 import { JOB_COLUMNS, type JobKind, type JobRow, type JobStatus } from './store.ts';
@@ -30,9 +38,13 @@ export interface NewJob {
   credits: number;
 }
 
-/** Charges the job's credits, inserts the job and queues it, in one transaction. */
+/**
+ * Charges the job's credits, inserts the job and queues it, in one transaction. A retry of a job
+ * that already has one answers 409 CONFLICT (the unique jobs.retry_of, 0009), also when both
+ * retries run at once: the second insert waits for the first and fails once it commits.
+ */
 export async function createJob(sql: Sql, queue: JobQueue, job: NewJob, o: { now: Date; plan: PlanLimits | null; retriedBy?: Principal }): Promise<JobRow> {
-  return sql.begin(async (tx) => {
+  return retryingTransaction(sql, async (tx) => {
     const id = newId('job');
     const { credits } = job;
     // The charge first: it locks the organization before anything else does (0005_jobs.sql).
@@ -41,7 +53,10 @@ export async function createJob(sql: Sql, queue: JobQueue, job: NewJob, o: { now
       insert into jobs (id, organization_id, workspace_id, document_id, kind, input, credits, retry_of, created_by, created_at, updated_at)
       values (${id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${tx.json(job.input as never)}, ${credits},
               ${job.retryOf}, ${job.createdBy}, ${o.now}, ${o.now})
-      returning ${tx.unsafe(JOB_COLUMNS)}`;
+      returning ${tx.unsafe(JOB_COLUMNS)}`.catch((error: unknown) => {
+      if (isUniqueViolation(error, 'jobs_retry_of')) throw new ApiError('CONFLICT', { message: 'This job was already retried; retry its retry instead.' });
+      throw error;
+    });
     if (o.retriedBy && job.retryOf) {
       await writeAudit(tx, {
         organizationId: job.organizationId,
@@ -55,7 +70,12 @@ export async function createJob(sql: Sql, queue: JobQueue, job: NewJob, o: { now
     await queue.enqueue(tx, id);
     await appendJobEvent(tx, row!);
     return row!;
-  }) as Promise<JobRow>;
+  });
+}
+
+function isUniqueViolation(error: unknown, constraint: string): boolean {
+  const e = error as { code?: unknown; constraint_name?: unknown } | null;
+  return e?.code === '23505' && e.constraint_name === constraint;
 }
 
 /**
@@ -65,21 +85,25 @@ export async function createJob(sql: Sql, queue: JobQueue, job: NewJob, o: { now
  * what it cost. The organization is locked first, as in createJob.
  */
 export async function chargeRunningJob(sql: Sql, job: JobRow, amount: number, o: { now: Date; plan: PlanLimits | null }): Promise<void> {
-  await sql.begin(async (tx) => {
+  await retryingTransaction(sql, async (tx) => {
     await charge(tx, { organizationId: job.organizationId, amount, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: job.id, now: o.now, plan: o.plan });
     await tx`update jobs set credits = credits + ${amount}, updated_at = ${o.now} where id = ${job.id}`;
   });
 }
 
-/** queued → canceled with its credits refunded; null when the job is not queued (any more). */
+/**
+ * queued → canceled; null when the job is not queued (any more). Its credits are refunded only
+ * when none of its attempts has started (decisions.md): a job waiting for a retry after a failed
+ * attempt (queued again, attempt ≥ 1) has had its work done, and keeps its charge.
+ */
 export async function cancelJob(sql: Sql, jobId: string, now: Date): Promise<JobRow | null> {
-  return sql.begin(async (tx) => {
+  return retryingTransaction(sql, async (tx) => {
     const row = await transition(tx, jobId, ['queued'], sql`status = 'canceled', finished_at = ${now}, updated_at = ${now}`);
     if (!row) return null;
-    await refund(tx, { organizationId: row.organizationId, amount: row.credits, reason: 'job.cancel', jobId: row.id, now });
+    if (row.attempt === 0) await refundJob(tx, row, now);
     await appendJobEvent(tx, row);
     return row;
-  }) as Promise<JobRow | null>;
+  });
 }
 
 /** A worker starts a run: queued (or running, after a worker died) → running. Null: nothing to run. */
@@ -101,11 +125,11 @@ export async function requeueRun(sql: Sql, jobId: string, now: Date): Promise<Jo
 }
 
 async function changeWithEvent(sql: Sql, jobId: string, from: JobStatus[], set: ReturnType<Sql>): Promise<JobRow | null> {
-  return sql.begin(async (tx) => {
+  return retryingTransaction(sql, async (tx) => {
     const row = await transition(tx, jobId, from, set);
     if (row) await appendJobEvent(tx, row);
     return row;
-  }) as Promise<JobRow | null>;
+  });
 }
 
 async function transition(tx: Db, jobId: string, from: JobStatus[], set: ReturnType<Sql>): Promise<JobRow | null> {

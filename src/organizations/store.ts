@@ -41,9 +41,9 @@ export const organizationResource: Resource<OrganizationRow> = {
   notFound: 'No such organization.',
 };
 
-/** The organization, its row locked (`for update`) until the transaction ends. */
+/** The organization, its row locked (`for no key update`: foreign keys may still point at it) until the transaction ends. */
 export async function lockOrganization(tx: Db, id: string): Promise<OrganizationRow | null> {
-  const [row] = await tx<OrganizationRow[]>`select ${tx(organizationColumns)} from organizations where id = ${id} for update`;
+  const [row] = await tx<OrganizationRow[]>`select ${tx(organizationColumns)} from organizations where id = ${id} for no key update`;
   return row ?? null;
 }
 

@@ -45,7 +45,7 @@ export async function insertWorkspace(sql: Sql, row: Omit<Workspace, 'createdAt'
   return sql.begin(async (tx) => {
     if (row.limit !== null) {
       // Serializes creates per organization so the count below stays true until commit.
-      await tx`select id from organizations where id = ${row.organizationId} for update`;
+      await tx`select id from organizations where id = ${row.organizationId} for no key update`;
       const [counted] = await tx<{ count: number }[]>`select count(*)::int as count from workspaces where organization_id = ${row.organizationId}`;
       if (counted!.count >= row.limit) return null;
     }

@@ -1,0 +1,30 @@
+/**
+ * A transaction that PostgreSQL may abort for reasons that are nobody's fault: chosen as a
+ * deadlock's victim (40P01) or failing serialization (40001). Run again from the start it
+ * usually succeeds, so the caller gets its answer instead of a 500. Only for callbacks that do
+ * nothing but database work on `tx` (no mail, no storage, no events before the commit): those
+ * are the ones a second run cannot do twice.
+ */
+import type postgres from 'postgres';
+import type { Sql } from './connection.ts';
+
+/** SQLSTATEs after which the whole transaction may simply run again. */
+const RETRYABLE = new Set(['40P01', '40001']);
+/** Runs in all, the first included. */
+const ATTEMPTS = 5;
+
+export function isRetryableConflict(error: unknown): boolean {
+  return RETRYABLE.has((error as { code?: unknown } | null)?.code as string);
+}
+
+export async function retryingTransaction<T>(sql: Sql, run: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await sql.begin(run)) as T;
+    } catch (error) {
+      if (attempt >= ATTEMPTS || !isRetryableConflict(error)) throw error;
+      // A short random pause, growing: the transactions that collided should not collide again.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * 2 ** attempt));
+    }
+  }
+}
