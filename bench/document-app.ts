@@ -37,7 +37,7 @@ export interface AiProcess {
 
 /**
  * `node src/main.ts ai` on a free loopback port with an API key, silent, waiting for the
- * `ai-ready` message it sends over IPC once it listens.
+ * `ready` message it sends over IPC once it listens.
  */
 export async function forkAiService(env: Record<string, string> = {}): Promise<AiProcess> {
   const apiKey = randomBytes(24).toString('base64url');
@@ -47,9 +47,9 @@ export async function forkAiService(env: Record<string, string> = {}): Promise<A
   });
   const exited = once(child, 'exit');
   const ready = await new Promise<{ url: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the AI service did not report ai-ready within 60 s')), 60_000);
+    const timer = setTimeout(() => reject(new Error('the AI service did not report ready within 60 s')), 60_000);
     child.on('message', (message: { type?: string; url: string }) => {
-      if (message?.type !== 'ai-ready') return;
+      if (message?.type !== 'ready') return;
       clearTimeout(timer);
       resolve(message);
     });

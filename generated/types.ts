@@ -3360,13 +3360,13 @@ export interface components {
                  */
                 configured: boolean;
                 /**
-                 * @description `inline` when this process also runs the worker; `off` when workers run as separate processes (or not at all).
+                 * @description `process` when this API started a worker process of its own beside it (on a database server, the default); `inline` when this process also runs the worker (the embedded database); `off` when workers run as separate processes (or not at all).
                  * @example inline
                  * @enum {string}
                  */
-                worker: "inline" | "off";
+                worker: "process" | "inline" | "off";
                 /**
-                 * @description Jobs the inline worker runs at once.
+                 * @description pg-boss workers of the worker this API started (each runs one fetched batch at a time).
                  * @example 2
                  */
                 concurrency: number;

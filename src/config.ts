@@ -113,10 +113,20 @@ export interface ExtractionLimits {
 }
 
 export interface WorkerSettings {
-  /** WORKER: `inline` runs the worker inside `serve` and `api`; `off` leaves jobs to `main.ts worker` processes. */
-  mode: 'inline' | 'off';
-  /** WORKER_CONCURRENCY: jobs one worker process runs at once. */
+  /**
+   * WORKER: `process` runs the worker as a child process of `serve` and `api` (its own event loop
+   * and core, started and stopped with them; needs DATABASE_URL, the default with it); `inline`
+   * runs it inside the API's process (the default on the embedded database, whose one connection
+   * the API holds); `off` leaves jobs to `main.ts worker` processes.
+   */
+  mode: 'process' | 'inline' | 'off';
+  /** WORKER_CONCURRENCY: pg-boss workers in one worker process, each running one fetched batch at a time. */
   concurrency: number;
+  /**
+   * WORKER_BATCH_SIZE: jobs one pg-boss worker fetches at once and runs together (one fetch and one
+   * settle statement for the batch; each job still succeeds, fails and retries alone).
+   */
+  batchSize: number;
   /** JOB_LEASE_SECONDS: a running job whose worker stops sending heartbeats for this long is picked up again. */
   leaseSeconds: number;
 }
@@ -164,7 +174,7 @@ export const settingNames = [
   'AI_URL', 'AI_API_KEY', 'AI_HOST', 'AI_PORT', 'EMBEDDING_PROVIDER', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'EMBEDDING_MODEL',
   'EXTRACT_TIMEOUT_SECONDS', 'EXTRACT_MEMORY_MB', 'MAX_EXTRACTED_CHARACTERS', 'EXTRACT_MAX_INFLATED_BYTES',
   'EXTRACT_MAX_PDF_PAGES', 'EXTRACT_MAX_HTML_DEPTH', 'OCR_MAX_PIXELS', 'OCR_TIMEOUT_SECONDS',
-  'SEARCH_RANKING', 'WORKER', 'WORKER_CONCURRENCY', 'JOB_LEASE_SECONDS',
+  'SEARCH_RANKING', 'WORKER', 'WORKER_CONCURRENCY', 'WORKER_BATCH_SIZE', 'JOB_LEASE_SECONDS',
   'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_API_URL',
   'STRIPE_PRICE_PRO_MONTH', 'STRIPE_PRICE_PRO_YEAR', 'STRIPE_PRICE_TEAM_MONTH', 'STRIPE_PRICE_TEAM_YEAR',
   'METRICS_TOKEN',
@@ -210,8 +220,9 @@ export function loadConfig(env: Env = process.env): Config {
     ai: aiSettings(env),
     searchRanking: oneOf(env, 'SEARCH_RANKING', ['hybrid', 'vector', 'fulltext'] as const, 'hybrid'),
     worker: {
-      mode: oneOf(env, 'WORKER', ['inline', 'off'] as const, 'inline'),
+      mode: workerMode(env),
       concurrency: integer(env, 'WORKER_CONCURRENCY', 2, 1, 64),
+      batchSize: integer(env, 'WORKER_BATCH_SIZE', 4, 1, 100),
       // pg-boss checks heartbeats no more often than every 10 seconds.
       leaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 10, 86_400),
     },
@@ -393,6 +404,16 @@ function storage(env: Env): Config['storage'] {
     accessKeyId,
     secretAccessKey,
   };
+}
+
+/** The embedded database serves one connection, which the API holds: a worker process could not reach it. */
+function workerMode(env: Env): WorkerSettings['mode'] {
+  const external = raw(env, 'DATABASE_URL') !== undefined;
+  const mode = oneOf(env, 'WORKER', ['process', 'inline', 'off'] as const, external ? 'process' : 'inline');
+  if (mode === 'process' && !external) {
+    throw new ConfigError('WORKER=process needs DATABASE_URL: the embedded database serves one connection, held by the API (use WORKER=inline)');
+  }
+  return mode;
 }
 
 function databaseUrl(env: Env): string | undefined {

@@ -20,7 +20,6 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { enableCompileCache, flushCompileCache } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { ReadyMessage } from './ai-service/child-process.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/connection.ts';
 import type { Logger } from './logger.ts';
@@ -140,19 +139,23 @@ async function runAi(config: Config, logger: Logger): Promise<void> {
   const { startAiService } = await import('./ai-service/server.ts');
   const ai = await startAiService({ settings: config.ai, logger });
   stop.serving();
-  if (supervised) {
-    const ready: ReadyMessage = { type: 'ai-ready', url: ai.url, port: ai.port };
-    process.send!(ready);
-    process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
-  }
+  (await import('./process/supervised-child.ts')).reportReady({ url: ai.url, port: ai.port });
   await stop.requested;
   await ai.close();
   process.exit(0);
 }
 
-/** The job worker alone: the queue, its workers and the housekeeping schedule, until SIGTERM or SIGINT. */
+/**
+ * The job worker alone: the queue, its workers and the housekeeping schedule, until SIGTERM or
+ * SIGINT. `serve` on a database server starts it as its child (WORKER=process), which reports
+ * ready over IPC and exits when that channel closes.
+ */
 async function runWorker(config: Config, logger: Logger, useTemplate: boolean): Promise<void> {
-  const stop = watchStopSignals(logger);
+  const supervised = process.send !== undefined;
+  // As for the AI service: Ctrl-C to the process group is the parent's to act on; it stops the
+  // worker with SIGTERM once the API has drained.
+  if (supervised) process.on('SIGINT', () => {});
+  const stop = watchStopSignals(logger, supervised ? ['SIGTERM'] : ['SIGTERM', 'SIGINT']);
   const [{ startJobQueue }, { startWorker }, { createAiClient }, { createStorageDriver }, { resolveSecret }, { billedPlans, unbilled }] = await Promise.all([
     import('./jobs/queue.ts'),
     import('./jobs/worker.ts'),
@@ -171,7 +174,7 @@ async function runWorker(config: Config, logger: Logger, useTemplate: boolean): 
     await startWorker({
       queue, sql: db.sql, storage, ai: createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }),
       plans: config.billing ? billedPlans(db.sql, now) : unbilled, maxCharacters: config.ai.extraction.maxCharacters,
-      now, logger, concurrency: config.worker.concurrency,
+      now, logger, concurrency: config.worker.concurrency, batchSize: config.worker.batchSize,
     });
   } catch (error) {
     await queue?.stop(0).catch(() => undefined);
@@ -179,6 +182,7 @@ async function runWorker(config: Config, logger: Logger, useTemplate: boolean): 
     throw error;
   }
   stop.serving();
+  (await import('./process/supervised-child.ts')).reportReady();
   const signal = await stop.requested;
   stop.draining();
   logger.info({ signal, timeoutMs: DRAIN_TIMEOUT_MS }, 'shutting down: letting running jobs finish');
@@ -210,6 +214,7 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean, parts
   let sweeper: { stop(): Promise<void> } | undefined;
   let ai: { url: string; apiKey: string; close(): Promise<void> } | undefined;
   let stopJobs: (() => Promise<void>) | undefined;
+  let worker: { close(): Promise<void> } | undefined;
   try {
     // The companion first, in a process of its own: the inline worker calls it as soon as a job is queued.
     if (parts.ai) ai = await (await aiModule).startAiChild(config.ai, logger);
@@ -223,6 +228,14 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean, parts
     const built = await (await appModule).buildApp({ config, db, logger });
     const { app } = built;
     stopJobs = built.stop;
+    // WORKER=process (the default on a database server): the worker in a child of its own, with its
+    // own event loop and core, so jobs keep up while the API is busy, and the API's latency does not
+    // depend on the jobs. It reaches the AI service this process started, with its key.
+    if (config.worker.mode === 'process') {
+      const { startSupervisedChild } = await import('./process/supervised-child.ts');
+      const workerEnv = { ...process.env, AI_URL: config.ai.url, ...(config.ai.apiKey ? { AI_API_KEY: config.ai.apiKey } : {}) };
+      worker = await startSupervisedChild({ command: 'worker', name: 'job worker', logger, env: () => workerEnv });
+    }
     server = app.listen(config.port, config.host);
     drain = trackRequests(server);
     // Node's default 300 s would cut off a slow 25 MiB upload long before its address (15 minutes) expires.
@@ -232,6 +245,7 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean, parts
     // A start that fails (a changed migration, a port in use) still leaves the database closed and unlocked.
     await sweeper?.stop();
     await stopJobs?.().catch(() => undefined);
+    await worker?.close().catch(() => undefined);
     await ai?.close().catch(() => undefined);
     await db.close().catch(() => undefined);
     throw error;
@@ -255,6 +269,7 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean, parts
     logger.info(await drained, 'requests drained');
     await sweeper?.stop();
     await stopJobs!(); // running jobs finish (a job cut off is picked up again after its lease)
+    await worker?.close(); // it drains its running jobs the same way
     await ai?.close();
     await db.close();
   } catch (error) {

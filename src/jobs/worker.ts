@@ -19,6 +19,8 @@ export interface WorkerOptions extends KindDeps {
   queue: JobQueue;
   logger: Logger;
   concurrency: number;
+  /** Jobs each of the `concurrency` workers fetches and runs at once (queue.ts, Batches); 1 by default. */
+  batchSize?: number;
   /** Housekeeping cron (pg-boss syntax); every 10 minutes by default. */
   housekeepingCron?: string;
 }
@@ -27,11 +29,11 @@ const GENERIC_FAILURE = 'The job failed.';
 
 export async function startWorker(options: WorkerOptions): Promise<void> {
   const { queue, logger } = options;
-  await queue.work((delivery) => runDelivery(options, delivery), options.concurrency);
+  await queue.work((delivery) => runDelivery(options, delivery), options.concurrency, options.batchSize);
   await queue.every(options.housekeepingCron ?? '*/10 * * * *', async () => {
     logger.info(await runHousekeeping(options), 'housekeeping done');
   });
-  logger.info({ concurrency: options.concurrency }, 'job worker started');
+  logger.info({ concurrency: options.concurrency, batchSize: options.batchSize ?? 1 }, 'job worker started');
   // A model switch shows at the first start on the new model, not ten minutes later. Not awaited:
   // the AI service may still be starting; housekeeping tries again.
   void queueReindexing(options).catch((error: unknown) => logger.warn({ err: error }, 're-indexing could not be queued'));
