@@ -411,7 +411,7 @@ function workerMode(env: Env): WorkerSettings['mode'] {
   const external = raw(env, 'DATABASE_URL') !== undefined;
   const mode = oneOf(env, 'WORKER', ['process', 'inline', 'off'] as const, external ? 'process' : 'inline');
   if (mode === 'process' && !external) {
-    throw new ConfigError('WORKER=process needs DATABASE_URL: the embedded database serves one connection, held by the API (use WORKER=inline)');
+    throw new ConfigError('WORKER is process, which needs DATABASE_URL: the embedded database serves one connection, held by the API (use inline)');
   }
   return mode;
 }

@@ -29,6 +29,10 @@ describe('loadConfig', () => {
     { given: { DB_STATEMENT_TIMEOUT_MS: '5000', DB_LOCK_TIMEOUT_MS: '0', DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '120000' }, want: { database: { statementTimeoutMs: 5000, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 120_000 } } },
     { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters' }, want: { database: { transactionGuard: false } } },
     { given: { NODE_ENV: 'test' }, want: { database: { transactionGuard: true } } },
+    // The worker: a child process on a database server, inside the API on the embedded database.
+    { given: {}, want: { worker: { mode: 'inline', concurrency: 2, batchSize: 4 } } },
+    { given: { DATABASE_URL: 'postgres://db/app' }, want: { worker: { mode: 'process' } } },
+    { given: { DATABASE_URL: 'postgres://db/app', WORKER: 'inline', WORKER_BATCH_SIZE: '1' }, want: { worker: { mode: 'inline', batchSize: 1 } } },
   ];
   for (const { given, want } of good) {
     it(`reads ${JSON.stringify(given)}`, () => {
@@ -54,6 +58,8 @@ describe('loadConfig', () => {
     { given: { STORAGE_DRIVER: 's3' }, names: 'S3_BUCKET' },
     { given: { EMAIL_PROVIDER: 'smtp' }, names: 'SMTP_URL' },
     { given: { GITHUB_CLIENT_ID: 'only-the-id' }, names: 'GITHUB_CLIENT_ID' },
+    { given: { WORKER: 'process' }, names: 'WORKER' },
+    { given: { WORKER_BATCH_SIZE: '0' }, names: 'WORKER_BATCH_SIZE' },
     { given: { DB_STATEMENT_TIMEOUT_MS: '30s' }, names: 'DB_STATEMENT_TIMEOUT_MS' },
     { given: { DB_LOCK_TIMEOUT_MS: '-1' }, names: 'DB_LOCK_TIMEOUT_MS' },
     { given: { DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '2147483648' }, names: 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS' },
