@@ -35,8 +35,9 @@ export interface Services {
   /** The configured email provider, or null when none is (features that send mail answer 412). */
   mailer: Mailer | null;
   /**
-   * Per-route limiters kept in process memory (the specification sizes them for one instance).
-   * Address keys are counted by `addressKey` (auth/rate-limit.ts): an IPv6 client by its /64.
+   * Per-route limiters: in PostgreSQL on a database server, so every API instance counts against
+   * one budget; in process memory on the embedded database (auth/shared-rate-limit.ts). Address
+   * keys are counted by `addressKey` (auth/rate-limit.ts): an IPv6 client by its /64.
    */
   limiters: {
     /** contact.send, per client address. */

@@ -9,6 +9,7 @@ import type { Sql } from '../db/connection.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { createSession, type SessionRow, type UserRow } from '../auth/sessions.ts';
 import type { Db } from '../db/db.ts';
+import { announceRevocation } from '../auth/revocations.ts';
 
 type Actor = Pick<Principal, 'userId' | 'email' | 'impersonatedBy'>;
 
@@ -38,7 +39,10 @@ export async function setUserRole(sql: Sql, options: { userId: string; role: 'ad
     if (!before) return null;
     const [user] = await tx<UserRow[]>`update users set role = ${options.role}, updated_at = ${options.now} where id = ${options.userId} returning *`;
     // An admin no longer: the impersonations they started end with the role.
-    if (options.role !== 'admin') await tx`delete from sessions where impersonated_by = ${options.userId}`;
+    if (options.role !== 'admin') {
+      await tx`delete from sessions where impersonated_by = ${options.userId}`;
+      await announceRevocation(tx, { kind: 'user', userId: options.userId });
+    }
     await writeAudit(tx, {
       organizationId: null,
       action: 'user.role_changed',
@@ -62,6 +66,7 @@ export async function banUser(
       update users set banned = true, ban_reason = ${options.reason}, ban_expires_at = ${options.expiresAt}, updated_at = ${options.now}
       where id = ${options.userId} returning *`;
     const ended = await tx`delete from sessions where user_id = ${options.userId} or impersonated_by = ${options.userId}`;
+    await announceRevocation(tx, { kind: 'user', userId: options.userId });
     await writeAudit(tx, {
       organizationId: null,
       action: 'user.banned',
@@ -102,7 +107,10 @@ export async function startAuditedSession(
   },
 ): Promise<{ token: string; session: SessionRow }> {
   return sql.begin(async (tx) => {
-    if (options.endSessionId) await tx`delete from sessions where id = ${options.endSessionId}`;
+    if (options.endSessionId) {
+      await tx`delete from sessions where id = ${options.endSessionId}`;
+      await announceRevocation(tx, { kind: 'session', sessionId: options.endSessionId });
+    }
     // createSession runs one insert; its parameter is typed as the pool (TransactionSql has the same tagged-template call).
     const created = await createSession(tx, {
       userId: options.userId,
@@ -128,6 +136,7 @@ export async function revokeUserSessions(sql: Sql, options: { userId: string; ac
   return sql.begin(async (tx) => {
     if (!(await lockUser(tx, options.userId))) return null;
     const ended = await tx`delete from sessions where user_id = ${options.userId} or impersonated_by = ${options.userId}`;
+    await announceRevocation(tx, { kind: 'user', userId: options.userId });
     await writeAudit(tx, {
       organizationId: null,
       action: 'user.sessions_revoked',
@@ -170,6 +179,7 @@ export async function removeUser(sql: Sql, options: { userId: string; actor: Act
     }, options.now);
     // Accounts, sessions, memberships, team memberships and tokens go with the row (on delete cascade).
     await tx`delete from users where id = ${options.userId}`;
+    await announceRevocation(tx, { kind: 'user', userId: options.userId });
     return { removed: true } as const;
   });
 }

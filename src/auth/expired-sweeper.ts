@@ -9,10 +9,16 @@
  * nor runs into the statement timeout. Each batch finds its rows with a scan of the table (there
  * is no index on the expiry columns: the sweep runs rarely, and an index on last_verified_at
  * would cost every hourly session refresh).
+ *
+ * It also deletes the shared limiters' ended windows and the stream leases that lapsed
+ * (sql/0010_rate_limits.sql): both are written by the API, which runs this sweeper, and are ignored
+ * once ended, so an hourly sweep only keeps the tables small.
  */
 import type { Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import { sessionPolicy } from './sessions.ts';
+import { deleteEndedWindows } from './shared-rate-limit.ts';
+import { deleteLapsedLeases } from '../jobs/stream-leases.ts';
 
 /** Rows deleted per statement. */
 export const SWEEP_BATCH = 1000;
@@ -23,9 +29,13 @@ export const DEFAULT_SWEEP_INTERVAL_MS = 3600_000;
 export interface SweepResult {
   sessions: number;
   verificationTokens: number;
+  /** Ended windows of the limiters kept in the database. */
+  rateLimits: number;
+  /** jobs.stream leases whose instance stopped refreshing them. */
+  streamLeases: number;
 }
 
-/** Deletes the sessions and verification tokens that have expired at `now`; answers how many of each. */
+/** Deletes the sessions, verification tokens, limiter windows and stream leases that have expired at `now`; answers how many of each. */
 export async function sweepExpired(sql: Sql, now: Date, batch: number = SWEEP_BATCH): Promise<SweepResult> {
   const idleSince = new Date(now.getTime() - sessionPolicy.inactivityMs);
   const sessions = await inBatches(batch, (limit) => sql`
@@ -34,7 +44,10 @@ export async function sweepExpired(sql: Sql, now: Date, batch: number = SWEEP_BA
   const verificationTokens = await inBatches(batch, (limit) => sql`
     delete from verification_tokens where id in (
       select id from verification_tokens where expires_at <= ${now} limit ${limit})`);
-  return { sessions, verificationTokens };
+  const rateLimits = await inBatches(batch, (limit) => deleteEndedWindows(sql, now, limit));
+  // Leases run on the database's clock (stream-leases.ts).
+  const streamLeases = await inBatches(batch, (limit) => deleteLapsedLeases(sql, limit));
+  return { sessions, verificationTokens, rateLimits, streamLeases };
 }
 
 async function inBatches(batch: number, deleteSome: (limit: number) => Promise<{ count: number }>): Promise<number> {
@@ -78,7 +91,7 @@ export function startExpiredSweeper(options: ExpiredSweeperOptions): ExpiredSwee
       const started = performance.now();
       try {
         const deleted = await sweepExpired(options.sql, options.now());
-        if (deleted.sessions > 0 || deleted.verificationTokens > 0) {
+        if (Object.values(deleted).some((count) => count > 0)) {
           options.logger.info({ deleted, ms: Math.round(performance.now() - started) }, 'expired sessions and tokens deleted');
         }
       } catch (error) {

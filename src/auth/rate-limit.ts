@@ -1,7 +1,9 @@
 /**
- * Fixed-window request limiter kept in process memory, as the specification sizes it: for one API
- * instance. Used for the shared per-IP limiter on /rpc/* and /api/v1/* and for the smaller
- * per-route limiters (contact form, identity routes, sign-in attempts).
+ * Fixed-window request limiters: the shared per-IP limiter on /rpc/* and /api/v1/*, the identity
+ * limiters, the sign-in limiters, contact.send's and documents.search's. This module holds the
+ * interface and the in-memory limiter, which the embedded database (one process) uses; on a
+ * database server the limiters count in PostgreSQL instead, so several API instances together
+ * allow what one allows (shared-rate-limit.ts).
  *
  * Clients are counted by `addressKey`: an IPv4 address as is, an IPv6 address by its /64 (one
  * host usually holds a whole /64, so counting single IPv6 addresses would give it 2^64 budgets).
@@ -9,17 +11,32 @@
 import { isIP } from 'node:net';
 import { ApiError } from '../contract/errors.ts';
 
+export type RateLimitDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
 export interface RateLimiter {
   /** Counts one hit for key; answers whether it is allowed and, if not, seconds until the window resets. */
-  hit(key: string): { allowed: true } | { allowed: false; retryAfterSeconds: number };
+  hit(key: string): Promise<RateLimitDecision>;
 }
 
-export function createRateLimiter(options: { limit: number; windowMs: number; now?: () => number }): RateLimiter {
+export interface RateLimit {
+  /** Hits allowed per window and key. */
+  limit: number;
+  windowMs: number;
+}
+
+/**
+ * Makes the app's limiter called `name` (one name per limiter: on a database server the name
+ * keeps its counts apart from the other limiters').
+ */
+export type LimiterFactory = (name: string, limit: RateLimit) => RateLimiter;
+
+/** A window starts at a key's first hit and lasts `windowMs`; `now` is the service clock in milliseconds. */
+export function createRateLimiter(options: RateLimit & { now?: () => number }): RateLimiter {
   const now = options.now ?? Date.now;
   const windows = new Map<string, { start: number; count: number }>();
   let lastSweep = now();
   return {
-    hit(key) {
+    async hit(key) {
       const time = now();
       // Drop finished windows now and then so memory stays bounded by the active clients.
       if (time - lastSweep > options.windowMs) {
@@ -33,9 +50,19 @@ export function createRateLimiter(options: { limit: number; windowMs: number; no
       }
       window.count += 1;
       if (window.count <= options.limit) return { allowed: true };
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((window.start + options.windowMs - time) / 1000)) };
+      return { allowed: false, retryAfterSeconds: retryAfter(window.start + options.windowMs, time) };
     },
   };
+}
+
+/** In-memory limiters, for one process (the embedded database). */
+export function memoryLimiters(now?: () => number): LimiterFactory {
+  return (_name, limit) => createRateLimiter({ ...limit, ...(now ? { now } : {}) });
+}
+
+/** Whole seconds until `resetsAt` (milliseconds), at least 1: the Retry-After of a refusal. */
+export function retryAfter(resetsAt: number, now: number): number {
+  return Math.max(1, Math.ceil((resetsAt - now) / 1000));
 }
 
 /** A limiter whose keys are client addresses, counted by `addressKey`. */
@@ -82,8 +109,8 @@ export function normalizeAddress(address: string): string {
 }
 
 /** Counts one hit of `key`: undefined while allowed, else the 429 to answer (with Retry-After). */
-export function refusal(limiter: RateLimiter, key: string, message: string): ApiError<'TOO_MANY_REQUESTS'> | undefined {
-  const result = limiter.hit(key);
+export async function refusal(limiter: RateLimiter, key: string, message: string): Promise<ApiError<'TOO_MANY_REQUESTS'> | undefined> {
+  const result = await limiter.hit(key);
   if (result.allowed) return undefined;
   return new ApiError('TOO_MANY_REQUESTS', { message, headers: { 'Retry-After': String(result.retryAfterSeconds) } });
 }

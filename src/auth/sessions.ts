@@ -7,6 +7,7 @@
 import type { Sql } from '../db/connection.ts';
 import { issueSecret, parseToken, secretMatches } from './tokens.ts';
 import type { Db } from '../db/db.ts';
+import { announceRevocation } from './revocations.ts';
 
 export const sessionPolicy = {
   inactivityMs: 7 * 24 * 3600_000,
@@ -100,13 +101,17 @@ export async function sessionStillValid(sql: Sql, sessionId: string, userId: str
   return row !== undefined && sessionExpiry(row) > now && !isBanned(row, now);
 }
 
+/** Ends the session; its open streams end at once (revocations.ts). */
 export async function deleteSession(sql: Sql, id: string): Promise<void> {
   await sql`delete from sessions where id = ${id}`;
+  await announceRevocation(sql, { kind: 'session', sessionId: id });
 }
 
-/** Ends every session of a user, except `keep` when given; answers how many ended. */
+/** Ends every session of a user, except `keep` when given; answers how many ended. Their open streams end at once. */
 export async function deleteUserSessions(sql: Sql, userId: string, keep?: string): Promise<number> {
   const result = keep ? await sql`delete from sessions where user_id = ${userId} and id <> ${keep}` : await sql`delete from sessions where user_id = ${userId}`;
+  // The kept session's streams re-check too, and stay.
+  if (result.count > 0) await announceRevocation(sql, { kind: 'user', userId });
   return result.count;
 }
 

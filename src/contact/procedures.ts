@@ -14,7 +14,7 @@ export const contactProcedures = {
     if (!contactEmail || !mailer) {
       throw new ApiError('PRECONDITION_FAILED', { message: 'The contact form is not configured on this deployment.' });
     }
-    const refused = refusal(ctx.services.limiters.contact, ctx.ip, 'Too many messages, try again later.');
+    const refused = await refusal(ctx.services.limiters.contact, ctx.ip, 'Too many messages, try again later.');
     if (refused) throw refused;
     if (input.website) {
       ctx.log.info({ honeypot: true }, 'contact form submission dropped');

@@ -19,7 +19,7 @@ export const SEARCH_LIMIT_MESSAGE = 'Too many searches, try again in a minute.';
 
 export const search: Handler<'documents.search'> = async (input, ctx) => {
   const { services } = ctx;
-  const limited = refusal(services.limiters.search, ctx.principal!.userId, SEARCH_LIMIT_MESSAGE);
+  const limited = await refusal(services.limiters.search, ctx.principal!.userId, SEARCH_LIMIT_MESSAGE);
   if (limited) throw limited;
   const workspace = await findWorkspace(services.db.sql, input.workspaceId);
   if (!workspace) throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });

@@ -4,17 +4,19 @@
  * (job:read in `organizationId`) before this runs. On the wire, in order: `retry: 3000`, event
  * `ready`, then a `job` event per job change (replayed ones first when the client resumes with
  * Last-Event-Id), comments as heartbeats, and `end` just before the server closes the stream.
+ * At most five streams per user across every API instance (stream-leases.ts); a revocation ends
+ * the streams it concerns at once (stream-revocations.ts), the periodic re-check being the backstop.
  */
 import { procedures } from '../../generated/procedures.ts';
-import type { Context, EventSink, Principal, Services, StreamHandlers } from '../context.ts';
+import type { Context, EventSink, Principal, StreamHandlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { eventHubFor } from './event-hub.ts';
 import { eventsAfter, latestEventId, type JobEvent } from './events.ts';
+import { MAX_STREAMS_PER_USER, streamSlotsFor } from './stream-leases.ts';
+import { streamRevocationsFor, type RevocationWatch } from './stream-revocations.ts';
 
 /** The reconnection delay sent first (decisions.md: `retry: 3000`). */
 const RECONNECT_MS = 3_000;
-/** Concurrent streams per user (decisions.md reads the specification's "per the service" as per user). */
-const MAX_STREAMS_PER_USER = 5;
 const REPLAY_PAGE = 500;
 /** The largest bigserial: a longer "id" is none of ours. */
 const MAX_EVENT_ID = 2n ** 63n - 1n;
@@ -27,7 +29,7 @@ export const jobStreamProcedures: StreamHandlers = {
     // The binding layer's access check ran in this organization, so tenant is set.
     const { organizationId } = ctx.tenant!;
     sink.retry(RECONNECT_MS);
-    const release = takeSlot(ctx.services, principal.userId);
+    const release = await streamSlotsFor(ctx.services).take(principal.userId);
     if (!release) {
       sink.send('error', tooManyStreams().toBody(procedures['jobs.stream'].errors));
       return;
@@ -97,7 +99,15 @@ async function streamEvents(call: StreamCall): Promise<void> {
     }
   });
   const timers: NodeJS.Timeout[] = [];
+  let watch: RevocationWatch | undefined;
   try {
+    // Before `ready`: a revocation announced after the client saw `ready` reaches this stream.
+    const recheck = rechecker(call, () => end('revoked'));
+    const { principal } = call;
+    watch = await streamRevocationsFor(services).watch(
+      { userId: principal.userId, sessionId: principal.sessionId, impersonatedBy: principal.impersonatedBy, organizationId },
+      recheck,
+    );
     const latest = BigInt(await latestEventId(services.db.sql));
     const resumeFrom = resumePoint(sink.lastEventId, latest);
     sent = resumeFrom ?? latest;
@@ -106,7 +116,7 @@ async function streamEvents(call: StreamCall): Promise<void> {
 
     timers.push(setTimeout(() => end('expired'), timing.lifetimeMs));
     timers.push(setInterval(() => sink.comment('keep-alive'), timing.heartbeatMs));
-    timers.push(recheckEvery(timing.recheckMs, call, () => end('revoked')));
+    timers.push(setInterval(recheck, timing.recheckMs));
 
     if (resumeFrom !== null) await replay(call, resumeFrom, BigInt(subscription.position), forward);
     live = true;
@@ -114,6 +124,7 @@ async function streamEvents(call: StreamCall): Promise<void> {
     await closed;
   } finally {
     for (const timer of timers) clearTimeout(timer);
+    watch?.unwatch();
     subscription.unsubscribe();
   }
 }
@@ -149,14 +160,21 @@ async function replay(call: StreamCall, from: bigint, until: bigint, forward: (e
 }
 
 /**
- * Specification, Authentication item 9: every `ms` the binding layer re-runs the call's
- * authorization (session valid, user not banned, the declared access still held). A check that
- * fails to run (the database is unreachable) keeps the stream; the next one decides.
+ * Specification, Authentication item 9: the binding layer re-runs the call's authorization
+ * (session valid, user not banned, the declared access still held), every `recheckMs` and at once
+ * when a revocation may concern the stream. A check asked for while one runs runs again after it
+ * (the running one may have read the state before the revocation). A check that fails to run (the
+ * database is unreachable) keeps the stream; the next one decides.
  */
-function recheckEvery(ms: number, call: StreamCall, revoke: () => void): NodeJS.Timeout {
+function rechecker(call: StreamCall, revoke: () => void): () => void {
   let checking = false;
-  return setInterval(() => {
-    if (checking) return;
+  let again = false;
+  const check = () => {
+    if (call.sink.signal.aborted) return;
+    if (checking) {
+      again = true;
+      return;
+    }
     checking = true;
     call.sink
       .authorized()
@@ -166,25 +184,13 @@ function recheckEvery(ms: number, call: StreamCall, revoke: () => void): NodeJS.
       .catch((error: unknown) => call.ctx.log.warn({ err: error }, 'job stream authorization re-check failed'))
       .finally(() => {
         checking = false;
+        if (again) {
+          again = false;
+          check();
+        }
       });
-  }, ms);
-}
-
-/** Open streams per user, per app, in process memory like the other limiters. */
-const openStreams = new WeakMap<Services, Map<string, number>>();
-
-/** Takes one of the user's stream slots; answers its release, or null when none is free. */
-function takeSlot(services: Services, userId: string): (() => void) | null {
-  let counts = openStreams.get(services);
-  if (!counts) openStreams.set(services, (counts = new Map()));
-  const open = counts.get(userId) ?? 0;
-  if (open >= MAX_STREAMS_PER_USER) return null;
-  counts.set(userId, open + 1);
-  return () => {
-    const left = (counts.get(userId) ?? 1) - 1;
-    if (left === 0) counts.delete(userId);
-    else counts.set(userId, left);
   };
+  return check;
 }
 
 function tooManyStreams(): ApiError<'TOO_MANY_REQUESTS'> {

@@ -2,6 +2,7 @@
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { OrganizationRole } from '../auth/permissions.ts';
 import type { Db } from '../db/db.ts';
+import { announceRevocation } from '../auth/revocations.ts';
 
 export type Member = AuthRouteOutput<'auth.organization.updateMemberRole'>;
 
@@ -95,11 +96,19 @@ export async function insertMemberUnlessPresent(
   return added !== undefined;
 }
 
+/** Changes the role; the member's open streams re-check their access at once (auth/revocations.ts). */
 export async function setMemberRole(tx: Db, memberId: string, role: OrganizationRole): Promise<void> {
-  await tx`update members set role = ${role} where id = ${memberId}`;
+  const [member] = await tx<{ organization_id: string; user_id: string }[]>`
+    update members set role = ${role} where id = ${memberId} returning organization_id, user_id`;
+  if (member) await announceRevocation(tx, { kind: 'member', organizationId: member.organization_id, userId: member.user_id });
 }
 
-/** Deletes the membership only: removeFromTeamsOf (teams-store.ts) ends the user's team memberships. */
+/**
+ * Deletes the membership only: removeFromTeamsOf (teams-store.ts) ends the user's team memberships.
+ * The member's open streams of the organization end at once (auth/revocations.ts).
+ */
 export async function deleteMember(tx: Db, memberId: string): Promise<void> {
-  await tx`delete from members where id = ${memberId}`;
+  const [member] = await tx<{ organization_id: string; user_id: string }[]>`
+    delete from members where id = ${memberId} returning organization_id, user_id`;
+  if (member) await announceRevocation(tx, { kind: 'member', organizationId: member.organization_id, userId: member.user_id });
 }

@@ -6,6 +6,7 @@
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { OrganizationRole } from '../auth/permissions.ts';
 import type { Db } from '../db/db.ts';
+import { announceRevocation } from '../auth/revocations.ts';
 import type { Resource } from '../resources.ts';
 import { storageKey } from '../storage/driver.ts';
 
@@ -98,7 +99,9 @@ export async function documentKeysOf(db: Db, organizationId: string): Promise<st
 /**
  * Deletes the organization. The foreign keys cascade to members, invitations, teams and their
  * memberships, subscriptions, workspaces and their documents, and the organization's own audit entries.
+ * Its open job streams end at once (auth/revocations.ts).
  */
 export async function deleteOrganization(tx: Db, id: string): Promise<void> {
   await tx`delete from organizations where id = ${id}`;
+  await announceRevocation(tx, { kind: 'organization', organizationId: id });
 }

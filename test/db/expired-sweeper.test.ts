@@ -50,20 +50,35 @@ describe('sweepExpired', () => {
     await token('vt_expired', { expiresAt: ago(1) });
     await token('vt_used_expired', { expiresAt: ago(HOUR), usedAt: ago(2 * HOUR) });
 
-    expect(await sweepExpired(db.sql, now)).toEqual({ sessions: 4, verificationTokens: 2 });
+    expect(await sweepExpired(db.sql, now)).toEqual({ sessions: 4, verificationTokens: 2, rateLimits: 0, streamLeases: 0 });
     expect(await ids('sessions')).toEqual(['ses_almost_idle', 'ses_live']);
     expect(await ids('verification_tokens')).toEqual(['vt_live', 'vt_used_live']);
     // A second sweep finds nothing.
-    expect(await sweepExpired(db.sql, now)).toEqual({ sessions: 0, verificationTokens: 0 });
+    expect(await sweepExpired(db.sql, now)).toEqual({ sessions: 0, verificationTokens: 0, rateLimits: 0, streamLeases: 0 });
   });
 
   it('deletes a backlog in batches', async () => {
     for (let i = 0; i < 7; i++) await session(`ses_old_${i}`, { expiresAt: ago(DAY), lastVerifiedAt: ago(2 * DAY) });
     for (let i = 0; i < 5; i++) await token(`vt_old_${i}`, { expiresAt: ago(DAY) });
     await session('ses_live', { expiresAt: later(DAY), lastVerifiedAt: now });
-    expect(await sweepExpired(db.sql, now, 3)).toEqual({ sessions: 7, verificationTokens: 5 });
+    expect(await sweepExpired(db.sql, now, 3)).toEqual({ sessions: 7, verificationTokens: 5, rateLimits: 0, streamLeases: 0 });
     expect(await ids('sessions')).toEqual(['ses_live']);
     expect(await ids('verification_tokens')).toEqual([]);
+  });
+
+  it('deletes the shared limiters\' ended windows and the stream leases that lapsed', async () => {
+    await db.sql`
+      insert into rate_limits (limiter, key, count, resets_at)
+      values ('ip', 'ended', 3, ${ago(1)}), ('ip', 'ends-now', 1, ${now}), ('search', 'current', 2, ${later(60_000)})`;
+    // Leases run on the database's clock.
+    await db.sql`
+      insert into stream_leases (id, user_id, instance_id, expires_at)
+      values ('lease_lapsed', 'usr_sweep', 'api_dead', now() - interval '1 second'), ('lease_held', 'usr_sweep', 'api_live', now() + interval '1 minute')`;
+    expect(await sweepExpired(db.sql, now, 1)).toEqual({ sessions: 0, verificationTokens: 0, rateLimits: 2, streamLeases: 1 });
+    expect((await db.sql`select key from rate_limits`).map((row) => row.key)).toEqual(['current']);
+    expect((await db.sql`select id from stream_leases`).map((row) => row.id)).toEqual(['lease_held']);
+    await db.sql`delete from rate_limits`;
+    await db.sql`delete from stream_leases`;
   });
 });
 
@@ -136,25 +151,26 @@ describe('startExpiredSweeper', () => {
 
   it('never runs two sweeps at once, and runNow waits for the one in progress', async () => {
     const { logger } = captureLogger();
-    let release!: () => void;
+    // Every statement waits until the gate opens.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
     let calls = 0;
     const slow = (() => {
       calls++;
-      return new Promise((resolve) => (release = () => resolve({ count: 0 })));
+      return gate.then(() => ({ count: 0 }));
     }) as unknown as Sql;
     const sweeper = startExpiredSweeper({ sql: slow, now: () => now, logger, intervalMs: 20 });
     try {
       await new Promise((resolve) => setTimeout(resolve, 150));
       expect(calls).toBe(1);
       const waited = sweeper.runNow();
-      release();
-      await until(() => calls === 2);
-      release();
+      open();
       await waited;
+      // One sweep: one statement per table (sessions, tokens, limiter windows, stream leases).
+      expect(calls).toBe(4);
     } finally {
-      const stopping = sweeper.stop();
-      release();
-      await stopping;
+      open();
+      await sweeper.stop();
     }
   });
 

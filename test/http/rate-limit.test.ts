@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeAddress } from '../../src/http/client-ip.ts';
-import { addressKey, createRateLimiter, signInKey } from '../../src/auth/rate-limit.ts';
+import { addressKey, createRateLimiter, signInKey, type RateLimit, type RateLimiter } from '../../src/auth/rate-limit.ts';
+import { sharedLimiters } from '../../src/auth/shared-rate-limit.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { createTestDatabase } from '../support/database.ts';
-import type { Database } from '../../src/db/connection.ts';
+import type { Database, Sql } from '../../src/db/connection.ts';
 
 describe('addressKey and normalizeAddress', () => {
   const cases = [
@@ -32,17 +33,63 @@ describe('addressKey and normalizeAddress', () => {
   });
 });
 
-describe('createRateLimiter', () => {
-  it('allows the limit per window, then answers when to retry, then resets', () => {
-    let now = 1_000_000;
-    const limiter = createRateLimiter({ limit: 2, windowMs: 60_000, now: () => now });
-    expect(limiter.hit('a')).toEqual({ allowed: true });
-    expect(limiter.hit('a')).toEqual({ allowed: true });
-    expect(limiter.hit('b')).toEqual({ allowed: true });
-    now += 15_000;
-    expect(limiter.hit('a')).toEqual({ allowed: false, retryAfterSeconds: 45 });
-    now += 45_000;
-    expect(limiter.hit('a')).toEqual({ allowed: true });
+describe('the limiters, in memory and in PostgreSQL', () => {
+  let db: Database;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db?.close());
+
+  const warnings: unknown[] = [];
+  const logger = { warn: (obj: object) => void warnings.push(obj) };
+  // Each case a fresh limiter name, so cases never share counts in the table.
+  let names = 0;
+  const kinds: { kind: string; make: (limit: RateLimit, now: () => number) => RateLimiter }[] = [
+    { kind: 'in memory', make: (limit, now) => createRateLimiter({ ...limit, now }) },
+    { kind: 'in PostgreSQL', make: (limit, now) => sharedLimiters({ sql: db.sql, now, logger })(`test-${++names}`, limit) },
+  ];
+
+  for (const { kind, make } of kinds) {
+    it(`${kind}: allows the limit per window, then answers when to retry, then resets`, async () => {
+      let now = 1_000_000;
+      const limiter = make({ limit: 2, windowMs: 60_000 }, () => now);
+      expect(await limiter.hit('a')).toEqual({ allowed: true });
+      expect(await limiter.hit('a')).toEqual({ allowed: true });
+      expect(await limiter.hit('b')).toEqual({ allowed: true });
+      now += 15_000;
+      expect(await limiter.hit('a')).toEqual({ allowed: false, retryAfterSeconds: 45 });
+      expect(await limiter.hit('a')).toEqual({ allowed: false, retryAfterSeconds: 45 });
+      now += 45_000;
+      expect(await limiter.hit('a')).toEqual({ allowed: true });
+      // The new window started at that hit.
+      now += 59_000;
+      expect(await limiter.hit('a')).toEqual({ allowed: true });
+      expect(await limiter.hit('a')).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    });
+
+    it(`${kind}: counts every hit of a burst once`, async () => {
+      const limiter = make({ limit: 20, windowMs: 60_000 }, () => 5_000_000);
+      const decisions = await Promise.all(Array.from({ length: 50 }, () => limiter.hit('burst')));
+      expect(decisions.filter((decision) => decision.allowed)).toHaveLength(20);
+    });
+  }
+
+  it('in PostgreSQL: limiters of different names count apart, and instances of one name together', async () => {
+    const now = () => 9_000_000;
+    const one = sharedLimiters({ sql: db.sql, now, logger });
+    const other = sharedLimiters({ sql: db.sql, now, logger });
+    expect(await one('shared', { limit: 1, windowMs: 60_000 }).hit('k')).toEqual({ allowed: true });
+    expect(await one('apart', { limit: 1, windowMs: 60_000 }).hit('k')).toEqual({ allowed: true });
+    expect(await other('shared', { limit: 1, windowMs: 60_000 }).hit('k')).toMatchObject({ allowed: false });
+  });
+
+  it('in PostgreSQL: a hit the database cannot count is allowed, and logged', async () => {
+    const broken = (() => Promise.reject(new Error('database unavailable'))) as unknown as Sql;
+    warnings.length = 0;
+    const limiter = sharedLimiters({ sql: broken, now: () => 1, logger })('broken', { limit: 1, windowMs: 60_000 });
+    expect(await limiter.hit('k')).toEqual({ allowed: true });
+    expect(await limiter.hit('k')).toEqual({ allowed: true });
+    expect(warnings).toHaveLength(2);
   });
 });
 

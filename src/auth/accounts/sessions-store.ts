@@ -2,6 +2,7 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../../db/connection.ts';
 import type { SessionRow } from '../sessions.ts';
+import { announceRevocation } from '../revocations.ts';
 
 export async function findSession(sql: Sql, id: string): Promise<SessionRow | null> {
   const [row] = await sql<SessionRow[]>`
@@ -16,10 +17,12 @@ export async function findSession(sql: Sql, id: string): Promise<SessionRow | nu
  */
 export async function deleteOwnSession(sql: Sql, userId: string, id: string): Promise<boolean> {
   const result = await sql`delete from sessions where id = ${id} and user_id = ${userId}`;
+  if (result.count > 0) await announceRevocation(sql, { kind: 'session', sessionId: id });
   return result.count > 0;
 }
 
 /** Like deleteUserSessions (src/auth/sessions.ts), inside a transaction that changes the password too. */
 export async function deleteAllSessions(tx: TransactionSql, userId: string): Promise<void> {
   await tx`delete from sessions where user_id = ${userId}`;
+  await announceRevocation(tx, { kind: 'user', userId });
 }

@@ -10,6 +10,7 @@ import type { TransactionSql } from 'postgres';
 import type { Sql } from '../../db/connection.ts';
 import { newId } from '../../ids.ts';
 import type { UserRow } from '../sessions.ts';
+import { announceRevocation } from '../revocations.ts';
 import type { ProviderName, ProviderProfile } from './providers.ts';
 
 export type SocialUserOutcome =
@@ -56,6 +57,7 @@ export async function findOrCreateSocialUser(
 async function takeOverUnverified(tx: TransactionSql, user: UserRow, now: Date): Promise<UserRow> {
   await tx`delete from accounts where user_id = ${user.id} and provider = 'credential'`;
   await tx`delete from sessions where user_id = ${user.id}`;
+  await announceRevocation(tx, { kind: 'user', userId: user.id });
   const [verified] = await tx<UserRow[]>`update users set email_verified = true, updated_at = ${now} where id = ${user.id} returning *`;
   return verified!;
 }

@@ -1,0 +1,74 @@
+/**
+ * Limiters kept in PostgreSQL (the `rate_limits` table, sql/0010_rate_limits.sql), used when the
+ * service runs on a database server: every API instance counts in the same row, so two instances
+ * together allow exactly what one allows (architecture.md, Scale-out). On the embedded database
+ * (one process) the in-memory limiter of rate-limit.ts does the same without a query.
+ *
+ * A hit is one statement, atomic under concurrency: insert the key's row, or count one more in its
+ * window, or start a new window when the old one has ended. The window is fixed and starts at the
+ * key's first hit after the previous one ended, as in memory, so a burst never straddles a
+ * boundary that every key shares. Windows run on the service clock (`now`), like sessions.
+ */
+import type { Database, Sql } from '../db/connection.ts';
+import type { Logger } from '../logger.ts';
+import { memoryLimiters, retryAfter, type LimiterFactory, type RateLimit, type RateLimiter } from './rate-limit.ts';
+
+interface LimiterOptions {
+  sql: Sql;
+  /** The service clock in milliseconds. */
+  now: () => number;
+  logger: Pick<Logger, 'warn'>;
+}
+
+/** The limiters of an app: in PostgreSQL on a database server, in memory on the embedded database. */
+export function rateLimiters(options: { db: Database; now: () => number; logger: Pick<Logger, 'warn'> }): LimiterFactory {
+  if (options.db.kind === 'embedded') return memoryLimiters(options.now);
+  return sharedLimiters({ sql: options.db.sql, now: options.now, logger: options.logger });
+}
+
+export function sharedLimiters(options: LimiterOptions): LimiterFactory {
+  return (name, limit) => createSharedRateLimiter(name, limit, options);
+}
+
+/**
+ * One limiter whose counts live in `rate_limits` under `name`. A hit the database cannot count
+ * (it is unreachable, or the statement timed out) is allowed and logged: refusing would turn a
+ * database outage into 500s on routes that need no database, and the routes worth guessing at
+ * (sign-in) cannot work without it anyway.
+ */
+function createSharedRateLimiter(name: string, limit: RateLimit, options: LimiterOptions): RateLimiter {
+  const { sql } = options;
+  return {
+    async hit(key) {
+      const time = options.now();
+      const now = new Date(time);
+      let row: { count: number; resets_at: Date } | undefined;
+      try {
+        [row] = await sql<{ count: number; resets_at: Date }[]>`
+          insert into rate_limits as r (limiter, key, count, resets_at)
+          values (${name}, ${key}, 1, ${new Date(time + limit.windowMs)})
+          on conflict (limiter, key) do update set
+            count = case when r.resets_at <= ${now} then 1 else r.count + 1 end,
+            resets_at = case when r.resets_at <= ${now} then excluded.resets_at else r.resets_at end
+          returning count, resets_at`;
+      } catch (error) {
+        options.logger.warn({ err: error, limiter: name }, 'rate limit not counted (database error): the request is allowed');
+        return { allowed: true };
+      }
+      if (row!.count <= limit.limit) return { allowed: true };
+      return { allowed: false, retryAfterSeconds: retryAfter(row!.resets_at.getTime(), time) };
+    },
+  };
+}
+
+/**
+ * Deletes windows that ended at `now` (the hourly sweeper, expired-sweeper.ts), at most `limit`;
+ * answers how many went. A window renewed meanwhile is kept (the outer condition is checked again
+ * on the row it would delete).
+ */
+export async function deleteEndedWindows(sql: Sql, now: Date, limit: number): Promise<{ count: number }> {
+  return sql`
+    delete from rate_limits r
+    using (select limiter, key from rate_limits where resets_at <= ${now} limit ${limit}) ended
+    where r.limiter = ended.limiter and r.key = ended.key and r.resets_at <= ${now}`;
+}

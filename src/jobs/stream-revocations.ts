@@ -1,0 +1,112 @@
+/**
+ * Revocations reach the open jobs.stream connections at once (src/auth/revocations.ts): one
+ * watcher per app keeps the open streams with what their access hangs on, and on each revocation
+ * asks the streams it may concern to re-check their authorization now. It hears of revocations
+ * through `LISTEN access_revoked` on a database server (any instance's), and through the
+ * in-process announcement on the embedded database (one process; LISTEN would hold its only
+ * connection). The stream's periodic re-check stays the backstop for a lost notification.
+ *
+ * Like the event hub, the watcher listens only while at least one stream is open.
+ */
+import { AsyncResource } from 'node:async_hooks';
+import type { Services } from '../context.ts';
+import type { Sql } from '../db/connection.ts';
+import type { Logger } from '../logger.ts';
+import { ACCESS_REVOKED_CHANNEL, concerns, onLocalRevocation, parseRevocation, type AccessHolder, type Revocation } from '../auth/revocations.ts';
+
+export interface RevocationWatch {
+  unwatch(): void;
+}
+
+export interface StreamRevocations {
+  /**
+   * Calls `recheck` whenever a revocation may concern `holder` (and after the listening connection
+   * came back, when one may have been missed). Resolves once revocations are heard; a failure to
+   * listen is logged, and the stream is left to its periodic re-check.
+   */
+  watch(holder: AccessHolder, recheck: () => void): Promise<RevocationWatch>;
+}
+
+interface Watched {
+  holder: AccessHolder;
+  recheck: () => void;
+}
+
+const watchers = new WeakMap<Services, StreamRevocations>();
+
+/** The watcher of an app (one per `Services`), made on its first stream. */
+export function streamRevocationsFor(services: Services): StreamRevocations {
+  let watcher = watchers.get(services);
+  if (!watcher) {
+    watcher = createWatcher({ sql: services.db.sql, listen: services.db.kind === 'external', logger: services.logger });
+    watchers.set(services, watcher);
+  }
+  return watcher;
+}
+
+function createWatcher(options: { sql: Sql; listen: boolean; logger: Logger }): StreamRevocations {
+  const watched = new Set<Watched>();
+  // Resolves to the function that stops listening.
+  let listening: Promise<() => void> | null = null;
+
+  // null: anything may have been missed, every stream re-checks.
+  const dispatch = (revocation: Revocation | null) => {
+    for (const stream of watched) {
+      if (revocation !== null && !concerns(revocation, stream.holder)) continue;
+      try {
+        stream.recheck();
+      } catch (error) {
+        options.logger.error({ err: error }, 'job stream re-check failed to start');
+      }
+    }
+  };
+
+  const startListening = async (): Promise<() => void> => {
+    // On the embedded database a re-check's queries wait for the one connection, which the
+    // revoking transaction holds until it ends: they read the revocation once it has committed.
+    if (!options.listen) return onLocalRevocation(dispatch);
+    let connects = 0;
+    const listener = await options.sql.listen(
+      ACCESS_REVOKED_CHANNEL,
+      (payload) => {
+        const revocation = parseRevocation(payload);
+        if (revocation) dispatch(revocation);
+      },
+      // postgres.js calls this again after it reconnects the listening connection.
+      () => {
+        connects += 1;
+        if (connects > 1) dispatch(null);
+      },
+    );
+    return () => void listener.unlisten().catch(() => undefined);
+  };
+
+  return {
+    async watch(holder, recheck) {
+      // Re-checks run in the stream's own async context, not the announcer's: a local announcement
+      // comes from inside the revoking transaction, where the transaction guard refuses pool queries.
+      const entry: Watched = { holder, recheck: AsyncResource.bind(recheck) };
+      watched.add(entry);
+      const current = (listening ??= startListening());
+      try {
+        await current;
+      } catch (error) {
+        // The next stream tries again; this one has its periodic re-check.
+        if (listening === current) listening = null;
+        options.logger.warn({ err: error }, 'LISTEN access_revoked failed; job streams rely on their periodic re-check');
+      }
+      let done = false;
+      return {
+        unwatch() {
+          if (done) return;
+          done = true;
+          watched.delete(entry);
+          if (watched.size > 0 || !listening) return;
+          const stopping = listening;
+          listening = null;
+          stopping.then((stop) => stop(), () => undefined);
+        },
+      };
+    },
+  };
+}

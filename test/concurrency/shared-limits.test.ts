@@ -1,0 +1,151 @@
+/**
+ * Limits hold across API instances: two instances on one database server together allow exactly
+ * what one allows (the limiters count in `rate_limits`, src/auth/shared-rate-limit.ts; the stream
+ * cap holds leases in `stream_leases`, src/jobs/stream-leases.ts). Each burst is started all at
+ * once and split between the instances. Real PostgreSQL only (`make test-pg`): on the embedded
+ * database one process serves everything and keeps the limits in memory (test/http/rate-limit.test.ts,
+ * test/jobs/stream-access.test.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AiClient } from '../../src/ai-service/client.ts';
+import { EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/protocol.ts';
+import type { Database } from '../../src/db/connection.ts';
+import { SEARCH_LIMIT_MESSAGE } from '../../src/documents/search.ts';
+import { MAX_STREAMS_PER_USER } from '../../src/jobs/stream-leases.ts';
+import { createTestDatabase, externalDatabaseUrl, openSecondClient } from '../support/database.ts';
+import type { TestServer } from '../support/server.ts';
+import { addMembership, createUser, type TestUser } from '../support/users.ts';
+import { addWorkspace, openEvents, startStreamServer, type EventReader } from '../jobs/stream-support.ts';
+
+/** Embeds every query as the same vector with the local model (no credit, no AI service). */
+const ai: AiClient = {
+  embed: async (texts) => ({ vectors: texts.map(() => new Array<number>(EMBEDDING_DIMENSIONS).fill(0.05)), model: LOCAL_EMBEDDING_MODEL }),
+  extract: () => Promise.reject(new Error('not in this test')),
+  health: () => Promise.reject(new Error('not in this test')),
+};
+
+const PER_IP_LIMIT = 20;
+
+let db: Database, secondDb: Database;
+/** The per-IP limit is PER_IP_LIMIT on these two. */
+let limitedA: TestServer, limitedB: TestServer;
+/** The per-IP limit is out of the way on these two. */
+let a: TestServer, b: TestServer;
+const readers: EventReader[] = [];
+
+describe.skipIf(!externalDatabaseUrl)('limits across two API instances on one database server', () => {
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    secondDb = await openSecondClient(db);
+    const limited = { env: { RATE_LIMIT_PER_MINUTE: String(PER_IP_LIMIT), TRUST_PROXY: 'true' }, aiService: false, overrides: { ai } };
+    limitedA = await startStreamServer({ db, ...limited });
+    limitedB = await startStreamServer({ db: secondDb, ...limited });
+    a = await startStreamServer({ db, aiService: false, overrides: { ai } });
+    b = await startStreamServer({ db: secondDb, aiService: false, overrides: { ai } });
+    expect(a.db.sql).not.toBe(b.db.sql);
+  });
+  afterAll(async () => {
+    for (const reader of readers) reader.close();
+    for (const server of [limitedA, limitedB, a, b]) await server?.close();
+    await secondDb?.close();
+    await db?.close();
+  });
+
+  it(`the per-IP limit of ${PER_IP_LIMIT} lets exactly ${PER_IP_LIMIT} requests through across both`, async () => {
+    const from = { headers: { 'x-forwarded-for': '203.0.113.20' } };
+    const calls = Array.from({ length: 2 * PER_IP_LIMIT }, (_, i) => (i % 2 ? limitedA : limitedB).fetch('/api/v1/health', from));
+    const statuses = (await Promise.all(calls)).map((response) => response.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(PER_IP_LIMIT);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(PER_IP_LIMIT);
+    // Both instances refuse the address now; another address has its own budget.
+    expect((await limitedA.fetch('/rpc/system/health', { method: 'POST', ...from })).status).toBe(429);
+    expect((await limitedB.fetch('/api/v1/health', from)).status).toBe(429);
+    expect((await limitedB.fetch('/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.21' } })).status).toBe(200);
+  });
+
+  it('one user\'s 31st search in a minute across both answers 429', async () => {
+    const user = await createUser(db);
+    const org = await addMembership(db, user, 'member');
+    const workspaceId = await addWorkspace(db, org);
+    const search = (server: TestServer, who: TestUser = user) => server.fetch(`/api/v1/workspaces/${workspaceId}/documents/search`, {
+      method: 'POST',
+      headers: { ...who.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'quarterly revenue' }),
+    });
+    const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => search(i % 2 ? a : b)));
+    expect(burst.map((response) => response.status)).toEqual(new Array(30).fill(200));
+    for (const server of [a, b]) {
+      const refused = await search(server);
+      expect(refused.status).toBe(429);
+      expect(await refused.json()).toMatchObject({ code: 'TOO_MANY_REQUESTS', message: SEARCH_LIMIT_MESSAGE });
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+    // Per user: a colleague searches.
+    const colleague = await createUser(db);
+    await addMembership(db, colleague, 'member', org);
+    expect((await search(a, colleague)).status).toBe(200);
+  });
+
+  it(`admits exactly ${MAX_STREAMS_PER_USER} concurrent streams of one user across both, the sixth answering 429 in an error event`, async () => {
+    const user = await createUser(db);
+    const org = await addMembership(db, user, 'member');
+    const opened = await Promise.all(Array.from({ length: 12 }, (_, i) => open(i % 2 ? a : b, user, org)));
+    const firsts = await Promise.all(opened.map(async (reader) => {
+      expect(reader.response.status).toBe(200);
+      expect(await reader.next()).toEqual({ kind: 'retry', value: 3000 });
+      return reader.nextEvent();
+    }));
+    const admitted = opened.filter((_, i) => firsts[i]!.event === 'ready');
+    expect(admitted).toHaveLength(MAX_STREAMS_PER_USER);
+    for (const first of firsts.filter((event) => event.event !== 'ready')) {
+      expect(first).toEqual({
+        kind: 'event', event: 'error', id: undefined,
+        data: { defined: true, code: 'TOO_MANY_REQUESTS', status: 429, message: `Too many concurrent streams (at most ${MAX_STREAMS_PER_USER}), close one and try again.` },
+      });
+    }
+    expect(await firstEvent(await open(a, user, org))).toBe('error');
+
+    // A stream closed on one instance frees its slot for the other.
+    admitted[0]!.close();
+    await expect(readyOnceFree(admitted[0]!.url === a.origin ? b : a, user, org)).resolves.toBeDefined();
+  });
+
+  it('counts the leases of an instance that died until they lapse', async () => {
+    const user = await createUser(db);
+    const org = await addMembership(db, user, 'member');
+    // Five streams on an instance that died without ending them: its leases still count.
+    for (let i = 0; i < MAX_STREAMS_PER_USER; i += 1) {
+      await db.sql`insert into stream_leases (id, user_id, instance_id, expires_at) values (${`lease_dead_${user.id}_${i}`}, ${user.id}, 'api_dead', now() + interval '1 minute')`;
+    }
+    expect(await firstEvent(await open(a, user, org))).toBe('error');
+    // Nobody refreshes them: they lapse, and count no more.
+    await db.sql`update stream_leases set expires_at = now() - interval '1 second' where instance_id = 'api_dead' and user_id = ${user.id}`;
+    const again = await Promise.all(Array.from({ length: MAX_STREAMS_PER_USER }, (_, i) => open(i % 2 ? a : b, user, org)));
+    expect(await Promise.all(again.map(firstEvent))).toEqual(new Array(MAX_STREAMS_PER_USER).fill('ready'));
+    expect(await firstEvent(await open(b, user, org))).toBe('error');
+  });
+});
+
+type Opened = EventReader & { url: string };
+
+async function open(server: TestServer, user: TestUser, organizationId: string): Promise<Opened> {
+  const reader = await openEvents(`${server.origin}/api/v1/organizations/${organizationId}/jobs/stream`, { headers: user.headers });
+  readers.push(reader);
+  return Object.assign(reader, { url: server.origin });
+}
+
+/** The name of the stream's first event: `ready` when admitted, `error` when refused. */
+async function firstEvent(reader: EventReader): Promise<string> {
+  return (await reader.nextEvent()).event;
+}
+
+/** Opens streams until one is admitted (the instance that held the slot frees it when it sees the close). */
+async function readyOnceFree(server: TestServer, user: TestUser, organizationId: string): Promise<EventReader> {
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const reader = await open(server, user, organizationId);
+    if ((await firstEvent(reader)) === 'ready') return reader;
+    reader.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('no slot came free');
+}
