@@ -7,15 +7,10 @@
  */
 import type postgres from 'postgres';
 import type { Sql } from './connection.ts';
+import { isRetryableConflict } from './errors.ts';
 
-/** SQLSTATEs after which the whole transaction may simply run again. */
-const RETRYABLE = new Set(['40P01', '40001']);
 /** Runs in all, the first included. */
 const ATTEMPTS = 5;
-
-export function isRetryableConflict(error: unknown): boolean {
-  return RETRYABLE.has((error as { code?: unknown } | null)?.code as string);
-}
 
 export async function retryingTransaction<T>(sql: Sql, run: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {

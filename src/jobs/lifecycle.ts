@@ -20,6 +20,7 @@ import type { PlanLimits } from '../billing/plans.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { newId } from '../ids.ts';
 import { ApiError } from '../contract/errors.ts';
+import { isUniqueViolation } from '../db/errors.ts';
 import { retryingTransaction } from '../db/retry-transaction.ts';
 import { charge, refundJob } from './credits.ts';
 import { appendJobEvent } from './events.ts';
@@ -71,11 +72,6 @@ export async function createJob(sql: Sql, queue: JobQueue, job: NewJob, o: { now
     await appendJobEvent(tx, row!);
     return row!;
   });
-}
-
-function isUniqueViolation(error: unknown, constraint: string): boolean {
-  const e = error as { code?: unknown; constraint_name?: unknown } | null;
-  return e?.code === '23505' && e.constraint_name === constraint;
 }
 
 /**
