@@ -1,16 +1,18 @@
 /**
  * `npm run bench`: the HTTP benchmarks on one migrated embedded database (opening it costs ~5 s, so
  * it is shared), the upload and the start-up benchmarks (start.ts spawns `node src/main.ts serve`
- * itself), then the jobs, search and document benchmarks on that embedded database and on a
- * throwaway PostgreSQL 15 server with pgvector (pg-server.ts; its rows say why when it cannot be
- * had), the AI service's memory, and last the retrieval quality benchmark when its collection is
- * there (RETRIEVAL_COLLECTION or ../shared/datasets/nfcorpus; about 15 minutes more), then a table
- * of each figure beside its aim. A measurement, not a test: nothing fails when a figure misses its
+ * itself), the embedded database's thread against PGlite on the main thread (embedded-thread.ts),
+ * then the jobs, search and document benchmarks on that embedded database and on a throwaway
+ * PostgreSQL 15 server with pgvector (pg-server.ts; its rows say why when it cannot be had), the AI
+ * service's memory, and last the retrieval quality benchmark when its collection is there
+ * (RETRIEVAL_COLLECTION or ../shared/datasets/nfcorpus; about 15 minutes more), then a table of
+ * each figure beside its aim. A measurement, not a test: nothing fails when a figure misses its
  * aim.
  */
 import { availableParallelism } from 'node:os';
 import { aiMemoryRows, benchAiMemory } from './ai-memory.ts';
 import { apiLatencyRows, benchApiLatency } from './api-latency.ts';
+import { embeddedThreadRows } from './embedded-thread.ts';
 import { benchHealthVsBare, HEALTH_AIM } from './health-vs-bare.ts';
 import { benchIndexing, indexingRows } from './indexing.ts';
 import { benchJobLatency, latencyRows } from './job-latency.ts';
@@ -32,6 +34,7 @@ try {
 
   const upload = await import('./upload.ts').then((module) => module.uploadRows()); // 25 MiB PUT /uploads vs fs copy (bench/upload.ts)
   const start = await import('./start.ts').then((module) => module.startRows()); // `serve` to /readyz: fresh, restart, without template (bench/start.ts)
+  const embeddedThread = await embeddedThreadRows(); // PGlite in its thread vs on the API's thread: request latency while it works, point selects
 
   // Search, indexing, queue, job latency and API latency while indexing, embedded first, then on a real server.
   console.log('search, 10 000 chunks on the embedded database:');
@@ -81,6 +84,7 @@ try {
     ['  of which validateInput alone', `${routing.validateUs.toFixed(1)} µs`, ''],
     ...upload,
     ...start,
+    ...embeddedThread,
     ...jobRows,
   ];
   const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));

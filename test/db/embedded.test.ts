@@ -2,8 +2,10 @@ import { openAsBlob } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/db/connection.ts';
+import { embeddedClientOptions, openDatabase, type Database } from '../../src/db/connection.ts';
+import { startEmbeddedDatabase } from '../../src/db/embedded.ts';
 import { createTestDatabase } from '../support/database.ts';
 
 describe('embedded database', () => {
@@ -74,6 +76,34 @@ describe('embedded database lifecycle', () => {
       expect(logged).toEqual(['embedded database started']);
     } finally {
       await second.close();
+    }
+  });
+
+  it('dumps its data directory (from its thread) as a tarball another database starts from', async () => {
+    const source = await startEmbeddedDatabase({ dataDir: join(dataDir, 'source'), loadDataDir: await openAsBlob(inject('templateDataDir')) });
+    let tarball: Blob;
+    try {
+      const sql = postgres(source.url, embeddedClientOptions);
+      await sql`create table carried (note text)`;
+      await sql`insert into carried values ('in the dump')`;
+      await sql.end();
+      tarball = await source.dumpDataDir();
+      // It stopped serving: only close() may follow.
+      const late = postgres(source.url, embeddedClientOptions);
+      await expect(late`select 1`).rejects.toThrow(/ECONNREFUSED/);
+      await late.end();
+    } finally {
+      await source.close();
+    }
+    expect(tarball.size).toBeGreaterThan(1_000_000);
+
+    const copy = await openDatabase({ dataDir: join(dataDir, 'copy'), loadDataDir: tarball });
+    try {
+      expect(await copy.sql`select note from carried`).toEqual([{ note: 'in the dump' }]);
+      const extensions = await copy.sql`select extname from pg_extension where extname in ('vector', 'pgcrypto') order by extname`;
+      expect(extensions.map((row) => row.extname)).toEqual(['pgcrypto', 'vector']);
+    } finally {
+      await copy.close();
     }
   });
 });

@@ -1,0 +1,115 @@
+/**
+ * The entry of the worker thread embedded.ts starts: PGlite and its wire-protocol server live here.
+ * PGlite runs every statement synchronously on the thread that owns it, so on the API's thread an
+ * HNSW insert of thousands of chunks stopped every request for as long as it ran; here it only
+ * occupies this thread (another core), and the API's thread just reads and writes a loopback socket.
+ *
+ * It opens the database, starts the server and says `listening` (or `failed` with the error, then
+ * leaves). After that it answers `dump` and `close` one at a time, in arrival order. The main thread
+ * holds the data directory's lock and terminates this thread once it has said `closed`.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { PGlite, type Extension } from '@electric-sql/pglite';
+import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import type { EmbeddedExtensionName } from './embedded.ts';
+
+export interface ThreadSetup {
+  /** `<dataDir>/pg`. */
+  pgDataPath: string;
+  /** The template tarball's bytes, moved to this thread (a file-backed Blob cannot be posted). */
+  loadDataDir: ArrayBuffer | undefined;
+}
+
+/** To the thread. `crash` is for tests: the thread dies of an uncaught error at its next turn. */
+export type ThreadRequest = { type: 'dump' } | { type: 'close' } | { type: 'crash' };
+
+/** From the thread. Errors arrive as structured clones (see postError). */
+export type ThreadMessage =
+  | { type: 'listening'; address: string }
+  | { type: 'failed'; error: Error }
+  | { type: 'dumped'; tarball: Blob }
+  | { type: 'closed' }
+  | { type: 'error'; error: Error };
+
+// Every extension a migration may create must be loaded here: PGlite cannot load one later.
+// Production servers ship both (pgcrypto is contrib). The type keeps this list and
+// embeddedExtensionNames (part of the template's key) the same.
+const extensions: Record<EmbeddedExtensionName, Extension> = { vector, pgcrypto };
+
+if (!parentPort) throw new Error('embedded-thread.ts runs as a worker thread of embedded.ts');
+const port = parentPort;
+const setup = workerData as ThreadSetup;
+const post = (message: ThreadMessage) => port.postMessage(message);
+
+let db: PGlite | undefined;
+let server: PGLiteSocketServer | undefined;
+try {
+  db = await PGlite.create(setup.pgDataPath, {
+    extensions,
+    // An in-memory Blob over the moved bytes: no copy of the tarball stays on the main thread.
+    ...(setup.loadDataDir ? { loadDataDir: new Blob([setup.loadDataDir]) } : {}),
+  });
+  // maxConnections 1: the socket multiplexer mixes up concurrent connections' extended-protocol
+  // messages (pglite #1046, PR #977), so only one client connection is allowed; port 0 lets the
+  // OS pick a free port.
+  server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
+  await server.start();
+  post({ type: 'listening', address: server.getServerConn() });
+} catch (error) {
+  await db?.close().catch(() => undefined);
+  postError('failed', error);
+  port.close();
+}
+
+if (db && server) serve(db, server);
+
+function serve(db: PGlite, server: PGLiteSocketServer): void {
+  let serving = true;
+  const stopServing = async () => {
+    if (!serving) return;
+    serving = false;
+    await server.stop();
+  };
+  const answer = async (request: Exclude<ThreadRequest, { type: 'crash' }>) => {
+    try {
+      await stopServing();
+      if (request.type === 'dump') {
+        // An in-memory Blob: posting it shares its bytes with the main thread instead of copying them.
+        post({ type: 'dumped', tarball: await db.dumpDataDir('none') });
+      } else {
+        await db.close();
+        post({ type: 'closed' });
+      }
+    } catch (error) {
+      postError('error', error);
+    }
+  };
+  /** Each request starts after the previous one has answered: a close waits for a dump in progress. */
+  let queue: Promise<void> = Promise.resolve();
+  port.on('message', (request: ThreadRequest) => {
+    if (request.type === 'crash') {
+      setImmediate(() => {
+        throw new Error('embedded database thread crash requested');
+      });
+      return;
+    }
+    queue = queue.then(() => answer(request));
+  });
+}
+
+/**
+ * Posts an error as thrown: structured clone keeps its class, message, stack and cause (not its
+ * other properties). One it cannot clone (a cause holding a function) goes as a plain copy.
+ */
+function postError(type: 'failed' | 'error', error: unknown): void {
+  const thrown = error instanceof Error ? error : new Error(String(error));
+  try {
+    post({ type, error: thrown });
+  } catch {
+    const copy = new Error(thrown.message);
+    copy.stack = thrown.stack ?? `${thrown.name}: ${thrown.message}`;
+    post({ type, error: copy });
+  }
+}
