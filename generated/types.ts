@@ -845,9 +845,11 @@ export interface paths {
          *     (the client went away) keep nothing. The bytes go to a staging place that only
          *     documents.complete moves into place, so a PUT after complete or after the document was
          *     deleted answers 404 and never replaces a ready document's bytes. A later PUT to the same
-         *     address before complete replaces the staged bytes. The S3 driver checks the signed
-         *     Content-Type; the local driver does not (documents.complete measures the size, and the
-         *     download is always served with the declared contentType).
+         *     address before complete replaces the staged bytes. The Content-Type is signed, as S3 signs
+         *     it: a PUT with any other Content-Type, or none, answers 403 invalid_signature before the
+         *     body is read (compared as AWS Signature Version 4 compares a signed header: trimmed, runs
+         *     of spaces as one, case and parameters kept, so `text/plain; charset=utf-8` is not
+         *     `text/plain`).
          */
         put: operations["uploads.put"];
         post?: never;
@@ -3643,7 +3645,7 @@ export interface components {
                 "application/json": components["schemas"]["BadRequestError"];
             };
         };
-        /** @description The signed query string is malformed (a parameter missing, repeated or of the wrong shape, or a `size` on a download), altered, made for another method or document, or expired (`invalid_signature`). */
+        /** @description The signed query string is malformed (a parameter missing, repeated or of the wrong shape, or a `size` on a download), altered, made for another method or document, or expired; or an upload is sent with another Content-Type than the address was made for (`invalid_signature`). */
         UploadInvalidSignature: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];

@@ -33,12 +33,13 @@ import { errorHandler, MAX_BODY_BYTES, sendError } from './error-handler.ts';
 import { identityLimiter } from './identity-limiter.ts';
 import { ipLimiter } from './ip-limiter.ts';
 import { jsonBody } from './json-body.ts';
-import { notFound } from './not-found.ts';
+import { notFound, undeclaredOptions } from './not-found.ts';
 import { operationalRoutes } from './operational-routes.ts';
 import { metricsRoute } from './metrics-route.ts';
 import { callMetrics } from './call-metrics.ts';
 import { createMetrics } from '../telemetry/metrics.ts';
-import { byAddress, createRateLimiter } from '../auth/rate-limit.ts';
+import { byAddress } from '../auth/rate-limit.ts';
+import { rateLimiters } from '../auth/shared-rate-limit.ts';
 import { createReadinessCheck } from './readiness.ts';
 import { badRequest } from '../contract/errors.ts';
 import { requestId } from './request-id.ts';
@@ -76,6 +77,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const now = overrides.now ?? (() => new Date());
   const clock = () => now().getTime();
   const secret = resolveSecret(config);
+  // In PostgreSQL on a database server (shared by every instance), in memory on the embedded one.
+  const limit = rateLimiters({ db, now: clock, logger });
   const services: Services = {
     config,
     db,
@@ -87,11 +90,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
     authenticate: overrides.authenticate ?? sessionAuthenticator(db.sql, now),
     mailer: overrides.mailer === undefined ? createMailer(config, logger) : overrides.mailer,
     limiters: {
-      contact: byAddress(createRateLimiter({ limit: 5, windowMs: 10 * 60_000, now: clock })),
+      contact: byAddress(limit('contact', { limit: 5, windowMs: 10 * 60_000 })),
       // Keyed by signInKey (email and address): 5 tries at one account from one client per 15 minutes.
-      signInEmail: createRateLimiter({ limit: 5, windowMs: 15 * 60_000, now: clock }),
-      signInAddress: byAddress(createRateLimiter({ limit: config.authRateLimitPerMinute * 5, windowMs: 15 * 60_000, now: clock })),
-      search: createRateLimiter({ limit: 30, windowMs: 60_000, now: clock }),
+      signInEmail: limit('sign-in.email', { limit: 5, windowMs: 15 * 60_000 }),
+      signInAddress: byAddress(limit('sign-in.address', { limit: config.authRateLimitPerMinute * 5, windowMs: 15 * 60_000 })),
+      search: limit('search', { limit: 30, windowMs: 60_000 }),
     },
     // Plan limits apply only while billing is configured (decisions.md, Plans).
     plans: overrides.plans ?? (config.billing ? billedPlans(db.sql, now) : unbilled),
@@ -104,7 +107,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   if (config.worker.mode === 'inline') {
     await startWorker({
       queue: services.queue, sql: db.sql, storage: services.storage, ai: services.ai, plans: services.plans,
-      maxCharacters: config.ai.extraction.maxCharacters, now, logger, concurrency: config.worker.concurrency,
+      maxCharacters: config.ai.extraction.maxCharacters, now, logger, concurrency: config.worker.concurrency, batchSize: config.worker.batchSize,
     });
   }
   const handlers = { ...allHandlers, ...overrides.handlers };
@@ -119,12 +122,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // A registry per app, not prom-client's global one: tests build many apps in one process.
   const metrics = createMetrics({ sql: db.sql, logger });
   app.use(clientIp(), requestId(logger), accessLog(), callMetrics(metrics), securityHeaders(), corsPolicy(config), wellEncodedPath());
+  // OPTIONS that is not a trusted preflight: 405 or 404 like any undeclared method, before a router answers it.
+  app.use(undeclaredOptions());
   // Before the limiters (it is outside them anyway): a scraper polls it all day.
   app.use(metricsRoute({ metrics, token: config.metricsToken }));
   const trusted = allowedOrigins(config);
   // The limiters first: a flood of made-up tokens is refused before each costs a session lookup.
-  app.use(['/rpc', '/api/v1'], ipLimiter(config.rateLimitPerMinute, clock));
-  app.use('/api/auth', identityLimiter(config.authRateLimitPerMinute, clock));
+  app.use(['/rpc', '/api/v1'], ipLimiter(config.rateLimitPerMinute, limit));
+  app.use('/api/auth', identityLimiter(config.authRateLimitPerMinute, limit));
   // The CSRF check before the body is read; the body before the session lookup, so a refused body costs no query.
   app.use(['/rpc', '/api/v1', '/api/auth'], originCheck(trusted), jsonBody({ limit: MAX_BODY_BYTES }), sessionMiddleware(services));
   app.use(operationalRoutes({ document: contractDocument, publicUrl: config.publicUrl, ready: createReadinessCheck(() => db.ping()) }));

@@ -3,7 +3,8 @@
  * procedure: like /healthz it lives outside /api/v1, so it is not in the contract's procedure
  * table, takes no session and is behind no per-IP limiter (a scraper polls it all day).
  * With METRICS_TOKEN set it needs `Authorization: Bearer <token>` (401 otherwise); without it,
- * it is open, for deployments that keep the port private.
+ * it is open, which only development and test allow (config.ts refuses to start in production
+ * without a token).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type Router } from 'express';

@@ -56,7 +56,8 @@ export class LocalDriver implements StorageDriver {
   async presignUpload(key: string, o: { contentType: string; size: number; expiresInSeconds: number; now: Date }) {
     if (!Number.isSafeInteger(o.size) || o.size < 0) throw new RangeError(`size must be a byte count, got ${o.size}`);
     const expiresAt = expiryOf(o.now, o.expiresInSeconds);
-    const url = this.#url({ method: 'PUT', path: LocalDriver.routePath(key), expires: expiresAt.getTime() / 1000, size: o.size });
+    // The Content-Type is signed, not sent in the query: the route checks the PUT's header against it, as S3 does.
+    const url = this.#url({ method: 'PUT', path: LocalDriver.routePath(key), expires: expiresAt.getTime() / 1000, size: o.size, contentType: o.contentType });
     return { url, headers: { 'content-type': o.contentType, 'content-length': String(o.size) }, expiresAt };
   }
 

@@ -2,8 +2,11 @@
  * Signed query strings of the local driver's /uploads routes (decisions.md, "Documents and
  * storage"): `expires` (unix seconds), `size` (uploads only: the declared byte count) and
  * `signature`, the hex HMAC-SHA256 with the server secret over the method, the path, expires and
- * size. The method is signed, so a download address cannot upload and an upload address cannot
- * download; the path is signed, so an address works for its own document only.
+ * size, and for uploads the Content-Type header the PUT must send. The method is signed, so a
+ * download address cannot upload and an upload address cannot download; the path is signed, so an
+ * address works for its own document only; the Content-Type is signed (not carried in the query:
+ * the client sends it as a header) as S3 signs it in a presigned PUT, so bytes cannot be stored
+ * under another type than the document declares.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -18,6 +21,8 @@ export interface SignedTarget {
   expires: number;
   /** Uploads only: the most bytes the PUT may send. */
   size?: number | undefined;
+  /** Uploads only: the Content-Type header the PUT must send (absent counts as empty). */
+  contentType?: string | undefined;
 }
 
 export type Verification =
@@ -28,9 +33,19 @@ const DIGITS = /^(0|[1-9]\d{0,15})$/;
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
 
 function mac(secret: string, target: SignedTarget): Buffer {
-  // A JSON array keeps the fields apart whatever they contain.
-  const message = JSON.stringify(['uploads-v1', target.method, target.path, target.expires, target.size ?? null]);
-  return createHmac('sha256', secret).update(message).digest();
+  // A JSON array keeps the fields apart whatever they contain. Downloads sign no Content-Type.
+  const fields = ['uploads-v1', target.method, target.path, target.expires, target.size ?? null];
+  if (target.method === 'PUT') fields.push(canonicalContentType(target.contentType));
+  return createHmac('sha256', secret).update(JSON.stringify(fields)).digest();
+}
+
+/**
+ * A Content-Type as AWS Signature Version 4 canonicalizes a signed header's value: trimmed, runs of
+ * spaces made one, case kept. So this stand-in refuses exactly what S3 refuses (403
+ * SignatureDoesNotMatch): `text/plain; charset=utf-8` is not `text/plain`.
+ */
+function canonicalContentType(value: string | undefined): string {
+  return (value ?? '').trim().replace(/ +/g, ' ');
 }
 
 export function sign(secret: string, target: SignedTarget): string {
@@ -52,9 +67,10 @@ function single(query: URLSearchParams, name: string): string | undefined | null
   return values.length === 1 ? values[0]! : null;
 }
 
+/** `contentType`: the request's Content-Type header (PUT only; absent counts as empty). */
 export function verifySignedQuery(
   secret: string,
-  request: { method: string; path: string; query: URLSearchParams; now: Date },
+  request: { method: string; path: string; query: URLSearchParams; now: Date; contentType?: string | undefined },
 ): Verification {
   const method: SignedMethod | undefined = request.method === 'PUT' ? 'PUT' : request.method === 'GET' || request.method === 'HEAD' ? 'GET' : undefined;
   const expires = single(request.query, 'expires');
@@ -65,7 +81,7 @@ export function verifySignedQuery(
   }
   // Uploads carry the declared size; downloads never do.
   if (method === 'PUT' ? typeof size !== 'string' || !DIGITS.test(size) : size !== undefined) return { ok: false, reason: 'malformed' };
-  const target: SignedTarget = { method, path: request.path, expires: Number(expires), size: size === undefined || size === null ? undefined : Number(size) };
+  const target: SignedTarget = { method, path: request.path, expires: Number(expires), size: size === undefined || size === null ? undefined : Number(size), contentType: request.contentType };
   if (!timingSafeEqual(Buffer.from(signature, 'hex'), mac(secret, target))) return { ok: false, reason: 'mismatch' };
   if (target.expires * 1000 <= request.now.getTime()) return { ok: false, reason: 'expired' };
   return { ok: true, expires: target.expires, size: target.size };

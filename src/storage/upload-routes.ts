@@ -6,8 +6,8 @@
  * PUT streams the body into a temp file beside the target and renames it into place only when
  * exactly Content-Length bytes arrived and the client is still there to be told; the body is never
  * held in memory. Errors answer `{ error, message, requestId }` like the other transport-level
- * refusals: 403 invalid_signature, 404 not_found, 405 method_not_allowed, 411 length_required,
- * 413 too_large.
+ * refusals: 403 invalid_signature (a PUT's Content-Type is part of the signature), 404 not_found,
+ * 405 method_not_allowed, 411 length_required, 413 too_large.
  */
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -55,10 +55,12 @@ export function uploadRoutes(options: UploadRoutesOptions): Router {
     }
     const query = new URL(req.originalUrl, 'http://localhost').searchParams;
     const path = `/uploads/${organizationId}/${documentId}`;
-    const verdict = verifySignedQuery(secret, { method: req.method, path, query, now: now() });
+    // A PUT's Content-Type is signed too (S3 signs it in its presigned PUTs and refuses any other).
+    const contentType = req.method === 'PUT' ? (req.headers['content-type'] ?? '') : undefined;
+    const verdict = verifySignedQuery(secret, { method: req.method, path, query, now: now(), contentType });
     if (!verdict.ok) {
-      req.log.info({ reason: verdict.reason, path }, 'signed upload address refused');
-      fail(req, res, 403, 'invalid_signature', verdict.reason === 'expired' ? 'The signed address has expired.' : 'The signed address is not valid for this request.');
+      req.log.info({ reason: verdict.reason, path, ...(contentType === undefined ? {} : { contentType }) }, 'signed upload address refused');
+      fail(req, res, 403, 'invalid_signature', refusal(verdict.reason, req.method));
       return null;
     }
     return { organizationId, documentId, size: verdict.size };
@@ -179,6 +181,12 @@ export function uploadRoutes(options: UploadRoutesOptions): Router {
     fail(req, res, 405, 'method_not_allowed', `${req.method} is not allowed here.`, { Allow: ALLOWED });
   });
   return router;
+}
+
+function refusal(reason: 'malformed' | 'mismatch' | 'expired', method: string): string {
+  if (reason === 'expired') return 'The signed address has expired.';
+  if (method === 'PUT' && reason === 'mismatch') return 'The signed address is not valid for this request: send the PUT with exactly the headers of upload.headers (Content-Type included).';
+  return 'The signed address is not valid for this request.';
 }
 
 function fail(req: Request, res: Response, status: number, error: string, message: string, headers: Record<string, string> = {}): void {

@@ -242,7 +242,7 @@ describe('PUT refusals', () => {
   it('answers 413 too_large when Content-Length exceeds the signed size', async () => {
     const key = newDocument();
     const { url } = await presignUpload(key, 100);
-    const answer = await send(url, { method: 'PUT', headers: { 'content-length': '101' }, body: 'none' });
+    const answer = await send(url, { method: 'PUT', headers: { 'content-type': 'text/plain', 'content-length': '101' }, body: 'none' });
     expect(answer.status).toBe(413);
     expect(json(answer)).toEqual({ error: 'too_large', message: expect.stringContaining('100'), requestId: expect.any(String) });
     expect(await app.driver.stat(key)).toBeNull();
@@ -261,7 +261,7 @@ describe('PUT refusals', () => {
     // Node's HTTP parser ends the body at Content-Length and reads the rest as a next request,
     // which it refuses (400) before closing the connection: the client never hears of success, so
     // the upload must not count.
-    const text = await raw(Buffer.from(`PUT ${pathname}${search} HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${id}\r\nContent-Length: 10\r\n\r\n0123456789EXTRA BYTES THAT DO NOT BELONG`));
+    const text = await raw(Buffer.from(`PUT ${pathname}${search} HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${id}\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n0123456789EXTRA BYTES THAT DO NOT BELONG`));
     const statuses = [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
     expect(statuses).toEqual([400]);
     await abandoned(id);
@@ -274,7 +274,7 @@ describe('PUT refusals', () => {
     const { url } = await presignUpload(key, 1000);
     const { pathname, search } = new URL(url);
     const id = `cut-${randomBytes(4).toString('hex')}`;
-    await raw(Buffer.from(`PUT ${pathname}${search} HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${id}\r\nContent-Length: 1000\r\n\r\n${'a'.repeat(400)}`), { closeAfterWrite: true });
+    await raw(Buffer.from(`PUT ${pathname}${search} HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${id}\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n${'a'.repeat(400)}`), { closeAfterWrite: true });
     await abandoned(id);
     expect(await app.driver.stat(key)).toBeNull();
     expect((await filesOf()).filter((name) => name.endsWith('.part'))).toEqual([]);
@@ -305,6 +305,22 @@ describe('PUT refusals', () => {
     const answer = await send(url.href, { method: 'PUT', headers: upload.headers, body: [Buffer.from('hello')] });
     expect(answer.status).toBe(403);
     expect(json(answer)).toEqual({ error: 'invalid_signature', message: expect.any(String), requestId: answer.headers['x-request-id'] });
+    expect(await filesOf()).not.toContain(key.split('/')[1]);
+  });
+
+  // S3 signs the Content-Type of a presigned PUT and refuses any other (403 SignatureDoesNotMatch).
+  const contentTypes: { name: string; headers: Record<string, string> }[] = [
+    { name: 'another Content-Type', headers: { 'content-type': 'text/html' } },
+    { name: 'a charset the address was not made with', headers: { 'content-type': 'text/plain; charset=utf-8' } },
+    { name: 'no Content-Type', headers: {} },
+  ];
+  it.each(contentTypes)('answers 403 invalid_signature to $name, before reading the body', async ({ headers }) => {
+    const key = newDocument();
+    const upload = await presignUpload(key, 5);
+    const answer = await send(upload.url, { method: 'PUT', headers: { 'content-length': '5', ...headers }, body: 'none' });
+    expect(answer.status).toBe(403);
+    expect(json(answer)).toEqual({ error: 'invalid_signature', message: expect.stringContaining('Content-Type'), requestId: answer.headers['x-request-id'] });
+    expect(answer.headers.connection).toBe('close');
     expect(await filesOf()).not.toContain(key.split('/')[1]);
   });
 

@@ -6,11 +6,12 @@ const SECRET = 'test-secret-test-secret-test-secret!';
 const now = new Date('2026-11-20T10:00:00Z');
 const expires = now.getTime() / 1000 + 900;
 const PATH = '/uploads/org_aaa/doc_bbb';
-const upload: SignedTarget = { method: 'PUT', path: PATH, expires, size: 1234 };
+const upload: SignedTarget = { method: 'PUT', path: PATH, expires, size: 1234, contentType: 'text/plain' };
 const download: SignedTarget = { method: 'GET', path: PATH, expires };
 
-function verify(method: string, path: string, query: string, at: Date = now) {
-  return verifySignedQuery(SECRET, { method, path, query: new URLSearchParams(query), now: at });
+/** A PUT sends the Content-Type its address was made for unless told otherwise. */
+function verify(method: string, path: string, query: string, at: Date = now, contentType = method === 'PUT' ? 'text/plain' : undefined) {
+  return verifySignedQuery(SECRET, { method, path, query: new URLSearchParams(query), now: at, contentType });
 }
 
 /** A signed query with one parameter replaced (or removed with null). */
@@ -79,6 +80,26 @@ describe('signed upload and download addresses', () => {
 
   it.each(refused)('refuses $name ($reason)', ({ method, path = PATH, query, at, reason }) => {
     expect(verify(method, path, query, at)).toEqual({ ok: false, reason });
+  });
+
+  // S3 signs a presigned PUT's Content-Type and compares the header as SigV4 canonicalizes it:
+  // trimmed, spaces collapsed, case kept, parameters included.
+  const contentTypes: { given: string | undefined; want: boolean }[] = [
+    { given: 'text/plain', want: true },
+    { given: '  text/plain ', want: true },
+    { given: 'text/markdown', want: false },
+    { given: 'text/plain; charset=utf-8', want: false },
+    { given: 'TEXT/PLAIN', want: false },
+    { given: '', want: false },
+    { given: undefined, want: false },
+  ];
+  it.each(contentTypes)('a PUT with Content-Type $given verifies: $want', ({ given, want }) => {
+    expect(verifySignedQuery(SECRET, { method: 'PUT', path: PATH, query: new URLSearchParams(uploadQuery), now, contentType: given })).toEqual(want ? { ok: true, expires, size: 1234 } : { ok: false, reason: 'mismatch' });
+  });
+
+  it('signs no Content-Type into a download', () => {
+    expect(verify('GET', PATH, downloadQuery, now, 'application/pdf').ok).toBe(true);
+    expect(verify('HEAD', PATH, downloadQuery, now, undefined).ok).toBe(true);
   });
 
   it('still accepts one second before expiry', () => {

@@ -12,6 +12,7 @@ import { createServer, type Server } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Database } from '../../src/db/connection.ts';
 import { buildApp, type AppOptions } from '../../src/http/app.ts';
+import { answerServerErrors } from '../../src/http/server-errors.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startAiService } from '../../src/ai-service/server.ts';
 import type { Services } from '../../src/context.ts';
@@ -74,6 +75,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     },
   });
   const logger = createLogger(config.logLevel, sink);
+  // As main.ts does: what Node's HTTP parser refuses is answered in the service's error shape.
+  answerServerErrors(server, logger);
   const db = options.db ?? (await createTestDatabase());
   const { app, services, stop } = await buildApp({ config, db, logger, ...(options.overrides ? { overrides: options.overrides } : {}) });
   server.on('request', app);
