@@ -7,6 +7,7 @@ import type { Context, Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
+import { objectDeletion, refuseWhenStorageDown } from '../storage/unavailable.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
 import { findWorkspace, workspaceUsage } from '../workspaces/store.ts';
 import * as store from './store.ts';
@@ -77,12 +78,14 @@ export const documentProcedures = {
     const { storage, config } = ctx.services;
     const key = store.objectKey(document);
     // Moves the uploaded bytes into place (from a staging key nothing else reads) and measures them.
-    const stored = await storage.commitUpload(key);
+    // Storage down: 503, the document stays pending, and complete can be called again (the commit
+    // is idempotent).
+    const stored = await storage.commitUpload(key).catch(refuseWhenStorageDown(ctx.log));
     if (!stored) throw new ApiError('PRECONDITION_FAILED', { message: 'The upload has not arrived yet.' });
     // The declared size, capped by MAX_UPLOAD_BYTES (which may have gone down since createUpload).
     const maxBytes = Math.min(document.size, config.maxUploadBytes);
     if (stored.size > maxBytes) {
-      await storage.delete(key);
+      await storage.delete(key).catch(refuseWhenStorageDown(ctx.log));
       throw new ApiError('PAYLOAD_TOO_LARGE', {
         message: `The stored file (${stored.size} bytes) is larger than the ${maxBytes} bytes allowed; it was deleted.`,
         data: { maxBytes },
@@ -90,7 +93,11 @@ export const documentProcedures = {
     }
     const plan = await ctx.services.plans.limitsFor(document.organizationId);
     const completed = await store.completeDocument(ctx.services.db.sql, document, stored.size, ctx.services.now(), plan?.limits.storageBytes ?? null);
-    if (completed === 'gone') throw new ApiError('NOT_FOUND', { message: 'Document not found.' });
+    if (completed === 'gone') {
+      // Deleted while its bytes were being committed: they would be stored for nothing.
+      await deleteObjectsBestEffort(storage, [key], ctx.log, { documentId: document.id });
+      throw new ApiError('NOT_FOUND', { message: 'Document not found.' });
+    }
     if (completed === 'limit') throw storageLimitReached(plan!);
     return completed;
   },
@@ -114,10 +121,13 @@ export const documentProcedures = {
 
   'documents.delete': async (_input, ctx) => {
     const document = ctx.row;
-    // The row first, then its bytes, best effort (as workspace and organization deletes do): a
-    // stored object that survives is logged, never a document that points at nothing.
+    const keys = [store.objectKey(document)];
+    // Its bytes first (as workspaces.delete): while the storage is down this answers 503 and the
+    // document stays for a retry. Then the row, and the bytes again for a complete that committed meanwhile.
+    const objects = objectDeletion(ctx.services.storage, ctx.log, { documentId: document.id });
+    await objects.beforeRows(keys);
     await store.deleteDocument(ctx.services.db.sql, document.id);
-    await deleteObjectsBestEffort(ctx.services.storage, [store.objectKey(document)], ctx.log, { documentId: document.id });
+    await objects.afterRows(keys);
     return { id: document.id };
   },
 } satisfies Handlers;

@@ -8,6 +8,8 @@
  */
 import type { Logger } from '../logger.ts';
 import { AiServiceError } from '../ai-service/client.ts';
+import { StorageUnavailableError } from '../storage/driver.ts';
+import { STORAGE_UNAVAILABLE } from '../storage/unavailable.ts';
 import { announceJobEvents } from './events.ts';
 import { runHousekeeping } from './housekeeping.ts';
 import { queueReindexing } from './reindex.ts';
@@ -65,5 +67,7 @@ export async function runDelivery(options: WorkerOptions, delivery: Delivery): P
 
 function readableMessage(error: unknown): string {
   if (error instanceof JobFailure || error instanceof AiServiceError) return error.message;
+  // The driver's detail stays in the log line above, as a provider's does.
+  if (error instanceof StorageUnavailableError) return STORAGE_UNAVAILABLE;
   return GENERIC_FAILURE;
 }

@@ -2,6 +2,10 @@
  * The one interface both storage drivers implement (local files under the data directory, or an
  * S3-compatible bucket). Keys are `<organizationId>/<documentId>`; both parts are the service's
  * opaque ids (`org_...`, `doc_...`), so a key can never name a path outside its organization.
+ *
+ * A method rejects with StorageUnavailableError when the storage cannot be reached or does not
+ * answer in time (the S3 driver, after its client's own retries; local files have no such state):
+ * the same call may work later. Procedures answer 503 then, jobs retry.
  */
 
 export interface StorageDriver {
@@ -31,7 +35,9 @@ export interface StorageDriver {
   /**
    * Best effort, for many keys (with their uploads not committed, as `delete`): answers the objects
    * that could not be deleted, by the name the storage knows them by (the S3 driver may name a
-   * staged upload), and logs nothing itself.
+   * staged upload), and logs nothing itself. Rejects with StorageUnavailableError, trying no more
+   * keys, when the storage cannot be reached: some keys may be deleted already (deleting again is
+   * harmless).
    */
   deleteMany(keys: string[]): Promise<{ failed: string[] }>;
 }
@@ -51,6 +57,14 @@ export class ObjectNotFoundError extends Error {
     super(`No stored object for ${key}.`);
     this.key = key;
   }
+}
+
+/**
+ * The storage could not be reached or did not answer usably in time (a network error, a timeout,
+ * a 5xx or 429 after the client's retries). Nothing about the object is known.
+ */
+export class StorageUnavailableError extends Error {
+  override name = 'StorageUnavailableError';
 }
 
 export function isKeySegment(value: string): boolean {

@@ -13,6 +13,10 @@
  * staging object with its object, so it goes with its document, workspace or organization; one
  * PUT after that deletion (within the address's lifetime) is caught only by a lifecycle rule on
  * the bucket that expires objects under `staging/` (after a day, say): configure one.
+ *
+ * A bucket that cannot be reached or does not answer (refused, reset, no answer within
+ * S3_TIMEOUTS, a 5xx or 429 after the SDK's three attempts) is a StorageUnavailableError: the SDK
+ * itself has no deadline, so without one a hung endpoint would hold documents.complete forever.
  */
 import {
   CopyObjectCommand,
@@ -27,7 +31,7 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Settings } from '../config.ts';
 import { contentDisposition } from './content-disposition.ts';
-import { expiryOf, ObjectNotFoundError, parseKey, type StorageDriver } from './driver.ts';
+import { expiryOf, ObjectNotFoundError, parseKey, StorageUnavailableError, type StorageDriver } from './driver.ts';
 
 /** DeleteObjects takes at most 1000 keys per request. */
 export const DELETE_BATCH = 1000;
@@ -41,7 +45,14 @@ export function stagingKey(key: string): string {
   return `${STAGING_PREFIX}${key}`;
 }
 
-export function s3ClientConfig(settings: S3Settings): S3ClientConfig {
+/**
+ * Deadlines of each attempt (the SDK makes three): connecting, and the answer's headers (a body
+ * then streams for as long as it keeps coming). S3 answers even a 5 GiB CopyObject's headers at
+ * once and keeps the connection alive while it copies.
+ */
+export const S3_TIMEOUTS = { connectMs: 3_000, answerMs: 10_000 };
+
+export function s3ClientConfig(settings: S3Settings, timeouts: { connectMs: number; answerMs: number } = S3_TIMEOUTS): S3ClientConfig {
   return {
     region: settings.region,
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
@@ -53,6 +64,8 @@ export function s3ClientConfig(settings: S3Settings): S3ClientConfig {
     // checksum of an empty body into presigned PUT addresses, and the real upload would fail it.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    // Without throwOnRequestTimeout the SDK only logs a warning when the answer is late.
+    requestHandler: { connectionTimeout: timeouts.connectMs, requestTimeout: timeouts.answerMs, throwOnRequestTimeout: true },
   };
 }
 
@@ -109,7 +122,7 @@ export class S3Driver implements StorageDriver {
   async commitUpload(key: string): Promise<{ size: number } | null> {
     const staged = stagingKey(key);
     try {
-      await this.client.send(new CopyObjectCommand({ Bucket: this.#bucket, Key: key, CopySource: `${this.#bucket}/${staged}` }));
+      await this.client.send(new CopyObjectCommand({ Bucket: this.#bucket, Key: key, CopySource: `${this.#bucket}/${staged}` })).catch(unavailableOn('CopyObject'));
     } catch (error) {
       if (!isNotFound(error)) throw error;
       return this.stat(key);
@@ -122,7 +135,7 @@ export class S3Driver implements StorageDriver {
   async stat(key: string): Promise<{ size: number } | null> {
     parseKey(key);
     try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key }));
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key })).catch(unavailableOn('HeadObject'));
       return { size: head.ContentLength ?? 0 };
     } catch (error) {
       if (isNotFound(error)) return null;
@@ -133,7 +146,7 @@ export class S3Driver implements StorageDriver {
   async read(key: string): Promise<NodeJS.ReadableStream> {
     parseKey(key);
     try {
-      const object = await this.client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
+      const object = await this.client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key })).catch(unavailableOn('GetObject'));
       // In Node the body is an http.IncomingMessage (a Readable) with the SDK's helpers mixed in.
       if (!object.Body) throw new ObjectNotFoundError(key);
       return object.Body as NodeJS.ReadableStream;
@@ -146,10 +159,13 @@ export class S3Driver implements StorageDriver {
   /** Deletes the document's object and its staging object (an upload not committed, or a late PUT). */
   async delete(key: string): Promise<void> {
     const staged = stagingKey(key);
-    await Promise.all([key, staged].map((Key) => this.client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key }))));
+    await Promise.all([key, staged].map((Key) => this.client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key })).catch(unavailableOn('DeleteObject'))));
   }
 
-  /** As `delete` for each key, in DeleteObjects batches; a failed staging object is named by its own key. */
+  /**
+   * As `delete` for each key, in DeleteObjects batches; a failed staging object is named by its own
+   * key. Rejects with StorageUnavailableError at the first batch the bucket does not answer.
+   */
   async deleteMany(keys: string[]): Promise<{ failed: string[] }> {
     const failed: string[] = [];
     const valid: string[] = [];
@@ -167,14 +183,39 @@ export class S3Driver implements StorageDriver {
         const answer = await this.client.send(new DeleteObjectsCommand({
           Bucket: this.#bucket,
           Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
-        }));
+        })).catch(unavailableOn('DeleteObjects'));
         for (const error of answer.Errors ?? []) failed.push(error.Key ?? '(unnamed)');
-      } catch {
+      } catch (error) {
+        // Unreachable: the next batch would fail alike; the caller decides (documents.delete and
+        // workspaces.delete answer 503 and keep their rows).
+        if (error instanceof StorageUnavailableError) throw error;
         failed.push(...batch);
       }
     }
     return { failed };
   }
+}
+
+/** Network errors that mean no answer came (the SDK hands Node's own errors on). */
+const NO_ANSWER = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+
+/**
+ * For a send's catch: an answer that never came, or a 5xx or 429 after the SDK's retries, becomes
+ * StorageUnavailableError (naming the operation and keeping the cause); anything else goes on as is.
+ */
+function unavailableOn(operation: string): (error: unknown) => never {
+  return (error) => {
+    if (!isUnavailable(error)) throw error;
+    throw new StorageUnavailableError(`S3 ${operation} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  };
+}
+
+/** The bucket did not answer, or answered that it cannot serve now (5xx, 429 SlowDown). */
+function isUnavailable(error: unknown): boolean {
+  const e = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } } | undefined;
+  const status = e?.$metadata?.httpStatusCode;
+  if (typeof status === 'number') return status >= 500 || status === 429;
+  return e?.name === 'TimeoutError' || (typeof e?.code === 'string' && NO_ANSWER.has(e.code));
 }
 
 /** The object is missing (a missing bucket is a configuration fault, not a missing object). */

@@ -2,7 +2,7 @@
 import type { Context, Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
-import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
+import { objectDeletion } from '../storage/unavailable.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import * as store from './store.ts';
 
@@ -60,11 +60,14 @@ export const workspaceProcedures = {
     }
   },
 
-  'workspaces.delete': async (input, ctx) => {
+  'workspaces.delete': async (_input, ctx) => {
     const workspace = ctx.row;
-    const keys = await store.deleteWorkspace(ctx.services.db.sql, workspace.id);
-    // Best effort (specification): a stored object that survives is logged and does not stop the deletion.
-    await deleteObjectsBestEffort(ctx.services.storage, keys, ctx.log, { workspaceId: workspace.id });
+    const { sql } = ctx.services.db;
+    // The objects first: while the storage is down this answers 503 and the workspace stays, whole,
+    // for a retry. Then the rows, and the objects again for an upload completed meanwhile.
+    const objects = objectDeletion(ctx.services.storage, ctx.log, { workspaceId: workspace.id });
+    await objects.beforeRows(await store.documentKeys(sql, workspace.id));
+    await objects.afterRows(await store.deleteWorkspace(sql, workspace.id));
     return { id: workspace.id };
   },
 } satisfies Handlers;

@@ -72,9 +72,15 @@ export async function workspaceUsage(sql: Sql, workspaceId: string): Promise<num
   return Number(row!.used);
 }
 
+/** The storage keys of the workspace's documents (workspaces.delete removes their objects before the rows). */
+export async function documentKeys(sql: Sql, workspaceId: string): Promise<string[]> {
+  const rows = await sql<{ organization_id: string; id: string }[]>`select organization_id, id from documents where workspace_id = ${workspaceId}`;
+  return rows.map((row) => storageKey(row.organization_id, row.id));
+}
+
 /**
  * Deletes the workspace (its documents cascade) and answers the storage keys of those documents,
- * read in the same transaction, so an upload that lands meanwhile is not missed.
+ * read in the same transaction, so a document created or completed meanwhile is not missed.
  */
 export async function deleteWorkspace(sql: Sql, id: string): Promise<string[]> {
   return sql.begin(async (tx) => {
