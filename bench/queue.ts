@@ -5,7 +5,9 @@
  *
  * The plain loop claims a row (`update ... where id = (select ... for update skip locked limit 1)
  * returning`), runs the no-op and marks it completed: the two round trips pg-boss also makes per
- * job (fetch, complete), without its bookkeeping. Two pg-boss variants:
+ * job (fetch, complete), without its bookkeeping. pg-boss runs as the service configures it: 4
+ * workers each fetching a batch of WORKER_BATCH_SIZE (4) jobs and settling each alone (one fetch and
+ * one settle statement per batch). Two variants:
  * - as configured: batch size 1 and no burst option, so after each job a worker waits its polling
  *   interval (2 s; 10 s where LISTEN/NOTIFY is on, i.e. on a real server) unless something wakes
  *   it. A backlog therefore drains at about one job per worker per interval; the window is longer.
@@ -78,7 +80,7 @@ async function runBoss(db: Database, { wake, ms }: { wake: boolean; ms: number }
     await queue.work(async () => {
       if (open) stamps.push(performance.now());
       if (wake) queue.wake();
-    }, CONCURRENCY);
+    }, CONCURRENCY, config.worker.batchSize);
     await new Promise((resolve) => setTimeout(resolve, ms - (performance.now() - started)));
     open = false;
   } finally {

@@ -22,7 +22,7 @@ import type { LoadRequest, LoadResult } from './load.ts';
 
 // Production: no response validation, no logging I/O; the rate limit is lifted so that the
 // per-IP limiter still runs (its cost is part of the stack) but never answers 429.
-export const benchEnv = { NODE_ENV: 'production', LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '1000000', SECRET: 'bench-secret-bench-secret-bench-secret' };
+export const benchEnv = { NODE_ENV: 'production', LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '1000000', SECRET: 'bench-secret-bench-secret-bench-secret', METRICS_TOKEN: 'bench-metrics-token' };
 export const config: Config = loadConfig(benchEnv);
 export const logger = createLogger(config.logLevel);
 

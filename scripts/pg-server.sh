@@ -14,6 +14,9 @@
 #   root), a free port on 127.0.0.1, the unix socket in DIR, fsync off (durability is worthless
 #   here). Extra arguments are server settings added to the defaults. Prints
 #   postgres://postgres@127.0.0.1:PORT/postgres on stdout; everything else goes to stderr.
+#   PG_SYNCHRONOUS_COMMIT=on (default off) makes a commit wait for its WAL to reach the operating
+#   system: one the server confirmed then survives `pg_ctl stop -m immediate` (the fault tests in
+#   test/faults/ stop the server so; with off, recent confirmed commits are lost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
@@ -95,8 +98,10 @@ start() {
   if [ "$(id -u)" = 0 ]; then chown postgres: "$dir"; fi
   run_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
 
+  local sync=${PG_SYNCHRONOUS_COMMIT:-off}
+  case $sync in on | off | local) ;; *) log "PG_SYNCHRONOUS_COMMIT must be on, off or local, got \"$sync\""; exit 2 ;; esac
   # Connections: a pool of 10 per test file and per test server, several files at once.
-  local settings="-k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  local settings="-k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off -c synchronous_commit=$sync -c full_page_writes=off"
   if [ $# -gt 0 ]; then settings="$settings $*"; fi
   local port attempt
   for attempt in 1 2 3; do

@@ -54,7 +54,10 @@ export interface Config {
   worker: WorkerSettings;
   /** Stripe billing, or null when not configured: then there is no plan and no limit is enforced. */
   billing: BillingSettings | null;
-  /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
+  /**
+   * METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. Required when
+   * NODE_ENV=production (the service refuses to start without it); elsewhere unset leaves it open.
+   */
   metricsToken: string | undefined;
 }
 
@@ -170,7 +173,7 @@ export const settingNames = [
   'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET', 'GOOGLE_ISSUER',
   'SECRET', 'MAX_UPLOAD_BYTES', 'STORAGE_DRIVER', 'S3_BUCKET', 'S3_REGION', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE',
   'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
-  'DB_STATEMENT_TIMEOUT_MS', 'DB_LOCK_TIMEOUT_MS', 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS',
+  'DB_STATEMENT_TIMEOUT_MS', 'DB_LOCK_TIMEOUT_MS', 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 'DB_DEADLINE_MS', 'DB_JOB_DEADLINE_MS',
   'AI_URL', 'AI_API_KEY', 'AI_HOST', 'AI_PORT', 'EMBEDDING_PROVIDER', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'EMBEDDING_MODEL',
   'EXTRACT_TIMEOUT_SECONDS', 'EXTRACT_MEMORY_MB', 'MAX_EXTRACTED_CHARACTERS', 'EXTRACT_MAX_INFLATED_BYTES',
   'EXTRACT_MAX_PDF_PAGES', 'EXTRACT_MAX_HTML_DEPTH', 'OCR_MAX_PIXELS', 'OCR_TIMEOUT_SECONDS',
@@ -227,7 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
       leaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 10, 86_400),
     },
     billing: billing(env),
-    metricsToken: raw(env, 'METRICS_TOKEN'),
+    metricsToken: metricsToken(env, environment),
   };
 }
 
@@ -387,6 +390,18 @@ function secret(env: Env, environment: string): string | undefined {
   return value;
 }
 
+/**
+ * GET /metrics tells whoever asks the traffic per procedure, the error rates and the job backlog.
+ * In production it is never open: a deployment without a token stops here rather than serve it to anyone.
+ */
+function metricsToken(env: Env, environment: string): string | undefined {
+  const value = raw(env, 'METRICS_TOKEN');
+  if (value === undefined && environment === 'production') {
+    throw new ConfigError('METRICS_TOKEN must be set in production: GET /metrics would otherwise be open to anyone who can reach the service');
+  }
+  return value;
+}
+
 function storage(env: Env): Config['storage'] {
   const driver = oneOf(env, 'STORAGE_DRIVER', ['local', 's3'] as const, 'local');
   if (driver === 'local') return { driver };
@@ -438,17 +453,32 @@ export interface DatabaseSettings {
   idleInTransactionTimeoutMs: number;
   /** Pool queries inside an open transaction throw (src/db/transaction-guard.ts); on outside production. */
   transactionGuard: boolean;
+  /**
+   * DB_DEADLINE_MS: the client-side deadline of each query and each transaction of an API request
+   * (src/db/deadline.ts; 0: none). Unlike statement_timeout it holds when the server does not answer at all.
+   */
+  deadlineMs: number;
+  /** DB_JOB_DEADLINE_MS: the same for the job worker's calls (its transactions do more, and nobody waits on a socket for them). */
+  jobDeadlineMs: number;
 }
 
 /** PostgreSQL's millisecond settings stop at 2^31 - 1 (about 24.8 days). */
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
 function databaseSettings(env: Env, environment: string): DatabaseSettings {
+  const statementTimeoutMs = integer(env, 'DB_STATEMENT_TIMEOUT_MS', 8_000, 0, MAX_TIMEOUT_MS);
+  const deadlineMs = integer(env, 'DB_DEADLINE_MS', 10_000, 0, MAX_TIMEOUT_MS);
+  // The server should cancel a slow statement (and say why) before the client gives up on it.
+  if (deadlineMs > 0 && statementTimeoutMs >= deadlineMs) {
+    throw new ConfigError(`DB_STATEMENT_TIMEOUT_MS (${statementTimeoutMs}) must be below DB_DEADLINE_MS (${deadlineMs}), or DB_DEADLINE_MS 0`);
+  }
   return {
-    statementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30_000, 0, MAX_TIMEOUT_MS),
+    statementTimeoutMs,
     lockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 10_000, 0, MAX_TIMEOUT_MS),
     idleInTransactionTimeoutMs: integer(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000, 0, MAX_TIMEOUT_MS),
     transactionGuard: environment !== 'production',
+    deadlineMs,
+    jobDeadlineMs: integer(env, 'DB_JOB_DEADLINE_MS', 60_000, 0, MAX_TIMEOUT_MS),
   };
 }
 

@@ -156,13 +156,14 @@ async function runWorker(config: Config, logger: Logger, useTemplate: boolean): 
   // worker with SIGTERM once the API has drained.
   if (supervised) process.on('SIGINT', () => {});
   const stop = watchStopSignals(logger, supervised ? ['SIGTERM'] : ['SIGTERM', 'SIGINT']);
-  const [{ startJobQueue }, { startWorker }, { createAiClient }, { createStorageDriver }, { resolveSecret }, { billedPlans, unbilled }] = await Promise.all([
+  const [{ startJobQueue }, { startWorker }, { createAiClient }, { createStorageDriver }, { resolveSecret }, { billedPlans, unbilled }, { withDeadline }] = await Promise.all([
     import('./jobs/queue.ts'),
     import('./jobs/worker.ts'),
     import('./ai-service/client.ts'),
     import('./storage/create-driver.ts'),
     import('./secret.ts'),
     import('./billing/plans.ts'),
+    import('./db/deadline.ts'),
   ]);
   const db = await open(config, logger, useTemplate);
   let queue: Awaited<ReturnType<typeof startJobQueue>> | undefined;
@@ -171,11 +172,14 @@ async function runWorker(config: Config, logger: Logger, useTemplate: boolean): 
     queue = await startJobQueue({ db, settings: config.worker, logger, worker: true });
     const storage = createStorageDriver(config, resolveSecret(config));
     const now = () => new Date();
-    await startWorker({
-      queue, sql: db.sql, storage, ai: createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }),
+    // The jobs' database calls get DB_JOB_DEADLINE_MS: the scope follows the fetch loops started
+    // inside it to every delivery and the housekeeping (src/db/deadline.ts).
+    const started = queue;
+    await withDeadline(config.database.jobDeadlineMs, () => startWorker({
+      queue: started, sql: db.sql, storage, ai: createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }),
       plans: config.billing ? billedPlans(db.sql, now) : unbilled, maxCharacters: config.ai.extraction.maxCharacters,
       now, logger, concurrency: config.worker.concurrency, batchSize: config.worker.batchSize,
-    });
+    }));
   } catch (error) {
     await queue?.stop(0).catch(() => undefined);
     await db.close().catch(() => undefined);
@@ -236,7 +240,10 @@ async function serve(config: Config, logger: Logger, useTemplate: boolean, parts
       const workerEnv = { ...process.env, AI_URL: config.ai.url, ...(config.ai.apiKey ? { AI_API_KEY: config.ai.apiKey } : {}) };
       worker = await startSupervisedChild({ command: 'worker', name: 'job worker', logger, env: () => workerEnv });
     }
-    server = app.listen(config.port, config.host);
+    // What Node's HTTP parser refuses by itself (a bad Content-Length, headers too large, an
+    // unknown Expect) is answered in the service's error shape too, with an X-Request-Id.
+    const { answerServerErrors } = await import('./http/server-errors.ts');
+    server = answerServerErrors(app.listen(config.port, config.host), logger);
     drain = trackRequests(server);
     // Node's default 300 s would cut off a slow 25 MiB upload long before its address (15 minutes) expires.
     server.requestTimeout = 15 * 60_000;

@@ -12,6 +12,10 @@
 import type { Database, Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import { memoryLimiters, retryAfter, type LimiterFactory, type RateLimit, type RateLimiter } from './rate-limit.ts';
+import { withDeadline } from '../db/deadline.ts';
+
+/** How long one hit may wait for the database before the request is let through uncounted. */
+const LIMITER_DEADLINE_MS = 1000;
 
 interface LimiterOptions {
   sql: Sql;
@@ -44,13 +48,15 @@ function createSharedRateLimiter(name: string, limit: RateLimit, options: Limite
       const now = new Date(time);
       let row: { count: number; resets_at: Date } | undefined;
       try {
-        [row] = await sql<{ count: number; resets_at: Date }[]>`
+        // A short deadline of its own: while the database hangs, failing open after a second leaves
+        // the rest of the request's deadline to the work that needs the database.
+        [row] = await withDeadline(LIMITER_DEADLINE_MS, async () => await sql<{ count: number; resets_at: Date }[]>`
           insert into rate_limits as r (limiter, key, count, resets_at)
           values (${name}, ${key}, 1, ${new Date(time + limit.windowMs)})
           on conflict (limiter, key) do update set
             count = case when r.resets_at <= ${now} then 1 else r.count + 1 end,
             resets_at = case when r.resets_at <= ${now} then excluded.resets_at else r.resets_at end
-          returning count, resets_at`;
+          returning count, resets_at`);
       } catch (error) {
         options.logger.warn({ err: error, limiter: name }, 'rate limit not counted (database error): the request is allowed');
         return { allowed: true };

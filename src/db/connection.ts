@@ -2,6 +2,8 @@
 // (production: any PostgreSQL 15+ with pgvector) or on the embedded PGlite server.
 import postgres from 'postgres';
 import type { DatabaseSettings } from '../config.ts';
+import { watchConnections, type ConnectionWatch } from './connection-watch.ts';
+import { withDeadline } from './deadline.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded.ts';
 import { wrapPool } from './transaction-guard.ts';
 
@@ -14,12 +16,13 @@ export interface Database {
   url: string | undefined;
   /** Ends the client (waiting briefly for running queries), then stops the embedded server. Safe to call more than once. */
   close(): Promise<void>;
-  /** Resolves when the database answers a query. */
+  /** Resolves when the database answers a query, within PING_DEADLINE_MS. */
   ping(): Promise<void>;
 }
 
 export interface DatabaseLogger {
   info(obj: object, msg?: string): void;
+  warn?(obj: object, msg?: string): void;
 }
 
 export interface OpenDatabaseOptions {
@@ -33,17 +36,24 @@ export interface OpenDatabaseOptions {
   statementTimeoutMs?: number;
   lockTimeoutMs?: number;
   idleInTransactionTimeoutMs?: number;
+  /** The client-side deadline of calls outside any `withDeadline` scope (deadline.ts), in milliseconds; 0: none. */
+  deadlineMs?: number;
   /** Pool queries inside an open transaction reject (transaction-guard.ts). Default true; config.database turns it off in production. The protection of lost transactions is always on. */
   transactionGuard?: boolean;
 }
 
 /** The same defaults as config.ts, for callers (tests, tools) that pass none. */
 export const defaultDatabaseSettings: DatabaseSettings = {
-  statementTimeoutMs: 30_000,
+  statementTimeoutMs: 8_000,
   lockTimeoutMs: 10_000,
   idleInTransactionTimeoutMs: 60_000,
   transactionGuard: true,
+  deadlineMs: 10_000,
+  jobDeadlineMs: 60_000,
 };
+
+/** ping()'s deadline: the readiness bound (specification, /readyz: the database answers within 2 s). */
+export const PING_DEADLINE_MS = 2000;
 
 /**
  * The server parameters every connection gets. A real server takes them from the startup message
@@ -83,20 +93,42 @@ export const embeddedClientOptions = {
   idle_timeout: 0,
 } satisfies postgres.Options<{}>;
 
+/**
+ * Seconds before a connection is tried again after failing, by the number of failures in a row
+ * (postgres.js's `backoff`). Its default grows to 10-20 s after seven, and a query that arrives then
+ * waits that long even when the server is back; capped at 1-2 s, a pool recovers within about two
+ * seconds of the server, whatever the length of the outage. A connection is only tried again when a
+ * query waits for it, so an outage costs at most one attempt per connection every second or two.
+ */
+function reconnectDelay(failures: number): number {
+  return (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** failures, 2);
+}
+
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   const settings: DatabaseSettings = {
     statementTimeoutMs: options.statementTimeoutMs ?? defaultDatabaseSettings.statementTimeoutMs,
     lockTimeoutMs: options.lockTimeoutMs ?? defaultDatabaseSettings.lockTimeoutMs,
     idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs ?? defaultDatabaseSettings.idleInTransactionTimeoutMs,
     transactionGuard: options.transactionGuard ?? defaultDatabaseSettings.transactionGuard,
+    deadlineMs: options.deadlineMs ?? defaultDatabaseSettings.deadlineMs,
+    jobDeadlineMs: defaultDatabaseSettings.jobDeadlineMs, // a scope's business (withDeadline), not the pool's
   };
-  const guard = (sql: Sql) => wrapPool(sql, { guard: settings.transactionGuard });
 
   if (options.databaseUrl) {
-    const sql = postgres(options.databaseUrl, { ...commonOptions, max: 10, connection: connectionParameters(settings, 'external') });
+    // Deadlines in full: a statement that passes its deadline is cancelled on the server, and a
+    // server that then answers neither it nor a fresh connection has its connections dropped.
+    const watch = watchConnections(options.databaseUrl, options.logger);
+    const sql = postgres(options.databaseUrl, {
+      ...commonOptions,
+      max: 10,
+      backoff: reconnectDelay,
+      connection: connectionParameters(settings, 'external'),
+      socket: watch.socket,
+    } as postgres.Options<{}>);
     const { hostname, port, pathname } = new URL(options.databaseUrl);
     options.logger?.info({ kind: 'external', host: hostname, port, database: pathname.slice(1) }, 'database client created');
-    return wrap(guard(sql), 'external', options.databaseUrl);
+    const guarded = wrapPool(sql, { guard: settings.transactionGuard, deadlineMs: settings.deadlineMs, deadlineActions: { cancel: true, suspect: watch.suspect } });
+    return wrap(guarded, 'external', options.databaseUrl, undefined, watch);
   }
 
   const started = performance.now();
@@ -119,10 +151,14 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     { kind: 'embedded', dataDir: options.dataDir, url: embedded.url, ms: Math.round(performance.now() - started) },
     'embedded database started',
   );
-  return wrap(guard(sql), 'embedded', undefined, embedded);
+  // The embedded server serves this one connection: no cancel request (it would be a second
+  // connection) and nothing to drop. The deadline still answers the caller, and turns a query that
+  // waited its whole deadline in the queue into a no-op; an expired transaction is rolled back.
+  const guarded = wrapPool(sql, { guard: settings.transactionGuard, deadlineMs: settings.deadlineMs, deadlineActions: { cancel: false } });
+  return wrap(guarded, 'embedded', undefined, embedded);
 }
 
-function wrap(sql: Sql, kind: Database['kind'], url: string | undefined, embedded?: EmbeddedDatabase): Database {
+function wrap(sql: Sql, kind: Database['kind'], url: string | undefined, embedded?: EmbeddedDatabase, watch?: ConnectionWatch): Database {
   let closing: Promise<void> | undefined;
   return {
     sql,
@@ -133,13 +169,17 @@ function wrap(sql: Sql, kind: Database['kind'], url: string | undefined, embedde
         try {
           await sql.end({ timeout: 5 });
         } finally {
+          // Connections to a server that does not answer are only half-closed by `end`.
+          watch?.dropAll();
           await embedded?.close();
         }
       })();
       return closing;
     },
     async ping() {
-      await sql`select 1`;
+      await withDeadline(PING_DEADLINE_MS, async () => {
+        await sql`select 1`;
+      });
     },
   };
 }

@@ -4,6 +4,7 @@
 // new migration. Files that cannot run in a transaction (CREATE INDEX
 // CONCURRENTLY, ALTER TYPE ... ADD VALUE before PG 12) are not supported.
 import type postgres from 'postgres';
+import { NO_DEADLINE, withDeadline } from './deadline.ts';
 import { readMigrationFiles, type MigrationFile } from './migration-files.ts';
 
 export { readMigrationFiles, type MigrationFile } from './migration-files.ts';
@@ -48,8 +49,16 @@ interface AppliedRow {
 // dropped connection.
 const lockKey = 7_215_903_418; // arbitrary, but fixed forever: it is the lock's identity
 
-/** Applies the pending migrations in order; returns the ones this call applied, as "NNNN_name". */
-export async function migrate(sql: Sql, options: MigrateOptions = {}): Promise<string[]> {
+/**
+ * Applies the pending migrations in order; returns the ones this call applied, as "NNNN_name".
+ * Without a client deadline (deadline.ts), like their server timeouts (takeLock): building an
+ * index or waiting for another runner can take minutes.
+ */
+export function migrate(sql: Sql, options: MigrateOptions = {}): Promise<string[]> {
+  return withDeadline(NO_DEADLINE, () => applyPending(sql, options));
+}
+
+async function applyPending(sql: Sql, options: MigrateOptions): Promise<string[]> {
   const files = await readMigrationFiles(options.dir ?? defaultMigrationsDir);
   const applied = await sql.begin(async (tx) => {
     await takeLock(tx);

@@ -19,9 +19,16 @@
  *    setImmediate and ends the process (porsager/postgres #1154, #1208), or, once the pool has
  *    reconnected that connection, to a fresh session outside any transaction. Here such a query
  *    rejects with TransactionLostError, and the transaction's end is never sent.
+ *
+ * 3. Deadlines (deadline.ts), when given: every pool query, and every transaction as a whole, gets
+ *    the deadline of its scope (or `deadlineMs`). A query inside a transaction gets what is left of
+ *    the transaction's. Once a transaction's deadline has passed its caller has the
+ *    DatabaseDeadlineError, its later queries are refused with one, and it is rolled back, never
+ *    committed, whatever its callback answers.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type postgres from 'postgres';
+import { ANSWER_GRACE_MS, armQuery, DatabaseDeadlineError, scopedDeadline, type DeadlineActions, type DeadlineQuery } from './deadline.ts';
 
 type Sql = postgres.Sql;
 type TransactionSql = postgres.TransactionSql;
@@ -39,6 +46,11 @@ interface TransactionState {
   open: boolean;
   /** `begin` failed while the callback ran: the connection is gone. */
   lost: boolean;
+  /** The transaction's deadline in milliseconds (0: none), and when it passes (performance.now()). */
+  deadlineMs: number;
+  endsAt: number;
+  /** Set when the deadline has passed: what the caller was answered. */
+  expired: DatabaseDeadlineError | null;
 }
 
 const transactions = new AsyncLocalStorage<TransactionState>();
@@ -66,18 +78,17 @@ function describeQuery(query: { strings?: readonly string[] }): string {
  * whoever started it. Replacing the handler of one query checks at that moment; a query only
  * embedded as a fragment of another is never handled.
  */
-interface PendingQuery {
+interface PendingQuery extends DeadlineQuery {
   handler: (query: PendingQuery) => unknown;
-  reject: (error: unknown) => void;
-  strings?: readonly string[];
 }
 
-function checkOnSend<T>(query: T, refusal: (query: PendingQuery) => Error | null): T {
+/** Runs `check` when the query is sent: an error refuses it; otherwise it goes (`check` may arm its deadline). */
+function beforeSend<T>(query: T, check: (query: PendingQuery) => Error | null): T {
   const pending = query as unknown as PendingQuery;
   if (typeof pending?.handler !== 'function' || typeof pending.reject !== 'function') return query;
   const send = pending.handler;
   pending.handler = (self) => {
-    const error = refusal(self);
+    const error = check(self);
     if (error) {
       self.reject(error);
       return undefined;
@@ -101,23 +112,25 @@ const never = () => new Promise<never>(() => {});
  * Runs a transaction or savepoint callback with `tx` wrapped; `done` runs once it settles. An
  * answered array of queries is awaited here as postgres.js would (Promise.all).
  */
-function runCallback(fn: AnyFunction, tx: TransactionSql, state: TransactionState, done: () => void): Promise<unknown> {
+function runCallback(fn: AnyFunction, tx: TransactionSql, state: TransactionState, actions: DeadlineActions, done: () => void): Promise<unknown> {
   let answer: unknown;
   try {
-    answer = fn(wrapTransaction(tx, state));
+    answer = fn(wrapTransaction(tx, state, actions));
   } catch (error) {
     done();
-    return state.lost ? never() : Promise.reject(error);
+    return state.lost ? never() : Promise.reject(state.expired ?? error);
   }
   const settled = Array.isArray(answer) ? Promise.all(answer) : Promise.resolve(answer);
+  // Past its deadline a transaction is rolled back even when its callback succeeded: its caller
+  // was told it failed.
   return settled.then(
     (value) => {
       done();
-      return state.lost ? never() : value;
+      return state.lost ? never() : state.expired ? Promise.reject(state.expired) : value;
     },
     (error: unknown) => {
       done();
-      return state.lost ? never() : Promise.reject(error);
+      return state.lost ? never() : Promise.reject(state.expired ?? error);
     },
   );
 }
@@ -128,10 +141,18 @@ function endsConnection(error: unknown): boolean {
   return (typeof e?.code === 'string' && e.code.startsWith('CONNECTION_')) || e?.severity === 'FATAL' || e?.severity === 'PANIC';
 }
 
-/** `tx` (or a savepoint's) whose queries are refused once the transaction's connection is lost. */
-function wrapTransaction(tx: TransactionSql, state: TransactionState): TransactionSql {
-  const refusal = (query: PendingQuery) =>
-    state.lost ? new TransactionLostError(`The transaction's connection was lost (the transaction was rolled back); not sending: ${describeQuery(query)}`) : null;
+/**
+ * `tx` (or a savepoint's) whose queries are refused once the transaction's connection is lost or
+ * its deadline has passed, and otherwise get what is left of that deadline.
+ */
+function wrapTransaction(tx: TransactionSql, state: TransactionState, actions: DeadlineActions): TransactionSql {
+  const refusal = (query: PendingQuery) => {
+    if (state.lost) return new TransactionLostError(`The transaction's connection was lost (the transaction was rolled back); not sending: ${describeQuery(query)}`);
+    const left = state.endsAt - performance.now();
+    if (state.expired || left <= 0) return new DatabaseDeadlineError('A transaction', state.deadlineMs);
+    if (state.deadlineMs > 0) armQuery(query, Math.ceil(left), () => `A query of a transaction (${describeQuery(query)})`, actions);
+    return null;
+  };
   // Registered when the query is made, so it runs before the callback's own continuation: a
   // callback that catches the failure and sends another query finds `lost` already set.
   const watch = <T>(query: T): T => {
@@ -140,7 +161,7 @@ function wrapTransaction(tx: TransactionSql, state: TransactionState): Transacti
         if (endsConnection(error)) state.lost = true;
       });
     }
-    return checkOnSend(query, refusal);
+    return beforeSend(query, refusal);
   };
   const replaced: Record<PropertyKey, unknown> = {
     unsafe: (...args: unknown[]) => watch((tx.unsafe as AnyFunction)(...args)),
@@ -149,7 +170,7 @@ function wrapTransaction(tx: TransactionSql, state: TransactionState): Transacti
       const fn = args.at(-1);
       // The tagged form (tx.savepoint`...`) is rare; it is passed through unwrapped.
       if (typeof fn !== 'function') return (tx.savepoint as AnyFunction)(...args);
-      return (tx.savepoint as AnyFunction)(...args.slice(0, -1), (sp: TransactionSql) => runCallback(fn as AnyFunction, sp, state, () => {}));
+      return (tx.savepoint as AnyFunction)(...args.slice(0, -1), (sp: TransactionSql) => runCallback(fn as AnyFunction, sp, state, actions, () => {}));
     },
   };
   return new Proxy(tx, {
@@ -167,6 +188,10 @@ function wrapTransaction(tx: TransactionSql, state: TransactionState): Transacti
 export interface WrapPoolOptions {
   /** Refuse pool queries inside an open transaction (protection 1). */
   guard: boolean;
+  /** The deadline of calls outside any `withDeadline` scope, in milliseconds (protection 3); 0 or none: no deadline. */
+  deadlineMs?: number;
+  /** What happens to a query whose deadline passed (deadline.ts). */
+  deadlineActions?: DeadlineActions;
 }
 
 /**
@@ -174,26 +199,65 @@ export interface WrapPoolOptions {
  * from the protections above.
  */
 export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
+  const actions: DeadlineActions = options.deadlineActions ?? { cancel: false };
+  const deadline = () => scopedDeadline() ?? options.deadlineMs ?? 0;
   const begin = (...args: unknown[]): Promise<unknown> => {
     if (options.guard && insideTransaction()) return Promise.reject(violation('sql.begin()'));
     const fn = args.at(-1) as AnyFunction;
-    const state: TransactionState = { open: true, lost: false };
+    const deadlineMs = deadline();
+    const state: TransactionState = {
+      open: true,
+      lost: false,
+      deadlineMs,
+      endsAt: deadlineMs > 0 ? performance.now() + deadlineMs : Infinity,
+      expired: null,
+    };
     const done = () => {
       state.open = false;
     };
     const inside = options.guard
-      ? (tx: TransactionSql) => transactions.run(state, () => runCallback(fn, tx, state, done))
-      : (tx: TransactionSql) => runCallback(fn, tx, state, done);
+      ? (tx: TransactionSql) => transactions.run(state, () => runCallback(fn, tx, state, actions, done))
+      : (tx: TransactionSql) => runCallback(fn, tx, state, actions, done);
     const begun = (sql.begin as (...rest: unknown[]) => Promise<unknown>)(...args.slice(0, -1), inside);
     // begin settles before the callback only when the connection closed under it.
     begun.catch(() => {
       if (state.open) state.lost = true;
     });
-    return begun;
+    if (!(deadlineMs > 0)) return begun;
+    // The caller's answer comes by the deadline; the transaction itself ends behind it (rolled
+    // back once its callback settles; its query on the wire was cancelled by its own deadline).
+    // Its BEGIN and COMMIT are postgres.js's own, with no deadline of their own: one that is still
+    // unanswered a grace period later makes the server suspect.
+    let settled = false;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        state.expired = new DatabaseDeadlineError('A transaction', deadlineMs);
+        reject(state.expired);
+        const { suspect } = actions;
+        if (suspect) setTimeout(() => settled || suspect(), ANSWER_GRACE_MS).unref();
+      }, deadlineMs);
+      timer.unref();
+      begun.then(
+        (value) => {
+          settled = true;
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          settled = true;
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
   };
   const replaced: Record<PropertyKey, unknown> = { begin };
 
-  const refusal = (query: PendingQuery) => (insideTransaction() ? violation(`A query (${describeQuery(query)})`) : null);
+  const check = (query: PendingQuery) => {
+    if (options.guard && insideTransaction()) return violation(`A query (${describeQuery(query)})`);
+    armQuery(query, deadline(), () => `A query (${describeQuery(query)})`, actions);
+    return null;
+  };
   if (options.guard) {
     const refuseInside = (name: string) => (...args: unknown[]): Promise<unknown> => {
       if (insideTransaction()) return Promise.reject(violation(`sql.${name}()`));
@@ -202,15 +266,15 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
     replaced.reserve = refuseInside('reserve');
     replaced.notify = refuseInside('notify');
     replaced.largeObject = refuseInside('largeObject');
-    replaced.unsafe = (...args: unknown[]) => checkOnSend((sql.unsafe as AnyFunction)(...args), refusal);
-    replaced.file = (...args: unknown[]) => checkOnSend((sql.file as AnyFunction)(...args), refusal);
   }
+  replaced.unsafe = (...args: unknown[]) => beforeSend((sql.unsafe as AnyFunction)(...args), check);
+  replaced.file = (...args: unknown[]) => beforeSend((sql.file as AnyFunction)(...args), check);
 
   return new Proxy(sql, {
     // sql`...` makes a query; sql('name') and sql(rows) make helpers, which send nothing.
     apply(target, thisArg, args: unknown[]) {
       const made = Reflect.apply(target, thisArg, args);
-      return options.guard && isTemplate(args) ? checkOnSend(made, refusal) : made;
+      return isTemplate(args) ? beforeSend(made, check) : made;
     },
     get(target, property, receiver) {
       if (Object.hasOwn(replaced, property)) return replaced[property];

@@ -21,6 +21,7 @@ import { resolveSecret } from '../secret.ts';
 import { createAiClient } from '../ai-service/client.ts';
 import { startJobQueue, type QueueOptions } from '../jobs/queue.ts';
 import { startWorker } from '../jobs/worker.ts';
+import { withDeadline } from '../db/deadline.ts';
 import { createStorageDriver } from '../storage/create-driver.ts';
 import { LocalDriver } from '../storage/local-driver.ts';
 import { uploadRoutes } from '../storage/upload-routes.ts';
@@ -105,10 +106,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
     queue: await startJobQueue({ db, settings: config.worker, logger, worker: config.worker.mode === 'inline', ...overrides.queue }),
   };
   if (config.worker.mode === 'inline') {
-    await startWorker({
+    // The jobs' deadline for everything the worker does (db/deadline.ts), not the API's.
+    await withDeadline(config.database.jobDeadlineMs, () => startWorker({
       queue: services.queue, sql: db.sql, storage: services.storage, ai: services.ai, plans: services.plans,
       maxCharacters: config.ai.extraction.maxCharacters, now, logger, concurrency: config.worker.concurrency, batchSize: config.worker.batchSize,
-    });
+    }));
   }
   const handlers = { ...allHandlers, ...overrides.handlers };
   const streams = { ...streamHandlers, ...overrides.streams };

@@ -1,16 +1,21 @@
 /**
  * Turns anything thrown while answering into the right body: an ApiError into the error envelope,
  * the body reader's refusals (body-parser's and json-body.ts's) into 413 payload_too_large or 400,
- * bad bytes in the path and database refusals of the input's text into 400, and everything else into the generic 500
+ * bad bytes in the path and database refusals of the input's text into 400, a database that cannot
+ * be reached or did not answer by its deadline into 503 SERVICE_UNAVAILABLE, and everything else into the generic 500
  * `{ error: 'internal_error', requestId }`, with the cause logged once. The code of every error
  * answer is left on `res.locals.errorCode` for the access-log line.
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { WireError } from '../rpc/wire.ts';
 import { ApiError, badRequest } from '../contract/errors.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { findRoute } from './route-lookup.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** The message of a 503 for the database: generic, as the specification asks of SERVICE_UNAVAILABLE. */
+const DATABASE_UNAVAILABLE = 'The service is temporarily unavailable, try again later.';
 
 /**
  * PostgreSQL errors that mean the input's values cannot be stored or compared as sent (a NUL in
@@ -88,6 +93,11 @@ function toApiError(req: Request, error: unknown): ApiError | undefined {
   if (error instanceof URIError) {
     const message = 'The path is not valid percent-encoding.';
     return badRequest([{ path: [], message }], message);
+  }
+  if (isDatabaseUnavailable(error)) {
+    // Logged once, without the stack: an outage makes many of these.
+    req.log.warn({ error: error instanceof Error ? error.message : String(error), code: (error as { code?: unknown }).code }, 'database unavailable');
+    return new ApiError('SERVICE_UNAVAILABLE', { message: DATABASE_UNAVAILABLE });
   }
   const sqlstate = databaseCode(error);
   if (sqlstate !== undefined && sqlstate in INPUT_SQLSTATES) {

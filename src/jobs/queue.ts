@@ -84,7 +84,11 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
     // COMMIT in one statement), which postgres.js allows only on a single-connection client, and it
     // LISTENs on a dedicated connection. The embedded database serves a single connection, shared
     // through our client. Enqueueing always goes through the caller's transaction (`enqueue`).
-    ...(external && db.url ? { connectionString: db.url, max: 4 } : { db: bossDb(db.sql) }),
+    // query_timeout (node-postgres's client-side deadline, passed through by pg-boss): a query to a
+    // hung or partitioned server gives up and its client is discarded, so the workers stop
+    // claiming jobs while the database does not answer and claim again once it does, instead of
+    // waiting on a dead socket for the kernel's TCP timeout (db/deadline.ts has ours).
+    ...(external && db.url ? { connectionString: db.url, max: 4, query_timeout: 30_000 } : { db: bossDb(db.sql) }),
     schema: QUEUE_SCHEMA,
     supervise: worker,
     schedule: worker,

@@ -2,10 +2,12 @@
  * src/db/transaction-guard.ts: a pool query inside an open transaction fails at once instead of
  * waiting for ever for the embedded database's one connection (or taking a second one on a server);
  * `tx` inside and the pool outside work as before; a transaction whose connection is lost sends
- * nothing more (real server only: TEST_DATABASE_URL).
+ * nothing more (real server only: TEST_DATABASE_URL); queries and transactions past their deadline
+ * (src/db/deadline.ts) answer at once, and what they leave behind does no harm.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
+import { DatabaseDeadlineError, withDeadline } from '../../src/db/deadline.ts';
 import { insideTransaction, TransactionGuardError, TransactionLostError } from '../../src/db/transaction-guard.ts';
 import type { Db } from '../../src/db/db.ts';
 import { createTestDatabase } from '../support/database.ts';
@@ -126,6 +128,64 @@ describe('the transaction guard on the embedded database (one connection)', () =
     expect(typeof sql.json).toBe('function');
     expect(typeof sql.end).toBe('function');
     expect(sql.options.max).toBe(1);
+  });
+});
+
+describe('deadlines on the embedded database (one connection, no cancel request)', () => {
+  /** Runs `run` in a deadline scope, sending its queries there. */
+  const scoped = <T>(ms: number, run: () => Promise<T>) => withDeadline(ms, async () => await run());
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('answers a query that outlives its deadline with DatabaseDeadlineError; the connection serves the next one', async () => {
+    const { sql } = db;
+    const outcome = scoped(200, () => sql`select pg_sleep(0.6)`);
+    await expect(within(2000, outcome)).rejects.toThrow(DatabaseDeadlineError);
+    await expect(outcome).rejects.toThrow(/A query \(select pg_sleep\(0.6\)\) did not finish within its deadline \(200 ms\)/);
+    expect(await sql`select 'next' as v`).toEqual([{ v: 'next' }]);
+  });
+
+  it('never sends as written a query that was still waiting for the connection when its deadline passed', async () => {
+    const { sql } = db;
+    // A query with parameters, new to the connection, is described first: postgres.js gives the
+    // connection nothing else until it is done, so the insert waits in the pool's queue.
+    const slow = scoped(0, () => sql`select pg_sleep(${0.6}) as holds_the_connection`);
+    const late = scoped(150, () => sql`insert into guard_notes values (${100}, ${'too late'})`);
+    await expect(within(2000, late)).rejects.toThrow(DatabaseDeadlineError);
+    await slow;
+    expect(await sql`select id from guard_notes where id = 100`).toEqual([]);
+  });
+
+  it('answers a transaction past its deadline at once, refuses its later queries and rolls it back, even when its callback succeeds', async () => {
+    const { sql } = db;
+    let refused: unknown;
+    let finished!: () => void;
+    const callbackDone = new Promise<void>((resolve) => (finished = resolve));
+    const outcome = scoped(200, () => sql.begin(async (tx) => {
+      await tx`insert into guard_notes values (101, 'rolled back')`;
+      await sleep(400);
+      refused = await tx`insert into guard_notes values (102, 'refused')`.catch((error: unknown) => error);
+      finished();
+      return 'the callback succeeded';
+    }));
+    await expect(within(2000, outcome)).rejects.toThrow(DatabaseDeadlineError);
+    await callbackDone;
+    expect(refused).toBeInstanceOf(DatabaseDeadlineError);
+    // Waits for the connection, which the transaction gives back once rolled back.
+    expect(await within(5000, sql`select id from guard_notes where id in (101, 102)`)).toEqual([]);
+  });
+
+  it('gives a transaction\'s queries what is left of its deadline, and commits one that finishes in time', async () => {
+    const { sql } = db;
+    const answer = await scoped(5000, () => sql.begin(async (tx) => {
+      await tx`insert into guard_notes values (103, 'in time')`;
+      return 'committed';
+    }));
+    expect(answer).toBe('committed');
+    await expect(scoped(300, () => sql.begin(async (tx) => {
+      await sleep(150);
+      await tx`select pg_sleep(0.5)`; // about 150 ms left: this query is what passes the deadline
+    }))).rejects.toThrow(DatabaseDeadlineError);
+    expect(await sql`select note from guard_notes where id = 103`).toEqual([{ note: 'in time' }]);
   });
 });
 

@@ -22,12 +22,15 @@ describe('loadConfig', () => {
     { given: { TRUST_PROXY: 'off' }, want: { trustProxy: false } },
     { given: { TRUST_PROXY: 'loopback, 10.0.0.0/8, 192.168.1.1, fd00::/8, 172.16.0.0/255.240.0.0' }, want: { trustProxy: ['loopback', '10.0.0.0/8', '192.168.1.1', 'fd00::/8', '172.16.0.0/255.240.0.0'] } },
     { given: { DATABASE_URL: 'postgres://u:p@db:5432/app' }, want: { databaseUrl: 'postgres://u:p@db:5432/app' } },
-    { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters' }, want: { validateResponses: false } },
+    { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters', METRICS_TOKEN: 'scrape-me' }, want: { validateResponses: false, metricsToken: 'scrape-me' } },
+    // Outside production an unset METRICS_TOKEN leaves GET /metrics open.
+    { given: { NODE_ENV: 'development' }, want: { metricsToken: undefined } },
+    { given: { NODE_ENV: 'test', METRICS_TOKEN: 'scrape-me' }, want: { metricsToken: 'scrape-me' } },
     { given: { CONTACT_EMAIL: 'hello@example.com', REQUIRE_EMAIL_VERIFICATION: 'true' }, want: { contactEmail: 'hello@example.com', requireEmailVerification: true } },
     { given: { PORT: '  ' }, want: { port: 3000 } },
-    { given: {}, want: { database: { statementTimeoutMs: 30_000, lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 60_000, transactionGuard: true } } },
+    { given: {}, want: { database: { statementTimeoutMs: 8_000, lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 60_000, transactionGuard: true, deadlineMs: 10_000, jobDeadlineMs: 60_000 } } },
     { given: { DB_STATEMENT_TIMEOUT_MS: '5000', DB_LOCK_TIMEOUT_MS: '0', DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '120000' }, want: { database: { statementTimeoutMs: 5000, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 120_000 } } },
-    { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters' }, want: { database: { transactionGuard: false } } },
+    { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters', METRICS_TOKEN: 'scrape-me' }, want: { database: { transactionGuard: false } } },
     { given: { NODE_ENV: 'test' }, want: { database: { transactionGuard: true } } },
     // The worker: a child process on a database server, inside the API on the embedded database.
     { given: {}, want: { worker: { mode: 'inline', concurrency: 2, batchSize: 4 } } },
@@ -54,6 +57,9 @@ describe('loadConfig', () => {
     { given: { RATE_LIMIT_PER_MINUTE: '0' }, names: 'RATE_LIMIT_PER_MINUTE' },
     { given: { CONTACT_EMAIL: 'not-an-email' }, names: 'CONTACT_EMAIL' },
     { given: { NODE_ENV: 'production' }, names: 'SECRET' },
+    // GET /metrics is never open in production.
+    { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters' }, names: 'METRICS_TOKEN' },
+    { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters', METRICS_TOKEN: '' }, names: 'METRICS_TOKEN' },
     { given: { SECRET: 'too short' }, names: 'SECRET' },
     { given: { STORAGE_DRIVER: 's3' }, names: 'S3_BUCKET' },
     { given: { EMAIL_PROVIDER: 'smtp' }, names: 'SMTP_URL' },

@@ -1,0 +1,162 @@
+/**
+ * Fault tests against a private PostgreSQL 15 server with pgvector, one per test file: started by
+ * scripts/pg-server.sh with synchronous_commit on (a commit the server confirmed survives an
+ * immediate stop; the shared `make test-pg` server runs with it off), then
+ * - paused and resumed: SIGSTOP and SIGCONT to the postmaster and all its children, so every
+ *   connection stays open and nothing answers (a hung server, which no server-side timeout ends);
+ * - stopped at once (`pg_ctl stop -m immediate`, a crash) and started again on the same port and
+ *   data directory.
+ * Files skip when PostgreSQL 15 or pgvector is missing (`make test-pg` installs both).
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import postgres from 'postgres';
+import { migrate } from '../../src/db/migrations.ts';
+import { installQueueSchema } from '../../src/jobs/queue.ts';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const PG_BIN = '/usr/lib/postgresql/15/bin';
+
+/** PostgreSQL 15 and pgvector are installed (what scripts/pg-server.sh install provides). */
+export const postgresAvailable: boolean = (() => {
+  try {
+    if (!existsSync(join(PG_BIN, 'postgres'))) return false;
+    const dir = (flag: string) => execFileSync(join(PG_BIN, 'pg_config'), [flag], { encoding: 'utf8' }).trim();
+    return existsSync(join(dir('--sharedir'), 'extension', 'vector.control')) && existsSync(join(dir('--pkglibdir'), 'vector.so'));
+  } catch {
+    return false;
+  }
+})();
+
+export interface PrivateServer {
+  /** postgres://postgres@127.0.0.1:PORT/postgres */
+  url: string;
+  /** Stops the postmaster and every child process (SIGSTOP): connections stay open, nothing answers. */
+  pause(): void;
+  /** Lets them run again (SIGCONT). */
+  resume(): void;
+  /** `pg_ctl stop -m immediate`: every process ends at once, as in a crash; the data directory stays. */
+  stopNow(): Promise<void>;
+  /** Starts the stopped server again: same port, same data directory, same settings (crash recovery first). */
+  startAgain(): Promise<void>;
+  /** A new database on the server, migrated, with pg-boss's schema: answers its URL. */
+  createDatabase(name: string): Promise<string>;
+  /** Resumes it if paused, stops it and deletes its directory. */
+  close(): Promise<void>;
+}
+
+export async function startPrivateServer(): Promise<PrivateServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'workspace-api-faults-'));
+  const { stdout } = await run(join(root, 'scripts/pg-server.sh'), ['start', dir], {
+    cwd: root,
+    env: { ...process.env, PG_SYNCHRONOUS_COMMIT: 'on' },
+  });
+  const url = stdout.trim();
+  const dataDir = join(dir, 'data');
+  let paused: number[] = [];
+
+  // PostgreSQL refuses to run as root; scripts/pg-server.sh runs it as `postgres` then.
+  const pgCtl = (args: string[]) => {
+    const command = [join(PG_BIN, 'pg_ctl'), '-D', dataDir, ...args];
+    return process.getuid?.() === 0 ? run('runuser', ['-u', 'postgres', '--', ...command]) : run(command[0]!, command.slice(1));
+  };
+
+  const server: PrivateServer = {
+    url,
+    pause() {
+      const postmaster = postmasterPid(dataDir);
+      // The postmaster first, so it starts no process the sweep below would miss.
+      process.kill(postmaster, 'SIGSTOP');
+      paused = [postmaster, ...childrenOf(postmaster)];
+      for (const pid of paused.slice(1)) process.kill(pid, 'SIGSTOP');
+    },
+    resume() {
+      for (const pid of paused.toReversed()) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          // already gone
+        }
+      }
+      paused = [];
+    },
+    async stopNow() {
+      await pgCtl(['stop', '-m', 'immediate', '-w', '-s']);
+    },
+    async startAgain() {
+      // Without a running server, `restart` starts it with the options of its last start (postmaster.opts).
+      await pgCtl(['restart', '-w', '-t', '60', '-s', '-l', join(dir, 'server.log')]).catch((error: { stderr?: string }) => {
+        // It says the PID file is missing ("trying to start server anyway") and exits 0; anything else failed.
+        throw new Error(`the server did not start again: ${error.stderr ?? String(error)}`);
+      });
+    },
+    async createDatabase(name) {
+      const admin = postgres(url, { max: 1, onnotice: () => {} });
+      try {
+        await admin.unsafe(`create database "${name.replaceAll('"', '""')}"`);
+      } finally {
+        await admin.end();
+      }
+      const target = new URL(url);
+      target.pathname = `/${name}`;
+      const sql = postgres(target.toString(), { max: 1, onnotice: () => {} });
+      try {
+        await migrate(sql);
+        await installQueueSchema(sql);
+      } finally {
+        await sql.end();
+      }
+      return target.toString();
+    },
+    async close() {
+      server.resume();
+      await run(join(root, 'scripts/pg-server.sh'), ['stop', dir], { cwd: root });
+    },
+  };
+  return server;
+}
+
+/** The first line of postmaster.pid. */
+function postmasterPid(dataDir: string): number {
+  const pid = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`no postmaster pid in ${dataDir}/postmaster.pid`);
+  return pid;
+}
+
+/** Every process whose parent is `pid`, from /proc/<pid>/stat (field 4, after the parenthesised name). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === pid) children.push(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return children;
+}
+
+/** Polls `check` every `everyMs` until it answers something other than undefined; the test's timeout bounds it. */
+export async function eventually<T>(check: () => Promise<T | undefined>, everyMs = 200): Promise<T> {
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+/** A gate a test opens once: `wait()` resolves after `open()`. */
+export function gate(): { wait(): Promise<void>; open(): void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { wait: () => opened, open };
+}
