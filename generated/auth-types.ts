@@ -1480,6 +1480,30 @@ export interface components {
             requestId: string;
         };
         /**
+         * @description A service the operation depends on (the database, the file storage, the AI service) did not answer in time, could not be reached or answered unusably. Its details go to the log only.
+         * @example {
+         *       "defined": true,
+         *       "code": "SERVICE_UNAVAILABLE",
+         *       "status": 503,
+         *       "message": "The AI service is unavailable, try again later."
+         *     }
+         */
+        ServiceUnavailableError: {
+            /** @description True when the operation declares this code in its contract. */
+            defined: boolean;
+            /** @constant */
+            code: "SERVICE_UNAVAILABLE";
+            /** @constant */
+            status: 503;
+            /**
+             * @description Human-readable explanation.
+             * @example The AI service is unavailable, try again later.
+             * @example The file storage is unavailable, try again later.
+             * @example The service is temporarily unavailable, try again later.
+             */
+            message: string;
+        };
+        /**
          * @description The body of auth.signInEmail.
          * @example {
          *       "email": "ada@example.com",
@@ -3477,6 +3501,19 @@ export interface components {
                 "application/json": components["schemas"]["InternalErrorBody"];
             };
         };
+        /** @description A service the operation depends on did not answer in time or could not be reached (SERVICE_UNAVAILABLE): the database (every call has a deadline, 10 seconds by default), the file storage, or the AI service. Nothing was decided: try again after `Retry-After` seconds. The message is generic; the details go to the service's log only. */
+        ServiceUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ServiceUnavailableError"];
+            };
+        };
         /** @description The email address or the password is wrong (INVALID_EMAIL_OR_PASSWORD). */
         InvalidEmailOrPassword: {
             headers: {
@@ -3635,7 +3672,7 @@ export interface components {
          */
         Allow: string;
         /**
-         * @description Seconds to wait before trying again (until the limiter's window frees a slot).
+         * @description Seconds to wait before trying again: on a 429, until the limiter's window frees a slot; on a 503, a few seconds (5).
          * @example 42
          */
         RetryAfter: number;
@@ -3730,6 +3767,7 @@ export interface operations {
             422: components["responses"]["UserAlreadyExists"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.signInEmail": {
@@ -3799,6 +3837,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.signInSocial": {
@@ -3874,6 +3913,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.callback": {
@@ -3994,6 +4034,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.signOut": {
@@ -4030,6 +4071,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.getSession": {
@@ -4064,6 +4106,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.listSessions": {
@@ -4100,6 +4143,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.revokeSession": {
@@ -4173,6 +4217,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.revokeOtherSessions": {
@@ -4209,6 +4254,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.revokeSessions": {
@@ -4245,6 +4291,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.changePassword": {
@@ -4317,6 +4364,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.requestPasswordReset": {
@@ -4389,6 +4437,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.resetPassword": {
@@ -4460,6 +4509,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.sendVerificationEmail": {
@@ -4532,6 +4582,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.verifyEmail": {
@@ -4617,6 +4668,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.create": {
@@ -4690,6 +4742,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.update": {
@@ -4761,6 +4814,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.delete": {
@@ -4832,6 +4886,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.list": {
@@ -4868,6 +4923,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.getFullOrganization": {
@@ -4942,6 +4998,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.listMembers": {
@@ -5027,6 +5084,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.inviteMember": {
@@ -5106,6 +5164,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.acceptInvitation": {
@@ -5181,6 +5240,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.rejectInvitation": {
@@ -5271,6 +5331,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.cancelInvitation": {
@@ -5358,6 +5419,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.removeMember": {
@@ -5441,6 +5503,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.updateMemberRole": {
@@ -5534,6 +5597,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.leave": {
@@ -5619,6 +5683,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.createTeam": {
@@ -5691,6 +5756,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.updateTeam": {
@@ -5771,6 +5837,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.removeTeam": {
@@ -5849,6 +5916,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.listTeams": {
@@ -5923,6 +5991,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.addTeamMember": {
@@ -5997,6 +6066,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.organization.removeTeamMember": {
@@ -6067,6 +6137,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.admin.listUsers": {
@@ -6159,6 +6230,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.admin.setRole": {
@@ -6252,6 +6324,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.admin.banUser": {
@@ -6343,6 +6416,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.admin.unbanUser": {
@@ -6433,6 +6507,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.admin.impersonateUser": {
@@ -6506,6 +6581,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.admin.stopImpersonating": {
@@ -6543,6 +6619,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.admin.revokeUserSessions": {
@@ -6616,6 +6693,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.admin.removeUser": {
@@ -6687,6 +6765,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.subscription.upgrade": {
@@ -6764,6 +6843,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.subscription.cancel": {
@@ -6838,6 +6918,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.subscription.restore": {
@@ -6912,6 +6993,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.subscription.billingPortal": {
@@ -6985,6 +7067,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "auth.stripe.webhook": {
@@ -7062,6 +7145,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["IdentityTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

@@ -1170,7 +1170,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description The AI service is unreachable or answered unusably. Provider details go to the log only.
+         * @description A service the operation depends on (the database, the file storage, the AI service) did not answer in time, could not be reached or answered unusably. Its details go to the log only.
          * @example {
          *       "defined": true,
          *       "code": "SERVICE_UNAVAILABLE",
@@ -1188,6 +1188,8 @@ export interface components {
             /**
              * @description Human-readable explanation.
              * @example The AI service is unavailable, try again later.
+             * @example The file storage is unavailable, try again later.
+             * @example The service is temporarily unavailable, try again later.
              */
             message: string;
         };
@@ -3595,9 +3597,10 @@ export interface components {
                 "application/json": components["schemas"]["TooManyRequestsError"];
             };
         };
-        /** @description The AI service is unreachable or answered unusably (SERVICE_UNAVAILABLE). */
+        /** @description A service the operation depends on did not answer in time or could not be reached (SERVICE_UNAVAILABLE): the database (every call has a deadline, 10 seconds by default), the file storage, or the AI service. Nothing was decided: try again after `Retry-After` seconds. The message is generic; the details go to the service's log only. */
         ServiceUnavailable: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
@@ -3739,7 +3742,7 @@ export interface components {
          */
         RequestId: string;
         /**
-         * @description Seconds to wait before trying again (until the limiter's window frees a slot).
+         * @description Seconds to wait before trying again: on a 429, until the limiter's window frees a slot; on a 503, a few seconds (5).
          * @example 42
          */
         RetryAfter: number;
@@ -3900,6 +3903,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "contact.send": {
@@ -3989,6 +3993,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "user.me": {
@@ -4035,6 +4040,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "organizations.usage": {
@@ -4109,6 +4115,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "organizations.auditLog": {
@@ -4192,6 +4199,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "billing.status": {
@@ -4266,6 +4274,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "workspaces.list": {
@@ -4337,6 +4346,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "workspaces.create": {
@@ -4411,6 +4421,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "workspaces.get": {
@@ -4492,6 +4503,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "workspaces.delete": {
@@ -4567,6 +4579,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "workspaces.update": {
@@ -4657,6 +4670,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "documents.list": {
@@ -4746,6 +4760,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "documents.search": {
@@ -4909,6 +4924,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "documents.get": {
@@ -4984,6 +5000,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "documents.delete": {
@@ -5064,6 +5081,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "documents.complete": {
@@ -5157,6 +5175,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "documents.downloadUrl": {
@@ -5233,6 +5252,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "documents.text": {
@@ -5308,6 +5328,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "jobs.list": {
@@ -5486,6 +5507,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "jobs.stream": {
@@ -5624,6 +5646,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "jobs.create": {
@@ -5714,6 +5737,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "jobs.get": {
@@ -5811,6 +5835,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "jobs.cancel": {
@@ -5912,6 +5937,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "jobs.retry": {
@@ -6010,6 +6036,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "admin.organizations.list": {
@@ -6095,6 +6122,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "admin.organizations.delete": {
@@ -6172,6 +6200,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "admin.organizations.cancelSubscription": {
@@ -6252,6 +6281,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "admin.flags.list": {
@@ -6288,6 +6318,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "admin.flags.upsert": {
@@ -6366,6 +6397,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "admin.flags.delete": {
@@ -6441,6 +6473,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "admin.flags.setOverride": {
@@ -6522,6 +6555,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "admin.system.status": {
@@ -6558,6 +6592,7 @@ export interface operations {
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "uploads.get": {

@@ -28,6 +28,9 @@ export const errorCatalogue = {
 
 export type ErrorCode = keyof typeof errorCatalogue;
 
+/** Retry-After of a 503: a few seconds, about what a database's restart or a dropped connection's replacement takes. */
+export const SERVICE_RETRY_AFTER_SECONDS = 5;
+
 export interface ValidationIssue {
   path: (string | number)[];
   message: string;
@@ -60,6 +63,9 @@ export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
     this.status = errorCatalogue[code].status;
     this.data = options?.data;
     this.headers = options?.headers ?? {};
+    // A dependency that did not answer (the database, the storage, the AI service) is worth asking
+    // again soon, and the contract declares Retry-After on every 503.
+    if (code === 'SERVICE_UNAVAILABLE' && !('Retry-After' in this.headers)) this.headers = { ...this.headers, 'Retry-After': String(SERVICE_RETRY_AFTER_SECONDS) };
   }
 
   /** The wire body; `defined` tells whether the procedure declares this code. */
