@@ -104,7 +104,7 @@ describe.each([
     await server.db.sql`insert into invitations (id, organization_id, email, role, expires_at) values (${newId('inv')}, ${org}, 'expired@example.com', 'member', now() - interval '1 hour')`;
     await spend(server, org, 250);
     await spend(server, org, -30);
-    await server.db.sql`insert into credit_ledger (id, organization_id, amount, reason, created_at) values (${newId('crd')}, ${org}, 1000, 'job.create', now() - interval '40 days')`;
+    await server.db.sql`insert into credit_ledger (id, organization_id, amount, reason, created_at, counts_at) values (${newId('crd')}, ${org}, 1000, 'job.create', now() - interval '40 days', now() - interval '40 days')`;
     const now = new Date();
     const month = { start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)), end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)) };
     expect(await api().organizations.usage({ organizationId: org })).toEqual({

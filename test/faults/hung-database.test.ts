@@ -72,7 +72,9 @@ describe.skipIf(!postgresAvailable)('a hung database (processes stopped, connect
     const refused = await list();
     const firstAnswerMs = Math.round(performance.now() - hungAt);
     expect(refused.status).toBe(503);
-    expect(await refused.json()).toEqual({ defined: false, code: 'SERVICE_UNAVAILABLE', status: 503, message: 'The service is temporarily unavailable, try again later.' });
+    // Declared by every database-backed operation, with when to ask again.
+    expect(await refused.json()).toEqual({ defined: true, code: 'SERVICE_UNAVAILABLE', status: 503, message: 'The service is temporarily unavailable, try again later.' });
+    expect(refused.headers.get('retry-after')).toBe('5');
     const readiness = await ready();
     expect(readiness.status).toBe(503);
     expect(await readiness.json()).toEqual({ status: 'unavailable', checks: { database: 'timeout' } });

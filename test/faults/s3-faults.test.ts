@@ -14,8 +14,8 @@
  *   bucket is back, charged once.
  * - the rest of the API keeps answering throughout (createUpload only signs, so it works too).
  *
- * The 503s of documents.complete, documents.delete and workspaces.delete are not declared by the
- * contract yet (`defined: false`), so those calls go through plain fetch, not the contract-checking client.
+ * Those calls go through plain fetch, to see the raw answers while the bucket is down (the contract
+ * declares their 503 with Retry-After).
  * Runs on the embedded database (`make test`) and on PostgreSQL (`make test-pg`).
  */
 import { mkdtemp, rm } from 'node:fs/promises';

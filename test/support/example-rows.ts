@@ -20,8 +20,11 @@ export async function seedExamples(server: TestServer, options: { role?: 'admin'
   await sql`insert into documents (id, organization_id, workspace_id, uploaded_by, name, content_type, size, status)
             values (${doc.id}, ${doc.organizationId}, ${doc.workspaceId}, ${owner.id}, ${doc.name}, ${doc.contentType}, ${doc.size}, 'ready')`;
   // The jobs of the examples' story: a failed index, its successful retry, a canceled embedding.
+  // The retry is stored without its retry_of link (input.retryOf still names the failed job): a
+  // failed job is retried once (0009), and the jobs.retry example, which retries that failed job,
+  // must find it not yet retried.
   const jobs = (document.paths as any)['/organizations/{organizationId}/jobs'].get.responses['200'].content['application/json'].example.items as Record<string, any>[];
-  for (const job of [...jobs].sort((a, b) => (a.retryOf ? 1 : 0) - (b.retryOf ? 1 : 0))) {
+  for (const job of jobs.map((job) => ({ ...job, retryOf: null }))) {
     await sql`insert into jobs (id, organization_id, workspace_id, document_id, kind, status, input, error_message, credits, attempt, retry_of, created_by, created_at, started_at, finished_at, updated_at)
               values (${job.id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${job.status}, ${sql.json(job.input ?? {})},
                       ${job.error?.message ?? null}, ${job.credits}, ${job.attempt}, ${job.retryOf}, ${owner.id}, ${job.createdAt}, ${job.startedAt}, ${job.finishedAt}, ${job.updatedAt})`;
