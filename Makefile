@@ -1,6 +1,6 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
 # Node 24 that the `node` dev dependency puts first on their PATH (see toolchain.md).
-.PHONY: install browser start test test-pg codegen codegen-check lint mock bench ci clean
+.PHONY: install browser start test test-pg codegen codegen-check lint mock bench soak ci clean
 
 STAMP := node_modules/.install-stamp
 
@@ -20,6 +20,9 @@ $(STAMP): package.json package-lock.json
 # Not through npm: node is make's own child (exec replaces the recipe's shell), so stopping make
 # (SIGTERM, or Ctrl-C to the process group) reaches the server, which drains, closes the database
 # and exits. Through `npm run`, the `sh -c` between npm and node died and left node running.
+# make itself then ends by the signal (143 after SIGTERM) although the server exits 0: GNU make
+# passes SIGTERM on to its child, waits for it, then raises the signal on itself again, and no
+# recipe can change that. A supervisor that needs exit 0 runs `node_modules/.bin/node src/main.ts serve`.
 start: install
 	@exec node_modules/.bin/node src/main.ts serve
 
@@ -51,7 +54,15 @@ mock: install
 bench: install
 	npm run --silent bench
 
+# A bounded soak with pass/fail (bench/soak.ts; docs/benchmarks.md, "Soak"): `serve` with its worker
+# and AI children on a throwaway PostgreSQL 15 (installed from Debian when missing, as for test-pg),
+# SOAK_S seconds (default 300) of mixed load from SOAK_CLIENTS clients (default 16). Not through
+# npm, for the reason given at `start`: Ctrl-C reaches node, which stops the server and PostgreSQL.
+soak: install
+	@exec node_modules/.bin/node bench/soak.ts
+
 ci: lint codegen-check test test-pg
+	SOAK_S=60 $(MAKE) soak
 
 clean:
 	rm -rf .data .tmp

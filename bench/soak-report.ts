@@ -1,0 +1,161 @@
+/**
+ * What the soak (bench/soak.ts) prints and judges: one table row per window (minute or third), the
+ * criteria with their limits, the summary block for docs/benchmarks.md, and what no criterion
+ * judges but is worth a look (answers by operation, the service's error lines and warnings).
+ */
+import type { MixCounts } from './soak-mix.ts';
+import type { Sample } from './soak-sample.ts';
+import type { Recorder, WindowFigures } from './soak-record.ts';
+import type { Serve } from './soak-service.ts';
+
+export const LIMITS = { decay: 0.1, memory: 0.3, drainSeconds: 60 };
+
+export const mib = (value: number) => (Number.isFinite(value) ? value.toFixed(0) : '-');
+const ms = (value: number) => (Number.isFinite(value) ? (value < 10 ? value.toFixed(1) : value.toFixed(0)) : '-');
+const signed = (value: number) => `${value >= 0 ? '+' : ''}${(value * 100).toFixed(0)}%`;
+
+export const TABLE_HEADER = (window: string) => {
+  const header = `| ${window} | req/s | p50 ms | p99 ms | 5xx | net err | streams opened | jobs created/s | finished/s | backlog end (max) | ` +
+    'RSS MiB serve / worker / AI | CPU % serve / worker / AI / PostgreSQL / client / others | serve CPU ms/req |';
+  return `${header}\n|${header.split('|').slice(1, -1).map(() => '---').join('|')}|`;
+};
+
+const OURS = ['serve', 'worker', 'ai', 'postgres', 'client'] as const;
+
+/** CPU % (of one core) that processes other than the soak's took between two samples: a shared machine shows here. */
+export function othersShare(from: Sample, to: Sample): number {
+  const others = to.cpu.machine - from.cpu.machine - OURS.reduce((sum, name) => sum + (to.cpu[name] - from.cpu[name] || 0), 0);
+  return Math.max(0, (others / ((to.at - from.at) / 1000)) * 100);
+}
+
+function cpuCells(from: Sample, to: Sample): string {
+  const seconds = (to.at - from.at) / 1000;
+  const share = (name: (typeof OURS)[number]) => {
+    const value = ((to.cpu[name] - from.cpu[name]) / seconds) * 100;
+    return Number.isFinite(value) ? value.toFixed(0) : '-';
+  };
+  return [...OURS.map(share), othersShare(from, to).toFixed(0)].join(' / ');
+}
+
+const rssCells = (sample: Sample) => `${mib(sample.rss.serve)} / ${mib(sample.rss.worker)} / ${mib(sample.rss.ai)}`;
+
+export function windowRow(label: string, figures: WindowFigures, from: Sample, to: Sample, streams: number, maxBacklog: number): string {
+  const seconds = (to.at - from.at) / 1000;
+  return `| ${label} | ${figures.rps.toFixed(0)} | ${ms(figures.p50)} | ${ms(figures.p99)} | ${figures.serverErrors} | ${figures.networkErrors} | ${streams} | ` +
+    `${((to.created - from.created) / seconds).toFixed(1)} | ${((to.finished - from.finished) / seconds).toFixed(1)} | ${to.backlog} (${Math.max(maxBacklog, to.backlog)}) | ` +
+    `${rssCells(to)} | ${cpuCells(from, to)} | ${((to.cpu.serve - from.cpu.serve) * 1000 / figures.requests).toFixed(2)} |`;
+}
+
+export function idleRow(seconds: number, from: Sample, to: Sample): string {
+  const finished = (to.finished - from.finished) / ((to.at - from.at) / 1000);
+  return `| idle ${seconds} s after | | | | | | | | ${finished.toFixed(1)} | ${to.backlog} | ${rssCells(to)} | ${cpuCells(from, to)} | |`;
+}
+
+export interface Criterion {
+  name: string;
+  result: string;
+  limit: string;
+  pass: boolean;
+}
+
+export interface Outcome {
+  window: string;
+  first: WindowFigures;
+  last: WindowFigures;
+  /** Other processes' CPU % in the first and last window. */
+  others: [number, number];
+  drainedAfter: number | undefined;
+  backlogLeft: number;
+  baseline: Sample;
+  after: Sample;
+}
+
+export function judge(outcome: Outcome, recorder: Recorder, counts: MixCounts, serve: Serve): Criterion[] {
+  const { first, last, baseline, after } = outcome;
+  const decay = (first.rps - last.rps) / first.rps;
+  const restarted = (name: 'serve' | 'worker') => name !== 'serve' && baseline.pids[name] !== after.pids[name];
+  const growth = (name: 'serve' | 'worker') => (after.rss[name] - baseline.rss[name]) / baseline.rss[name];
+  return [
+    {
+      name: 'no request failed',
+      pass: recorder.serverErrors === 0 && recorder.networkErrors === 0 && counts.streamFailures.length === 0 && !serve.exit,
+      result: `${recorder.serverErrors} 5xx, ${recorder.networkErrors} network errors, ${counts.streamFailures.length} job streams refused or cut` +
+        `${serve.exit ? `; serve exited (${serve.exit.code ?? serve.exit.signal})` : ''}`,
+      limit: '0',
+    },
+    {
+      name: `throughput, last ${outcome.window} vs first`,
+      pass: decay <= LIMITS.decay,
+      result: `${signed(-decay)} (${first.rps.toFixed(0)} → ${last.rps.toFixed(0)} req/s; other processes' CPU ${outcome.others[0].toFixed(0)}% → ${outcome.others[1].toFixed(0)}%)`,
+      limit: `at most ${signed(-LIMITS.decay)}`,
+    },
+    {
+      name: 'job backlog drained after the load',
+      pass: outcome.drainedAfter !== undefined,
+      result: outcome.drainedAfter !== undefined ? `in ${outcome.drainedAfter.toFixed(0)} s` : `${outcome.backlogLeft} jobs left after ${LIMITS.drainSeconds} s`,
+      limit: `${LIMITS.drainSeconds} s`,
+    },
+    ...(['serve', 'worker'] as const).map((name) => ({
+      name: `${name} RSS after the idle minute vs baseline`,
+      pass: growth(name) <= LIMITS.memory && !restarted(name),
+      result: `${signed(growth(name))} (${mib(baseline.rss[name])} → ${mib(after.rss[name])} MiB)${restarted(name) ? '; restarted during the run' : ''}`,
+      limit: `at most ${signed(LIMITS.memory)}`,
+    })),
+    {
+      name: 'the soak itself',
+      pass: counts.clientExceptions.length === 0,
+      result: counts.clientExceptions.length ? `${counts.clientExceptions.length} client exceptions` : 'no client exception',
+      limit: '0',
+    },
+  ];
+}
+
+/** The block to paste into docs/benchmarks.md. */
+export function printSummary(opening: string, window: string, rows: string[], criteria: Criterion[]): void {
+  console.log('\n===== summary (paste into docs/benchmarks.md) =====');
+  console.log(opening);
+  console.log();
+  console.log(TABLE_HEADER(window));
+  for (const row of rows) console.log(row);
+  console.log();
+  console.log('| criterion | result | limit | |');
+  console.log('|---|---|---|---|');
+  for (const criterion of criteria) console.log(`| ${criterion.name} | ${criterion.result} | ${criterion.limit} | ${criterion.pass ? 'pass' : '**FAIL**'} |`);
+  console.log('===== end of summary =====\n');
+}
+
+/** Everything worth a look that no criterion judges: answers by operation, the service's log, the streams. */
+export function printFindings(recorder: Recorder, counts: MixCounts, serve: Serve, exitCode: number | null, baseline: Sample, after: Sample,
+  failed: { kind: string; message: string; n: number }[]): void {
+  console.log('requests by operation and outcome, whole run (set-up and warm-up included):');
+  for (const [op, outcomes] of [...recorder.outcomes].sort(([a], [b]) => a.localeCompare(b))) {
+    console.log(`  ${op.padEnd(34)} ${[...outcomes].map(([outcome, n]) => `${outcome}: ${n}`).join(', ')}`);
+  }
+  console.log(`AI service RSS: ${mib(baseline.rss.ai)} → ${mib(after.rss.ai)} MiB (reported, not judged)`);
+  if (baseline.pids.ai !== after.pids.ai) console.log(`the AI service was restarted (pid ${baseline.pids.ai} → ${after.pids.ai})`);
+  console.log(`serve stopped (SIGTERM) with exit code ${exitCode}`);
+  if (recorder.failures.length) {
+    console.log('failed requests (the first 20):');
+    for (const failure of recorder.failures) console.log(`  ${failure.op} ${failure.status}: ${failure.detail}`);
+  }
+  if (failed.length) {
+    console.log('failed jobs by kind and message:');
+    for (const { kind, message, n } of failed) console.log(`  ${n}  ${kind}: ${message}`);
+  }
+  if (counts.streamFailures.length) {
+    console.log(`job streams refused or cut: ${counts.streamFailures.length}; the first: ${counts.streamFailures.slice(0, 5).join(' | ')}`);
+  }
+  const names = new Map(Object.entries({ ...baseline.pids, ...after.pids }).map(([name, pid]) => [pid, name]));
+  if (serve.log.errorCount) {
+    console.log(`error-level log lines: ${serve.log.errorCount}; the first ${Math.min(10, serve.log.errors.length)}:`);
+    for (const entry of serve.log.errors.slice(0, 10)) console.log(`  [${names.get(entry.pid as number) ?? entry.pid}] ${JSON.stringify(entry).slice(0, 1_000)}`);
+  } else console.log('error-level log lines: none');
+  if (serve.log.warnings.size) {
+    console.log('warnings by kind:');
+    for (const [kind, n] of [...serve.log.warnings].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`  ${n}  ${kind}`);
+  }
+  if (counts.clientExceptions.length) {
+    console.log('client exceptions (a bug in the soak):');
+    for (const exception of counts.clientExceptions.slice(0, 5)) console.log(`  ${exception}`);
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * `make soak`: a bounded soak of the service as one machine runs it in production, on loopback
+ * against a throwaway PostgreSQL 15. A pass/fail check, not a benchmark: `make bench` measures and
+ * never fails; this exits 1 when a criterion fails (docs/benchmarks.md, "Soak").
+ *
+ *   1. scripts/pg-server.sh starts a server in a temporary directory (stopped and deleted at the
+ *      end whatever happens); `node src/main.ts serve` runs on it (soak-service.ts) with its job
+ *      worker (WORKER=process) and AI service as child processes, the per-IP and identity limiters
+ *      raised, NODE_ENV=development (answers validated), LOG_LEVEL=warn (LOG_LEVEL overrides).
+ *   2. SOAK_CLIENTS users (default 16) sign up; 20 s of the load (all clients), 10 s idle, then the
+ *      memory baseline of each process: what the service holds once every path has run at full
+ *      concurrency (modules, caches, the heap a full load needs), so that growth after it is growth
+ *      with the work done.
+ *   3. SOAK_S seconds (default 300) of the mixed load of soak-mix.ts, printed per minute (per third
+ *      of the run when it is shorter than 3 minutes).
+ *   4. The load stops; the job backlog must drain within 60 s; 60 s after the load the memory is
+ *      read again, then serve is stopped with SIGTERM.
+ * Fails on (soak-report.ts): any 5xx or network error; requests/s of the last minute (third) more
+ * than 10% below the first; a backlog left 60 s after the load; the serve or worker process's RSS
+ * more than 30% above its baseline after the idle minute. Prints a summary block for
+ * docs/benchmarks.md.
+ */
+import { availableParallelism } from 'node:os';
+import postgres from 'postgres';
+import { createUsers, newCounts, runMix } from './soak-mix.ts';
+import { Recorder, type WindowFigures } from './soak-record.ts';
+import { idleRow, judge, LIMITS, mib, othersShare, printFindings, printSummary, TABLE_HEADER, windowRow } from './soak-report.ts';
+import { backlogOf, childrenOf, failedJobs, sampler } from './soak-sample.ts';
+import { startPostgres, startServe } from './soak-service.ts';
+
+const SOAK_S = setting('SOAK_S', 300);
+const CLIENTS = setting('SOAK_CLIENTS', 16);
+const WARMUP_S = 20;
+const SETTLE_S = 10;
+const IDLE_S = 60;
+/** Minutes when the run has at least three; otherwise thirds of the run. */
+const WINDOW_S = SOAK_S >= 180 ? 60 : SOAK_S / 3;
+const WINDOW = SOAK_S >= 180 ? 'minute' : 'third';
+
+const SERVE_ENV = {
+  NODE_ENV: 'development',
+  LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+  RATE_LIMIT_PER_MINUTE: '1000000',
+  AUTH_RATE_LIMIT_PER_MINUTE: '1000000',
+};
+
+function setting(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < 1) {
+    console.error(`${name} must be a positive whole number, got "${value}"`);
+    process.exit(2);
+  }
+  return Number(value);
+}
+
+// Whatever happens (a failure, Ctrl-C), the service and the database server are stopped and
+// their directories deleted.
+const cleanups: (() => Promise<unknown>)[] = [];
+let cleaning: Promise<void> | undefined;
+const cleanUp = () => (cleaning ??= (async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+})());
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => void cleanUp().then(() => process.exit(130)));
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+async function main(): Promise<number> {
+  const started = new Date();
+  console.log(`soak: ${SOAK_S} s, ${CLIENTS} clients; Node ${process.version}, ${availableParallelism()} CPUs; per ${WINDOW} (${WINDOW_S.toFixed(0)} s)`);
+  const pg = await startPostgres();
+  cleanups.push(pg.stop);
+  const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+  cleanups.push(() => sql.end({ timeout: 1 }));
+  const serve = await startServe(pg.url, SERVE_ENV);
+  cleanups.push(() => serve.stop());
+  console.log(`serve pid ${serve.pid} on ${serve.url}, PostgreSQL on ${pg.url}; children ${JSON.stringify(await childrenOf(serve.pid))}`);
+  const sample = sampler(sql, serve.pid, pg.pid);
+
+  const recorder = new Recorder();
+  const counts = newCounts();
+  const users = await createUsers(serve.url, CLIENTS, recorder);
+  const setUp = await sample();
+  console.log(`RSS MiB after set-up: serve ${mib(setUp.rss.serve)}, worker ${mib(setUp.rss.worker)}, AI ${mib(setUp.rss.ai)}`);
+  console.log(`warm-up: ${WARMUP_S} s of the load (${CLIENTS} clients), then ${SETTLE_S} s idle`);
+  await runMix(users, serve.url, recorder, counts, sleep(WARMUP_S * 1000));
+  await sleep(SETTLE_S * 1000);
+  const baseline = await sample();
+  console.log(`baseline RSS MiB: serve ${mib(baseline.rss.serve)}, worker ${mib(baseline.rss.worker)}, AI ${mib(baseline.rss.ai)}\n`);
+
+  // The load, one row per window as it ends; the backlog's peak from 5-second samples.
+  console.log(TABLE_HEADER(WINDOW));
+  const rows: string[] = [];
+  const windows: { figures: WindowFigures; others: number }[] = [];
+  let maxBacklog = 0;
+  const backlogProbe = setInterval(() => void backlogOf(sql).then((n) => (maxBacklog = Math.max(maxBacklog, n)), () => undefined), 5_000);
+  recorder.startLoad();
+  const loadStart = performance.now();
+  let endLoad!: () => void;
+  const mix = runMix(users, serve.url, recorder, counts, new Promise<void>((resolve) => (endLoad = resolve)));
+  let previous = { ...(await sample()), at: loadStart };
+  let streamsBefore = counts.streamsOpened;
+  for (let from = 0; from < SOAK_S - 0.5 && !serve.exit; from += WINDOW_S) {
+    const to = Math.min(from + WINDOW_S, SOAK_S);
+    await sleep(loadStart + to * 1000 - performance.now());
+    if (to >= SOAK_S) endLoad();
+    const now = await sample();
+    const figures = recorder.window(from, to);
+    windows.push({ figures, others: othersShare(previous, now) });
+    rows.push(windowRow(`${from.toFixed(0)}-${to.toFixed(0)} s`, figures, previous, now, counts.streamsOpened - streamsBefore, maxBacklog));
+    console.log(rows.at(-1));
+    streamsBefore = counts.streamsOpened;
+    maxBacklog = 0;
+    previous = now;
+  }
+  endLoad();
+  await mix;
+  recorder.stopLoad();
+  clearInterval(backlogProbe);
+  const loadEnd = performance.now();
+
+  // The backlog drains (polled each second), then the service idles until IDLE_S after the load.
+  let drainedAfter: number | undefined;
+  let backlogLeft = NaN;
+  while (performance.now() - loadEnd < LIMITS.drainSeconds * 1000 && !serve.exit) {
+    backlogLeft = await backlogOf(sql);
+    if (backlogLeft === 0) {
+      drainedAfter = (performance.now() - loadEnd) / 1000;
+      break;
+    }
+    await sleep(1_000);
+  }
+  await sleep(loadEnd + IDLE_S * 1000 - performance.now());
+  const after = await sample();
+  rows.push(idleRow(IDLE_S, previous, after));
+  console.log(rows.at(-1));
+
+  const criteria = judge({
+    window: WINDOW, first: windows[0]!.figures, last: recorder.window(Math.max(0, SOAK_S - WINDOW_S), SOAK_S),
+    others: [windows[0]!.others, windows.at(-1)!.others], drainedAfter, backlogLeft, baseline, after,
+  }, recorder, counts, serve);
+  const failedByKind = await failedJobs(sql);
+  const exitCode = await serve.stop();
+  const total = recorder.window(0, SOAK_S);
+  printSummary(
+    `\`SOAK_S=${SOAK_S} make soak\`, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${CLIENTS} clients, Node ${process.version}, ` +
+      `${availableParallelism()} CPUs: ${total.requests} requests under load (${total.rps.toFixed(0)}/s, p50 ${total.p50.toFixed(0)} ms, p99 ${total.p99.toFixed(0)} ms), ` +
+      `${counts.streamsOpened} job streams opened, ${counts.streamEvents} job events received, ${after.created} jobs (${after.failed} failed), ` +
+      `${serve.log.errorCount} error-level log lines. RSS MiB serve / worker / AI after set-up ${mib(setUp.rss.serve)} / ${mib(setUp.rss.worker)} / ${mib(setUp.rss.ai)}, ` +
+      `baseline (after the warm-up) ${mib(baseline.rss.serve)} / ${mib(baseline.rss.worker)} / ${mib(baseline.rss.ai)}.`,
+    WINDOW, rows, criteria,
+  );
+  printFindings(recorder, counts, serve, exitCode, baseline, after, failedByKind);
+
+  const failed = criteria.filter((criterion) => !criterion.pass);
+  for (const criterion of failed) console.log(`FAIL: ${criterion.name}: ${criterion.result} (limit ${criterion.limit})`);
+  const busier = windows.at(-1)!.others - windows[0]!.others;
+  if (failed.some((criterion) => criterion.name.startsWith('throughput')) && busier > 20) {
+    console.log(`  other processes took ${busier.toFixed(0)} points more CPU in the last ${WINDOW} than in the first: ` +
+      'the machine was shared; run again on a quiet machine before blaming the service');
+  }
+  console.log(failed.length ? `soak failed (${failed.length} of ${criteria.length} criteria)` : 'soak passed');
+  return failed.length ? 1 : 0;
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (error) {
+  console.error(`soak failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+} finally {
+  await cleanUp();
+}
+process.exit(code);
