@@ -24,7 +24,7 @@ $(STAMP): package.json package-lock.json
 # passes SIGTERM on to its child, waits for it, then raises the signal on itself again, and no
 # recipe can change that. A supervisor that needs exit 0 runs `node_modules/.bin/node src/main.ts serve`.
 start: install
-	@exec node_modules/.bin/node src/main.ts serve
+	@exec node_modules/.bin/node --max-semi-space-size=4 src/main.ts serve
 
 # The identity reference page is tested in a real browser: Debian's chromium package.
 browser:

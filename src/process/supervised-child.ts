@@ -9,6 +9,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../logger.ts';
+import { withServiceFlags } from './node-flags.ts';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 const START_TIMEOUT_MS = 60_000;
@@ -50,7 +51,7 @@ export async function startSupervisedChild(options: ChildOptions): Promise<Super
   let restartDelay = 500;
 
   const spawn = async (): Promise<ReadyMessage> => {
-    child = fork(MAIN, [command], { env: options.env(), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child = fork(MAIN, [command], { env: options.env(), execArgv: withServiceFlags(process.execArgv), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const current = child;
     const ready = await new Promise<ReadyMessage>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the ${name} did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);

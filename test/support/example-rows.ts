@@ -24,7 +24,7 @@ export async function seedExamples(server: TestServer, options: { role?: 'admin'
   // failed job is retried once (0009), and the jobs.retry example, which retries that failed job,
   // must find it not yet retried.
   const jobs = (document.paths as any)['/organizations/{organizationId}/jobs'].get.responses['200'].content['application/json'].example.items as Record<string, any>[];
-  for (const job of jobs.map((job) => ({ ...job, retryOf: null }))) {
+  for (const job of jobs.map((job): Record<string, any> => ({ ...job, retryOf: null }))) {
     await sql`insert into jobs (id, organization_id, workspace_id, document_id, kind, status, input, error_message, credits, attempt, retry_of, created_by, created_at, started_at, finished_at, updated_at)
               values (${job.id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${job.status}, ${sql.json(job.input ?? {})},
                       ${job.error?.message ?? null}, ${job.credits}, ${job.attempt}, ${job.retryOf}, ${owner.id}, ${job.createdAt}, ${job.startedAt}, ${job.finishedAt}, ${job.updatedAt})`;
