@@ -6,8 +6,8 @@
  * The plain loop claims a row (`update ... where id = (select ... for update skip locked limit 1)
  * returning`), runs the no-op and marks it completed: the two round trips pg-boss also makes per
  * job (fetch, complete), without its bookkeeping. pg-boss runs as the service configures it: 4
- * workers each fetching a batch of WORKER_BATCH_SIZE (4) jobs and settling each alone (one fetch and
- * one settle statement per batch). Two variants:
+ * workers each fetching WORKER_BATCH_SIZE jobs at a time (4 on the embedded database, 1 on a server;
+ * BENCH_BATCH_SIZE overrides it here). Two variants:
  * - as configured: batch size 1 and no burst option, so after each job a worker waits its polling
  *   interval (2 s; 10 s where LISTEN/NOTIFY is on, i.e. on a real server) unless something wakes
  *   it. A backlog therefore drains at about one job per worker per interval; the window is longer.
@@ -20,6 +20,7 @@
  *   node bench/queue.ts [--embedded-only | --real-only]
  */
 import type { Database } from '../src/db/connection.ts';
+import { loadConfig } from '../src/config.ts';
 import { newId } from '../src/ids.ts';
 import { startJobQueue, type JobQueue } from '../src/jobs/queue.ts';
 import { config, logger, median } from './support.ts';
@@ -70,6 +71,13 @@ async function fill(db: Database, queue: JobQueue, size: number): Promise<number
   return (missing * 1000) / (performance.now() - started);
 }
 
+/** What the service configures for this database (config.ts, WORKER_BATCH_SIZE), or BENCH_BATCH_SIZE. */
+function batchSizeFor(db: Database): number {
+  const chosen = Number(process.env.BENCH_BATCH_SIZE);
+  if (chosen >= 1) return chosen;
+  return loadConfig(db.kind === 'external' ? { DATABASE_URL: db.url } : {}).worker.batchSize;
+}
+
 async function runBoss(db: Database, { wake, ms }: { wake: boolean; ms: number }): Promise<Window> {
   const queue = await startJobQueue({ db, settings: config.worker, logger, worker: true });
   const stamps: number[] = [];
@@ -80,7 +88,7 @@ async function runBoss(db: Database, { wake, ms }: { wake: boolean; ms: number }
     await queue.work(async () => {
       if (open) stamps.push(performance.now());
       if (wake) queue.wake();
-    }, CONCURRENCY, config.worker.batchSize);
+    }, CONCURRENCY, batchSizeFor(db));
     await new Promise((resolve) => setTimeout(resolve, ms - (performance.now() - started)));
     open = false;
   } finally {
@@ -170,7 +178,7 @@ export function queueRows(result: QueueResult | { skipped: string; where: string
 
 if (import.meta.main) {
   await runStandalone('queue', 'bench_queue', {
-    embedded: async (db) => queueRows(await benchQueue(db, 'PGlite')),
+    embedded: async (db) => queueRows(await benchQueue(db, 'PGlite', { backlogSize: 12_000 })),
     real: async (db) => queueRows(await benchQueue(db, 'PostgreSQL 15', { backlogSize: 20_000 })),
     skipped: (reason) => queueRows({ skipped: reason, where: 'PostgreSQL 15' }),
   });

@@ -127,7 +127,8 @@ export interface WorkerSettings {
   concurrency: number;
   /**
    * WORKER_BATCH_SIZE: jobs one pg-boss worker fetches at once and runs together (one fetch and one
-   * settle statement for the batch; each job still succeeds, fails and retries alone).
+   * complete statement for the batch; each job still succeeds, fails and retries alone); 4 on the
+   * embedded database, 1 on a server by default.
    */
   batchSize: number;
   /** JOB_LEASE_SECONDS: a running job whose worker stops sending heartbeats for this long is picked up again. */
@@ -225,7 +226,8 @@ export function loadConfig(env: Env = process.env): Config {
     worker: {
       mode: workerMode(env),
       concurrency: integer(env, 'WORKER_CONCURRENCY', 2, 1, 64),
-      batchSize: integer(env, 'WORKER_BATCH_SIZE', 4, 1, 100),
+      // Batches pay on the embedded database, not on a server (queue.ts, Batches).
+      batchSize: integer(env, 'WORKER_BATCH_SIZE', raw(env, 'DATABASE_URL') === undefined ? 4 : 1, 1, 100),
       // pg-boss checks heartbeats no more often than every 10 seconds.
       leaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 10, 86_400),
     },

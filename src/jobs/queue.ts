@@ -11,14 +11,16 @@
  * - Leases: a running job's worker sends heartbeats; when they stop for `leaseSeconds` (a worker
  *   died) pg-boss hands the job to another worker, counting it as a retry.
  * - Retries: a failing run is retried twice with exponential backoff before it fails for good.
- * - Batches: a worker fetches up to `batchSize` jobs in one statement, runs them together and
- *   settles each with its own outcome in one statement more (pg-boss `perJobResults`), so a job
- *   that fails is retried alone while the others of its batch complete. Fetching and settling one
- *   job at a time cost two round trips per job and held pg-boss at 0.28-0.31 of a plain
- *   `SKIP LOCKED` loop (bench/queue.ts).
+ * - Batches: a worker fetches up to `batchSize` jobs in one statement and runs them together; a
+ *   job that fails is failed alone (`boss.fail` by its id: retried per the queue's settings), and
+ *   pg-boss completes the rest of the batch in one statement (its complete() only touches jobs
+ *   still active). On the embedded database, where each round trip is dear, batches of 4 doubled
+ *   the no-op rate (bench/queue.ts: 0.25 → 0.49-0.58 of a plain SKIP LOCKED loop); on a server
+ *   they measured 3x slower than single fetches (about 700 against 2 100 jobs/s, cause not found),
+ *   so there the default is 1 (config.ts, WORKER_BATCH_SIZE).
  */
 import { randomUUID } from 'node:crypto';
-import { PgBoss, type Job as BossJob, type JobResult } from 'pg-boss';
+import { PgBoss, type Job as BossJob } from 'pg-boss';
 import type { WorkerSettings } from '../config.ts';
 import type { Database } from '../db/connection.ts';
 import type { Db } from '../db/db.ts';
@@ -112,16 +114,18 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
       // One pg-boss worker each, so `wake` can reach every one of them.
       for (let i = 0; i < concurrency; i++) {
         let id = '';
-        const options = { pollingIntervalSeconds, notifyPollingIntervalSeconds: pollingIntervalSeconds * 5, includeMetadata: true, batchSize, perJobResults: true } as const;
+        const options = { pollingIntervalSeconds, notifyPollingIntervalSeconds: pollingIntervalSeconds * 5, includeMetadata: true, batchSize } as const;
         id = await boss.work(JOBS_QUEUE, options, async (jobs) => {
           try {
-            return await Promise.all(jobs.map(async (job): Promise<JobResult> => {
+            await Promise.all(jobs.map(async (job) => {
               try {
                 await run({ jobId: (job.data as QueuedJob).jobId, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
-                return { id: job.id, status: 'completed' };
               } catch (error) {
-                // Stored on pg-boss's row as a thrown error's would be; retried per the queue's settings.
-                return { id: job.id, status: 'failed', output: { message: error instanceof Error ? error.message : String(error) } };
+                // Stored on pg-boss's row as a thrown error's would be. If the fail itself cannot be
+                // recorded, the throw fails the whole batch: its finished jobs are delivered again
+                // and end at once (the worker skips a job that is no longer queued), and this one
+                // is retried as it should be.
+                await boss.fail(JOBS_QUEUE, job.id, { message: error instanceof Error ? error.message : String(error) });
               }
             }));
           } finally {

@@ -34,7 +34,7 @@ describe('loadConfig', () => {
     { given: { NODE_ENV: 'test' }, want: { database: { transactionGuard: true } } },
     // The worker: a child process on a database server, inside the API on the embedded database.
     { given: {}, want: { worker: { mode: 'inline', concurrency: 2, batchSize: 4 } } },
-    { given: { DATABASE_URL: 'postgres://db/app' }, want: { worker: { mode: 'process' } } },
+    { given: { DATABASE_URL: 'postgres://db/app' }, want: { worker: { mode: 'process', batchSize: 1 } } },
     { given: { DATABASE_URL: 'postgres://db/app', WORKER: 'inline', WORKER_BATCH_SIZE: '1' }, want: { worker: { mode: 'inline', batchSize: 1 } } },
   ];
   for (const { given, want } of good) {
