@@ -8,11 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../generated/client.ts';
-import type { AiClient } from '../../src/ai-service/client.ts';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
-import { eventually, gate, postgresAvailable, startPrivateServer, type PrivateServer } from './support.ts';
+import { eventually, heldEmbedder, postgresAvailable, startPrivateServer, type PrivateServer } from './support.ts';
 
 const DEADLINE_MS = 1500;
 
@@ -23,19 +22,9 @@ describe.skipIf(!postgresAvailable)('a hung database (processes stopped, connect
   let user: TestUser;
   let org: string;
   const logged: string[] = [];
-  const embedding = { started: gate(), release: gate() };
-  let embedCalls = 0;
-  // The job's AI call waits for the test: the job is running, between its transactions, when the server hangs.
-  const ai: AiClient = {
-    async embed(texts) {
-      embedCalls += 1;
-      embedding.started.open();
-      await embedding.release.wait();
-      return { model: 'fault-test', vectors: texts.map(() => Array.from({ length: 384 }, () => 0.5)) };
-    },
-    extract: () => Promise.reject(new Error('not used')),
-    health: () => Promise.reject(new Error('not used')),
-  };
+  // The job's AI call waits for the test: the job is running, between its transactions, when the server breaks.
+  const embedding = heldEmbedder();
+  const { ai } = embedding;
 
   beforeAll(async () => {
     pg = await startPrivateServer();
@@ -101,7 +90,7 @@ describe.skipIf(!postgresAvailable)('a hung database (processes stopped, connect
       return ['succeeded', 'failed', 'canceled'].includes(current.status) ? current : undefined;
     }, 300);
     expect(finished).toMatchObject({ status: 'succeeded', result: { model: 'fault-test' } });
-    expect(embedCalls).toBeGreaterThanOrEqual(1);
-    console.info(`hung database: first 503 after ${firstAnswerMs} ms, connections dropped after ${droppedMs} ms, 200 again ${recoveredMs} ms after resuming; job runs: ${embedCalls}`);
+    expect(embedding.calls()).toBeGreaterThanOrEqual(1);
+    console.info(`hung database: first 503 after ${firstAnswerMs} ms, connections dropped after ${droppedMs} ms, 200 again ${recoveredMs} ms after resuming; job runs: ${embedding.calls()}`);
   });
 });

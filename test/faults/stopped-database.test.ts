@@ -9,11 +9,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../generated/client.ts';
-import type { AiClient } from '../../src/ai-service/client.ts';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
-import { eventually, gate, postgresAvailable, startPrivateServer, type PrivateServer } from './support.ts';
+import { eventually, heldEmbedder, postgresAvailable, startPrivateServer, type PrivateServer } from './support.ts';
 
 describe.skipIf(!postgresAvailable)('a stopped database (immediate stop, then started again)', () => {
   let pg: PrivateServer;
@@ -21,18 +20,9 @@ describe.skipIf(!postgresAvailable)('a stopped database (immediate stop, then st
   let server: TestServer;
   let user: TestUser;
   let org: string;
-  const embedding = { started: gate(), release: gate() };
-  let embedCalls = 0;
-  const ai: AiClient = {
-    async embed(texts) {
-      embedCalls += 1;
-      embedding.started.open();
-      await embedding.release.wait();
-      return { model: 'fault-test', vectors: texts.map(() => Array.from({ length: 384 }, () => 0.5)) };
-    },
-    extract: () => Promise.reject(new Error('not used')),
-    health: () => Promise.reject(new Error('not used')),
-  };
+  // The job's AI call waits for the test: the job is running, between its transactions, when the server breaks.
+  const embedding = heldEmbedder();
+  const { ai } = embedding;
 
   beforeAll(async () => {
     pg = await startPrivateServer();
@@ -88,6 +78,6 @@ describe.skipIf(!postgresAvailable)('a stopped database (immediate stop, then st
       return ['succeeded', 'failed', 'canceled'].includes(current.status) ? current : undefined;
     }, 300);
     expect(finished).toMatchObject({ status: 'succeeded', result: { model: 'fault-test' } });
-    console.info(`stopped database: first 503 after ${firstAnswerMs} ms, 200 again ${recoveredMs} ms after the server was back; job runs: ${embedCalls}`);
+    console.info(`stopped database: first 503 after ${firstAnswerMs} ms, 200 again ${recoveredMs} ms after the server was back; job runs: ${embedding.calls()}`);
   });
 });

@@ -18,6 +18,7 @@ import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { migrate } from '../../src/db/migrations.ts';
 import { installQueueSchema } from '../../src/jobs/queue.ts';
+import type { AiClient } from '../../src/ai-service/client.ts';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -159,4 +160,26 @@ export function gate(): { wait(): Promise<void>; open(): void } {
   let open!: () => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
   return { wait: () => opened, open };
+}
+
+/**
+ * A stand-in AI client whose embedding waits for the test: `started` opens when a job's call
+ * arrives, and the call answers once the test opens `release`, so the job is running, between its
+ * transactions, when the test breaks the database.
+ */
+export function heldEmbedder(): { ai: AiClient; started: ReturnType<typeof gate>; release: ReturnType<typeof gate>; calls(): number } {
+  const started = gate();
+  const release = gate();
+  let calls = 0;
+  const ai: AiClient = {
+    async embed(texts) {
+      calls += 1;
+      started.open();
+      await release.wait();
+      return { model: 'fault-test', vectors: texts.map(() => Array.from({ length: 384 }, () => 0.5)) };
+    },
+    extract: () => Promise.reject(new Error('not used')),
+    health: () => Promise.reject(new Error('not used')),
+  };
+  return { ai, started, release, calls: () => calls };
 }
