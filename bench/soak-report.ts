@@ -2,6 +2,9 @@
  * What the soak (bench/soak.ts) prints and judges: one table row per window (minute or third), the
  * criteria with their limits, the summary block for docs/benchmarks.md, and what no criterion
  * judges but is worth a look (answers by operation, the service's error lines and warnings).
+ * The columns of processes follow the database (`SoakDatabase`): on a server, serve, the worker
+ * process, the AI service and PostgreSQL; embedded, serve (with its main and database threads:
+ * the job worker runs on the main thread, PostgreSQL in the other) and the AI service.
  */
 import type { MixCounts } from './soak-mix.ts';
 import type { Sample } from './soak-sample.ts';
@@ -10,16 +13,28 @@ import type { Serve } from './soak-service.ts';
 
 export const LIMITS = { decay: 0.1, memory: 0.3, drainSeconds: 60 };
 
+/** SOAK_DATABASE: PostgreSQL 15 server (`server`, the default) or the embedded PGlite (`embedded`, as `make start`). */
+export type SoakDatabase = 'server' | 'embedded';
+
+/** The processes whose RSS is printed, and those of them judged (the AI service's is reported only). */
+export const RSS_PROCESSES = { server: ['serve', 'worker', 'ai'], embedded: ['serve', 'ai'] } as const;
+export const JUDGED_PROCESSES = { server: ['serve', 'worker'], embedded: ['serve'] } as const;
+const LABEL = { serve: 'serve', worker: 'worker', ai: 'AI' } as const;
+export const rssNames = (database: SoakDatabase) => RSS_PROCESSES[database].map((name) => LABEL[name]).join(' / ');
+export const rssValues = (database: SoakDatabase, sample: Sample) => RSS_PROCESSES[database].map((name) => mib(sample.rss[name])).join(' / ');
+
 export const mib = (value: number) => (Number.isFinite(value) ? value.toFixed(0) : '-');
 const ms = (value: number) => (Number.isFinite(value) ? (value < 10 ? value.toFixed(1) : value.toFixed(0)) : '-');
 const signed = (value: number) => `${value >= 0 ? '+' : ''}${(value * 100).toFixed(0)}%`;
 
-export const TABLE_HEADER = (window: string) => {
+export const TABLE_HEADER = (window: string, database: SoakDatabase) => {
+  const cpu = database === 'server' ? 'serve / worker / AI / PostgreSQL / client / others' : 'serve (main thread / database thread) / AI / client / others';
   const header = `| ${window} | req/s | p50 ms | p99 ms | 5xx | net err | streams opened | jobs created/s | finished/s | backlog end (max) | ` +
-    'RSS MiB serve / worker / AI | CPU % serve / worker / AI / PostgreSQL / client / others | serve CPU ms/req |';
+    `RSS MiB ${rssNames(database)} | CPU % ${cpu} | serve CPU ms/req |`;
   return `${header}\n|${header.split('|').slice(1, -1).map(() => '---').join('|')}|`;
 };
 
+/** Processes whose CPU is ours (a process that does not run in this mode counts 0). */
 const OURS = ['serve', 'worker', 'ai', 'postgres', 'client'] as const;
 
 /** CPU % (of one core) that processes other than the soak's took between two samples: a shared machine shows here. */
@@ -28,27 +43,27 @@ export function othersShare(from: Sample, to: Sample): number {
   return Math.max(0, (others / ((to.at - from.at) / 1000)) * 100);
 }
 
-function cpuCells(from: Sample, to: Sample): string {
+function cpuCells(database: SoakDatabase, from: Sample, to: Sample): string {
   const seconds = (to.at - from.at) / 1000;
-  const share = (name: (typeof OURS)[number]) => {
+  const share = (name: keyof Sample['cpu']) => {
     const value = ((to.cpu[name] - from.cpu[name]) / seconds) * 100;
     return Number.isFinite(value) ? value.toFixed(0) : '-';
   };
-  return [...OURS.map(share), othersShare(from, to).toFixed(0)].join(' / ');
+  const others = othersShare(from, to).toFixed(0);
+  if (database === 'server') return [...OURS.map(share), others].join(' / ');
+  return [`${share('serve')} (${share('mainThread')} / ${share('databaseThread')})`, share('ai'), share('client'), others].join(' / ');
 }
 
-const rssCells = (sample: Sample) => `${mib(sample.rss.serve)} / ${mib(sample.rss.worker)} / ${mib(sample.rss.ai)}`;
-
-export function windowRow(label: string, figures: WindowFigures, from: Sample, to: Sample, streams: number, maxBacklog: number): string {
+export function windowRow(database: SoakDatabase, label: string, figures: WindowFigures, from: Sample, to: Sample, streams: number, maxBacklog: number): string {
   const seconds = (to.at - from.at) / 1000;
   return `| ${label} | ${figures.rps.toFixed(0)} | ${ms(figures.p50)} | ${ms(figures.p99)} | ${figures.serverErrors} | ${figures.networkErrors} | ${streams} | ` +
     `${((to.created - from.created) / seconds).toFixed(1)} | ${((to.finished - from.finished) / seconds).toFixed(1)} | ${to.backlog} (${Math.max(maxBacklog, to.backlog)}) | ` +
-    `${rssCells(to)} | ${cpuCells(from, to)} | ${((to.cpu.serve - from.cpu.serve) * 1000 / figures.requests).toFixed(2)} |`;
+    `${rssValues(database, to)} | ${cpuCells(database, from, to)} | ${((to.cpu.serve - from.cpu.serve) * 1000 / figures.requests).toFixed(2)} |`;
 }
 
-export function idleRow(seconds: number, from: Sample, to: Sample): string {
+export function idleRow(database: SoakDatabase, seconds: number, from: Sample, to: Sample): string {
   const finished = (to.finished - from.finished) / ((to.at - from.at) / 1000);
-  return `| idle ${seconds} s after | | | | | | | | ${finished.toFixed(1)} | ${to.backlog} | ${rssCells(to)} | ${cpuCells(from, to)} | |`;
+  return `| idle ${seconds} s after | | | | | | | | ${finished.toFixed(1)} | ${to.backlog} | ${rssValues(database, to)} | ${cpuCells(database, from, to)} | |`;
 }
 
 export interface Criterion {
@@ -59,6 +74,7 @@ export interface Criterion {
 }
 
 export interface Outcome {
+  database: SoakDatabase;
   window: string;
   first: WindowFigures;
   last: WindowFigures;
@@ -95,7 +111,7 @@ export function judge(outcome: Outcome, recorder: Recorder, counts: MixCounts, s
       result: outcome.drainedAfter !== undefined ? `in ${outcome.drainedAfter.toFixed(0)} s` : `${outcome.backlogLeft} jobs left after ${LIMITS.drainSeconds} s`,
       limit: `${LIMITS.drainSeconds} s`,
     },
-    ...(['serve', 'worker'] as const).map((name) => ({
+    ...JUDGED_PROCESSES[outcome.database].map((name) => ({
       name: `${name} RSS after the idle minute vs baseline`,
       pass: growth(name) <= LIMITS.memory && !restarted(name),
       result: `${signed(growth(name))} (${mib(baseline.rss[name])} → ${mib(after.rss[name])} MiB)${restarted(name) ? '; restarted during the run' : ''}`,
@@ -111,11 +127,11 @@ export function judge(outcome: Outcome, recorder: Recorder, counts: MixCounts, s
 }
 
 /** The block to paste into docs/benchmarks.md. */
-export function printSummary(opening: string, window: string, rows: string[], criteria: Criterion[]): void {
+export function printSummary(database: SoakDatabase, opening: string, window: string, rows: string[], criteria: Criterion[]): void {
   console.log('\n===== summary (paste into docs/benchmarks.md) =====');
   console.log(opening);
   console.log();
-  console.log(TABLE_HEADER(window));
+  console.log(TABLE_HEADER(window, database));
   for (const row of rows) console.log(row);
   console.log();
   console.log('| criterion | result | limit | |');

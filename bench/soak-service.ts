@@ -1,9 +1,11 @@
 /**
  * The processes under soak (bench/soak.ts): a throwaway PostgreSQL 15 (scripts/pg-server.sh, as
  * `make test-pg` starts it) and `node src/main.ts serve` on it as one machine runs it in
- * production, with its two children (the job worker, WORKER=process, and the AI service). Its
- * JSON log lines are read from stdout (the children share it): error-level lines are kept, warnings
- * counted by kind.
+ * production, with its two children (the job worker, WORKER=process, and the AI service); or, with
+ * SOAK_DATABASE=embedded, `serve` as `make start` runs it: no DATABASE_URL (PGlite in a thread of
+ * serve, in a fresh DATA_DIR), the job worker inside serve (WORKER=inline), the AI service its one
+ * child. Its JSON log lines are read from stdout (the children share it): error-level lines are
+ * kept, warnings counted by kind.
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -15,6 +17,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { childrenOf } from './soak-sample.ts';
+import { SERVICE_NODE_FLAGS } from '../src/process/node-flags.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const run = promisify(execFile);
@@ -74,16 +77,20 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * `node src/main.ts serve` on `databaseUrl`, a fresh DATA_DIR, a free port (PORT=0 would give a
+ * `node src/main.ts serve` on `databaseUrl` (undefined: the embedded database, with any
+ * DATABASE_URL of the environment removed), a fresh DATA_DIR, a free port (PORT=0 would give a
  * PUBLIC_URL of port 0, and the signed upload addresses are built from PUBLIC_URL), AI_PORT=0;
- * resolves once /readyz answers 200 and both children are running.
+ * resolves once /readyz answers 200 and the `children` (by their main.ts command) are running.
  */
-export async function startServe(databaseUrl: string, env: Record<string, string>): Promise<Serve> {
+export async function startServe(databaseUrl: string | undefined, env: Record<string, string>, children: readonly string[]): Promise<Serve> {
   const dataDir = await mkdtemp(join(tmpdir(), 'workspace-api-soak-data-'));
   const port = await freePort();
-  const child = spawn(process.execPath, ['src/main.ts', 'serve'], {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), AI_PORT: '0', ...env };
+  if (databaseUrl === undefined) delete childEnv.DATABASE_URL;
+  else childEnv.DATABASE_URL = databaseUrl;
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, 'src/main.ts', 'serve'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), AI_PORT: '0', ...env },
+    env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const log: ServiceLog = { errors: [], errorCount: 0, warnings: new Map() };
@@ -112,11 +119,11 @@ export async function startServe(databaseUrl: string, env: Record<string, string
   for (;;) {
     if (serve.exit) throw new Error(`serve exited (${serve.exit.code ?? serve.exit.signal}) during its start: ${stderr.trim() || JSON.stringify(log.errors.at(-1))}`);
     const ready = await fetch(`${serve.url}/readyz`).then((response) => response.status === 200, () => false);
-    const children = await childrenOf(serve.pid);
-    if (ready && children.worker && children.ai) return serve;
+    const running = await childrenOf(serve.pid);
+    if (ready && children.every((command) => running[command])) return serve;
     if (performance.now() > deadline) {
       await serve.stop();
-      throw new Error(`serve was not ready with its worker and AI service within 120 s (ready: ${ready}, children: ${JSON.stringify(children)})`);
+      throw new Error(`serve was not ready with its children (${children.join(', ')}) within 120 s (ready: ${ready}, children: ${JSON.stringify(running)})`);
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }

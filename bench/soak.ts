@@ -19,17 +19,26 @@
  * than 10% below the first; a backlog left 60 s after the load; the serve or worker process's RSS
  * more than 30% above its baseline after the idle minute. Prints a summary block for
  * docs/benchmarks.md.
+ *
+ * SOAK_DATABASE=embedded soaks the `make start` configuration instead: no PostgreSQL server, serve
+ * with no DATABASE_URL (PGlite in a thread of serve, a fresh DATA_DIR), the job worker inside serve
+ * (WORKER=inline), the AI service its only child. The soak cannot connect to PGlite (one
+ * connection, serve's), so it reads the jobs from serve's GET /metrics (soak-sample.ts
+ * metricsJobs), with a METRICS_TOKEN it generates; only serve's RSS is judged (there is no worker
+ * process). The load, the windows and the criteria are the same.
  */
+import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import postgres from 'postgres';
 import { createUsers, newCounts, runMix } from './soak-mix.ts';
 import { Recorder, type WindowFigures } from './soak-record.ts';
-import { idleRow, judge, LIMITS, mib, othersShare, printFindings, printSummary, TABLE_HEADER, windowRow } from './soak-report.ts';
-import { backlogOf, childrenOf, failedJobs, sampler } from './soak-sample.ts';
-import { startPostgres, startServe } from './soak-service.ts';
+import { idleRow, judge, LIMITS, othersShare, printFindings, printSummary, rssNames, rssValues, type SoakDatabase, TABLE_HEADER, windowRow } from './soak-report.ts';
+import { childrenOf, type JobSource, metricsJobs, type Sample, sampler, tableJobs } from './soak-sample.ts';
+import { type Serve, startPostgres, startServe } from './soak-service.ts';
 
 const SOAK_S = setting('SOAK_S', 300);
 const CLIENTS = setting('SOAK_CLIENTS', 16);
+const DATABASE = databaseSetting();
 const WARMUP_S = 20;
 const SETTLE_S = 10;
 const IDLE_S = 60;
@@ -43,6 +52,15 @@ const SERVE_ENV = {
   RATE_LIMIT_PER_MINUTE: '1000000',
   AUTH_RATE_LIMIT_PER_MINUTE: '1000000',
 };
+
+function databaseSetting(): SoakDatabase {
+  const value = process.env.SOAK_DATABASE || 'server';
+  if (value !== 'server' && value !== 'embedded') {
+    console.error(`SOAK_DATABASE must be server or embedded, got "${value}"`);
+    process.exit(2);
+  }
+  return value;
+}
 
 function setting(name: string, fallback: number): number {
   const value = process.env[name];
@@ -69,33 +87,49 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 async function main(): Promise<number> {
   const started = new Date();
-  console.log(`soak: ${SOAK_S} s, ${CLIENTS} clients; Node ${process.version}, ${availableParallelism()} CPUs; per ${WINDOW} (${WINDOW_S.toFixed(0)} s)`);
-  const pg = await startPostgres();
-  cleanups.push(pg.stop);
-  const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
-  cleanups.push(() => sql.end({ timeout: 1 }));
-  const serve = await startServe(pg.url, SERVE_ENV);
-  cleanups.push(() => serve.stop());
-  console.log(`serve pid ${serve.pid} on ${serve.url}, PostgreSQL on ${pg.url}; children ${JSON.stringify(await childrenOf(serve.pid))}`);
-  const sample = sampler(sql, serve.pid, pg.pid);
+  console.log(`soak: ${SOAK_S} s, ${CLIENTS} clients, ${DATABASE === 'server' ? 'PostgreSQL 15 server' : 'embedded database (PGlite, WORKER=inline)'}; ` +
+    `Node ${process.version}, ${availableParallelism()} CPUs; per ${WINDOW} (${WINDOW_S.toFixed(0)} s)`);
+  let jobs: JobSource;
+  let serve: Serve;
+  let postgresPid: number | undefined;
+  if (DATABASE === 'server') {
+    const pg = await startPostgres();
+    cleanups.push(pg.stop);
+    const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+    cleanups.push(() => sql.end({ timeout: 1 }));
+    jobs = tableJobs(sql);
+    postgresPid = pg.pid;
+    serve = await startServe(pg.url, SERVE_ENV, ['worker', 'ai']);
+    cleanups.push(() => serve.stop());
+    console.log(`serve pid ${serve.pid} on ${serve.url}, PostgreSQL on ${pg.url}; children ${JSON.stringify(await childrenOf(serve.pid))}`);
+  } else {
+    // WORKER=inline is the default without DATABASE_URL; set, so a WORKER of the environment does not change the mode.
+    const metricsToken = randomBytes(24).toString('base64url');
+    serve = await startServe(undefined, { ...SERVE_ENV, WORKER: 'inline', METRICS_TOKEN: metricsToken }, ['ai']);
+    cleanups.push(() => serve.stop());
+    jobs = metricsJobs(serve.url, metricsToken);
+    console.log(`serve pid ${serve.pid} on ${serve.url}, embedded database; children ${JSON.stringify(await childrenOf(serve.pid))}`);
+  }
+  const sample = sampler(jobs, serve.pid, postgresPid, DATABASE === 'embedded');
+  const rss = (taken: Sample) => rssValues(DATABASE, taken);
 
   const recorder = new Recorder();
   const counts = newCounts();
   const users = await createUsers(serve.url, CLIENTS, recorder);
   const setUp = await sample();
-  console.log(`RSS MiB after set-up: serve ${mib(setUp.rss.serve)}, worker ${mib(setUp.rss.worker)}, AI ${mib(setUp.rss.ai)}`);
+  console.log(`RSS MiB ${rssNames(DATABASE)} after set-up: ${rss(setUp)}`);
   console.log(`warm-up: ${WARMUP_S} s of the load (${CLIENTS} clients), then ${SETTLE_S} s idle`);
   await runMix(users, serve.url, recorder, counts, sleep(WARMUP_S * 1000));
   await sleep(SETTLE_S * 1000);
   const baseline = await sample();
-  console.log(`baseline RSS MiB: serve ${mib(baseline.rss.serve)}, worker ${mib(baseline.rss.worker)}, AI ${mib(baseline.rss.ai)}\n`);
+  console.log(`baseline RSS MiB ${rssNames(DATABASE)}: ${rss(baseline)}\n`);
 
   // The load, one row per window as it ends; the backlog's peak from 5-second samples.
-  console.log(TABLE_HEADER(WINDOW));
+  console.log(TABLE_HEADER(WINDOW, DATABASE));
   const rows: string[] = [];
   const windows: { figures: WindowFigures; others: number }[] = [];
   let maxBacklog = 0;
-  const backlogProbe = setInterval(() => void backlogOf(sql).then((n) => (maxBacklog = Math.max(maxBacklog, n)), () => undefined), 5_000);
+  const backlogProbe = setInterval(() => void jobs.backlog().then((n) => (maxBacklog = Math.max(maxBacklog, n)), () => undefined), 5_000);
   recorder.startLoad();
   const loadStart = performance.now();
   let endLoad!: () => void;
@@ -109,7 +143,7 @@ async function main(): Promise<number> {
     const now = await sample();
     const figures = recorder.window(from, to);
     windows.push({ figures, others: othersShare(previous, now) });
-    rows.push(windowRow(`${from.toFixed(0)}-${to.toFixed(0)} s`, figures, previous, now, counts.streamsOpened - streamsBefore, maxBacklog));
+    rows.push(windowRow(DATABASE, `${from.toFixed(0)}-${to.toFixed(0)} s`, figures, previous, now, counts.streamsOpened - streamsBefore, maxBacklog));
     console.log(rows.at(-1));
     streamsBefore = counts.streamsOpened;
     maxBacklog = 0;
@@ -125,7 +159,7 @@ async function main(): Promise<number> {
   let drainedAfter: number | undefined;
   let backlogLeft = NaN;
   while (performance.now() - loadEnd < LIMITS.drainSeconds * 1000 && !serve.exit) {
-    backlogLeft = await backlogOf(sql);
+    backlogLeft = await jobs.backlog();
     if (backlogLeft === 0) {
       drainedAfter = (performance.now() - loadEnd) / 1000;
       break;
@@ -134,22 +168,23 @@ async function main(): Promise<number> {
   }
   await sleep(loadEnd + IDLE_S * 1000 - performance.now());
   const after = await sample();
-  rows.push(idleRow(IDLE_S, previous, after));
+  rows.push(idleRow(DATABASE, IDLE_S, previous, after));
   console.log(rows.at(-1));
 
   const criteria = judge({
-    window: WINDOW, first: windows[0]!.figures, last: recorder.window(Math.max(0, SOAK_S - WINDOW_S), SOAK_S),
+    database: DATABASE, window: WINDOW, first: windows[0]!.figures, last: recorder.window(Math.max(0, SOAK_S - WINDOW_S), SOAK_S),
     others: [windows[0]!.others, windows.at(-1)!.others], drainedAfter, backlogLeft, baseline, after,
   }, recorder, counts, serve);
-  const failedByKind = await failedJobs(sql);
+  const failedByKind = after.failed > 0 ? await jobs.failedByKind(users).catch((error: unknown) => [{ kind: '(could not be read)', message: String(error), n: after.failed }]) : [];
   const exitCode = await serve.stop();
   const total = recorder.window(0, SOAK_S);
   printSummary(
-    `\`SOAK_S=${SOAK_S} make soak\`, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${CLIENTS} clients, Node ${process.version}, ` +
+    DATABASE,
+    `\`${DATABASE === 'embedded' ? 'SOAK_DATABASE=embedded ' : ''}SOAK_S=${SOAK_S} make soak\`, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${CLIENTS} clients, Node ${process.version}, ` +
       `${availableParallelism()} CPUs: ${total.requests} requests under load (${total.rps.toFixed(0)}/s, p50 ${total.p50.toFixed(0)} ms, p99 ${total.p99.toFixed(0)} ms), ` +
       `${counts.streamsOpened} job streams opened, ${counts.streamEvents} job events received, ${after.created} jobs (${after.failed} failed), ` +
-      `${serve.log.errorCount} error-level log lines. RSS MiB serve / worker / AI after set-up ${mib(setUp.rss.serve)} / ${mib(setUp.rss.worker)} / ${mib(setUp.rss.ai)}, ` +
-      `baseline (after the warm-up) ${mib(baseline.rss.serve)} / ${mib(baseline.rss.worker)} / ${mib(baseline.rss.ai)}.`,
+      `${serve.log.errorCount} error-level log lines. RSS MiB ${rssNames(DATABASE)} after set-up ${rss(setUp)}, ` +
+      `baseline (after the warm-up) ${rss(baseline)}.`,
     WINDOW, rows, criteria,
   );
   printFindings(recorder, counts, serve, exitCode, baseline, after, failedByKind);
