@@ -8,14 +8,13 @@
 // files get their own `CREATE DATABASE ... TEMPLATE` copy of it instead. The
 // embedded template is built either way: tests about the embedded database
 // itself still use it.
-import { installQueueSchema } from '../src/jobs/queue.ts';
 import { randomBytes } from 'node:crypto';
 import { readdir, rm, stat, statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
-import { migrate } from '../src/db/migrations.ts';
+import { createMigratedDatabase, quoteIdentifier } from './support/migrated-database.ts';
 import { ensureTemplate } from '../src/db/template.ts';
 
 declare module 'vitest' {
@@ -63,24 +62,12 @@ async function embeddedTemplate(): Promise<string> {
 /** Creates and migrates `wsapi_<random>` on the server; answers its name. Nothing stays connected to it. */
 async function externalTemplate(url: string): Promise<string> {
   const name = `wsapi_${randomBytes(5).toString('hex')}`;
-  const admin = postgres(url, { max: 1, onnotice: () => {} });
   try {
-    await admin.unsafe(`create database ${quoteIdentifier(name)}`);
-  } finally {
-    await admin.end();
-  }
-  const target = new URL(url);
-  target.pathname = `/${name}`;
-  const sql = postgres(target.toString(), { max: 1, onnotice: () => {} });
-  try {
-    await migrate(sql);
-    await installQueueSchema(sql);
+    await createMigratedDatabase(url, name);
   } catch (error) {
-    await sql.end();
     await dropRunDatabases(url, name);
     throw error;
   }
-  await sql.end();
   return name;
 }
 
@@ -96,7 +83,6 @@ async function dropRunDatabases(url: string, template: string): Promise<void> {
   }
 }
 
-const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 // Writing PGlite's 40 MB of files took this machine's disk about twice as long
 // as tmpfs (a clone: 1.6-2.3 s against 1.0-1.4 s), and test databases need not

@@ -11,7 +11,7 @@ import { createClient } from '../../generated/client.ts';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
-import { eventually, heldEmbedder, postgresAvailable, startPrivateServer, type PrivateServer } from './support.ts';
+import { answersAgain, eventually, heldEmbedder, postgresAvailable, startPrivateServer, type PrivateServer } from './support.ts';
 
 const DEADLINE_MS = 1500;
 
@@ -76,10 +76,7 @@ describe.skipIf(!postgresAvailable)('a hung database (processes stopped, connect
 
     pg.resume();
     const resumedAt = performance.now();
-    const recovered = await eventually(async () => {
-      const response = await list();
-      return response.status === 200 ? response : undefined;
-    });
+    const recovered = await answersAgain(list);
     const recoveredMs = Math.round(performance.now() - resumedAt);
     expect(((await recovered.json()) as { id: string }[]).map((item) => item.id)).toEqual([workspace.id]);
     expect((await ready()).status).toBe(200);

@@ -15,9 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import postgres from 'postgres';
-import { migrate } from '../../src/db/migrations.ts';
-import { installQueueSchema } from '../../src/jobs/queue.ts';
+import { createMigratedDatabase } from '../support/migrated-database.ts';
 import type { AiClient } from '../../src/ai-service/client.ts';
 
 const run = promisify(execFile);
@@ -97,24 +95,7 @@ export async function startPrivateServer(): Promise<PrivateServer> {
         throw new Error(`the server did not start again: ${error.stderr ?? String(error)}`);
       });
     },
-    async createDatabase(name) {
-      const admin = postgres(url, { max: 1, onnotice: () => {} });
-      try {
-        await admin.unsafe(`create database "${name.replaceAll('"', '""')}"`);
-      } finally {
-        await admin.end();
-      }
-      const target = new URL(url);
-      target.pathname = `/${name}`;
-      const sql = postgres(target.toString(), { max: 1, onnotice: () => {} });
-      try {
-        await migrate(sql);
-        await installQueueSchema(sql);
-      } finally {
-        await sql.end();
-      }
-      return target.toString();
-    },
+    createDatabase: (name) => createMigratedDatabase(url, name),
     async close() {
       server.resume();
       await run(join(root, 'scripts/pg-server.sh'), ['stop', dir], { cwd: root });
@@ -182,4 +163,12 @@ export function heldEmbedder(): { ai: AiClient; started: ReturnType<typeof gate>
     health: () => Promise.reject(new Error('not used')),
   };
   return { ai, started, release, calls: () => calls };
+}
+
+/** Calls `call` until it answers 200 (the service recovered); the test's timeout bounds it. */
+export function answersAgain(call: () => Promise<Response>): Promise<Response> {
+  return eventually(async () => {
+    const response = await call();
+    return response.status === 200 ? response : undefined;
+  });
 }
