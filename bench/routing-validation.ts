@@ -17,7 +17,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseQuery } from 'node:querystring';
-import type { Context, Handler, Principal } from '../src/context.ts';
+import type { Context, Handler } from '../src/context.ts';
+import type { Principal } from '../src/auth/principal.ts';
 import type { Database } from '../src/db/connection.ts';
 import { streamHandlers } from '../src/procedures.ts';
 import { restRouter } from '../src/http/rest-transport.ts';

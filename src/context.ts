@@ -3,6 +3,7 @@
  * response, only the caller, the request id for logs, and the services.
  */
 import type { Config } from './config.ts';
+import type { Principal } from './auth/principal.ts';
 import type { Database } from './db/connection.ts';
 import type { Logger } from './logger.ts';
 import type { Memberships, Tenant } from './auth/access.ts';
@@ -15,16 +16,6 @@ import type { AiClient } from './ai-service/client.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { ProcedureInput, ProcedureName, ProcedureOutput, procedures } from '../generated/procedures.ts';
 import type { ResourceName, ResourceRow } from './resources.ts';
-
-/** The signed-in caller, resolved from the session cookie or bearer token. */
-export interface Principal {
-  userId: string;
-  email: string;
-  /** 'admin' marks a platform administrator. */
-  role: string | null;
-  sessionId: string;
-  impersonatedBy: string | null;
-}
 
 /** Long-lived services shared by every request; built once by the app factory. */
 export interface Services {

@@ -6,7 +6,7 @@
  */
 import { signedIn, type AuthHandlers } from '../auth/identity-route.ts';
 import { isBanned, sessionExpiry } from '../auth/sessions.ts';
-import type { Principal } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import { ApiError } from '../contract/errors.ts';
 import { toSession, toUser } from '../auth/views.ts';
 import * as store from './users-store.ts';

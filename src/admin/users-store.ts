@@ -4,7 +4,7 @@
  * locked rows, so two admins acting at once cannot slip past them.
  */
 import type { TransactionSql } from 'postgres';
-import type { Principal } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Sql } from '../db/connection.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { createSession, type SessionRow, type UserRow } from '../auth/sessions.ts';

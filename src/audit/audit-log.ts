@@ -5,7 +5,7 @@
  * deletion of organizations, and outlive them. Action names are listed in docs/audit-log.md.
  */
 import type { components } from '../../generated/types.ts';
-import type { Principal } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';
 import type { CursorPosition } from '../pagination/cursor.ts';

@@ -6,7 +6,7 @@
  * Handlers never authorize again: they get the row and the caller's role from the decision.
  */
 import type { Access } from '../contract/procedure-definition.ts';
-import type { Principal } from '../context.ts';
+import type { Principal } from './principal.ts';
 import type { Sql } from '../db/connection.ts';
 import { ApiError } from '../contract/errors.ts';
 import { findResource } from '../resources.ts';

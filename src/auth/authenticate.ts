@@ -4,7 +4,7 @@
  * client in `set-auth-token` (and in the cookie when the cookie brought it).
  */
 import type { RequestHandler } from 'express';
-import type { Principal } from '../context.ts';
+import type { Principal } from './principal.ts';
 import type { Sql } from '../db/connection.ts';
 import { readCookie, SESSION_COOKIE, serializeCookie } from './cookies.ts';
 import { sessionExpiry, validateSessionToken } from './sessions.ts';

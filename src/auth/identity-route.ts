@@ -4,7 +4,8 @@
  * (OAuth state) or redirect, which the identity router turns into headers.
  */
 import type { AuthRouteInput, AuthRouteName, AuthRouteOutput, authRoutes } from '../../generated/auth-routes.ts';
-import type { Context, Principal, RowOf } from '../context.ts';
+import type { Context, RowOf } from '../context.ts';
+import type { Principal } from './principal.ts';
 import { ApiError } from '../contract/errors.ts';
 
 /** What identity routes get in their context besides a procedure's. */

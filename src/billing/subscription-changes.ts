@@ -4,8 +4,8 @@
  * follow carry the same state and change nothing more.
  */
 import type { Services } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { BillingSettings } from '../config.ts';
-import type { Principal } from '../context.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../contract/errors.ts';
 import { stripeClient } from './stripe-client.ts';

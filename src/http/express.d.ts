@@ -1,5 +1,5 @@
 import type { Logger } from '../logger.ts';
-import type { Principal } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 
 declare global {
   namespace Express {

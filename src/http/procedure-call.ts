@@ -6,7 +6,8 @@
  * against the contract when response validation is on.
  */
 import type { ProcedureDefinition } from '../contract/procedure-definition.ts';
-import type { Context, Principal, Services } from '../context.ts';
+import type { Context, Services } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import { enforceAccess } from '../auth/access.ts';
 import { ApiError, type ValidationIssue } from '../contract/errors.ts';
 import { outputValidator, toIssues, validateInput, type ValidateFunction } from '../contract/validators.ts';

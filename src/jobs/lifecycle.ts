@@ -13,7 +13,7 @@
  * (events.ts). Each transaction runs again when PostgreSQL still aborts it as a deadlock victim or
  * for serialization (retry-transaction.ts): they only touch the database.
  */
-import type { Principal } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Sql } from '../db/connection.ts';
 import type { Db } from '../db/db.ts';
 import type { PlanLimits } from '../billing/plans.ts';

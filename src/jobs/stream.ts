@@ -8,7 +8,8 @@
  * the streams it concerns at once (stream-revocations.ts), the periodic re-check being the backstop.
  */
 import { procedures } from '../../generated/procedures.ts';
-import type { Context, EventSink, Principal, StreamHandlers } from '../context.ts';
+import type { Context, EventSink, StreamHandlers } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import { ApiError } from '../contract/errors.ts';
 import { eventHubFor } from './event-hub.ts';
 import { eventsAfter, latestEventId, type JobEvent } from './events.ts';

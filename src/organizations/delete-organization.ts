@@ -3,7 +3,8 @@
  * platform admin's procedure (admin.organizations.delete): confirmed by slug, refused while a
  * subscription is live, audited before the cascade, and its stored objects deleted after the commit.
  */
-import type { Principal, Services } from '../context.ts';
+import type { Services } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Logger } from '../logger.ts';
 import { writeAudit } from '../audit/audit-log.ts';
 import { ApiError } from '../contract/errors.ts';

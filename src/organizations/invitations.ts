@@ -4,7 +4,7 @@
  */
 import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
 import { writeAudit } from '../audit/audit-log.ts';
-import type { Principal } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import { ApiError } from '../contract/errors.ts';
 import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';

@@ -5,7 +5,7 @@
  * result.
  */
 import { roleHasPermission, type OrganizationRole, type Permission } from '../auth/permissions.ts';
-import type { Principal } from '../context.ts';
+import type { Principal } from '../auth/principal.ts';
 import { ApiError } from '../contract/errors.ts';
 import type { MemberRow } from './members-store.ts';
 
