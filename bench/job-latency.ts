@@ -17,7 +17,7 @@ import type { Database } from '../src/db/connection.ts';
 import { newId } from '../src/ids.ts';
 import { jobStreamProcedures } from '../src/jobs/stream.ts';
 import { createLogger } from '../src/logger.ts';
-import { streamHandlers } from '../src/procedures.ts';
+import { streamHandlers } from '../src/composition/handlers.ts';
 import { runStandalone } from './pg-server.ts';
 import { benchEnv, percentile, startFullApp } from './support.ts';
 

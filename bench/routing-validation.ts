@@ -20,7 +20,7 @@ import { parse as parseQuery } from 'node:querystring';
 import type { Context, Handler } from '../src/context.ts';
 import type { Principal } from '../src/auth/principal.ts';
 import type { Database } from '../src/db/connection.ts';
-import { streamHandlers } from '../src/procedures.ts';
+import { streamHandlers } from '../src/composition/handlers.ts';
 import { restRouter } from '../src/http/rest-transport.ts';
 import { validateInput } from '../src/contract/validators.ts';
 import { logger, median, openBenchDatabase, startFullApp } from './support.ts';
@@ -60,15 +60,14 @@ function exchange(done: () => void) {
 }
 
 export async function benchRoutingValidation(db: Database, { batches = 21, perBatch = 5000 } = {}): Promise<RoutingResult> {
-  // buildApp wires the services (config, limiters, overrides) as in production; the server itself is not used.
+  // compose wires the services (config, limiters, overrides) as in production; the server itself is not used.
   const app = await startFullApp(db, {
     authenticate: async () => ({ principal, via: 'bearer' as const }),
     memberships: { roleIn: async () => 'owner', workspaceOrganization: async () => 'org_pycdybk377oxtzq6svizx3or' },
   });
   await app.close();
   const { services } = app;
-  const document = JSON.parse(readFileSync(new URL('../generated/openapi.json', import.meta.url), 'utf8'));
-  const router = await restRouter(document, { 'documents.list': list }, streamHandlers, services);
+  const router = restRouter({ 'documents.list': list }, streamHandlers, services);
   const ctx: Context = { requestId: 'req_1', log: logger, ip: '127.0.0.1', principal, services, tenant: null, row: undefined };
 
   const routed = () => new Promise<number>((resolve, reject) => {

@@ -10,7 +10,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -18,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { childrenOf } from './soak-sample.ts';
 import { SERVICE_NODE_FLAGS } from '../src/process/node-flags.ts';
+import { freePort } from '../test/support/ports.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const run = promisify(execFile);
@@ -64,16 +64,6 @@ export interface Serve {
   exit: { code: number | null; signal: string | null } | undefined;
   /** SIGTERM (it drains), then SIGKILL after 30 s; the exit code. Deletes its data directory. */
   stop(): Promise<number | null>;
-}
-
-/** A free loopback port, as scripts/pg-server.sh finds one. */
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Start-up of `node src/main.ts serve` on the embedded database, as `make start` runs it: the time
  * from spawning the process to the first 200 from GET /readyz, for
- *   - a fresh data directory, started from the migrated template (src/db/template.ts);
+ *   - a fresh data directory, started from the migrated template (src/composition/database-template.ts);
  *   - a restart on that directory;
  *   - the baseline in the same run: a fresh data directory with `--no-template` (PGlite's initdb,
  *     then every migration: the path every fresh start took before the template).
@@ -18,7 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { ensureTemplate } from '../src/db/template.ts';
+import { ensureTemplate } from '../src/composition/database-template.ts';
+import { median } from './statistics.ts';
 
 export const START_AIM_MS = { fresh: 3000, restart: 1500 };
 
@@ -148,12 +149,6 @@ function parseLine(line: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function ms(value: number): string {

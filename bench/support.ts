@@ -5,7 +5,7 @@
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,9 +15,11 @@ import { loadConfig, type Config } from '../src/config.ts';
 import type { Services } from '../src/context.ts';
 import { openDatabase, type Database } from '../src/db/connection.ts';
 import { migrate } from '../src/db/migrations.ts';
-import { buildApp, type AppOptions } from '../src/http/app.ts';
+import { compose, type ComposeOptions } from '../src/composition/compose.ts';
 import { createLogger } from '../src/logger.ts';
 import { version } from '../src/version.ts';
+import { deletingDataDirOnClose } from '../test/support/data-dir.ts';
+import { forkWorker, type ChildWorker } from './child.ts';
 import type { LoadRequest, LoadResult } from './load.ts';
 
 // Production: no response validation, no logging I/O; the rate limit is lifted so that the
@@ -30,16 +32,7 @@ export async function openBenchDatabase(): Promise<Database> {
   const dataDir = await mkdtemp(join(tmpdir(), 'workspace-api-bench-'));
   const db = await openDatabase({ dataDir });
   await migrate(db.sql);
-  return {
-    ...db,
-    async close() {
-      try {
-        await db.close();
-      } finally {
-        await rm(dataDir, { recursive: true, force: true });
-      }
-    },
-  };
+  return deletingDataDirOnClose(db, dataDir);
 }
 
 export interface Running {
@@ -61,11 +54,11 @@ async function served(server: Server): Promise<Running> {
 }
 
 /**
- * The real app on a loopback port. `close` also stops what buildApp started (the job queue and its
+ * The real app on a loopback port. `close` also stops what compose started (the job queue and its
  * inline worker), which must happen before the database closes.
  */
-export async function startFullApp(db: Database, overrides?: AppOptions['overrides'], appConfig: Config = config): Promise<Running & { services: Services }> {
-  const { app, services, stop } = await buildApp({ config: appConfig, db, logger, ...(overrides ? { overrides } : {}) });
+export async function startFullApp(db: Database, overrides?: ComposeOptions['overrides'], appConfig: Config = config): Promise<Running & { services: Services }> {
+  const { app, services, stop } = await compose({ config: appConfig, db, logger, ...(overrides ? { overrides } : {}) });
   const running = await served(app.listen(0, '127.0.0.1'));
   return {
     ...running,
@@ -94,32 +87,8 @@ export function startBareServer(): Promise<Running> {
  * A load generator in a child process (process.execPath is the project's Node 24), kept for a
  * whole benchmark so each measurement reuses a client whose code is already optimised.
  */
-export function startLoader(): { run(request: LoadRequest): Promise<LoadResult>; close(): void } {
-  const child = fork(fileURLToPath(new URL('./load.ts', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const exited = once(child, 'exit').then(() => {
-    throw new Error('the load generator exited');
-  });
-  exited.catch(() => {}); // after close() the exit is expected
-  return {
-    async run(request) {
-      child.send(request);
-      const [result] = (await Promise.race([once(child, 'message'), exited])) as [LoadResult];
-      return result;
-    },
-    close() {
-      child.disconnect();
-    },
-  };
+export function startLoader(): ChildWorker<LoadRequest, LoadResult> {
+  return forkWorker(fileURLToPath(new URL('./load.ts', import.meta.url)), [], 'the load generator');
 }
 
-export function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-/** The nearest-rank percentile (p in 0..100) of `values`. */
-export function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
+export { median, percentile } from './statistics.ts';

@@ -24,6 +24,8 @@ import { requestId } from '../src/http/request-id.ts';
 import { createLogger } from '../src/logger.ts';
 import { LocalDriver } from '../src/storage/local-driver.ts';
 import { uploadRoutes } from '../src/storage/upload-routes.ts';
+import { forkWorker, type ChildWorker } from './child.ts';
+import { median } from './statistics.ts';
 
 export const UPLOAD_AIM = { ratio: 0.8, rssGrowthMiB: 30 };
 const SIZE = 25 * 1024 * 1024;
@@ -195,29 +197,9 @@ async function listening(server: Server): Promise<Server> {
   return server;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 /** This file again, in a child process, as the uploading client. */
-function startClient(): { run(request: ClientRequest): Promise<ClientAnswer>; close(): void } {
-  const child = fork(fileURLToPath(import.meta.url), [CLIENT_FLAG], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const exited = once(child, 'exit').then(() => {
-    throw new Error('the upload client exited');
-  });
-  exited.catch(() => {}); // after close() the exit is expected
-  return {
-    async run(message) {
-      child.send(message);
-      const [answer] = (await Promise.race([once(child, 'message'), exited])) as [ClientAnswer];
-      return answer;
-    },
-    close() {
-      child.disconnect();
-    },
-  };
+function startClient(): ChildWorker<ClientRequest, ClientAnswer> {
+  return forkWorker(fileURLToPath(import.meta.url), [CLIENT_FLAG], 'the upload client');
 }
 
 /** The client's side: streams the file as the PUT body with exactly the given headers. */

@@ -15,6 +15,8 @@ import { buildTypes } from './types.ts';
 import { buildValidators } from './validators.ts';
 import { buildAuthRoutes, buildProcedures } from './procedures.ts';
 import { buildClient } from './client.ts';
+import { buildConfigurationDoc } from './configuration-doc.ts';
+import { buildOperationsDoc } from './operations-doc.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const check = process.argv.includes('--check');
@@ -22,11 +24,13 @@ const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 
 const files: Record<string, string> = {};
 let count = 0;
+const lists: Record<'procedures' | 'identity', ReturnType<typeof readOperations>> = { procedures: [], identity: [] };
 
 {
   const bundle = bundleContract(root, version, 'v1');
   const doc = publishedDocument(bundle);
   const operations = readOperations(doc);
+  lists.procedures = operations;
   // From the whole bundle: the x-internal schemas (the HTTP layer's own answers) get validators too.
   const validators = buildValidators(bundle, operations);
   count += operations.length;
@@ -43,6 +47,7 @@ let count = 0;
   const bundle = bundleContract(root, version, 'auth');
   const doc = publishedDocument(bundle);
   const operations = readOperations(doc);
+  lists.identity = operations;
   const validators = buildValidators(bundle, operations);
   count += operations.length;
   Object.assign(files, {
@@ -54,6 +59,8 @@ let count = 0;
   });
 }
 
+files['../docs/configuration.md'] = buildConfigurationDoc(); // the settings table, from src/config/schema.ts
+files['../docs/operations.md'] = buildOperationsDoc(lists.procedures, lists.identity); // every operation, from the same records as the route tables
 const dir = join(root, 'generated');
 mkdirSync(dir, { recursive: true });
 const stale = Object.entries(files).filter(([name, text]) => {

@@ -1,10 +1,18 @@
 /**
  * Settings, read from environment variables once at start. A bad value stops the start with a
  * message naming the variable; every setting has a default that makes the embedded mode work.
- * The README's settings table is checked against `settingNames` by a test.
+ * Each setting is declared once, in the JSON schema of src/config/schema.ts: env-schema validates
+ * the environment against it (src/config/read.ts) and docs/configuration.md is generated from it
+ * (codegen/configuration-doc.ts). Here: the rules across settings, and the Config they make.
  */
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { proxyList } from './config/formats.ts';
+import { ConfigError, readSettings, type Env } from './config/read.ts';
+import type { Settings } from './config/schema.ts';
+
+export { ConfigError } from './config/read.ts';
+export { settingNames } from './config/schema.ts';
 
 export interface Config {
   port: number;
@@ -156,225 +164,129 @@ export interface OAuthClient {
   apiUrl: string;
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-type Env = Record<string, string | undefined>;
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
-/** Every variable this module reads, for the documentation check. */
-export const settingNames = [
-  'PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'PUBLIC_URL', 'WEB_URL', 'TRUSTED_ORIGINS',
-  'TRUST_PROXY', 'LOG_LEVEL', 'NODE_ENV', 'RATE_LIMIT_PER_MINUTE', 'VALIDATE_RESPONSES',
-  'REQUIRE_EMAIL_VERIFICATION', 'CONTACT_EMAIL', 'AUTH_RATE_LIMIT_PER_MINUTE',
-  'EMAIL_PROVIDER', 'SMTP_URL', 'EMAIL_FROM', 'ADMIN_EMAILS',
-  'GITHUB_CLIENT_ID', 'GITHUB_CLIENT_SECRET', 'GITHUB_URL', 'GITHUB_API_URL',
-  'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET', 'GOOGLE_ISSUER',
-  'SECRET', 'MAX_UPLOAD_BYTES', 'STORAGE_DRIVER', 'S3_BUCKET', 'S3_REGION', 'S3_ENDPOINT', 'S3_FORCE_PATH_STYLE',
-  'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
-  'DB_STATEMENT_TIMEOUT_MS', 'DB_LOCK_TIMEOUT_MS', 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 'DB_DEADLINE_MS', 'DB_JOB_DEADLINE_MS',
-  'AI_URL', 'AI_API_KEY', 'AI_HOST', 'AI_PORT', 'EMBEDDING_PROVIDER', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'EMBEDDING_MODEL',
-  'EXTRACT_TIMEOUT_SECONDS', 'EXTRACT_MEMORY_MB', 'MAX_EXTRACTED_CHARACTERS', 'EXTRACT_MAX_INFLATED_BYTES',
-  'EXTRACT_MAX_PDF_PAGES', 'EXTRACT_MAX_HTML_DEPTH', 'OCR_MAX_PIXELS', 'OCR_TIMEOUT_SECONDS',
-  'SEARCH_RANKING', 'WORKER', 'WORKER_CONCURRENCY', 'WORKER_BATCH_SIZE', 'JOB_LEASE_SECONDS',
-  'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_API_URL',
-  'STRIPE_PRICE_PRO_MONTH', 'STRIPE_PRICE_PRO_YEAR', 'STRIPE_PRICE_TEAM_MONTH', 'STRIPE_PRICE_TEAM_YEAR',
-  'METRICS_TOKEN',
-] as const;
-
 export function loadConfig(env: Env = process.env): Config {
-  const port = integer(env, 'PORT', 3000, 0, 65535);
-  const host = text(env, 'HOST', '127.0.0.1');
-  const environment = text(env, 'NODE_ENV', 'development');
-  const publicUrl = url(env, 'PUBLIC_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-  const webUrl = url(env, 'WEB_URL');
-  const emailProvider = oneOf(env, 'EMAIL_PROVIDER', ['smtp', 'log', 'none'] as const, environment === 'production' ? 'none' : 'log');
-  const smtpUrl = raw(env, 'SMTP_URL');
+  const settings = readSettings(env);
+  const { PORT: port, HOST: host, NODE_ENV: environment } = settings;
+  const publicUrl = settings.PUBLIC_URL ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  const emailProvider = settings.EMAIL_PROVIDER ?? (environment === 'production' ? 'none' : 'log');
+  const smtpUrl = settings.SMTP_URL;
   if (emailProvider === 'smtp' && (!smtpUrl || !URL.canParse(smtpUrl) || !/^smtps?:$/.test(new URL(smtpUrl).protocol))) {
     throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL when EMAIL_PROVIDER is smtp');
   }
+  const external = settings.DATABASE_URL !== undefined;
+  const database = databaseSettings(settings, environment);
+  const github = oauthClient(settings, 'GITHUB');
+  const google = oauthClient(settings, 'GOOGLE');
   return {
     port,
     host,
-    dataDir: resolve(text(env, 'DATA_DIR', './.data')),
-    databaseUrl: databaseUrl(env),
-    database: databaseSettings(env, environment),
-    publicUrl: publicUrl.replace(/\/+$/, ''),
-    webUrl: webUrl?.replace(/\/+$/, ''),
-    trustedOrigins: origins(env, 'TRUSTED_ORIGINS'),
-    trustProxy: trustProxy(env),
-    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    dataDir: resolve(settings.DATA_DIR),
+    databaseUrl: settings.DATABASE_URL,
+    database,
+    publicUrl: trimSlashes(publicUrl),
+    webUrl: settings.WEB_URL === undefined ? undefined : trimSlashes(settings.WEB_URL),
+    trustedOrigins: settings.TRUSTED_ORIGINS.map((item) => new URL(item).origin),
+    trustProxy: trustProxy(settings.TRUST_PROXY),
+    logLevel: settings.LOG_LEVEL,
     environment,
-    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 300, 1, 1_000_000),
-    validateResponses: boolean(env, 'VALIDATE_RESPONSES', environment !== 'production'),
-    requireEmailVerification: boolean(env, 'REQUIRE_EMAIL_VERIFICATION', false),
-    contactEmail: email(env, 'CONTACT_EMAIL'),
-    authRateLimitPerMinute: integer(env, 'AUTH_RATE_LIMIT_PER_MINUTE', 10, 1, 1_000_000),
+    rateLimitPerMinute: settings.RATE_LIMIT_PER_MINUTE,
+    validateResponses: settings.VALIDATE_RESPONSES ?? environment !== 'production',
+    requireEmailVerification: settings.REQUIRE_EMAIL_VERIFICATION,
+    contactEmail: settings.CONTACT_EMAIL,
+    authRateLimitPerMinute: settings.AUTH_RATE_LIMIT_PER_MINUTE,
     emailProvider,
     smtpUrl,
-    emailFrom: raw(env, 'EMAIL_FROM') ?? `Workspace API <no-reply@${mailDomain(publicUrl)}>`,
-    adminEmails: (raw(env, 'ADMIN_EMAILS') ?? '').split(',').map((item) => item.trim().toLowerCase()).filter(Boolean),
-    github: oauthClient(env, 'GITHUB', 'https://github.com', 'https://api.github.com'),
-    google: oauthClient(env, 'GOOGLE', 'https://accounts.google.com', ''),
-    secret: secret(env, environment),
-    maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 26_214_400, 1, Number.MAX_SAFE_INTEGER),
-    storage: storage(env),
-    ai: aiSettings(env),
-    searchRanking: oneOf(env, 'SEARCH_RANKING', ['hybrid', 'vector', 'fulltext'] as const, 'hybrid'),
+    emailFrom: settings.EMAIL_FROM ?? `Workspace API <no-reply@${mailDomain(publicUrl)}>`,
+    adminEmails: settings.ADMIN_EMAILS.map((item) => item.toLowerCase()),
+    github,
+    google,
+    secret: secret(settings, environment),
+    maxUploadBytes: settings.MAX_UPLOAD_BYTES,
+    storage: storage(settings),
+    ai: aiSettings(settings),
+    searchRanking: settings.SEARCH_RANKING,
     worker: {
-      mode: workerMode(env),
-      concurrency: integer(env, 'WORKER_CONCURRENCY', 2, 1, 64),
+      mode: workerMode(settings, external),
+      concurrency: settings.WORKER_CONCURRENCY,
       // Batches pay on the embedded database, not on a server (queue.ts, Batches).
-      batchSize: integer(env, 'WORKER_BATCH_SIZE', raw(env, 'DATABASE_URL') === undefined ? 4 : 1, 1, 100),
-      // pg-boss checks heartbeats no more often than every 10 seconds.
-      leaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 10, 86_400),
+      batchSize: settings.WORKER_BATCH_SIZE ?? (external ? 1 : 4),
+      leaseSeconds: settings.JOB_LEASE_SECONDS,
     },
-    billing: billing(env),
-    metricsToken: metricsToken(env, environment),
+    billing: billing(settings),
+    metricsToken: metricsToken(settings, environment),
   };
+}
+
+function trimSlashes(url: string): string {
+  return url.replace(/\/+$/, '');
 }
 
 /** Billing is on when the secret key and the webhook secret are both set; one without the other is a mistake. */
-function billing(env: Env): BillingSettings | null {
-  const secretKey = raw(env, 'STRIPE_SECRET_KEY');
-  const webhookSecret = raw(env, 'STRIPE_WEBHOOK_SECRET');
+function billing(settings: Settings): BillingSettings | null {
+  const { STRIPE_SECRET_KEY: secretKey, STRIPE_WEBHOOK_SECRET: webhookSecret } = settings;
   if (!secretKey && !webhookSecret) return null;
   if (!secretKey || !webhookSecret) throw new ConfigError('STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET must be set together');
-  const price = (plan: string, interval: string) => raw(env, `STRIPE_PRICE_${plan}_${interval}`);
-  const prices = (plan: 'PRO' | 'TEAM') => {
-    const month = price(plan, 'MONTH');
-    const year = price(plan, 'YEAR');
-    return { ...(month ? { month } : {}), ...(year ? { year } : {}) };
+  const prices = (month: string | undefined, year: string | undefined) => ({ ...(month ? { month } : {}), ...(year ? { year } : {}) });
+  return {
+    secretKey,
+    webhookSecret,
+    apiUrl: settings.STRIPE_API_URL === undefined ? undefined : trimSlashes(settings.STRIPE_API_URL),
+    prices: {
+      pro: prices(settings.STRIPE_PRICE_PRO_MONTH, settings.STRIPE_PRICE_PRO_YEAR),
+      team: prices(settings.STRIPE_PRICE_TEAM_MONTH, settings.STRIPE_PRICE_TEAM_YEAR),
+    },
   };
-  return { secretKey, webhookSecret, apiUrl: url(env, 'STRIPE_API_URL')?.replace(/\/+$/, ''), prices: { pro: prices('PRO'), team: prices('TEAM') } };
 }
 
-function aiSettings(env: Env): AiSettings {
+function aiSettings(settings: Settings): AiSettings {
   // Not HOST: an API opened to the network (HOST=0.0.0.0 in a container) keeps its AI service private.
-  const host = text(env, 'AI_HOST', '127.0.0.1');
-  const port = integer(env, 'AI_PORT', 3001, 0, 65535);
-  const provider = oneOf(env, 'EMBEDDING_PROVIDER', ['local', 'openai'] as const, 'local');
-  const openaiKey = raw(env, 'OPENAI_API_KEY');
+  const { AI_HOST: host, AI_PORT: port } = settings;
   const urlHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : isIP(host) === 6 ? `[${host}]` : host;
   return {
-    url: (url(env, 'AI_URL') ?? `http://${urlHost}:${port}`).replace(/\/+$/, ''),
-    apiKey: raw(env, 'AI_API_KEY'),
+    url: trimSlashes(settings.AI_URL ?? `http://${urlHost}:${port}`),
+    apiKey: settings.AI_API_KEY,
     host,
     port,
-    provider,
+    provider: settings.EMBEDDING_PROVIDER,
     extraction: {
-      timeoutMs: integer(env, 'EXTRACT_TIMEOUT_SECONDS', 60, 1, 100) * 1000,
-      memoryMb: integer(env, 'EXTRACT_MEMORY_MB', 512, 64, 16384),
-      maxCharacters: integer(env, 'MAX_EXTRACTED_CHARACTERS', 2_000_000, 1000, 100_000_000),
-      maxInflatedBytes: integer(env, 'EXTRACT_MAX_INFLATED_BYTES', 128 * 1024 * 1024, 1024 * 1024, 8 * 1024 ** 3),
-      maxPdfPages: integer(env, 'EXTRACT_MAX_PDF_PAGES', 2000, 1, 100_000),
-      maxHtmlDepth: integer(env, 'EXTRACT_MAX_HTML_DEPTH', 256, 16, 10_000),
-      maxImagePixels: integer(env, 'OCR_MAX_PIXELS', 36_000_000, 1_000_000, 500_000_000),
-      ocrTimeoutMs: integer(env, 'OCR_TIMEOUT_SECONDS', 60, 1, 100) * 1000,
+      timeoutMs: settings.EXTRACT_TIMEOUT_SECONDS * 1000,
+      memoryMb: settings.EXTRACT_MEMORY_MB,
+      maxCharacters: settings.MAX_EXTRACTED_CHARACTERS,
+      maxInflatedBytes: settings.EXTRACT_MAX_INFLATED_BYTES,
+      maxPdfPages: settings.EXTRACT_MAX_PDF_PAGES,
+      maxHtmlDepth: settings.EXTRACT_MAX_HTML_DEPTH,
+      maxImagePixels: settings.OCR_MAX_PIXELS,
+      ocrTimeoutMs: settings.OCR_TIMEOUT_SECONDS * 1000,
     },
     openai: {
-      baseUrl: (url(env, 'OPENAI_BASE_URL') ?? 'https://api.openai.com/v1').replace(/\/+$/, ''),
-      apiKey: openaiKey,
-      model: text(env, 'EMBEDDING_MODEL', 'text-embedding-3-small'),
+      baseUrl: trimSlashes(settings.OPENAI_BASE_URL),
+      apiKey: settings.OPENAI_API_KEY,
+      model: settings.EMBEDDING_MODEL,
     },
   };
 }
 
-function raw(env: Env, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value === '' ? undefined : value;
-}
-
-function text(env: Env, name: string, fallback: string): string {
-  return raw(env, name) ?? fallback;
-}
-
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const value = raw(env, name);
-  if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
-  }
-  return Number(value);
-}
-
-function boolean(env: Env, name: string, fallback: boolean): boolean {
-  const value = raw(env, name)?.toLowerCase();
-  if (value === undefined) return fallback;
-  if (['1', 'true', 'yes', 'on'].includes(value)) return true;
-  if (['0', 'false', 'no', 'off'].includes(value)) return false;
-  throw new ConfigError(`${name} must be true or false, got "${value}"`);
-}
-
-/** TRUST_PROXY (see Config.trustProxy): false, a hop count, or a list of proxy addresses and subnets. */
-function trustProxy(env: Env): false | number | string[] {
-  const value = raw(env, 'TRUST_PROXY')?.toLowerCase();
-  if (value === undefined || ['false', 'no', 'off'].includes(value)) return false;
-  if (['true', 'yes', 'on'].includes(value)) return 1;
-  if (/^\d+$/.test(value)) {
-    const hops = Number(value);
-    if (hops > 32) throw new ConfigError(`TRUST_PROXY must be at most 32 hops, got "${value}"`);
-    return hops === 0 ? false : hops;
-  }
-  const items = value.split(',').map((item) => item.trim()).filter(Boolean);
-  for (const item of items) {
-    if (!isProxyAddress(item)) {
-      throw new ConfigError(`TRUST_PROXY must be true, false, a hop count, or a list of addresses, CIDR subnets, loopback, linklocal and uniquelocal; got "${item}"`);
-    }
-  }
-  return items;
-}
-
-function isProxyAddress(item: string): boolean {
-  if (['loopback', 'linklocal', 'uniquelocal'].includes(item)) return true;
-  const [address, bits, extra] = item.split('/');
-  const family = isIP(address ?? '');
-  if (family === 0 || extra !== undefined) return false;
-  if (bits === undefined) return true;
-  // Express also takes an IPv4 netmask after the slash (10.0.0.0/255.0.0.0).
-  if (family === 4 && isIP(bits) === 4) return true;
-  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
-}
-
-function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
-  const value = raw(env, name);
-  if (value === undefined) return fallback;
-  if (!(allowed as readonly string[]).includes(value)) {
-    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${value}"`);
-  }
-  return value as T;
-}
-
-function url(env: Env, name: string): string | undefined {
-  const value = raw(env, name);
-  if (value === undefined) return undefined;
-  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) {
-    throw new ConfigError(`${name} must be an http(s) URL, got "${value}"`);
-  }
-  return value;
-}
-
-function email(env: Env, name: string): string | undefined {
-  const value = raw(env, name);
-  if (value === undefined) return undefined;
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) throw new ConfigError(`${name} must be an email address, got "${value}"`);
-  return value;
+/** TRUST_PROXY (see Config.trustProxy; the schema's `trust-proxy` format has checked it): false, a hop count, or a list of proxies. */
+function trustProxy(value: string | undefined): false | number | string[] {
+  const lower = value?.toLowerCase();
+  if (lower === undefined || ['false', 'no', 'off'].includes(lower)) return false;
+  if (['true', 'yes', 'on'].includes(lower)) return 1;
+  if (/^\d+$/.test(lower)) return Number(lower) === 0 ? false : Number(lower);
+  return proxyList(lower);
 }
 
 /** A provider is enabled when both its client id and secret are set; one without the other is a mistake. */
-function oauthClient(env: Env, prefix: 'GITHUB' | 'GOOGLE', issuer: string, apiUrl: string): OAuthClient | null {
-  const clientId = raw(env, `${prefix}_CLIENT_ID`);
-  const clientSecret = raw(env, `${prefix}_CLIENT_SECRET`);
+function oauthClient(settings: Settings, prefix: 'GITHUB' | 'GOOGLE'): OAuthClient | null {
+  const clientId = settings[`${prefix}_CLIENT_ID`];
+  const clientSecret = settings[`${prefix}_CLIENT_SECRET`];
   if (!clientId && !clientSecret) return null;
   if (!clientId || !clientSecret) throw new ConfigError(`${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET must be set together`);
-  const issuerName = prefix === 'GITHUB' ? 'GITHUB_URL' : 'GOOGLE_ISSUER';
   return {
     clientId,
     clientSecret,
-    issuer: (url(env, issuerName) ?? issuer).replace(/\/+$/, ''),
-    apiUrl: prefix === 'GITHUB' ? (url(env, 'GITHUB_API_URL') ?? apiUrl).replace(/\/+$/, '') : apiUrl,
+    issuer: trimSlashes(prefix === 'GITHUB' ? settings.GITHUB_URL : settings.GOOGLE_ISSUER),
+    // Google's userinfo endpoint comes from discovery.
+    apiUrl: prefix === 'GITHUB' ? trimSlashes(settings.GITHUB_API_URL) : '',
   };
 }
 
@@ -384,62 +296,49 @@ function mailDomain(publicUrl: string): string {
   return isIP(host.replace(/^\[|\]$/g, '')) ? 'localhost' : host;
 }
 
-function secret(env: Env, environment: string): string | undefined {
-  const value = raw(env, 'SECRET');
+/** The schema checks its length (at least 32 characters). */
+function secret(settings: Settings, environment: string): string | undefined {
   // Instances share it, so a file of one machine's own will not do in production (see secret.ts).
-  if (value === undefined && environment === 'production') throw new ConfigError('SECRET must be set in production (at least 32 characters)');
-  if (value !== undefined && value.length < 32) throw new ConfigError('SECRET must be at least 32 characters');
-  return value;
+  if (settings.SECRET === undefined && environment === 'production') throw new ConfigError('SECRET must be set in production (at least 32 characters)');
+  return settings.SECRET;
 }
 
 /**
  * GET /metrics tells whoever asks the traffic per procedure, the error rates and the job backlog.
  * In production it is never open: a deployment without a token stops here rather than serve it to anyone.
  */
-function metricsToken(env: Env, environment: string): string | undefined {
-  const value = raw(env, 'METRICS_TOKEN');
-  if (value === undefined && environment === 'production') {
+function metricsToken(settings: Settings, environment: string): string | undefined {
+  if (settings.METRICS_TOKEN === undefined && environment === 'production') {
     throw new ConfigError('METRICS_TOKEN must be set in production: GET /metrics would otherwise be open to anyone who can reach the service');
   }
-  return value;
+  return settings.METRICS_TOKEN;
 }
 
-function storage(env: Env): Config['storage'] {
-  const driver = oneOf(env, 'STORAGE_DRIVER', ['local', 's3'] as const, 'local');
+function storage(settings: Settings): Config['storage'] {
+  const driver = settings.STORAGE_DRIVER;
   if (driver === 'local') return { driver };
-  const bucket = raw(env, 'S3_BUCKET');
+  const bucket = settings.S3_BUCKET;
   if (!bucket) throw new ConfigError('S3_BUCKET must be set when STORAGE_DRIVER is s3');
-  const accessKeyId = raw(env, 'S3_ACCESS_KEY_ID');
-  const secretAccessKey = raw(env, 'S3_SECRET_ACCESS_KEY');
+  const { S3_ACCESS_KEY_ID: accessKeyId, S3_SECRET_ACCESS_KEY: secretAccessKey } = settings;
   if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) throw new ConfigError('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together');
   return {
     driver,
     bucket,
-    region: text(env, 'S3_REGION', 'us-east-1'),
-    endpoint: url(env, 'S3_ENDPOINT'),
-    forcePathStyle: boolean(env, 'S3_FORCE_PATH_STYLE', false),
+    region: settings.S3_REGION,
+    endpoint: settings.S3_ENDPOINT,
+    forcePathStyle: settings.S3_FORCE_PATH_STYLE,
     accessKeyId,
     secretAccessKey,
   };
 }
 
 /** The embedded database serves one connection, which the API holds: a worker process could not reach it. */
-function workerMode(env: Env): WorkerSettings['mode'] {
-  const external = raw(env, 'DATABASE_URL') !== undefined;
-  const mode = oneOf(env, 'WORKER', ['process', 'inline', 'off'] as const, external ? 'process' : 'inline');
+function workerMode(settings: Settings, external: boolean): WorkerSettings['mode'] {
+  const mode = settings.WORKER ?? (external ? 'process' : 'inline');
   if (mode === 'process' && !external) {
     throw new ConfigError('WORKER is process, which needs DATABASE_URL: the embedded database serves one connection, held by the API (use inline)');
   }
   return mode;
-}
-
-function databaseUrl(env: Env): string | undefined {
-  const value = raw(env, 'DATABASE_URL');
-  if (value === undefined) return undefined;
-  if (!URL.canParse(value) || !/^postgres(ql)?:$/.test(new URL(value).protocol)) {
-    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
-  }
-  return value;
 }
 
 /**
@@ -464,34 +363,18 @@ export interface DatabaseSettings {
   jobDeadlineMs: number;
 }
 
-/** PostgreSQL's millisecond settings stop at 2^31 - 1 (about 24.8 days). */
-const MAX_TIMEOUT_MS = 2_147_483_647;
-
-function databaseSettings(env: Env, environment: string): DatabaseSettings {
-  const statementTimeoutMs = integer(env, 'DB_STATEMENT_TIMEOUT_MS', 8_000, 0, MAX_TIMEOUT_MS);
-  const deadlineMs = integer(env, 'DB_DEADLINE_MS', 10_000, 0, MAX_TIMEOUT_MS);
+function databaseSettings(settings: Settings, environment: string): DatabaseSettings {
+  const { DB_STATEMENT_TIMEOUT_MS: statementTimeoutMs, DB_DEADLINE_MS: deadlineMs } = settings;
   // The server should cancel a slow statement (and say why) before the client gives up on it.
   if (deadlineMs > 0 && statementTimeoutMs >= deadlineMs) {
     throw new ConfigError(`DB_STATEMENT_TIMEOUT_MS (${statementTimeoutMs}) must be below DB_DEADLINE_MS (${deadlineMs}), or DB_DEADLINE_MS 0`);
   }
   return {
     statementTimeoutMs,
-    lockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 10_000, 0, MAX_TIMEOUT_MS),
-    idleInTransactionTimeoutMs: integer(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000, 0, MAX_TIMEOUT_MS),
+    lockTimeoutMs: settings.DB_LOCK_TIMEOUT_MS,
+    idleInTransactionTimeoutMs: settings.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     transactionGuard: environment !== 'production',
     deadlineMs,
-    jobDeadlineMs: integer(env, 'DB_JOB_DEADLINE_MS', 60_000, 0, MAX_TIMEOUT_MS),
+    jobDeadlineMs: settings.DB_JOB_DEADLINE_MS,
   };
-}
-
-/** A comma-separated list of origins; each must be a bare origin (scheme, host, port). */
-function origins(env: Env, name: string): string[] {
-  const value = raw(env, name);
-  if (value === undefined) return [];
-  return value.split(',').map((item) => item.trim()).filter(Boolean).map((item) => {
-    if (!URL.canParse(item) || new URL(item).origin !== item.replace(/\/$/, '')) {
-      throw new ConfigError(`${name} must list origins like https://app.example.com, got "${item}"`);
-    }
-    return new URL(item).origin;
-  });
 }

@@ -14,8 +14,20 @@ import type { PlanLookup } from './billing/plans.ts';
 import type { StorageDriver } from './storage/driver.ts';
 import type { AiClient } from './ai-service/client.ts';
 import type { JobQueue } from './jobs/queue.ts';
+import type { JobLifecycle } from './jobs/lifecycle.ts';
+import type { JobStreams } from './jobs/job-streams.ts';
+import type { StripeClient } from './billing/stripe-client.ts';
 import type { ProcedureInput, ProcedureName, ProcedureOutput, procedures } from '../generated/procedures.ts';
-import type { ResourceName, ResourceRow } from './resources.ts';
+import type { AuthRouteInput, AuthRouteName, AuthRouteOutput, authRoutes } from '../generated/auth-routes.ts';
+import { ApiError } from './contract/errors.ts';
+import type { Document } from './documents/store.ts';
+import type { FeatureFlag } from './flags/store.ts';
+import type { JobRow } from './jobs/store.ts';
+import type { InvitationRow } from './organizations/invitations-store.ts';
+import type { OrganizationRow } from './organizations/store.ts';
+import type { TeamRow } from './organizations/teams-store.ts';
+import type { Workspace } from './workspaces/store.ts';
+import type { ResourceRegistry } from './db/resource.ts';
 
 /** Long-lived services shared by every request; built once by the app factory. */
 export interface Services {
@@ -23,6 +35,8 @@ export interface Services {
   db: Database;
   logger: Logger;
   memberships: Memberships;
+  /** The loaders of by-id operations' rows (composition/resources.ts), read by the binding layer. */
+  resources: ResourceRegistry;
   /** The configured email provider, or null when none is (features that send mail answer 412). */
   mailer: Mailer | null;
   /**
@@ -51,6 +65,12 @@ export interface Services {
   ai: AiClient;
   /** Where jobs are queued (pg-boss); the worker may run in this process or elsewhere. */
   queue: JobQueue;
+  /** Every change of a job's state (jobs/lifecycle.ts); wakes workers and streams once committed. */
+  jobs: JobLifecycle;
+  /** What the open jobs.stream connections share: the event reader, the per-user cap, the revocation watcher. */
+  streams: JobStreams;
+  /** The Stripe client, made on first use (billing routes answer 412 before asking when billing is off). */
+  stripe: StripeClient;
   /** Plan limits; null limits (billing not configured) mean nothing is enforced. */
   plans: PlanLookup;
   /** Resolves the caller from request headers; null when there is no valid session. */
@@ -82,15 +102,80 @@ export interface Context<Row = undefined> {
   row: Row;
 }
 
+/**
+ * The row each resource's loader answers (db/resource.ts), by the name `x-access` gives it. The
+ * loaders themselves are registered at the composition root (composition/resources.ts), which
+ * checks them against this map.
+ */
+export interface ResourceRows {
+  workspace: Workspace;
+  document: Document;
+  team: TeamRow;
+  invitation: InvitationRow;
+  job: JobRow;
+  organization: OrganizationRow;
+  flag: FeatureFlag;
+}
+export type ResourceName = keyof ResourceRows;
+
 /** The row type an operation's declared access hands its handler. */
-export type RowOf<A> = A extends { resource: infer R } ? (R extends ResourceName ? ResourceRow<R> : never) : undefined;
+export type RowOf<A> = A extends { resource: infer R } ? (R extends ResourceName ? ResourceRows[R] : never) : undefined;
 
-export type Handler<N extends ProcedureName> = (
-  input: ProcedureInput<N>,
-  ctx: Context<RowOf<(typeof procedures)[N]['access']>>,
-) => Promise<ProcedureOutput<N>> | ProcedureOutput<N>;
+/**
+ * The one shape of a handler, for procedures and identity routes alike: its input and a context
+ * in, its answer out, nothing about HTTP. `Extra` is what a kind of operation adds to the context
+ * (identity routes: the user agent, cookies, the raw body).
+ */
+export type HandlerOf<Input, Access, Answer, Extra = unknown> = (
+  input: Input,
+  ctx: Context<RowOf<Access>> & Extra,
+) => Promise<Answer> | Answer;
 
+/** A procedure's handler (openapi/openapi.yaml): answers the contract's output. */
+export type Handler<N extends ProcedureName> = HandlerOf<ProcedureInput<N>, (typeof procedures)[N]['access'], ProcedureOutput<N>>;
 export type Handlers = { [N in ProcedureName]?: Handler<N> };
+
+/**
+ * An identity route's handler (openapi/auth.yaml). Like a procedure it knows nothing about
+ * Express; unlike one it may hand out or clear a session, set a short-lived cookie (OAuth state)
+ * or redirect, which the identity router turns into headers.
+ */
+export type AuthHandler<N extends AuthRouteName> = HandlerOf<AuthRouteInput<N>, (typeof authRoutes)[N]['access'], AuthAnswer<AuthRouteOutput<N>>, AuthExtra>;
+export type AuthHandlers = { [N in AuthRouteName]?: AuthHandler<N> };
+
+/** What identity routes get in their context besides a procedure's. */
+export interface AuthExtra {
+  userAgent: string | null;
+  /** A request cookie by name (OAuth state and verifier cookies). */
+  cookie(name: string): string | undefined;
+  /**
+   * The request body exactly as it arrived (UTF-8 text), for what signs the bytes rather than
+   * the parsed JSON (the Stripe webhook); undefined without a body.
+   */
+  rawBody(): string | undefined;
+  /** A request header the contract declares (headers are not part of the input), e.g. stripe-signature. */
+  header(name: string): string | undefined;
+}
+
+export type AuthContext<Row = undefined> = Context<Row> & AuthExtra;
+
+export interface AuthAnswer<T> {
+  body?: T;
+  /** Answer 302 to this URL instead of a body. */
+  redirect?: string;
+  /** A session created now: sent as set-auth-token and as the session cookie. */
+  session?: { token: string; expiresAt: Date };
+  /** Remove the session cookie (sign-out, revocation of the current session). */
+  clearSession?: boolean;
+  /** Other cookies to set; maxAgeSeconds 0 removes one. */
+  cookies?: { name: string; value: string; maxAgeSeconds: number; path?: string }[];
+}
+
+/** The caller of an operation that needs a session: the binding layer already answered 401 without one, so this narrows the type. */
+export function signedIn(ctx: Context<unknown>): Principal {
+  if (!ctx.principal) throw new ApiError('UNAUTHORIZED');
+  return ctx.principal;
+}
 
 export interface EventSink {
   /** `event:`, optional `id:` and one `data:` line of JSON (WHATWG HTML, server-sent events). */

@@ -1,5 +1,5 @@
 // Runs once per test run: finds (or builds, once per migration change) the migrated
-// embedded template the service starts from (src/db/template.ts). Each test file
+// embedded template the service starts from (src/composition/database-template.ts). Each test file
 // then clones it (test/support/database.ts), which costs about a second instead
 // of the 4-6 s of a fresh PGlite initdb.
 //
@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
 import { createMigratedDatabase, quoteIdentifier } from './support/migrated-database.ts';
-import { ensureTemplate } from '../src/db/template.ts';
+import { ensureTemplate } from '../src/composition/database-template.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -52,7 +52,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
 }
 
 /**
- * The migrated embedded template the service itself starts from (src/db/template.ts): cached
+ * The migrated embedded template the service itself starts from (src/composition/database-template.ts): cached
  * under node_modules/.cache by migration checksums, so a run after the first pays nothing for it.
  */
 async function embeddedTemplate(): Promise<string> {

@@ -5,7 +5,7 @@
  */
 import type { Context, Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
-import { writeAudit, type AuditEntry } from '../audit/audit-log.ts';
+import { writeAudit, type AuditEntry } from '../audit/store.ts';
 import { deleteFlag, findFlag, listFlags, setOverride, upsertFlag } from '../flags/store.ts';
 
 const FLAG_NOT_FOUND = 'Feature flag not found.';

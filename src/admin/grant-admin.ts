@@ -6,7 +6,8 @@
  */
 import type { Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
-import { writeAudit } from '../audit/audit-log.ts';
+import { writeAudit } from '../audit/store.ts';
+import { lockUserByEmail, setUserRole } from '../auth/users-store.ts';
 
 export type GrantResult =
   | { status: 'granted' | 'already-admin'; userId: string; email: string }
@@ -15,11 +16,10 @@ export type GrantResult =
 /** Sets role 'admin' on the user with this email (any case). */
 export async function grantAdmin(sql: Sql, email: string, options: { now: Date; via: 'grant-admin' | 'ADMIN_EMAILS' }): Promise<GrantResult> {
   return sql.begin(async (tx): Promise<GrantResult> => {
-    const [user] = await tx<{ id: string; email: string; role: string | null }[]>`
-      select id, email, role from users where lower(email) = lower(${email.trim()}) for update`;
+    const user = await lockUserByEmail(tx, email.trim());
     if (!user) return { status: 'no-such-user', email: email.trim() };
     if (user.role === 'admin') return { status: 'already-admin', userId: user.id, email: user.email };
-    await tx`update users set role = 'admin', updated_at = ${options.now} where id = ${user.id}`;
+    await setUserRole(tx, user.id, 'admin', options.now);
     await writeAudit(tx, {
       organizationId: null,
       action: 'user.role_changed',

@@ -5,8 +5,7 @@
 import type { Db } from '../db/db.ts';
 import type { ProcedureOutput } from '../../generated/procedures.ts';
 import { isPlanName } from '../billing/plans.ts';
-import type { SubscriptionStatus } from '../billing/subscriptions-store.ts';
-import { LIVE_SUBSCRIPTION } from '../organizations/store.ts';
+import { LIVE_SUBSCRIPTION, type SubscriptionStatus } from '../billing/subscriptions-store.ts';
 
 export type OrganizationSummary = ProcedureOutput<'admin.organizations.list'>['items'][number];
 

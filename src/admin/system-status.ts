@@ -11,8 +11,8 @@ import { AiServiceError } from '../ai-service/client.ts';
 import { queueStats } from '../jobs/queue-stats.ts';
 import { countStaleDocuments } from '../jobs/reindex.ts';
 import { JOBS_QUEUE, QUEUE_SCHEMA } from '../jobs/queue.ts';
-import { LIVE_SUBSCRIPTION } from '../organizations/store.ts';
-import { authConfig } from '../system/procedures.ts';
+import { LIVE_SUBSCRIPTION } from '../billing/subscriptions-store.ts';
+import { authConfig } from '../system/auth-config.ts';
 import { version } from '../version.ts';
 
 const DATABASE_TIMEOUT_MS = 2_000;

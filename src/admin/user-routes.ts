@@ -4,16 +4,18 @@
  * admin may act on (not oneself, not another admin's session) and write platform-level audit
  * entries with the admin as the actor.
  */
-import { signedIn, type AuthHandlers } from '../auth/identity-route.ts';
+import { type AuthHandlers, signedIn } from '../context.ts';
 import { isBanned, sessionExpiry } from '../auth/sessions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { ApiError } from '../contract/errors.ts';
 import { toSession, toUser } from '../auth/views.ts';
-import * as store from './users-store.ts';
+import { findUser } from '../auth/users-store.ts';
+import { listUsers } from './users-store.ts';
+import * as userAdmin from './user-admin.ts';
 
 export const adminUserRoutes = {
   'auth.admin.listUsers': async (input, ctx) => {
-    const { users, total } = await store.listUsers(ctx.services.db.sql, {
+    const { users, total } = await listUsers(ctx.services.db.sql, {
       field: input.searchField ?? 'email',
       value: input.searchValue,
       limit: input.limit ?? 25,
@@ -25,7 +27,7 @@ export const adminUserRoutes = {
   'auth.admin.setRole': async (input, ctx) => {
     const admin = signedIn(ctx);
     notOnOneself(admin, input.userId, 'change your own platform role');
-    const user = await store.setUserRole(ctx.services.db.sql, { userId: input.userId, role: input.role, actor: admin, now: ctx.services.now() });
+    const user = await userAdmin.setUserRole(ctx.services.db.sql, { userId: input.userId, role: input.role, actor: admin, now: ctx.services.now() });
     return { body: { user: toUser(found(user), ctx.services.now()) } };
   },
 
@@ -33,7 +35,7 @@ export const adminUserRoutes = {
     const admin = signedIn(ctx);
     notOnOneself(admin, input.userId, 'ban yourself');
     const now = ctx.services.now();
-    const result = await store.banUser(ctx.services.db.sql, {
+    const result = await userAdmin.banUser(ctx.services.db.sql, {
       userId: input.userId,
       reason: input.banReason ?? null,
       expiresAt: input.banExpiresIn === undefined ? null : new Date(now.getTime() + input.banExpiresIn * 1000),
@@ -46,7 +48,7 @@ export const adminUserRoutes = {
   },
 
   'auth.admin.unbanUser': async (input, ctx) => {
-    const user = await store.unbanUser(ctx.services.db.sql, { userId: input.userId, actor: signedIn(ctx), now: ctx.services.now() });
+    const user = await userAdmin.unbanUser(ctx.services.db.sql, { userId: input.userId, actor: signedIn(ctx), now: ctx.services.now() });
     return { body: { user: toUser(found(user), ctx.services.now()) } };
   },
 
@@ -55,11 +57,11 @@ export const adminUserRoutes = {
     if (admin.impersonatedBy) throw new ApiError('FORBIDDEN', { message: 'Stop impersonating before impersonating someone else.' });
     notOnOneself(admin, input.userId, 'impersonate yourself');
     const now = ctx.services.now();
-    const target = found(await store.findUser(ctx.services.db.sql, input.userId));
+    const target = found(await findUser(ctx.services.db.sql, input.userId));
     if (target.role === 'admin') throw new ApiError('FORBIDDEN', { message: 'Platform admins cannot be impersonated.' });
     // The session would be refused on its first use (banned users have no valid sessions).
     if (isBanned(target, now)) throw new ApiError('FORBIDDEN', { message: 'Banned users cannot be impersonated.' });
-    const { token, session } = await store.startAuditedSession(ctx.services.db.sql, {
+    const { token, session } = await userAdmin.startAuditedSession(ctx.services.db.sql, {
       userId: target.id,
       impersonatedBy: admin.userId,
       ip: ctx.ip,
@@ -78,11 +80,11 @@ export const adminUserRoutes = {
     const now = ctx.services.now();
     const sql = ctx.services.db.sql;
     // The admin still exists: deleting a user deletes the impersonation sessions they started.
-    const admin = found(await store.findUser(sql, principal.impersonatedBy));
+    const admin = found(await findUser(sql, principal.impersonatedBy));
     if (isBanned(admin, now)) {
       throw new ApiError('FORBIDDEN', { message: 'The platform admin behind this session is banned.' });
     }
-    const { token, session } = await store.startAuditedSession(sql, {
+    const { token, session } = await userAdmin.startAuditedSession(sql, {
       userId: admin.id,
       impersonatedBy: null,
       ip: ctx.ip,
@@ -101,7 +103,7 @@ export const adminUserRoutes = {
 
   'auth.admin.revokeUserSessions': async (input, ctx) => {
     const admin = signedIn(ctx);
-    found(await store.revokeUserSessions(ctx.services.db.sql, { userId: input.userId, actor: admin, now: ctx.services.now() }));
+    found(await userAdmin.revokeUserSessions(ctx.services.db.sql, { userId: input.userId, actor: admin, now: ctx.services.now() }));
     // An admin who revokes their own sessions has just ended this one too.
     return { body: { success: true }, ...(input.userId === admin.userId ? { clearSession: true } : {}) };
   },
@@ -109,7 +111,7 @@ export const adminUserRoutes = {
   'auth.admin.removeUser': async (input, ctx) => {
     const admin = signedIn(ctx);
     notOnOneself(admin, input.userId, 'delete your own account here');
-    const result = await store.removeUser(ctx.services.db.sql, { userId: input.userId, actor: admin, now: ctx.services.now() });
+    const result = await userAdmin.removeUser(ctx.services.db.sql, { userId: input.userId, actor: admin, now: ctx.services.now() });
     if (!result.removed && result.reason === 'not_found') throw new ApiError('NOT_FOUND', { message: 'User not found.' });
     if (!result.removed && result.reason === 'last_owner') {
       throw new ApiError('CONFLICT', {

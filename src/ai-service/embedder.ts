@@ -20,16 +20,7 @@ import { HttpError } from './http-exchange.ts';
 import { BATCH_SIZE, DEFAULT_MODEL_DIR, missingModelFiles } from './model-files.ts';
 import { createOpenAiEmbedder } from './openai-embedder.ts';
 import { EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL, type EmbeddingsResult } from './protocol.ts';
-
-export interface Embedder {
-  /** The model that answers: 'all-MiniLM-L6-v2' for local, the provider's model for openai. */
-  readonly model: string;
-  /** Why it cannot embed (model files missing or failed to load, openai without key), or null. For the health report. */
-  problem(): string | null;
-  /** One unit vector of 384 numbers per text, in order. Throws HttpError (http-exchange.ts) 502/503 on provider failure. */
-  embed(texts: string[]): Promise<EmbeddingsResult>;
-  close(): Promise<void>;
-}
+import type { Embedder } from './embedder-interface.ts';
 
 export interface EmbedderOptions {
   /** The local model's folder; default DEFAULT_MODEL_DIR (model-files.ts). */

@@ -4,7 +4,7 @@
  * model, usage }`. The requested `model` is accepted and ignored: the configured embedder decides,
  * and the answer's `model` says which one served (LOCAL_EMBEDDING_MODEL for the local one).
  */
-import type { Embedder } from './embedder.ts';
+import type { Embedder } from './embedder-interface.ts';
 import { HttpError } from './http-exchange.ts';
 import { EMBEDDING_DIMENSIONS, MAX_EMBEDDING_INPUT_CHARS, MAX_EMBEDDING_INPUTS, isRecord } from './protocol.ts';
 

@@ -5,7 +5,7 @@
  */
 import type { AiSettings } from '../config.ts';
 import { version } from '../version.ts';
-import type { Embedder } from './embedder.ts';
+import type { Embedder } from './embedder-interface.ts';
 import type { Extractor } from './extractor.ts';
 import type { HealthReport } from './protocol.ts';
 

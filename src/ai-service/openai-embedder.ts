@@ -6,7 +6,7 @@
  */
 import type { AiSettings } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import type { Embedder } from './embedder.ts';
+import type { Embedder } from './embedder-interface.ts';
 import { HttpError } from './http-exchange.ts';
 import { EMBEDDING_DIMENSIONS, parseEmbeddings, type EmbeddingsResult } from './protocol.ts';
 

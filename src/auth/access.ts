@@ -8,8 +8,8 @@
 import type { Access } from '../contract/procedure-definition.ts';
 import type { Principal } from './principal.ts';
 import type { Sql } from '../db/connection.ts';
+import type { ResourceRegistry } from '../db/resource.ts';
 import { ApiError } from '../contract/errors.ts';
-import { findResource } from '../resources.ts';
 import { isPermission, roleHasPermission, type OrganizationRole, type Permission } from './permissions.ts';
 
 /** Where access decisions read memberships and tenants from. */
@@ -41,7 +41,7 @@ export async function enforceAccess(
   access: Access,
   input: Record<string, unknown>,
   principal: Principal | null,
-  services: { memberships: Memberships; db: { sql: Sql } },
+  services: { memberships: Memberships; db: { sql: Sql }; resources: ResourceRegistry },
 ): Promise<AccessDecision> {
   if (access === 'public') return OPEN;
   if (!principal) throw new ApiError('UNAUTHORIZED');
@@ -53,12 +53,12 @@ export async function enforceAccess(
   if ('role' in access) {
     // Admin first: nobody else learns whether the row exists.
     if (principal.role !== 'admin') throw new ApiError('FORBIDDEN');
-    return { tenant: null, row: await loadRow(access, input, services.db.sql) };
+    return { tenant: null, row: await loadRow(access, input, services) };
   }
   const { memberships } = services;
   if (access.tenant === 'row') {
-    const row = await loadRow(access, input, services.db.sql);
-    const resource = findResource(access.resource)!;
+    const row = await loadRow(access, input, services);
+    const resource = services.resources.find(access.resource)!;
     if (!resource.organizationOf) throw new Error(`${access.resource} rows belong to no organization: declare platform-admin access`);
     const tenant = await authorize(principal, resource.organizationOf(row), access.permission, memberships);
     return { tenant, row };
@@ -76,11 +76,11 @@ export async function enforceAccess(
 }
 
 /** The row a by-id operation names, through its resource's loader: 404 when there is none. */
-async function loadRow(access: { resource: string; idField?: string }, input: Record<string, unknown>, sql: Sql): Promise<unknown> {
-  const resource = findResource(access.resource);
+async function loadRow(access: { resource: string; idField?: string }, input: Record<string, unknown>, services: { db: { sql: Sql }; resources: ResourceRegistry }): Promise<unknown> {
+  const resource = services.resources.find(access.resource);
   // A resource without a loader belongs to procedures that are not built yet.
   if (!resource) throw new ApiError('NOT_IMPLEMENTED');
-  const row = await resource.load(sql, String(input[access.idField ?? 'id']));
+  const row = await resource.load(services.db.sql, String(input[access.idField ?? 'id']));
   if (row === null) throw new ApiError('NOT_FOUND', { message: resource.notFound });
   return row;
 }

@@ -35,7 +35,7 @@ export function sessionAuthenticator(sql: Sql, now: () => Date): Authenticator {
     if (!valid) return null;
     const { session, user } = valid;
     return {
-      principal: { userId: user.id, email: user.email, role: user.role, sessionId: session.id, impersonatedBy: session.impersonated_by },
+      principal: { userId: user.id, email: user.email, role: user.role, sessionId: session.id, impersonatedBy: session.impersonatedBy },
       via: presented.via,
       ...(valid.renewed ? { renewal: { token: presented.token, expiresAt: sessionExpiry(session) } } : {}),
     };

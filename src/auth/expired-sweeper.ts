@@ -8,7 +8,8 @@
  * `expires_at` has. Rows go in batches, so a large backlog neither holds many row locks at once
  * nor runs into the statement timeout. Each batch finds its rows with a scan of the table (there
  * is no index on the expiry columns: the sweep runs rarely, and an index on last_verified_at
- * would cost every hourly session refresh).
+ * would cost every hourly session refresh). The deletes are the stores' (sessions-store.ts,
+ * verification-tokens-store.ts); the schedule and what counts as ended are decided here.
  *
  * It also deletes the shared limiters' ended windows and the stream leases that lapsed
  * (sql/0010_rate_limits.sql): both are written by the API, which runs this sweeper, and are ignored
@@ -17,6 +18,8 @@
 import type { Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import { sessionPolicy } from './sessions.ts';
+import { deleteEndedSessions } from './sessions-store.ts';
+import { deleteExpiredVerificationTokens } from './verification-tokens-store.ts';
 import { deleteEndedWindows } from './shared-rate-limit.ts';
 import { deleteLapsedLeases } from '../jobs/stream-leases.ts';
 
@@ -38,12 +41,8 @@ export interface SweepResult {
 /** Deletes the sessions, verification tokens, limiter windows and stream leases that have expired at `now`; answers how many of each. */
 export async function sweepExpired(sql: Sql, now: Date, batch: number = SWEEP_BATCH): Promise<SweepResult> {
   const idleSince = new Date(now.getTime() - sessionPolicy.inactivityMs);
-  const sessions = await inBatches(batch, (limit) => sql`
-    delete from sessions where id in (
-      select id from sessions where expires_at <= ${now} or last_verified_at <= ${idleSince} limit ${limit})`);
-  const verificationTokens = await inBatches(batch, (limit) => sql`
-    delete from verification_tokens where id in (
-      select id from verification_tokens where expires_at <= ${now} limit ${limit})`);
+  const sessions = await inBatches(batch, async (limit) => ({ count: await deleteEndedSessions(sql, { now, idleSince, limit }) }));
+  const verificationTokens = await inBatches(batch, async (limit) => ({ count: await deleteExpiredVerificationTokens(sql, now, limit) }));
   const rateLimits = await inBatches(batch, (limit) => deleteEndedWindows(sql, now, limit));
   // Leases run on the database's clock (stream-leases.ts).
   const streamLeases = await inBatches(batch, (limit) => deleteLapsedLeases(sql, limit));

@@ -6,9 +6,8 @@
 import type { Services } from '../context.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { BillingSettings } from '../config.ts';
-import { writeAudit } from '../audit/audit-log.ts';
+import { writeAudit } from '../audit/store.ts';
 import { ApiError } from '../contract/errors.ts';
-import { stripeClient } from './stripe-client.ts';
 import { subscriptionState } from './stripe-mapping.ts';
 import { applySubscriptionState, toStripeSecond } from './subscription-sync.ts';
 import { liveSubscription, type SubscriptionRow } from './subscriptions-store.ts';
@@ -30,13 +29,13 @@ export async function liveAtStripe(services: Pick<Services, 'db'>, organizationI
 
 /** Makes the change at Stripe, records Stripe's answer and audits it (`subscription.<change>`). */
 export async function changeSubscription(
-  services: Pick<Services, 'db' | 'config' | 'now'>,
+  services: Pick<Services, 'db' | 'config' | 'now' | 'stripe'>,
   actor: Principal,
   live: SubscriptionRow & { payment_subscription_id: string },
   change: SubscriptionChange,
 ): Promise<SubscriptionRow> {
   const settings = billingSettings(services);
-  const stripe = await stripeClient(settings);
+  const stripe = await services.stripe();
   const id = live.payment_subscription_id;
   const reported = change === 'cancel-now'
     ? await stripe.subscriptions.cancel(id)

@@ -4,14 +4,13 @@
  * the organization) is the binding layer's; the subscription itself is recorded from Stripe's
  * webhook (webhook.ts) or Stripe's answers (subscription-changes.ts), never from a request.
  */
-import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
+import { type AuthHandlers, signedIn } from '../context.ts';
 import { absoluteTarget, checkRedirectTarget, defaultRedirect } from '../auth/redirect-targets.ts';
 import { ApiError } from '../contract/errors.ts';
 import { findOrganization } from '../organizations/store.ts';
-import { stripeClient } from './stripe-client.ts';
 import { billingSettings, changeSubscription, liveAtStripe } from './subscription-changes.ts';
 import { liveSubscription, toSubscription } from './subscriptions-store.ts';
-import { customerOf, setCustomer } from './customers-store.ts';
+import { customerOf, setCustomer } from '../organizations/store.ts';
 
 export const subscriptionRoutes = {
   async 'auth.subscription.upgrade'(input, ctx) {
@@ -27,7 +26,7 @@ export const subscriptionRoutes = {
     if (await liveSubscription(sql, input.organizationId)) {
       throw new ApiError('CONFLICT', { message: 'The organization already has a live subscription: change its plan in the billing portal, or cancel it first.' });
     }
-    const stripe = await stripeClient(settings);
+    const stripe = await ctx.services.stripe();
     let customer = await customerOf(sql, input.organizationId);
     if (!customer) {
       const organization = await findOrganization(sql, input.organizationId);
@@ -71,7 +70,7 @@ export const subscriptionRoutes = {
     const customer = await customerOf(ctx.services.db.sql, input.organizationId);
     if (!customer) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has no Stripe customer yet: subscribe first.' });
     const returnUrl = absoluteTarget(ctx.services.config, input.returnUrl ?? defaultRedirect(ctx.services.config));
-    const session = await (await stripeClient(settings)).billingPortal.sessions.create({ customer, return_url: returnUrl });
+    const session = await (await ctx.services.stripe()).billingPortal.sessions.create({ customer, return_url: returnUrl });
     return { body: { url: session.url, redirect: true as const } };
   },
 } satisfies AuthHandlers;

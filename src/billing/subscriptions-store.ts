@@ -5,7 +5,7 @@
  */
 import type { Db } from '../db/db.ts';
 import type { ProcedureOutput } from '../../generated/procedures.ts';
-import { LIVE_SUBSCRIPTION } from '../organizations/store.ts';
+/** Subscription statuses that still bill (or may bill again). */ export const LIVE_SUBSCRIPTION = ['active', 'trialing', 'past_due', 'unpaid', 'paused'];
 
 export type Subscription = NonNullable<ProcedureOutput<'billing.status'>['subscription']>;
 export type SubscriptionStatus = Subscription['status'];

@@ -6,15 +6,14 @@
  * ignores reports older than the row's, so late deliveries cannot undo newer ones.
  */
 import type Stripe from 'stripe';
-import type { AuthHandlers } from '../auth/identity-route.ts';
+import type { AuthHandlers } from '../context.ts';
 import type { BillingSettings } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import { badRequest } from '../contract/errors.ts';
-import { organizationOfCustomer, setCustomer } from './customers-store.ts';
+import { organizationOfCustomer, setCustomer } from '../organizations/store.ts';
 import { claimEvent, wasHandled } from './stripe-events-store.ts';
-import { stripeClient } from './stripe-client.ts';
 import { organizationOf, subscriptionState } from './stripe-mapping.ts';
 import { billingSettings } from './subscription-changes.ts';
 import { applySubscriptionState } from './subscription-sync.ts';
@@ -25,7 +24,7 @@ const RECEIVED = { body: { received: true as const } };
 export const webhookRoutes = {
   async 'auth.stripe.webhook'(_input, ctx) {
     const settings = billingSettings(ctx.services);
-    const stripe = await stripeClient(settings);
+    const stripe = await ctx.services.stripe();
     const { sql } = ctx.services.db;
     let event: Stripe.Event;
     try {

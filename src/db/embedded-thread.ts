@@ -13,25 +13,7 @@ import { PGlite, type Extension } from '@electric-sql/pglite';
 import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import type { EmbeddedExtensionName } from './embedded.ts';
-
-export interface ThreadSetup {
-  /** `<dataDir>/pg`. */
-  pgDataPath: string;
-  /** The template tarball's bytes, moved to this thread (a file-backed Blob cannot be posted). */
-  loadDataDir: ArrayBuffer | undefined;
-}
-
-/** To the thread. `crash` is for tests: the thread dies of an uncaught error at its next turn. */
-export type ThreadRequest = { type: 'dump' } | { type: 'close' } | { type: 'crash' };
-
-/** From the thread. Errors arrive as structured clones (see postError). */
-export type ThreadMessage =
-  | { type: 'listening'; address: string }
-  | { type: 'failed'; error: Error }
-  | { type: 'dumped'; tarball: Blob }
-  | { type: 'closed' }
-  | { type: 'error'; error: Error };
+import type { EmbeddedExtensionName, ThreadMessage, ThreadRequest, ThreadSetup } from './embedded-protocol.ts';
 
 // Every extension a migration may create must be loaded here: PGlite cannot load one later.
 // Production servers ship both (pgcrypto is contrib). The type keeps this list and

@@ -12,7 +12,7 @@ import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { lockDataDir } from './data-dir-lock.ts';
-import type { ThreadMessage, ThreadRequest, ThreadSetup } from './embedded-thread.ts';
+import type { ThreadMessage, ThreadRequest, ThreadSetup } from './embedded-protocol.ts';
 
 export interface EmbeddedDatabaseOptions {
   /** The service's data directory; PostgreSQL's files go in `<dataDir>/pg`. */
@@ -36,9 +36,6 @@ export interface EmbeddedDatabaseThread extends EmbeddedDatabase {
   crashThread(): void;
 }
 
-/** The extensions every embedded database loads (part of the migrated template's key); embedded-thread.ts loads them. */
-export const embeddedExtensionNames = ['vector', 'pgcrypto'] as const;
-export type EmbeddedExtensionName = (typeof embeddedExtensionNames)[number];
 
 export function embeddedPgDataPath(dataDir: string): string {
   return join(dataDir, 'pg');

@@ -2,7 +2,7 @@
 import type { Sql } from '../db/connection.ts';
 import type { CursorPosition } from '../pagination/cursor.ts';
 import type { components } from '../../generated/types.ts';
-import type { Resource } from '../resources.ts';
+import type { Resource } from '../db/resource.ts';
 import type { Db } from '../db/db.ts';
 import { storageKey } from '../storage/driver.ts';
 

@@ -6,7 +6,8 @@
 import type { components } from '../../generated/types.ts';
 import type { Db } from '../db/db.ts';
 import type { Sql } from '../db/connection.ts';
-import type { Resource } from '../resources.ts';
+import type { Resource } from '../db/resource.ts';
+import { findOrganization } from '../organizations/store.ts';
 
 /** The contract's FeatureFlag (date-time fields are Dates). */
 export type FeatureFlag = components['schemas']['FeatureFlag'];
@@ -108,8 +109,7 @@ export async function setOverride(tx: Db, key: string, organizationId: string, e
   // Locking the flag orders concurrent changes of its overrides (and a concurrent delete).
   const [flag] = await tx`select key from feature_flags where key = ${key} for update`;
   if (!flag) return { kind: 'no-flag' };
-  const [organization] = await tx`select id from organizations where id = ${organizationId}`;
-  if (!organization) return { kind: 'no-organization' };
+  if (!(await findOrganization(tx, organizationId))) return { kind: 'no-organization' };
   const [current] = await tx<{ enabled: boolean }[]>`
     select enabled from feature_flag_overrides where flag_key = ${key} and organization_id = ${organizationId}`;
   const from = current?.enabled ?? null;

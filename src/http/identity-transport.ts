@@ -9,7 +9,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { authRoutes, type AuthRouteName } from '../../generated/auth-routes.ts';
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
-import type { Services } from '../context.ts';
+import type { Services, AuthAnswer, AuthExtra, AuthHandlers } from '../context.ts';
 import { sendError } from './error-handler.ts';
 import { invoke, NO_BODY } from './procedure-call.ts';
 import { documentRoute } from './operational-routes.ts';
@@ -17,7 +17,6 @@ import { callRequest, restInput, toExpressPath } from './rest-transport.ts';
 import { ApiError } from '../contract/errors.ts';
 import { clearSessionCookie, sendSessionToken } from '../auth/authenticate.ts';
 import { readCookie, serializeCookie } from '../auth/cookies.ts';
-import type { AuthAnswer, AuthExtra, AuthHandlers } from '../auth/identity-route.ts';
 import { referencePage } from '../auth/reference-page.ts';
 
 export function identityRouter(options: { document: object; handlers: AuthHandlers; services: Services }): Router {

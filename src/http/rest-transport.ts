@@ -1,12 +1,11 @@
 /**
- * REST under /api/v1. openapi-backend loads the contract and lists its operations (quick mode: it
- * checks definitions as OpenAPI 3.0, see toolchain.md); each operation is registered once as an
- * Express route, so matching is not rebuilt per request. Path and query strings are coerced to the
+ * REST under /api/v1: each operation of the generated procedure table (the one list of the
+ * contract's operations, codegen/procedures.ts) is registered once as an Express route, so
+ * matching is not rebuilt per request. Path and query strings are coerced to the
  * contract's scalar types, merged with the body into the procedure's one input object, and handed
  * to the binding layer.
  */
 import express, { type Request, type Response, type Router } from 'express';
-import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { procedures, type InputField, type ProcedureDefinition, type ProcedureName } from '../../generated/procedures.ts';
 import type { Handlers, Services } from '../context.ts';
 import { badRequest, type ValidationIssue } from '../contract/errors.ts';
@@ -14,15 +13,11 @@ import { sendError } from './error-handler.ts';
 import { invoke, type CallRequest } from './procedure-call.ts';
 import { sendStream, type StreamHandlers } from './streams.ts';
 
-export async function restRouter(document: object, handlers: Handlers, streams: StreamHandlers, services: Services): Promise<Router> {
-  const backend = await new OpenAPIBackend({ definition: document as Document, quick: true, validate: false, apiRoot: '/' }).init();
+export function restRouter(handlers: Handlers, streams: StreamHandlers, services: Services): Router {
   const router = express.Router({ strict: true });
-  // x-transport: routes the HTTP layer serves itself (the /uploads addresses), not procedures.
-  for (const operation of backend.getOperations().filter((op) => (op as { 'x-transport'?: unknown })['x-transport'] === undefined)) {
-    const procedure = procedures[operation.operationId as ProcedureName] as ProcedureDefinition | undefined;
-    if (!procedure) throw new Error(`operation ${operation.operationId} is not in the procedure table: run make codegen`);
-    const method = operation.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
-    router[method](toExpressPath(operation.path), async (req: Request, res: Response) => {
+  for (const procedure of Object.values(procedures) as ProcedureDefinition[]) {
+    const method = procedure.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+    router[method](toExpressPath(procedure.path), async (req: Request, res: Response) => {
       res.locals.procedure = procedure.name; // the metrics' label (call-metrics.ts)
       try {
         const call = { procedure, ...restInput(procedure, req), request: callRequest(req), services };

@@ -1,22 +1,22 @@
 /**
- * One reader of the job event log per app, shared by every open jobs.stream: however many streams
+ * One reader of the job event log per service, shared by every open jobs.stream: however many streams
  * are open, the process asks the database for new events with one query (`eventsAfter` over all
  * organizations, page after page while pages come back full) and hands each event to the streams
  * of its organization.
  *
  * The reader runs only while at least one stream is subscribed. It is woken by this process's
- * writers (`announceJobEvents`), by `LISTEN job_events` on an external database (a worker in
+ * job lifecycle (its bus, event-bus.ts), by `LISTEN job_events` on an external database (a worker in
  * another process), and by a poll every `pollMs`, which alone guarantees progress: a lost
  * notification only delays an event. The embedded database takes a single connection, which
  * LISTEN would hold for good, so there the poll and the in-process wake do the work.
  */
-import type { Services } from '../context.ts';
 import type { Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
-import { eventsAfter, JOB_EVENTS_CHANNEL, latestEventId, onJobEventsAnnounced, type JobEvent } from './events.ts';
+import type { JobEventBus } from './event-bus.ts';
+import { eventsAfter, JOB_EVENTS_CHANNEL, latestEventId, type JobEvent } from './events-store.ts';
 
 const PAGE = 500;
-const DEFAULT_POLL_MS = 1_000;
+export const DEFAULT_POLL_MS = 1_000;
 
 export type JobEventListener = (event: JobEvent) => void;
 
@@ -34,29 +34,14 @@ export interface EventHub {
   subscribe(organizationId: string, listener: JobEventListener): Promise<Subscription>;
 }
 
-interface EventHubOptions {
+export interface EventHubOptions {
   sql: Sql;
+  /** This service's announcements of committed events. */
+  events: JobEventBus;
   /** LISTEN for other processes' notifications (external database only). */
   listen: boolean;
   pollMs: number;
   logger: Logger;
-}
-
-const hubs = new WeakMap<Services, EventHub>();
-
-/** The hub of an app (one per `Services`), made on its first stream. */
-export function eventHubFor(services: Services): EventHub {
-  let hub = hubs.get(services);
-  if (!hub) {
-    hub = createEventHub({
-      sql: services.db.sql,
-      listen: services.db.kind === 'external',
-      pollMs: services.streamTiming?.pollMs ?? DEFAULT_POLL_MS,
-      logger: services.logger,
-    });
-    hubs.set(services, hub);
-  }
-  return hub;
 }
 
 interface Reader {
@@ -66,7 +51,8 @@ interface Reader {
   stop(): void;
 }
 
-function createEventHub(options: EventHubOptions): EventHub {
+/** The hub of one service; its reader starts with the first subscription. */
+export function createEventHub(options: EventHubOptions): EventHub {
   const listeners = new Map<string, Set<JobEventListener>>();
   let subscribers = 0;
   let reader: Reader | null = null;
@@ -157,7 +143,7 @@ function startReader(options: EventHubOptions, deliver: (event: JobEvent) => voi
   const ready = (async () => {
     position = await latestEventId(sql);
     if (stopped) return;
-    stops.push(onJobEventsAnnounced(wake));
+    stops.push(options.events.subscribe(wake));
     const timer = setInterval(wake, options.pollMs);
     timer.unref();
     stops.push(() => clearInterval(timer));

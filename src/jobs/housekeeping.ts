@@ -3,7 +3,7 @@
  * - documents still `pending` an hour after their upload address expired are deleted, with any
  *   bytes that arrived (they would otherwise stay pending forever and count against the storage
  *   quota); the hour lets an upload that started just before the expiry finish and be completed;
- * - job events older than the retention window (events.ts) are pruned;
+ * - job events older than the retention window (events-store.ts) are pruned;
  * - documents indexed by another embedding model than the current one are queued for re-indexing
  *   (reindex.ts).
  */
@@ -13,8 +13,8 @@ import type { StorageDriver } from '../storage/driver.ts';
 import { deleteAbandonedUploads } from '../documents/store.ts';
 import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
 import type { AiClient } from '../ai-service/client.ts';
-import { pruneJobEvents } from './events.ts';
-import type { JobQueue } from './queue.ts';
+import { pruneJobEvents } from './events-store.ts';
+import type { JobLifecycle } from './lifecycle.ts';
 import { queueReindexing } from './reindex.ts';
 
 export const ABANDONED_UPLOAD_GRACE_MS = 60 * 60_000;
@@ -22,7 +22,7 @@ export const ABANDONED_UPLOAD_GRACE_MS = 60 * 60_000;
 export interface HousekeepingDeps {
   sql: Sql;
   storage: StorageDriver;
-  queue: JobQueue;
+  jobs: JobLifecycle;
   ai: AiClient;
   logger: Logger;
   now(): Date;

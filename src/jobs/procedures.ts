@@ -7,8 +7,7 @@ import type { Context, Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { findDocument } from '../documents/store.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
-import { announceJobEvents } from './events.ts';
-import { cancelJob, createJob, type NewJob } from './lifecycle.ts';
+import type { NewJob } from './lifecycle.ts';
 import { creditsFor } from './pricing.ts';
 import { pageJobs, toJob, type JobRow } from './store.ts';
 
@@ -37,9 +36,8 @@ export const jobProcedures = {
   },
 
   'jobs.cancel': async (_input, ctx) => {
-    const canceled = await cancelJob(ctx.services.db.sql, ctx.row.id, ctx.services.now());
+    const canceled = await ctx.services.jobs.cancel(ctx.row.id, ctx.services.now());
     if (!canceled) throw new ApiError('CONFLICT', { message: `Only queued jobs can be canceled; this one is ${ctx.row.status}.` });
-    announceJobEvents();
     return toJob(canceled);
   },
 
@@ -59,17 +57,14 @@ export const jobProcedures = {
   },
 } satisfies Handlers;
 
-/** Creates and queues the job (charging its credits), then wakes the local workers and streams. */
+/** Prices the job, then creates and queues it (charging its credits). */
 async function enqueue(ctx: Context<unknown>, unpriced: Omit<NewJob, 'credits'>): Promise<JobRow> {
   const { services } = ctx;
   const plan = await services.plans.limitsFor(unpriced.organizationId);
   const job = { ...unpriced, credits: await creditsFor(services.db.sql, unpriced) };
-  const created = await createJob(services.db.sql, services.queue, job, {
+  return services.jobs.create(job, {
     now: services.now(),
     plan,
     ...(job.retryOf && ctx.principal ? { retriedBy: ctx.principal } : {}),
   });
-  services.queue.wake();
-  announceJobEvents();
-  return created;
 }

@@ -180,7 +180,7 @@ async function ensureQueues(boss: PgBoss, o: { leaseSeconds: number; retryDelayS
 
 /**
  * pg-boss's schema and the two queues, made through `sql` (a migration step of the embedded
- * template, db/template.ts, and of the test template on a server): a database made from the
+ * template, composition/database-template.ts, and of the test template on a server): a database made from the
  * template starts its queue without creating them.
  */
 export async function installQueueSchema(sql: Db): Promise<void> {

@@ -11,30 +11,18 @@
 import type { AiClient } from '../ai-service/client.ts';
 import type { Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
-import { createJob } from './lifecycle.ts';
-import type { JobQueue } from './queue.ts';
+import type { JobLifecycle } from './lifecycle.ts';
+import { documentsToReindex } from './store.ts';
 
 /** Documents queued for re-indexing per run; the next run (or the queue draining) takes the rest. */
 const BATCH = 500;
 
 export interface ReindexDeps {
   sql: Sql;
-  queue: JobQueue;
+  jobs: JobLifecycle;
   ai: AiClient;
   logger: Logger;
   now(): Date;
-}
-
-/** Ready documents with chunks of another model than `model`, and no index job queued or running. */
-async function staleDocuments(sql: Sql, model: string, limit: number): Promise<{ id: string; organizationId: string; workspaceId: string }[]> {
-  return sql`
-    select d.id, d.organization_id as "organizationId", d.workspace_id as "workspaceId"
-    from documents d
-    where d.status = 'ready'
-      and exists (select 1 from document_chunks c where c.document_id = d.id and c.model <> ${model})
-      and not exists (select 1 from jobs j where j.document_id = d.id and j.kind = 'document.index' and j.status in ('queued', 'running'))
-    order by d.id
-    limit ${limit}`;
 }
 
 /** How many indexed documents have chunks of another model than `model` (admin.system.status). */
@@ -60,15 +48,14 @@ async function currentModel(ai: AiClient): Promise<string | null> {
 export async function queueReindexing(deps: ReindexDeps): Promise<{ model: string | null; queued: number }> {
   const model = await currentModel(deps.ai);
   if (!model) return { model, queued: 0 };
-  const documents = await staleDocuments(deps.sql, model, BATCH);
+  const documents = await documentsToReindex(deps.sql, model, BATCH);
   for (const document of documents) {
-    await createJob(deps.sql, deps.queue, {
+    await deps.jobs.create({
       organizationId: document.organizationId, workspaceId: document.workspaceId, documentId: document.id,
       kind: 'document.index', input: {}, createdBy: null, retryOf: null, credits: 0,
     }, { now: deps.now(), plan: null });
   }
   if (documents.length > 0) {
-    deps.queue.wake();
     deps.logger.info({ model, queued: documents.length }, 're-indexing documents embedded by another model');
   }
   return { model, queued: documents.length };

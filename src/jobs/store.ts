@@ -1,5 +1,6 @@
 /**
- * SQL of the jobs group. A job row is what clients see (the contract's Job); pg-boss carries the
+ * The jobs table's one owner: every statement that writes it is here (the lifecycle decides when,
+ * in its transactions). SQL of the jobs group. A job row is what clients see (the contract's Job); pg-boss carries the
  * work separately (queue.ts). Rows come back in the contract's shape, with `input` and `result`
  * shown only once the job is finished (specification, "Job").
  */
@@ -7,7 +8,8 @@ import type { components } from '../../generated/types.ts';
 import type { Db } from '../db/db.ts';
 import type { Sql } from '../db/connection.ts';
 import type { CursorPosition } from '../pagination/cursor.ts';
-import type { Resource } from '../resources.ts';
+import type { Resource } from '../db/resource.ts';
+import { isUniqueViolation } from '../db/errors.ts';
 
 /** The contract's Job (date-time fields are Dates). */
 export type Job = components['schemas']['Job'];
@@ -81,7 +83,7 @@ export async function findJob(sql: Db, id: string): Promise<JobRow | null> {
   return row ?? null;
 }
 
-/** The loader of `resource: job` operations (src/resources.ts): the stored row. */
+/** The loader of `resource: job` operations (composition/resources.ts): the stored row. */
 export const jobResource: Resource<JobRow> = {
   load: (sql: Sql, id: string) => findJob(sql, id),
   organizationOf: (job) => job.organizationId,
@@ -106,4 +108,80 @@ export async function pageJobs(sql: Sql, organizationId: string, filter: JobFilt
     order by created_at desc, id desc
     limit ${limit + 1}`;
   return { items: rows.slice(0, limit), last: rows.length > limit ? rows[limit - 1]! : null };
+}
+
+/** A job as inserted: what its creator decided (lifecycle.ts createJob). */
+export interface JobInsert {
+  id: string;
+  organizationId: string;
+  workspaceId: string | null;
+  documentId: string | null;
+  kind: JobKind;
+  input: Record<string, unknown>;
+  credits: number;
+  retryOf: string | null;
+  createdBy: string | null;
+}
+
+/** Inserts a queued job; 'already-retried' when another job already retries `retryOf` (the unique jobs.retry_of, 0009). */
+export async function insertJob(tx: Db, job: JobInsert, now: Date): Promise<JobRow | 'already-retried'> {
+  try {
+    const [row] = await tx<JobRow[]>`
+      insert into jobs (id, organization_id, workspace_id, document_id, kind, input, credits, retry_of, created_by, created_at, updated_at)
+      values (${job.id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${tx.json(job.input as never)}, ${job.credits},
+              ${job.retryOf}, ${job.createdBy}, ${now}, ${now})
+      returning ${tx.unsafe(JOB_COLUMNS)}`;
+    return row!;
+  } catch (error) {
+    if (isUniqueViolation(error, 'jobs_retry_of')) return 'already-retried';
+    throw error;
+  }
+}
+
+/** The change of state a transition makes (lifecycle.ts); every one stamps updated_at. */
+export type JobChange =
+  | { status: 'running' }
+  | { status: 'succeeded'; result: unknown }
+  | { status: 'failed'; errorMessage: string }
+  | { status: 'queued' }
+  | { status: 'canceled' };
+
+/**
+ * Applies `change` when the job is in one of the `from` states; null when it is not (any more), so
+ * a late or repeated delivery changes nothing.
+ */
+export async function transitionJob(tx: Db, jobId: string, from: readonly JobStatus[], change: JobChange, now: Date): Promise<JobRow | null> {
+  const set = (() => {
+    switch (change.status) {
+      case 'running': return tx`status = 'running', attempt = attempt + 1, started_at = ${now}, error_message = null, updated_at = ${now}`;
+      case 'succeeded': return tx`status = 'succeeded', result = ${tx.json(change.result as never)}, finished_at = ${now}, updated_at = ${now}`;
+      case 'failed': return tx`status = 'failed', error_message = ${change.errorMessage}, finished_at = ${now}, updated_at = ${now}`;
+      case 'queued': return tx`status = 'queued', updated_at = ${now}`;
+      case 'canceled': return tx`status = 'canceled', finished_at = ${now}, updated_at = ${now}`;
+    }
+  })();
+  const [row] = await tx<JobRow[]>`
+    update jobs set ${set} where id = ${jobId} and status in ${tx(from as JobStatus[])}
+    returning ${tx.unsafe(JOB_COLUMNS)}`;
+  return row ?? null;
+}
+
+/** Adds to what a running job is charged (the rest of a document.index price, once its size is known). */
+export async function addJobCredits(tx: Db, jobId: string, amount: number, now: Date): Promise<void> {
+  await tx`update jobs set credits = credits + ${amount}, updated_at = ${now} where id = ${jobId}`;
+}
+
+/**
+ * Ready documents with chunks of another model than `model`, and no index job queued or running:
+ * the ones re-indexing must queue (reindex.ts).
+ */
+export async function documentsToReindex(sql: Sql, model: string, limit: number): Promise<{ id: string; organizationId: string; workspaceId: string }[]> {
+  return sql`
+    select d.id, d.organization_id as "organizationId", d.workspace_id as "workspaceId"
+    from documents d
+    where d.status = 'ready'
+      and exists (select 1 from document_chunks c where c.document_id = d.id and c.model <> ${model})
+      and not exists (select 1 from jobs j where j.document_id = d.id and j.kind = 'document.index' and j.status in ('queued', 'running'))
+    order by d.id
+    limit ${limit}`;
 }

@@ -14,7 +14,6 @@
  *
  * Lease times are the database's clock (`now()`), the one clock every instance shares.
  */
-import type { Services } from '../context.ts';
 import type { Sql } from '../db/connection.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../logger.ts';
@@ -33,20 +32,6 @@ export type ReleaseSlot = () => void;
 export interface StreamSlots {
   /** Takes one of the user's slots; answers its release, or null when every slot is taken. */
   take(userId: string): Promise<ReleaseSlot | null>;
-}
-
-const slots = new WeakMap<Services, StreamSlots>();
-
-/** The stream slots of an app (one per `Services`), made on its first stream. */
-export function streamSlotsFor(services: Services): StreamSlots {
-  let made = slots.get(services);
-  if (!made) {
-    made = services.db.kind === 'external'
-      ? leasedSlots({ sql: services.db.sql, logger: services.logger, instanceId: newId('api') })
-      : memorySlots();
-    slots.set(services, made);
-  }
-  return made;
 }
 
 /** Open streams per user in this process's memory (the embedded database: one process). */

@@ -1,6 +1,6 @@
 /**
  * Revocations reach the open jobs.stream connections at once (src/auth/revocations.ts): one
- * watcher per app keeps the open streams with what their access hangs on, and on each revocation
+ * watcher per service keeps the open streams with what their access hangs on, and on each revocation
  * asks the streams it may concern to re-check their authorization now. It hears of revocations
  * through `LISTEN access_revoked` on a database server (any instance's), and through the
  * in-process announcement on the embedded database (one process; LISTEN would hold its only
@@ -9,7 +9,6 @@
  * Like the event hub, the watcher listens only while at least one stream is open.
  */
 import { AsyncResource } from 'node:async_hooks';
-import type { Services } from '../context.ts';
 import type { Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import { ACCESS_REVOKED_CHANNEL, concerns, onLocalRevocation, parseRevocation, type AccessHolder, type Revocation } from '../auth/revocations.ts';
@@ -32,19 +31,8 @@ interface Watched {
   recheck: () => void;
 }
 
-const watchers = new WeakMap<Services, StreamRevocations>();
-
-/** The watcher of an app (one per `Services`), made on its first stream. */
-export function streamRevocationsFor(services: Services): StreamRevocations {
-  let watcher = watchers.get(services);
-  if (!watcher) {
-    watcher = createWatcher({ sql: services.db.sql, listen: services.db.kind === 'external', logger: services.logger });
-    watchers.set(services, watcher);
-  }
-  return watcher;
-}
-
-function createWatcher(options: { sql: Sql; listen: boolean; logger: Logger }): StreamRevocations {
+/** The watcher of one service; it listens only while a stream is watched. */
+export function streamRevocations(options: { sql: Sql; listen: boolean; logger: Logger }): StreamRevocations {
   const watched = new Set<Watched>();
   // Resolves to the function that stops listening.
   let listening: Promise<() => void> | null = null;

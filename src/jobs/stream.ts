@@ -11,10 +11,9 @@ import { procedures } from '../../generated/procedures.ts';
 import type { Context, EventSink, StreamHandlers } from '../context.ts';
 import type { Principal } from '../auth/principal.ts';
 import { ApiError } from '../contract/errors.ts';
-import { eventHubFor } from './event-hub.ts';
-import { eventsAfter, latestEventId, type JobEvent } from './events.ts';
-import { MAX_STREAMS_PER_USER, streamSlotsFor } from './stream-leases.ts';
-import { streamRevocationsFor, type RevocationWatch } from './stream-revocations.ts';
+import { eventsAfter, latestEventId, type JobEvent } from './events-store.ts';
+import { MAX_STREAMS_PER_USER } from './stream-leases.ts';
+import type { RevocationWatch } from './stream-revocations.ts';
 
 /** The reconnection delay sent first (decisions.md: `retry: 3000`). */
 const RECONNECT_MS = 3_000;
@@ -30,7 +29,7 @@ export const jobStreamProcedures: StreamHandlers = {
     // The binding layer's access check ran in this organization, so tenant is set.
     const { organizationId } = ctx.tenant!;
     sink.retry(RECONNECT_MS);
-    const release = await streamSlotsFor(ctx.services).take(principal.userId);
+    const release = await ctx.services.streams.slots.take(principal.userId);
     if (!release) {
       sink.send('error', tooManyStreams().toBody(procedures['jobs.stream'].errors));
       return;
@@ -89,7 +88,7 @@ async function streamEvents(call: StreamCall): Promise<void> {
     }
   };
 
-  const subscription = await eventHubFor(services).subscribe(organizationId, (event) => {
+  const subscription = await services.streams.hub.subscribe(organizationId, (event) => {
     if (!live) pending.push(event);
     else {
       try {
@@ -105,7 +104,7 @@ async function streamEvents(call: StreamCall): Promise<void> {
     // Before `ready`: a revocation announced after the client saw `ready` reaches this stream.
     const recheck = rechecker(call, () => end('revoked'));
     const { principal } = call;
-    watch = await streamRevocationsFor(services).watch(
+    watch = await services.streams.revocations.watch(
       { userId: principal.userId, sessionId: principal.sessionId, impersonatedBy: principal.impersonatedBy, organizationId },
       recheck,
     );

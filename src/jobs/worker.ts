@@ -10,15 +10,16 @@ import type { Logger } from '../logger.ts';
 import { AiServiceError } from '../ai-service/client.ts';
 import { StorageUnavailableError } from '../storage/driver.ts';
 import { STORAGE_UNAVAILABLE } from '../storage/unavailable.ts';
-import { announceJobEvents } from './events.ts';
 import { runHousekeeping } from './housekeeping.ts';
 import { queueReindexing } from './reindex.ts';
 import { JobFailure, kinds, type KindDeps } from './kinds.ts';
-import { failRun, requeueRun, startRun, succeedRun } from './lifecycle.ts';
+import type { JobLifecycle } from './lifecycle.ts';
 import type { Delivery, JobQueue } from './queue.ts';
 
 export interface WorkerOptions extends KindDeps {
   queue: JobQueue;
+  /** Every change of a job's state goes through it (and wakes the streams once committed). */
+  jobs: JobLifecycle;
   logger: Logger;
   concurrency: number;
   /** Jobs each of the `concurrency` workers fetches and runs at once (queue.ts, Batches); 1 by default. */
@@ -42,26 +43,22 @@ export async function startWorker(options: WorkerOptions): Promise<void> {
 }
 
 export async function runDelivery(options: WorkerOptions, delivery: Delivery): Promise<void> {
-  const { sql, logger } = options;
-  const job = await startRun(sql, delivery.jobId, options.now());
+  const { jobs, logger } = options;
+  const job = await jobs.startRun(delivery.jobId, options.now());
   if (!job) return; // canceled, already finished or deleted: nothing to run
-  announceJobEvents();
   const log = logger.child({ jobId: job.id, kind: job.kind, attempt: job.attempt });
   try {
     const result = await kinds[job.kind](job, options);
-    await succeedRun(sql, job.id, result, options.now());
-    announceJobEvents();
+    await jobs.succeedRun(job.id, result, options.now());
     log.info('job succeeded');
   } catch (error: unknown) {
     const retryable = !(error instanceof JobFailure) && !(error instanceof AiServiceError && !error.retryable);
     log.warn({ err: error, detail: error instanceof AiServiceError ? error.detail : undefined, retryable, finalAttempt: delivery.finalAttempt }, 'job run failed');
     if (retryable && !delivery.finalAttempt) {
-      await requeueRun(sql, job.id, options.now());
-      announceJobEvents();
+      await jobs.requeueRun(job.id, options.now());
       throw error; // the queue retries it after its backoff
     }
-    await failRun(sql, job.id, readableMessage(error), options.now());
-    announceJobEvents();
+    await jobs.failRun(job.id, readableMessage(error), options.now());
   }
 }
 

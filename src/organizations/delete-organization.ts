@@ -3,13 +3,15 @@
  * platform admin's procedure (admin.organizations.delete): confirmed by slug, refused while a
  * subscription is live, audited before the cascade, and its stored objects deleted after the commit.
  */
-import type { Services } from '../context.ts';
+import type { Database } from '../db/connection.ts';
+import type { StorageDriver } from '../storage/driver.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Logger } from '../logger.ts';
-import { writeAudit } from '../audit/audit-log.ts';
+import { writeAudit } from '../audit/store.ts';
 import { ApiError } from '../contract/errors.ts';
 import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
-import { deleteOrganization, documentKeysOf, hasLiveSubscription, lockOrganization } from './store.ts';
+import { liveSubscription } from '../billing/subscriptions-store.ts';
+import { deleteOrganization, documentKeysOf, lockOrganization } from './store.ts';
 
 export interface OrganizationDeletion {
   organizationId: string;
@@ -19,7 +21,7 @@ export interface OrganizationDeletion {
 
 /** Deletes the organization; answers how many stored objects went and how many survived (each logged). */
 export async function deleteOrganizationEverywhere(
-  services: Pick<Services, 'db' | 'storage' | 'now'>,
+  services: { db: Database; storage: StorageDriver; now(): Date },
   log: Logger,
   deletion: OrganizationDeletion,
 ): Promise<{ deleted: number; failed: number }> {
@@ -31,7 +33,7 @@ export async function deleteOrganizationEverywhere(
       throw new ApiError('NOT_FOUND', { message: 'The confirmation does not match the organization\'s slug.' });
     }
     // A subscription that still bills (or may bill again) must be canceled first.
-    if (await hasLiveSubscription(tx, organization.id)) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has a live subscription: cancel it first.' });
+    if (await liveSubscription(tx, organization.id)) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has a live subscription: cancel it first.' });
     // Platform-level (no organization_id), written before the cascade, so it outlives the organization.
     await writeAudit(tx, { organizationId: null, action: 'organization.deleted', actor: deletion.actor, targetType: 'organization', targetId: organization.id, metadata: { name: organization.name, slug: organization.slug } }, now);
     // Documents' bytes live outside the database: their keys are collected before the cascade

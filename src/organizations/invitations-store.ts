@@ -1,8 +1,8 @@
-/** SQL of invitations (invitations.ts), and their mapping to the contract's Invitation. */
+/** SQL of invitations (invitation-routes.ts), and their mapping to the contract's Invitation. */
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
-import type { OrganizationRole } from '../auth/permissions.ts';
 import type { Db } from '../db/db.ts';
-import type { Resource } from '../resources.ts';
+import type { Resource } from '../db/resource.ts';
+import type { OrganizationRole } from './members-store.ts';
 
 export type Invitation = AuthRouteOutput<'auth.organization.cancelInvitation'>;
 
@@ -65,15 +65,6 @@ export async function pendingInvitationFor(db: Db, organizationId: string, email
 }
 
 /**
- * Locks the organization's row against other invitations and answers its name, or null when it is
- * gone. "No key": rows that only reference the organization, like new members, need not wait.
- */
-export async function lockOrganizationForInvitations(tx: Db, organizationId: string): Promise<{ name: string } | null> {
-  const [row] = await tx<{ name: string }[]>`select name from organizations where id = ${organizationId} for no key update`;
-  return row ?? null;
-}
-
-/**
  * Seats taken: members plus invitations that can still be accepted at `now` (an expired one holds
  * none), leaving out the invitation `except` (one being re-sent).
  */
@@ -115,10 +106,4 @@ export async function setInvitationStatus(db: Db, id: string, status: Invitation
   const [row] = await db<InvitationRow[]>`
     update invitations set status = ${status}, updated_at = ${now} where id = ${id} returning ${db(invitationColumns)}`;
   return row!;
-}
-
-/** The user's address and whether it is verified: an invitation is answered only by the address it names. */
-export async function findUserEmail(db: Db, userId: string): Promise<{ email: string; email_verified: boolean } | null> {
-  const [user] = await db<{ email: string; email_verified: boolean }[]>`select email, email_verified from users where id = ${userId}`;
-  return user ?? null;
 }

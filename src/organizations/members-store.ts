@@ -1,10 +1,11 @@
 /** SQL of an organization's members, and their mapping to the contract's Member. */
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
-import type { OrganizationRole } from '../auth/permissions.ts';
 import type { Db } from '../db/db.ts';
 import { announceRevocation } from '../auth/revocations.ts';
 
 export type Member = AuthRouteOutput<'auth.organization.updateMemberRole'>;
+/** The contract's member roles (the same as auth/permissions.ts's `roles`). */
+export type OrganizationRole = Member['role'];
 
 export interface MemberRow {
   id: string;

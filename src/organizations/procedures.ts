@@ -4,7 +4,7 @@
  * auditLog:read (owners and admins).
  */
 import type { Handlers } from '../context.ts';
-import { pageAuditLog } from '../audit/audit-log.ts';
+import { pageAuditLog } from '../audit/store.ts';
 import { usageOf } from '../billing/usage.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
 

@@ -4,14 +4,14 @@
  * the identity router before a handler runs; the handlers add the rules the matrix cannot say.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
-import { writeAudit } from '../audit/audit-log.ts';
+import { type AuthHandlers, signedIn } from '../context.ts';
+import { writeAudit } from '../audit/store.ts';
 import { ApiError } from '../contract/errors.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { newId } from '../ids.ts';
-import { invitationRoutes } from './invitations.ts';
+import { invitationRoutes } from './invitation-routes.ts';
 import { pendingInvitationsOf, toInvitation } from './invitations-store.ts';
-import { memberRoutes } from './members.ts';
+import { memberRoutes } from './member-routes.ts';
 import { insertOwner, membersOf, toMember } from './members-store.ts';
 import { deleteOrganizationEverywhere } from './delete-organization.ts';
 import { findOrganization, insertOrganization, lockOrganization, organizationsOfUser, toOrganization, updateOrganization } from './store.ts';

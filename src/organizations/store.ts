@@ -1,14 +1,14 @@
 /**
- * SQL of organizations themselves (routes.ts) and their mapping to the contract's shape (snake_case
- * columns in, camelCase answers out). Members, invitations and teams have their own stores:
- * members-store.ts, invitations-store.ts, teams-store.ts.
+ * SQL of organizations themselves (routes.ts; the Stripe customer id for billing/) and their mapping
+ * to the contract's shape (snake_case columns in, camelCase answers out). Members, invitations and
+ * teams have their own stores: members-store.ts, invitations-store.ts, teams-store.ts.
  */
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
-import type { OrganizationRole } from '../auth/permissions.ts';
 import type { Db } from '../db/db.ts';
 import { announceRevocation } from '../auth/revocations.ts';
-import type { Resource } from '../resources.ts';
+import type { Resource } from '../db/resource.ts';
 import { storageKey } from '../storage/driver.ts';
+import type { OrganizationRole } from './members-store.ts';
 
 export type Organization = AuthRouteOutput<'auth.organization.update'>;
 
@@ -22,9 +22,6 @@ export interface OrganizationRow {
 }
 
 const organizationColumns = ['id', 'name', 'slug', 'logo', 'metadata', 'created_at'];
-
-/** Subscription statuses that still bill (or may bill again). */
-export const LIVE_SUBSCRIPTION = ['active', 'trialing', 'past_due', 'unpaid', 'paused'];
 
 export function toOrganization(row: OrganizationRow): Organization {
   return { id: row.id, name: row.name, slug: row.slug, logo: row.logo, metadata: row.metadata, createdAt: row.created_at };
@@ -85,9 +82,24 @@ export async function updateOrganization(
   return row!;
 }
 
-export async function hasLiveSubscription(db: Db, organizationId: string): Promise<boolean> {
-  const [live] = await db`select id from subscriptions where organization_id = ${organizationId} and status in ${db(LIVE_SUBSCRIPTION)} limit 1`;
-  return live !== undefined;
+/** The organization's Stripe customer (organizations.payment_customer_id). */
+export async function customerOf(db: Db, organizationId: string): Promise<string | null> {
+  const [row] = await db<{ payment_customer_id: string | null }[]>`select payment_customer_id from organizations where id = ${organizationId}`;
+  return row?.payment_customer_id ?? null;
+}
+
+/** Records the Stripe customer unless one is recorded already; answers the one that stands. */
+export async function setCustomer(db: Db, organizationId: string, customerId: string): Promise<string> {
+  const [row] = await db<{ payment_customer_id: string }[]>`
+    update organizations set payment_customer_id = coalesce(payment_customer_id, ${customerId}) where id = ${organizationId}
+    returning payment_customer_id`;
+  return row?.payment_customer_id ?? customerId;
+}
+
+/** The organization whose Stripe customer this is, or null. */
+export async function organizationOfCustomer(db: Db, customerId: string): Promise<string | null> {
+  const [row] = await db<{ id: string }[]>`select id from organizations where payment_customer_id = ${customerId}`;
+  return row?.id ?? null;
 }
 
 /** The storage keys (`<organizationId>/<documentId>`) of the organization's documents. */

@@ -2,13 +2,13 @@
  * Identity routes: teams and team members. Routes addressed by a teamId (x-access tenant: row,
  * resource: team) get the team in ctx.row, already authorized against its organization.
  */
-import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
-import { writeAudit } from '../audit/audit-log.ts';
+import { type AuthHandlers, signedIn } from '../context.ts';
+import { writeAudit } from '../audit/store.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 import { shareLockMembership } from './members-store.ts';
 import {
-  deleteTeam, deleteTeamMember, insertTeam, insertTeamMember, renameTeam, shareLockTeam, teamsOf, toTeam,
+  deleteTeam, deleteTeamMember, insertTeam, insertTeamMember, renameTeam, shareLockTeam, teamsOf, toTeam, toTeamMember,
 } from './teams-store.ts';
 
 export const teamRoutes = {
@@ -69,7 +69,7 @@ export const teamRoutes = {
       const added = await insertTeamMember(tx, { id: newId('tm'), teamId: found.id, userId: input.userId, now });
       if (!added) throw new ApiError('CONFLICT', { message: 'This user is already in the team.' });
       await writeAudit(tx, { organizationId: found.organization_id, action: 'team.member_added', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: added.id } }, now);
-      return { id: added.id, teamId: added.team_id, userId: added.user_id, createdAt: added.created_at };
+      return toTeamMember(added);
     });
     return { body };
   },

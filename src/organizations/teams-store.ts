@@ -1,9 +1,10 @@
 /** SQL of teams and team members (team-routes.ts), and their mapping to the contract's Team. */
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { Db } from '../db/db.ts';
-import type { Resource } from '../resources.ts';
+import type { Resource } from '../db/resource.ts';
 
 export type Team = AuthRouteOutput<'auth.organization.createTeam'>;
+export type TeamMember = AuthRouteOutput<'auth.organization.addTeamMember'>;
 
 export interface TeamRow {
   id: string;
@@ -26,6 +27,10 @@ export function toTeam(row: TeamRow): Team {
   return { id: row.id, organizationId: row.organization_id, name: row.name, createdAt: row.created_at, updatedAt: row.updated_at };
 }
 
+export function toTeamMember(row: TeamMemberRow): TeamMember {
+  return { id: row.id, teamId: row.team_id, userId: row.user_id, createdAt: row.created_at };
+}
+
 export async function findTeam(db: Db, id: string): Promise<TeamRow | null> {
   const [row] = await db<TeamRow[]>`select ${db(teamColumns)} from teams where id = ${id}`;
   return row ?? null;
@@ -37,6 +42,12 @@ export const teamResource: Resource<TeamRow> = {
   organizationOf: (team) => team.organization_id,
   notFound: 'No such team.',
 };
+
+/** Whether the team exists and belongs to the organization (a workspace's team must). */
+export async function teamInOrganization(db: Db, teamId: string, organizationId: string): Promise<boolean> {
+  const [row] = await db`select 1 from teams where id = ${teamId} and organization_id = ${organizationId}`;
+  return row !== undefined;
+}
 
 export async function teamsOf(db: Db, organizationId: string): Promise<TeamRow[]> {
   return db<TeamRow[]>`

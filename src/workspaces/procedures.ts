@@ -4,10 +4,11 @@ import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 import { objectDeletion } from '../storage/unavailable.ts';
 import { isUniqueViolation } from '../db/errors.ts';
+import { teamInOrganization } from '../organizations/teams-store.ts';
 import * as store from './store.ts';
 
 async function assertTeam(ctx: Context<unknown>, teamId: string | null | undefined, organizationId: string): Promise<void> {
-  if (teamId && !(await store.teamInOrganization(ctx.services.db.sql, teamId, organizationId))) {
+  if (teamId && !(await teamInOrganization(ctx.services.db.sql, teamId, organizationId))) {
     throw new ApiError('NOT_FOUND', { message: 'Team not found in this organization.' });
   }
 }

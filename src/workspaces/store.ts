@@ -1,8 +1,9 @@
 /** SQL of the workspaces group. Rows come back in the contract's shape. */
 import type { Sql } from '../db/connection.ts';
 import type { components } from '../../generated/types.ts';
-import type { Resource } from '../resources.ts';
+import type { Resource } from '../db/resource.ts';
 import { storageKey } from '../storage/driver.ts';
+import { lockOrganization } from '../organizations/store.ts';
 
 /** The contract's Workspace (createdAt is a Date, see codegen/types.ts). */
 export type Workspace = components['schemas']['Workspace'];
@@ -31,11 +32,6 @@ export async function findWorkspaceBySlug(sql: Sql, organizationId: string, slug
   return row ?? null;
 }
 
-export async function teamInOrganization(sql: Sql, teamId: string, organizationId: string): Promise<boolean> {
-  const [row] = await sql`select 1 from teams where id = ${teamId} and organization_id = ${organizationId}`;
-  return row !== undefined;
-}
-
 /**
  * Inserts unless the plan's workspace limit is reached, in one statement: the count and the insert
  * happen together, so two concurrent creates cannot both slip under the limit. Answers null when
@@ -45,7 +41,7 @@ export async function insertWorkspace(sql: Sql, row: Omit<Workspace, 'createdAt'
   return sql.begin(async (tx) => {
     if (row.limit !== null) {
       // Serializes creates per organization so the count below stays true until commit.
-      await tx`select id from organizations where id = ${row.organizationId} for no key update`;
+      await lockOrganization(tx, row.organizationId);
       const [counted] = await tx<{ count: number }[]>`select count(*)::int as count from workspaces where organization_id = ${row.organizationId}`;
       if (counted!.count >= row.limit) return null;
     }

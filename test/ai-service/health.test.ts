@@ -2,6 +2,7 @@ import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { AiServiceError, createAiClient, LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { version } from '../../src/version.ts';
+import { closedPort } from '../support/ports.ts';
 import { json, serve, settings } from './support.ts';
 
 describe('GET /health', () => {
@@ -69,12 +70,3 @@ describe('client.health', () => {
     }
   });
 });
-
-/** A port nothing listens on: bound once, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}

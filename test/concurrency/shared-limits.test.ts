@@ -15,7 +15,7 @@ import { MAX_STREAMS_PER_USER } from '../../src/jobs/stream-leases.ts';
 import { createTestDatabase, externalDatabaseUrl, openSecondClient } from '../support/database.ts';
 import type { TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
-import { addWorkspace, openEvents, startStreamServer, type EventReader } from '../jobs/stream-support.ts';
+import { addWorkspace, closeAll, openJobStream, readyOnceFree, startStreamServer, type EventReader } from '../jobs/stream-support.ts';
 
 /** Embeds every query as the same vector with the local model (no credit, no AI service). */
 const ai: AiClient = {
@@ -44,12 +44,7 @@ describe.skipIf(!externalDatabaseUrl)('limits across two API instances on one da
     b = await startStreamServer({ db: secondDb, aiService: false, overrides: { ai } });
     expect(a.db.sql).not.toBe(b.db.sql);
   });
-  afterAll(async () => {
-    for (const reader of readers) reader.close();
-    for (const server of [limitedA, limitedB, a, b]) await server?.close();
-    await secondDb?.close();
-    await db?.close();
-  });
+  afterAll(() => closeAll(readers, limitedA, limitedB, a, b, secondDb, db));
 
   it(`the per-IP limit of ${PER_IP_LIMIT} lets exactly ${PER_IP_LIMIT} requests through across both`, async () => {
     const from = { headers: { 'x-forwarded-for': '203.0.113.20' } };
@@ -107,7 +102,7 @@ describe.skipIf(!externalDatabaseUrl)('limits across two API instances on one da
 
     // A stream closed on one instance frees its slot for the other.
     admitted[0]!.close();
-    await expect(readyOnceFree(admitted[0]!.url === a.origin ? b : a, user, org)).resolves.toBeDefined();
+    await expect(readyOnceFree(() => open(admitted[0]!.url === a.origin ? b : a, user, org))).resolves.toBeDefined();
   });
 
   it('counts the leases of an instance that died until they lapse', async () => {
@@ -129,23 +124,11 @@ describe.skipIf(!externalDatabaseUrl)('limits across two API instances on one da
 type Opened = EventReader & { url: string };
 
 async function open(server: TestServer, user: TestUser, organizationId: string): Promise<Opened> {
-  const reader = await openEvents(`${server.origin}/api/v1/organizations/${organizationId}/jobs/stream`, { headers: user.headers });
-  readers.push(reader);
+  const reader = await openJobStream(readers, server, user, organizationId);
   return Object.assign(reader, { url: server.origin });
 }
 
 /** The name of the stream's first event: `ready` when admitted, `error` when refused. */
 async function firstEvent(reader: EventReader): Promise<string> {
   return (await reader.nextEvent()).event;
-}
-
-/** Opens streams until one is admitted (the instance that held the slot frees it when it sees the close). */
-async function readyOnceFree(server: TestServer, user: TestUser, organizationId: string): Promise<EventReader> {
-  for (let attempt = 0; attempt < 50; attempt += 1) {
-    const reader = await open(server, user, organizationId);
-    if ((await firstEvent(reader)) === 'ready') return reader;
-    reader.close();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('no slot came free');
 }

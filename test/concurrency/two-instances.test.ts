@@ -1,5 +1,5 @@
 /**
- * Two API instances (two buildApp servers) on one database behave as one: what one writes the
+ * Two API instances (two composed servers) on one database behave as one: what one writes the
  * other sees, sessions work on both, and a quota holds across both under a burst split between
  * them. With TEST_DATABASE_URL (`make test-pg`) each instance has its own pool on the real server,
  * as two processes would; that is the case this file is for. On the embedded database the server

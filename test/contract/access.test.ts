@@ -13,11 +13,11 @@ import { procedures, type ProcedureDefinition } from '../../generated/procedures
 import { authRoutes } from '../../generated/auth-routes.ts';
 import { permissionMatrix, roles, type Permission } from '../../src/auth/permissions.ts';
 import { ApiError } from '../../src/contract/errors.ts';
-import type { Handlers } from '../../src/context.ts';
-import type { AuthHandlers } from '../../src/auth/identity-route.ts';
+import type { AuthHandlers, Handlers } from '../../src/context.ts';
 import type { Sql } from '../../src/db/connection.ts';
 import { newId } from '../../src/ids.ts';
-import { findResource } from '../../src/resources.ts';
+import { resourceRegistry } from '../../src/composition/resources.ts';
+const findResource = (name: string) => resourceRegistry.find(name);
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
 import { exampleInput, restRequest } from '../support/example-inputs.ts';

@@ -10,7 +10,7 @@ import { assertMatchesContract } from '../support/contract-check.ts';
 import { exampleInput, restRequest } from '../support/example-inputs.ts';
 import { startPrism } from '../support/prism.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { handlers } from '../../src/procedures.ts';
+import { procedureHandlers as handlers } from '../../src/composition/handlers.ts';
 import { seedExamples } from '../support/example-rows.ts';
 
 interface Target {

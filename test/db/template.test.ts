@@ -1,4 +1,4 @@
-// The migrated template a new embedded database starts from (src/db/template.ts), and the
+// The migrated template a new embedded database starts from (src/composition/database-template.ts), and the
 // recovery of a data directory whose creation was cut off (src/db/embedded.ts).
 import { openAsBlob } from 'node:fs';
 import { copyFile, cp, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { openDatabase } from '../../src/db/connection.ts';
 import { embeddedDatabaseExists, embeddedPgDataPath } from '../../src/db/embedded.ts';
 import { defaultMigrationsDir, migrate, migrationStatus } from '../../src/db/migrations.ts';
-import { ensureTemplate, templateBlob, templateKey, templatePath } from '../../src/db/template.ts';
+import { ensureTemplate, templateBlob, templateKey, templatePath } from '../../src/composition/database-template.ts';
 
 let scratch: string;
 beforeEach(async () => {

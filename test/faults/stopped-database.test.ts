@@ -8,42 +8,29 @@
  * lease lapses: JOB_LEASE_SECONDS is at its minimum here.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from '../../generated/client.ts';
-import { openDatabase, type Database } from '../../src/db/connection.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { addMembership, createUser, type TestUser } from '../support/users.ts';
-import { answersAgain, eventually, heldEmbedder, postgresAvailable, startPrivateServer, type PrivateServer } from './support.ts';
+import {
+  expectRecovered, expectUnavailable, finishedJob, heldEmbedder, postgresAvailable, startFaultService, startPrivateServer,
+  type FaultService, type PrivateServer,
+} from './support.ts';
 
 describe.skipIf(!postgresAvailable)('a stopped database (immediate stop, then started again)', () => {
   let pg: PrivateServer;
-  let db: Database;
-  let server: TestServer;
-  let user: TestUser;
-  let org: string;
+  let service: FaultService;
   // The job's AI call waits for the test: the job is running, between its transactions, when the server breaks.
   const embedding = heldEmbedder();
-  const { ai } = embedding;
 
   beforeAll(async () => {
     pg = await startPrivateServer();
-    const url = await pg.createDatabase('stopped');
-    db = await openDatabase({ databaseUrl: url, dataDir: '/nonexistent', deadlineMs: 1500, statementTimeoutMs: 1000 });
-    server = await startTestServer({ db, aiService: false, env: { JOB_LEASE_SECONDS: '10' }, overrides: { ai, queue: { retryDelaySeconds: 1, pollingSeconds: 0.5 } } });
-    user = await createUser(db);
-    org = await addMembership(db, user, 'owner');
+    service = await startFaultService(pg, 'stopped', embedding.ai);
   }, 120_000);
   afterAll(async () => {
     embedding.release.open();
-    await server?.close();
-    await db?.close();
+    await service?.close();
     await pg?.close();
   });
 
-  const list = () => fetch(`${server.origin}/api/v1/workspaces?organizationId=${org}`, { headers: user.headers });
-  const ready = () => fetch(`${server.origin}/readyz`);
-  const client = () => createClient({ baseUrl: server.origin, token: user.token, fetch: (url, init) => server.fetch(String(url), init) });
-
   it('answers 503 while the server is down and recovers alone once it is back; nothing committed is lost', { timeout: 90_000 }, async () => {
+    const { org, list, client } = service;
     const workspace = await client().workspaces.create({ organizationId: org, name: 'Before the stop', slug: 'before-the-stop' });
     const job = await client().jobs.create({ organizationId: org, kind: 'text.embed', input: { texts: ['kept through the stop'] } });
     await embedding.started.wait();
@@ -52,29 +39,13 @@ describe.skipIf(!postgresAvailable)('a stopped database (immediate stop, then st
     const stoppedAt = performance.now();
     embedding.release.open(); // the worker now writes the job's result into a server that is gone
 
-    const refused = await list();
-    const firstAnswerMs = Math.round(performance.now() - stoppedAt);
-    expect(refused.status).toBe(503);
-    // Declared by every database-backed operation, with when to ask again.
-    expect(await refused.json()).toEqual({ defined: true, code: 'SERVICE_UNAVAILABLE', status: 503, message: 'The service is temporarily unavailable, try again later.' });
-    expect(refused.headers.get('retry-after')).toBe('5');
-    const readiness = await ready();
-    expect(readiness.status).toBe(503);
-    expect(await readiness.json()).toEqual({ status: 'unavailable', checks: { database: 'unreachable' } });
+    const firstAnswerMs = await expectUnavailable(service, stoppedAt, 'unreachable');
     expect((await list()).status).toBe(503);
 
     await pg.startAgain();
-    const startedAt = performance.now();
-    const recovered = await answersAgain(list);
-    const recoveredMs = Math.round(performance.now() - startedAt);
-    expect(((await recovered.json()) as { id: string }[]).map((item) => item.id)).toEqual([workspace.id]);
-    expect((await ready()).status).toBe(200);
+    const recoveredMs = await expectRecovered(service, performance.now(), [workspace.id]);
 
-    const finished = await eventually(async () => {
-      const current = await client().jobs.get({ id: job.id });
-      return ['succeeded', 'failed', 'canceled'].includes(current.status) ? current : undefined;
-    }, 300);
-    expect(finished).toMatchObject({ status: 'succeeded', result: { model: 'fault-test' } });
+    expect(await finishedJob(service, job.id)).toMatchObject({ status: 'succeeded', result: { model: 'fault-test' } });
     console.info(`stopped database: first 503 after ${firstAnswerMs} ms, 200 again ${recoveredMs} ms after the server was back; job runs: ${embedding.calls()}`);
   });
 });

@@ -15,8 +15,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createMigratedDatabase } from '../support/migrated-database.ts';
+import { expect } from 'vitest';
+import { createClient } from '../../generated/client.ts';
 import type { AiClient } from '../../src/ai-service/client.ts';
+import { openDatabase, type Database, type DatabaseLogger } from '../../src/db/connection.ts';
+import { createMigratedDatabase } from '../support/migrated-database.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -171,4 +176,92 @@ export function answersAgain(call: () => Promise<Response>): Promise<Response> {
     const response = await call();
     return response.status === 200 ? response : undefined;
   });
+}
+
+/** The service a database fault test breaks the database of, and the calls it makes. */
+export interface FaultService {
+  db: Database;
+  server: TestServer;
+  /** The owner of `org`. */
+  user: TestUser;
+  org: string;
+  /** GET /api/v1/workspaces of `org`, as `user`: a database-backed call. */
+  list(): Promise<Response>;
+  /** GET /readyz. */
+  ready(): Promise<Response>;
+  /** The typed client, as `user`. */
+  client(): ReturnType<typeof createClient>;
+  /** Closes the server, then its database client. */
+  close(): Promise<void>;
+}
+
+/**
+ * A test server on a new database `name` of the private server: a client deadline of 1.5 s and a
+ * statement timeout of 1 s, `ai` as its AI client, JOB_LEASE_SECONDS at its minimum (10: should the
+ * queue fail to record a run's end, it hands the job out again soon) with a fast retry and poll;
+ * and an owner of an organization.
+ */
+export async function startFaultService(pg: PrivateServer, name: string, ai: AiClient, logger?: DatabaseLogger): Promise<FaultService> {
+  const url = await pg.createDatabase(name);
+  const db = await openDatabase({ databaseUrl: url, dataDir: '/nonexistent', deadlineMs: 1500, statementTimeoutMs: 1000, ...(logger ? { logger } : {}) });
+  let server: TestServer | undefined;
+  let user: TestUser;
+  let org: string;
+  try {
+    server = await startTestServer({ db, aiService: false, env: { JOB_LEASE_SECONDS: '10' }, overrides: { ai, queue: { retryDelaySeconds: 1, pollingSeconds: 0.5 } } });
+    user = await createUser(db);
+    org = await addMembership(db, user, 'owner');
+  } catch (error) {
+    await server?.close();
+    await db.close();
+    throw error;
+  }
+  const started = server;
+  return {
+    db, server: started, user, org,
+    list: () => fetch(`${started.origin}/api/v1/workspaces?organizationId=${org}`, { headers: user.headers }),
+    ready: () => fetch(`${started.origin}/readyz`),
+    client: () => createClient({ baseUrl: started.origin, token: user.token, fetch: (url, init) => started.fetch(String(url), init) }),
+    async close() {
+      await started.close();
+      await db.close();
+    },
+  };
+}
+
+/**
+ * The database is away: a database-backed call answers 503 SERVICE_UNAVAILABLE, as declared by
+ * every such operation, with when to ask again, and /readyz answers 503 with `database` as its
+ * check. Answers how long the first call took from `since` (performance.now()).
+ */
+export async function expectUnavailable(service: FaultService, since: number, database: 'timeout' | 'unreachable'): Promise<number> {
+  const refused = await service.list();
+  const firstAnswerMs = Math.round(performance.now() - since);
+  expect(refused.status).toBe(503);
+  expect(await refused.json()).toEqual({ defined: true, code: 'SERVICE_UNAVAILABLE', status: 503, message: 'The service is temporarily unavailable, try again later.' });
+  expect(refused.headers.get('retry-after')).toBe('5');
+  const readiness = await service.ready();
+  expect(readiness.status).toBe(503);
+  expect(await readiness.json()).toEqual({ status: 'unavailable', checks: { database } });
+  return firstAnswerMs;
+}
+
+/**
+ * The service answers 200 again (waiting for it) with the workspaces that were there before the
+ * fault, and /readyz says 200. Answers how long that took from `since` (performance.now()).
+ */
+export async function expectRecovered(service: FaultService, since: number, workspaceIds: string[]): Promise<number> {
+  const recovered = await answersAgain(service.list);
+  const recoveredMs = Math.round(performance.now() - since);
+  expect(((await recovered.json()) as { id: string }[]).map((item) => item.id)).toEqual(workspaceIds);
+  expect((await service.ready()).status).toBe(200);
+  return recoveredMs;
+}
+
+/** Polls the job (every 300 ms) until it has finished: succeeded, failed or canceled. */
+export function finishedJob(service: FaultService, id: string) {
+  return eventually(async () => {
+    const current = await service.client().jobs.get({ id });
+    return ['succeeded', 'failed', 'canceled'].includes(current.status) ? current : undefined;
+  }, 300);
 }

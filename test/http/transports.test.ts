@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { procedures } from '../../generated/procedures.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
-import { handlers as builtHandlers } from '../../src/procedures.ts';
+import { procedureHandlers as builtHandlers } from '../../src/composition/handlers.ts';
 
 // Ids shaped as the service makes them (the contract's patterns refuse any other).
 const ORG = 'org_pycdybk377oxtzq6svizx3or';

@@ -5,19 +5,16 @@
  * extracts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import type { TestServer } from '../support/server.ts';
 import { docxBomb, DOCX_TYPE, nestedHtml, pdfOfText, pdfStreamBomb, pngHeader } from '../support/hostile-documents.ts';
-import { tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
+import { startTenantServer, uploadDocument, waitForJob, type Tenant } from './support.ts';
 
 type ContentType = Parameters<typeof uploadDocument>[2];
 
 describe('hostile documents fail their jobs, not the service', () => {
   let server: TestServer;
   let t: Tenant;
-  beforeAll(async () => {
-    server = await startTestServer();
-    t = await tenant(server);
-  }, 60_000);
+  beforeAll(async () => ({ server, t } = await startTenantServer()), 60_000);
   afterAll(() => server?.close());
 
   it.each([

@@ -5,19 +5,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runHousekeeping } from '../../src/jobs/housekeeping.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { tenant, uploadDocument, type Tenant } from './support.ts';
+import type { TestServer } from '../support/server.ts';
+import { startTenantServer, uploadDocument, type Tenant } from './support.ts';
 
 describe('housekeeping', () => {
   let server: TestServer;
   let t: Tenant;
-  beforeAll(async () => {
-    server = await startTestServer({ env: { WORKER: 'off' } });
-    t = await tenant(server);
-  });
+  beforeAll(async () => ({ server, t } = await startTenantServer({ env: { WORKER: 'off' } })));
   afterAll(() => server?.close());
 
-  const run = (at: Date) => runHousekeeping({ sql: server.db.sql, storage: server.services.storage, queue: server.services.queue, ai: server.services.ai, logger: server.services.logger, now: () => at });
+  const run = (at: Date) => runHousekeeping({ sql: server.db.sql, storage: server.services.storage, jobs: server.services.jobs, ai: server.services.ai, logger: server.services.logger, now: () => at });
 
   it('deletes documents pending an hour past their upload address, and their bytes; keeps the rest', async () => {
     const ready = await uploadDocument(t, 'kept.txt', 'text/plain', Buffer.from('kept'));

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClientError } from '../../generated/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { creditsSpent, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
+import { creditsSpent, startTenantServer, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
 
 const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
 const texts = ['Quarterly revenue grew 14%.', 'Churn fell to 2.1%.'];
@@ -14,10 +14,7 @@ const texts = ['Quarterly revenue grew 14%.', 'Churn fell to 2.1%.'];
 describe('with a worker', () => {
   let server: TestServer;
   let t: Tenant;
-  beforeAll(async () => {
-    server = await startTestServer();
-    t = await tenant(server);
-  });
+  beforeAll(async () => ({ server, t } = await startTenantServer()));
   afterAll(() => server?.close());
 
   it('text.embed: queued without input, then succeeded with one 384-number vector per text; 1 credit', async () => {
@@ -102,10 +99,7 @@ describe('with a worker', () => {
 describe('without a worker (WORKER=off): jobs stay queued', () => {
   let server: TestServer;
   let t: Tenant;
-  beforeAll(async () => {
-    server = await startTestServer({ env: { WORKER: 'off' } });
-    t = await tenant(server);
-  });
+  beforeAll(async () => ({ server, t } = await startTenantServer({ env: { WORKER: 'off' } })));
   afterAll(() => server?.close());
 
   it('jobs.cancel refunds the credits; a second cancel answers 409', async () => {

@@ -39,7 +39,7 @@ describe('re-indexing after a model change', () => {
     expect((await status()).ai.staleDocuments).toBe(1);
     const spent = await creditsSpent(server, t.org);
 
-    const deps = { sql: server.db.sql, queue: server.services.queue, ai: server.services.ai, logger: server.services.logger, now: () => new Date() };
+    const deps = { sql: server.db.sql, jobs: server.services.jobs, ai: server.services.ai, logger: server.services.logger, now: () => new Date() };
     expect(await queueReindexing(deps)).toEqual({ model: LOCAL_EMBEDDING_MODEL, queued: 1 });
     // A second run while the job is pending queues nothing more.
     expect(await queueReindexing(deps)).toEqual({ model: LOCAL_EMBEDDING_MODEL, queued: 0 });

@@ -6,27 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
-import { addWorkspace, jobEvents, openEvents, startStreamServer, writeJob, type EventReader } from './stream-support.ts';
+import { addWorkspace, closeAll, jobEvents, openEvents, openJobStream, readyOnceFree, startStreamServers, writeJob, type EventReader } from './stream-support.ts';
 
 let server: TestServer;
 let shortLived: TestServer;
 const readers: EventReader[] = [];
+beforeAll(async () => ({ server, shortLived } = await startStreamServers()));
+afterAll(() => closeAll(readers, server, shortLived));
 
-beforeAll(async () => {
-  server = await startStreamServer();
-  shortLived = await startStreamServer({ timing: { lifetimeMs: 300 } });
-});
-afterAll(async () => {
-  for (const reader of readers) reader.close();
-  await server?.close();
-  await shortLived?.close();
-});
-
-async function open(target: TestServer, user: TestUser, organizationId: string, query = ''): Promise<EventReader> {
-  const reader = await openEvents(`${target.origin}/api/v1/organizations/${organizationId}/jobs/stream${query}`, { headers: user.headers });
-  readers.push(reader);
-  return reader;
-}
+const open = (target: TestServer, user: TestUser, organizationId: string, query = '') => openJobStream(readers, target, user, organizationId, query);
 
 async function ready(target: TestServer, user: TestUser, organizationId: string, query = ''): Promise<EventReader> {
   const reader = await open(target, user, organizationId, query);
@@ -82,7 +70,7 @@ describe('jobs.stream re-checks access', () => {
     await server.db.sql`update members set role = 'member' where user_id = ${user.id}`;
     // Heartbeats come between re-checks; after several, the stream still carries jobs.
     for (let seen = 0; seen < 3; ) if ((await reader.next()).kind === 'comment') seen += 1;
-    const job = await writeJob(server.db, { organizationId: org });
+    const job = await writeJob(server, { organizationId: org });
     expect((await jobEvents(reader, 1))[0]!.id).toBe(job.eventId);
   });
 
@@ -92,8 +80,8 @@ describe('jobs.stream re-checks access', () => {
     const theirs = await addWorkspace(server.db, stranger.org);
     const narrowed = await ready(server, user, org, `?workspaceId=${theirs}`);
     const all = await ready(server, user, org);
-    await writeJob(server.db, { organizationId: stranger.org, workspaceId: theirs });
-    const ours = await writeJob(server.db, { organizationId: org });
+    await writeJob(server, { organizationId: stranger.org, workspaceId: theirs });
+    const ours = await writeJob(server, { organizationId: org });
     expect((await jobEvents(all, 1))[0]!.id).toBe(ours.eventId);
     // Revocation ends both streams; the narrowed one had nothing before its end.
     await server.db.sql`delete from members where user_id = ${user.id}`;
@@ -126,7 +114,7 @@ describe('jobs.stream lifetime and limits', () => {
 
     // A stream the client closes frees its slot once the server notices.
     five[0]!.close();
-    await expect(readyOnceFree(server, user, org)).resolves.toBeDefined();
+    await expect(readyOnceFree(() => open(server, user, org))).resolves.toBeDefined();
   });
 
   it('frees the slot of an RPC stream (a POST) its client closes', async () => {
@@ -143,7 +131,7 @@ describe('jobs.stream lifetime and limits', () => {
     // The request body was read before the stream opened: only the response's close tells the
     // server that the client left.
     for (const reader of five) reader.close();
-    const again = await Promise.all([1, 2, 3, 4, 5].map(() => readyOnceFree(server, user, org)));
+    const again = await Promise.all([1, 2, 3, 4, 5].map(() => readyOnceFree(() => open(server, user, org))));
     expect(again).toHaveLength(5);
   });
 
@@ -152,20 +140,7 @@ describe('jobs.stream lifetime and limits', () => {
     const org = await addMembership(shortLived.db, user, 'member');
     const first = await Promise.all([1, 2, 3, 4, 5].map(() => ready(shortLived, user, org)));
     for (const reader of first) await expectEnd(reader, 'expired');
-    const again = await Promise.all([1, 2, 3, 4, 5].map(() => readyOnceFree(shortLived, user, org)));
+    const again = await Promise.all([1, 2, 3, 4, 5].map(() => readyOnceFree(() => open(shortLived, user, org))));
     expect(again).toHaveLength(5);
   });
 });
-
-/** Opens streams until one is admitted (the server frees a slot when it sees the close). */
-async function readyOnceFree(target: TestServer, user: TestUser, organizationId: string): Promise<EventReader> {
-  for (let attempt = 0; attempt < 50; attempt += 1) {
-    const reader = await open(target, user, organizationId);
-    await reader.next();
-    const first = await reader.nextEvent();
-    if (first.event === 'ready') return reader;
-    reader.close();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('no slot came free');
-}

@@ -9,23 +9,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type ProcedureEvent } from '../../generated/client.ts';
 import type { TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
-import { openEvents, startStreamServer, writeJob, type EventReader } from './stream-support.ts';
+import { closeAll, openJobStream, startStreamServers, writeJob, type EventReader } from './stream-support.ts';
 
 type Event = ProcedureEvent<'jobs.stream'>;
 
 let server: TestServer;
 let shortLived: TestServer;
 const readers: EventReader[] = [];
-
-beforeAll(async () => {
-  server = await startStreamServer();
-  shortLived = await startStreamServer({ timing: { lifetimeMs: 300 } });
-});
-afterAll(async () => {
-  for (const reader of readers) reader.close();
-  await server?.close();
-  await shortLived?.close();
-});
+beforeAll(async () => ({ server, shortLived } = await startStreamServers()));
+afterAll(() => closeAll(readers, server, shortLived));
 
 async function signedIn(target: TestServer): Promise<{ user: TestUser; org: string }> {
   const user = await createUser(target.db);
@@ -82,14 +74,14 @@ async function relay(target: TestServer): Promise<{ origin: string; cut(): void;
 describe('the typed client iterator of jobs.stream', () => {
   it('reconnects after end expired and replays what happened meanwhile, each event once', async () => {
     const { user, org } = await signedIn(shortLived);
-    const start = await writeJob(shortLived.db, { organizationId: org });
-    const first = await writeJob(shortLived.db, { organizationId: org });
+    const start = await writeJob(shortLived, { organizationId: org });
+    const first = await writeJob(shortLived, { organizationId: org });
     const iterator = clientOf(shortLived, user).jobs.stream({ organizationId: org }, { lastEventId: start.eventId, retryDelayMs: 20 });
     const seen: Event[] = [];
     await readUntil(iterator, seen, (event) => event.event === 'end');
     expect(seen.at(-1)).toMatchObject({ event: 'end', data: { reason: 'expired' } });
     // Written while the iterator is between connections.
-    const meanwhile = [await writeJob(shortLived.db, { organizationId: org }), await writeJob(shortLived.db, { organizationId: org })];
+    const meanwhile = [await writeJob(shortLived, { organizationId: org }), await writeJob(shortLived, { organizationId: org })];
     await readUntil(iterator, seen, (event) => event.id === meanwhile[1]!.eventId);
     await iterator.return(undefined);
     expect(seen[0]).toMatchObject({ event: 'ready' });
@@ -105,12 +97,12 @@ describe('the typed client iterator of jobs.stream', () => {
       const iterator = clientOf(server, user, network.origin).jobs.stream({ organizationId: org }, { retryDelayMs: 20 });
       const seen: Event[] = [];
       await readUntil(iterator, seen, (event) => event.event === 'ready');
-      const before = await writeJob(server.db, { organizationId: org });
+      const before = await writeJob(server, { organizationId: org });
       await readUntil(iterator, seen, (event) => event.id === before.eventId);
       network.cut();
-      const missed = await writeJob(server.db, { organizationId: org });
+      const missed = await writeJob(server, { organizationId: org });
       await readUntil(iterator, seen, (event) => event.id === missed.eventId);
-      const after = await writeJob(server.db, { organizationId: org });
+      const after = await writeJob(server, { organizationId: org });
       await readUntil(iterator, seen, (event) => event.id === after.eventId);
       await iterator.return(undefined);
       expect(jobIds(seen)).toEqual([before.eventId, missed.eventId, after.eventId]);
@@ -134,8 +126,7 @@ describe('the typed client iterator of jobs.stream', () => {
   it('throws the error event of a refused stream as an ApiClientError', async () => {
     const { user, org } = await signedIn(server);
     for (let i = 0; i < 5; i += 1) {
-      const reader = await openEvents(`${server.origin}/api/v1/organizations/${org}/jobs/stream`, { headers: user.headers });
-      readers.push(reader);
+      const reader = await openJobStream(readers, server, user, org);
       expect(await reader.nextEvent()).toMatchObject({ event: 'ready' });
     }
     const iterator = clientOf(server, user).jobs.stream({ organizationId: org });

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/connection.ts';
-import { createTestDatabase, externalDatabaseUrl, openSecondClient } from '../support/database.ts';
+import { externalDatabaseUrl } from '../support/database.ts';
 import type { TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
-import { jobEvents, openEvents, startStreamServer, writeJob, type EventReader } from './stream-support.ts';
+import { closeAll, jobEvents, openJobStream, startTwoInstances, writeJob, type EventReader } from './stream-support.ts';
 
 let db: Database, secondDb: Database;
 let a: TestServer, b: TestServer;
@@ -18,26 +18,15 @@ let org: string;
 const readers: EventReader[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  secondDb = await openSecondClient(db);
   // On an external database no poll runs during the test: only LISTEN can bring the other's events.
-  const timing = { pollMs: externalDatabaseUrl ? 3_600_000 : 50 };
-  a = await startStreamServer({ db, timing });
-  b = await startStreamServer({ db: secondDb, timing });
+  ({ db, secondDb, a, b } = await startTwoInstances({ timing: { pollMs: externalDatabaseUrl ? 3_600_000 : 50 } }));
   user = await createUser(db);
   org = await addMembership(db, user, 'member');
 });
-afterAll(async () => {
-  for (const reader of readers) reader.close();
-  await a?.close();
-  await b?.close();
-  await secondDb?.close();
-  await db?.close();
-});
+afterAll(() => closeAll(readers, a, b, secondDb, db));
 
 async function ready(server: TestServer): Promise<EventReader> {
-  const reader = await openEvents(`${server.origin}/api/v1/organizations/${org}/jobs/stream`, { headers: user.headers });
-  readers.push(reader);
+  const reader = await openJobStream(readers, server, user, org);
   expect(await reader.nextEvent()).toMatchObject({ event: 'ready' });
   return reader;
 }

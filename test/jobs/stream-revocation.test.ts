@@ -8,33 +8,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/connection.ts';
 import { createSession } from '../../src/auth/sessions.ts';
-import { createTestDatabase, openSecondClient } from '../support/database.ts';
 import type { TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
-import { jobEvents, openEvents, startStreamServer, writeJob, type EventReader } from './stream-support.ts';
+import { closeAll, jobEvents, openJobStream, startTwoInstances, writeJob, type EventReader } from './stream-support.ts';
 
 let db: Database, secondDb: Database;
 let a: TestServer, b: TestServer;
 const readers: EventReader[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  secondDb = await openSecondClient(db);
-  const timing = { recheckMs: 60_000 };
-  a = await startStreamServer({ db, timing, env: { AUTH_RATE_LIMIT_PER_MINUTE: '100000' } });
-  b = await startStreamServer({ db: secondDb, timing, env: { AUTH_RATE_LIMIT_PER_MINUTE: '100000' } });
+  ({ db, secondDb, a, b } = await startTwoInstances({ timing: { recheckMs: 60_000 }, env: { AUTH_RATE_LIMIT_PER_MINUTE: '100000' } }));
 });
-afterAll(async () => {
-  for (const reader of readers) reader.close();
-  await a?.close();
-  await b?.close();
-  await secondDb?.close();
-  await db?.close();
-});
+afterAll(() => closeAll(readers, a, b, secondDb, db));
 
 async function ready(server: TestServer, user: Pick<TestUser, 'headers'>, organizationId: string): Promise<EventReader> {
-  const reader = await openEvents(`${server.origin}/api/v1/organizations/${organizationId}/jobs/stream`, { headers: user.headers });
-  readers.push(reader);
+  const reader = await openJobStream(readers, server, user, organizationId);
   expect(reader.response.status).toBe(200);
   expect(await reader.nextEvent()).toMatchObject({ event: 'ready' });
   return reader;

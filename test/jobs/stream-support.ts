@@ -5,20 +5,79 @@
  */
 import { newId } from '../../src/ids.ts';
 import type { Database } from '../../src/db/connection.ts';
-import { appendJobEvent, announceJobEvents } from '../../src/jobs/events.ts';
+import { appendJobEvent } from '../../src/jobs/events-store.ts';
 import { JOB_COLUMNS, type JobRow } from '../../src/jobs/store.ts';
 import { jobStreamProcedures } from '../../src/jobs/stream.ts';
+import { createTestDatabase, openSecondClient } from '../support/database.ts';
 import { startTestServer, type TestServer, type TestServerOptions } from '../support/server.ts';
+import type { TestUser } from '../support/users.ts';
 
 /** Short enough for tests to see each timer fire; the suites never assert on durations. */
 export const FAST = { heartbeatMs: 100, recheckMs: 150, lifetimeMs: 60_000, pollMs: 50 };
 
-export function startStreamServer(options: TestServerOptions & { timing?: Partial<typeof FAST> } = {}): Promise<TestServer> {
+export type StreamServerOptions = TestServerOptions & { timing?: Partial<typeof FAST> };
+
+export function startStreamServer(options: StreamServerOptions = {}): Promise<TestServer> {
   return startTestServer({
     ...options,
     env: { RATE_LIMIT_PER_MINUTE: '100000', ...options.env },
     overrides: { streams: jobStreamProcedures, streamTiming: { ...FAST, ...options.timing }, ...options.overrides },
   });
+}
+
+/** A server with FAST timing, and one whose streams end after 300 ms (`end expired`). */
+export async function startStreamServers(): Promise<{ server: TestServer; shortLived: TestServer }> {
+  const server = await startStreamServer();
+  try {
+    return { server, shortLived: await startStreamServer({ timing: { lifetimeMs: 300 } }) };
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+}
+
+/**
+ * Two API instances on one new database, both started with `options`: `a` on its client, `b` on a
+ * second client of it (on an external database, a pool of its own). Close them with closeAll(…, a, b, secondDb, db).
+ */
+export async function startTwoInstances(options: StreamServerOptions = {}): Promise<{ db: Database; secondDb: Database; a: TestServer; b: TestServer }> {
+  const db = await createTestDatabase();
+  const opened: { close(): Promise<void> }[] = [db];
+  try {
+    const secondDb = await openSecondClient(db);
+    opened.unshift(secondDb);
+    const a = await startStreamServer({ ...options, db });
+    opened.unshift(a);
+    const b = await startStreamServer({ ...options, db: secondDb });
+    return { db, secondDb, a, b };
+  } catch (error) {
+    for (const resource of opened) await resource.close();
+    throw error;
+  }
+}
+
+/** Closes every reader, then each of `resources` in the order given (one never started is undefined). */
+export async function closeAll(readers: EventReader[], ...resources: ({ close(): Promise<void> | void } | undefined)[]): Promise<void> {
+  for (const reader of readers) reader.close();
+  for (const resource of resources) await resource?.close();
+}
+
+/** Opens `organizationId`'s jobs.stream on `server` as `user` (plus `query`); kept in `readers`, to be closed after the file. */
+export async function openJobStream(readers: EventReader[], server: TestServer, user: Pick<TestUser, 'headers'>, organizationId: string, query = ''): Promise<EventReader> {
+  const reader = await openEvents(`${server.origin}/api/v1/organizations/${organizationId}/jobs/stream${query}`, { headers: user.headers });
+  readers.push(reader);
+  return reader;
+}
+
+/** Opens streams with `open` until one is admitted (the server that held the slot frees it when it sees the close). */
+export async function readyOnceFree(open: () => Promise<EventReader>): Promise<EventReader> {
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const reader = await open();
+    if ((await reader.nextEvent()).event === 'ready') return reader;
+    reader.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('no slot came free');
 }
 
 export async function addWorkspace(db: Database, organizationId: string): Promise<string> {
@@ -29,14 +88,15 @@ export async function addWorkspace(db: Database, organizationId: string): Promis
 
 /**
  * Inserts a job (or moves one to `status`) and appends its event in the same transaction, as job
- * writers do. `announce` wakes this process's streams at once; without it they find the event by
+ * writers do. `announce` wakes the server's streams at once (given a server); without it they find the event by
  * polling (or LISTEN), as they would a worker's in another process.
  */
 export async function writeJob(
-  db: Database,
+  target: Database | TestServer,
   job: { organizationId: string; workspaceId?: string | null; id?: string; status?: JobRow['status'] },
   options: { announce?: boolean } = {},
 ): Promise<{ id: string; eventId: string }> {
+  const db = 'services' in target ? target.db : target;
   const id = job.id ?? newId('job');
   const status = job.status ?? 'queued';
   const eventId = await db.sql.begin(async (tx) => {
@@ -50,7 +110,8 @@ export async function writeJob(
     const [event] = await tx<{ id: string }[]>`select max(id)::text as id from job_events`;
     return event!.id;
   });
-  if (options.announce ?? true) announceJobEvents();
+  // Only a server's own bus wakes its streams at once (a bare database has no bus to announce on).
+  if ((options.announce ?? true) && 'services' in target) target.services.streams.events.announce();
   return { id, eventId };
 }
 

@@ -59,9 +59,9 @@ describe('jobs.stream', () => {
 
   it('carries each job change live, in order, with increasing ids; input only once finished', async () => {
     const reader = await ready();
-    const job = await writeJob(server.db, { organizationId: org });
-    const running = await writeJob(server.db, { organizationId: org, id: job.id, status: 'running' });
-    const done = await writeJob(server.db, { organizationId: org, id: job.id, status: 'succeeded' });
+    const job = await writeJob(server, { organizationId: org });
+    const running = await writeJob(server, { organizationId: org, id: job.id, status: 'running' });
+    const done = await writeJob(server, { organizationId: org, id: job.id, status: 'succeeded' });
     const events = await jobEvents(reader, 3);
     expect(events.map((event) => event.id)).toEqual([job.eventId, running.eventId, done.eventId]);
     expect(events.map((event) => [event.data.id, event.data.status])).toEqual([[job.id, 'queued'], [job.id, 'running'], [job.id, 'succeeded']]);
@@ -71,9 +71,9 @@ describe('jobs.stream', () => {
   });
 
   it('starts after the newest event when there is no Last-Event-Id', async () => {
-    await writeJob(server.db, { organizationId: org });
+    await writeJob(server, { organizationId: org });
     const reader = await ready();
-    const next = await writeJob(server.db, { organizationId: org });
+    const next = await writeJob(server, { organizationId: org });
     expect((await jobEvents(reader, 1))[0]!.id).toBe(next.eventId);
   });
 
@@ -90,9 +90,9 @@ describe('jobs.stream', () => {
         return reader;
       };
       const early = await open();
-      const unannounced = await writeJob(lagging.db, { organizationId }, { announce: false });
+      const unannounced = await writeJob(lagging, { organizationId }, { announce: false });
       const late = await open();
-      const next = await writeJob(lagging.db, { organizationId });
+      const next = await writeJob(lagging, { organizationId });
       expect((await jobEvents(early, 2)).map((event) => event.id)).toEqual([unannounced.eventId, next.eventId]);
       expect((await jobEvents(late, 1)).map((event) => event.id)).toEqual([next.eventId]);
     } finally {
@@ -104,36 +104,36 @@ describe('jobs.stream', () => {
     const [wanted, other] = [await addWorkspace(server.db, org), await addWorkspace(server.db, org)];
     const all = await ready();
     const narrowed = await ready(`?workspaceId=${wanted}`);
-    await writeJob(server.db, { organizationId: otherOrg });
-    const elsewhere = await writeJob(server.db, { organizationId: org, workspaceId: other });
-    const inside = await writeJob(server.db, { organizationId: org, workspaceId: wanted });
+    await writeJob(server, { organizationId: otherOrg });
+    const elsewhere = await writeJob(server, { organizationId: org, workspaceId: other });
+    const inside = await writeJob(server, { organizationId: org, workspaceId: wanted });
     expect((await jobEvents(all, 2)).map((event) => event.id)).toEqual([elsewhere.eventId, inside.eventId]);
     expect((await jobEvents(narrowed, 1)).map((event) => [event.id, event.data.workspaceId])).toEqual([[inside.eventId, wanted]]);
   });
 
   it('resumes after Last-Event-Id: the retained events of the organization, then live ones, each once', async () => {
-    const before = await writeJob(server.db, { organizationId: org });
-    const missed = [await writeJob(server.db, { organizationId: org }), await writeJob(server.db, { organizationId: org })];
-    await writeJob(server.db, { organizationId: otherOrg });
+    const before = await writeJob(server, { organizationId: org });
+    const missed = [await writeJob(server, { organizationId: org }), await writeJob(server, { organizationId: org })];
+    await writeJob(server, { organizationId: otherOrg });
     // Writes while the stream opens land on either side of the hand-over from replay to live.
     const opening = ready('', { 'last-event-id': before.eventId });
-    const racing = await Promise.all([1, 2, 3].map(() => writeJob(server.db, { organizationId: org })));
+    const racing = await Promise.all([1, 2, 3].map(() => writeJob(server, { organizationId: org })));
     const reader = await opening;
-    const live = await writeJob(server.db, { organizationId: org });
+    const live = await writeJob(server, { organizationId: org });
     const expected = [...missed, ...racing, live].map((job) => job.eventId).sort((a, b) => Number(a) - Number(b));
     expect((await jobEvents(reader, expected.length)).map((event) => event.id)).toEqual(expected);
   });
 
   it('hands a long replay over to live events without losing or repeating one', async () => {
     await ready(); // keeps the app's reader running, so it delivers while the replay pages
-    const from = await writeJob(server.db, { organizationId: org });
+    const from = await writeJob(server, { organizationId: org });
     // Many retained events (copies of one job event): the replay reads them page by page.
     await server.db.sql`
       insert into job_events (organization_id, workspace_id, job_id, data)
       select organization_id, workspace_id, job_id, data from job_events, generate_series(1, 600) where id = ${from.eventId}::bigint`;
     const opening = ready('', { 'last-event-id': from.eventId });
     const during: string[] = [];
-    for (let i = 0; i < 5; i += 1) during.push((await writeJob(server.db, { organizationId: org })).eventId);
+    for (let i = 0; i < 5; i += 1) during.push((await writeJob(server, { organizationId: org })).eventId);
     const reader = await opening;
     const [row] = await server.db.sql<{ ids: string[] }[]>`
       select array_agg(id::text order by id) as ids from job_events where organization_id = ${org} and id > ${from.eventId}::bigint`;
@@ -144,8 +144,8 @@ describe('jobs.stream', () => {
   });
 
   it('over RPC too, with the Last-Event-Id header', async () => {
-    const before = await writeJob(server.db, { organizationId: org });
-    const missed = await writeJob(server.db, { organizationId: org });
+    const before = await writeJob(server, { organizationId: org });
+    const missed = await writeJob(server, { organizationId: org });
     const reader = await openEvents(`${server.origin}/rpc/jobs/stream`, {
       method: 'POST',
       headers: { ...owner.headers, 'content-type': 'application/json', 'last-event-id': before.eventId },
@@ -155,7 +155,7 @@ describe('jobs.stream', () => {
     expect(reader.response.status).toBe(200);
     expect(await reader.next()).toEqual({ kind: 'retry', value: 3000 });
     expect(await reader.nextEvent()).toMatchObject({ event: 'ready' });
-    const live = await writeJob(server.db, { organizationId: org });
+    const live = await writeJob(server, { organizationId: org });
     expect((await jobEvents(reader, 2)).map((event) => event.id)).toEqual([missed.eventId, live.eventId]);
   });
 
@@ -164,9 +164,9 @@ describe('jobs.stream', () => {
     ['an id past the newest event', '9000000000000000000'],
     ['a number beyond any event id', '99999999999999999999'],
   ])('treats %s as no resume point: the stream starts live', async (_case, lastEventId) => {
-    await writeJob(server.db, { organizationId: org });
+    await writeJob(server, { organizationId: org });
     const reader = await ready('', { 'last-event-id': lastEventId });
-    const next = await writeJob(server.db, { organizationId: org });
+    const next = await writeJob(server, { organizationId: org });
     expect((await jobEvents(reader, 1))[0]!.id).toBe(next.eventId);
   });
 

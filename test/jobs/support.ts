@@ -4,7 +4,7 @@
  */
 import { expect } from 'vitest';
 import { createClient } from '../../generated/client.ts';
-import type { TestServer } from '../support/server.ts';
+import { startTestServer, type TestServer, type TestServerOptions } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 export type Client = ReturnType<typeof createClient>;
@@ -28,6 +28,17 @@ export async function tenant(server: TestServer, role: 'owner' | 'admin' | 'memb
   const client = clientOf(server, owner);
   const workspace = await client.workspaces.create({ organizationId: org, name: 'Jobs', slug: `jobs-${process.pid}-${++slugs}` });
   return { owner, org, workspaceId: workspace.id, client };
+}
+
+/** A test server with `options`, and a tenant on it (the server is closed if the tenant cannot be made). */
+export async function startTenantServer(options?: TestServerOptions): Promise<{ server: TestServer; t: Tenant }> {
+  const server = await startTestServer(options);
+  try {
+    return { server, t: await tenant(server) };
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
 }
 
 type ContentType = Parameters<Client['documents']['createUpload']>[0]['contentType'];

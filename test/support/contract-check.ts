@@ -6,13 +6,11 @@
  * found in the published document and checked the same way: a declared status, a declared media
  * type, and a JSON body that matches its schema.
  */
-import { readFileSync } from 'node:fs';
 import { allowedMethods, findRoute } from '../../src/http/route-lookup.ts';
 import { outputValidator, schemaValidator, toIssues, type ValidateFunction } from '../../src/contract/validators.ts';
+import { deref as derefIn, readPublishedDocument, type Json } from './openapi-document.ts';
 
-type Json = Record<string, any>;
-
-const published: Json = JSON.parse(readFileSync(new URL('../../generated/openapi.json', import.meta.url), 'utf8'));
+const published: Json = readPublishedDocument('openapi.json');
 
 /** The `x-transport` operations of the published document, by method and path pattern (their server is the root). */
 const transportRoutes = Object.entries<Json>(published.paths).flatMap(([path, item]) =>
@@ -21,13 +19,7 @@ const transportRoutes = Object.entries<Json>(published.paths).flatMap(([path, it
     .map((method) => ({ method: method.toUpperCase(), pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`), operation: item[method] as Json })),
 );
 
-function deref(value: Json): Json {
-  let current = value;
-  while (typeof current?.$ref === 'string') {
-    current = current.$ref.slice(2).split('/').reduce((node: Json, key: string) => node?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], published);
-  }
-  return current;
-}
+const deref = (value: Json): Json => derefIn(published, value);
 
 /** Validates a body against a response schema built of component refs (a $ref, or a oneOf of them). */
 function componentsValidate(schema: Json, body: unknown): { ok: boolean; errors: unknown[] } {

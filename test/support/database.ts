@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { inject } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
+import { deletingDataDirOnClose } from './data-dir.ts';
 
 export interface TestDatabaseOptions {
   /**
@@ -30,16 +31,7 @@ export async function createTestDatabase(options: TestDatabaseOptions = {}): Pro
   try {
     // PGlite unpacks the tarball into the empty dataDir before starting.
     const db = await openDatabase({ dataDir, loadDataDir: await openAsBlob(inject('templateDataDir')) });
-    return {
-      ...db,
-      async close() {
-        try {
-          await db.close();
-        } finally {
-          await rm(dataDir, { recursive: true, force: true });
-        }
-      },
-    };
+    return deletingDataDirOnClose(db, dataDir);
   } catch (error) {
     await rm(dataDir, { recursive: true, force: true });
     throw error;

@@ -6,18 +6,11 @@
 import document from '../../generated/openapi.json' with { type: 'json' };
 import authDocument from '../../generated/auth-openapi.json' with { type: 'json' };
 import type { ProcedureDefinition } from '../../generated/procedures.ts';
-
-type Json = Record<string, any>;
+import { deref as derefIn, type Json } from './openapi-document.ts';
 
 /** The contract an operation belongs to: the identity routes' (auth.*) or the procedures'. */
 function contractOf(procedure: ProcedureDefinition): Json {
   return (procedure.name.startsWith('auth.') ? authDocument : document) as Json;
-}
-
-function derefIn(doc: Json, value: Json): Json {
-  let current = value;
-  while (current?.$ref) current = current.$ref.slice(2).split('/').reduce((node: Json, key: string) => node[key.replace(/~1/g, '/')], doc);
-  return current;
 }
 
 export function exampleInput(procedure: ProcedureDefinition): Record<string, unknown> {

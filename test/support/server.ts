@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Database } from '../../src/db/connection.ts';
-import { buildApp, type AppOptions } from '../../src/http/app.ts';
+import { compose, type ComposeOptions } from '../../src/composition/compose.ts';
 import { answerServerErrors } from '../../src/http/server-errors.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startAiService } from '../../src/ai-service/server.ts';
@@ -38,7 +38,7 @@ export interface TestServer {
 
 export interface TestServerOptions {
   env?: Record<string, string>;
-  overrides?: AppOptions['overrides'];
+  overrides?: ComposeOptions['overrides'];
   /** Share a database between servers (e.g. to restart the app on the same data). */
   db?: Database;
   /**
@@ -78,7 +78,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   // As main.ts does: what Node's HTTP parser refuses is answered in the service's error shape.
   answerServerErrors(server, logger);
   const db = options.db ?? (await createTestDatabase());
-  const { app, services, stop } = await buildApp({ config, db, logger, ...(options.overrides ? { overrides: options.overrides } : {}) });
+  const { app, services, stop } = await compose({ config, db, logger, ...(options.overrides ? { overrides: options.overrides } : {}) });
   server.on('request', app);
 
   return {

@@ -11,14 +11,13 @@ import authDocument from '../../generated/auth-openapi.json' with { type: 'json'
 import { procedures } from '../../generated/procedures.ts';
 import { authRoutes } from '../../generated/auth-routes.ts';
 import { ANY, dateInputs } from '../../codegen/date-inputs.ts';
-import { deref } from '../../codegen/deref.ts';
+import { deref } from '../support/openapi-document.ts';
 import { mergeInputSchema } from '../../codegen/input-schema.ts';
 import { readOperations, type Operation } from '../../codegen/operations.ts';
 import { streamEvents } from '../../codegen/stream-events.ts';
 import { createAjv, DROPPED_ANNOTATIONS, TEXT_KEYWORDS, toAjvSchema } from '../../codegen/validators.ts';
-import { validateInput } from '../../src/contract/validators.ts';
-import { ApiError } from '../../src/contract/errors.ts';
 import { newId } from '../../src/ids.ts';
+import { issuesOf } from '../support/input-issues.ts';
 
 type Json = Record<string, any>;
 
@@ -78,16 +77,6 @@ function inputSchemasOf(doc: Json, op: Operation): InputSchemas {
     .map((p: Json) => ({ name: p.name as string, schema: p.schema as Json }));
   const ref = operation.requestBody && deref(doc, operation.requestBody).content?.['application/json']?.schema;
   return { parameters, body: ref ? deref(doc, ref) : undefined };
-}
-
-function issuesOf(procedure: string, input: Record<string, unknown>) {
-  try {
-    validateInput(procedure, input);
-    return [];
-  } catch (error) {
-    expect(error).toBeInstanceOf(ApiError);
-    return ((error as ApiError).data as { issues: { path: (string | number)[]; message: string; params?: Json }[] }).issues;
-  }
 }
 
 describe.each(documents)('%s: every keyword of every input schema reaches the input validator', (_file, doc, table) => {

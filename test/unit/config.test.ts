@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { buildConfigurationDoc } from '../../codegen/configuration-doc.ts';
 import { ConfigError, loadConfig, settingNames } from '../../src/config.ts';
+import { settingSchema } from '../../src/config/schema.ts';
 
 describe('loadConfig', () => {
   it('has defaults that make the embedded mode work', () => {
@@ -77,8 +79,37 @@ describe('loadConfig', () => {
     });
   }
 
-  it('the README documents every setting', () => {
+  // Settings read only in some setups (x-read-when in the schema) are ignored in the others, whatever their value.
+  const ignored = [
+    { given: { S3_ENDPOINT: 'not a url', S3_FORCE_PATH_STYLE: 'maybe' }, want: { storage: { driver: 'local' } } },
+    { given: { GITHUB_URL: 'not a url', GOOGLE_ISSUER: 'ftp://x' }, want: { github: null, google: null } },
+    { given: { STRIPE_API_URL: 'not a url' }, want: { billing: null } },
+  ];
+  for (const { given, want } of ignored) {
+    it(`ignores ${JSON.stringify(given)}`, () => {
+      expect(loadConfig(given)).toMatchObject(want);
+    });
+  }
+
+  it('states what was wrong', () => {
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow('PORT must be an integer from 0 to 65535, got "eighty"');
+    expect(() => loadConfig({ PORT: '1e3' })).toThrow('PORT must be an integer from 0 to 65535, got "1e3"');
+    expect(() => loadConfig({ VALIDATE_RESPONSES: 'Maybe' })).toThrow('VALIDATE_RESPONSES must be true or false, got "maybe"');
+    expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow('LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"');
+    expect(() => loadConfig({ TRUSTED_ORIGINS: 'https://a.example.com, https://b.example.com/path' })).toThrow('TRUSTED_ORIGINS must list origins like https://app.example.com, got "https://b.example.com/path"');
+    expect(() => loadConfig({ TRUST_PROXY: '100' })).toThrow('TRUST_PROXY must be at most 32 hops, got "100"');
+    expect(() => loadConfig({ STORAGE_DRIVER: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'minio:9000' })).toThrow('S3_ENDPOINT must be an http(s) URL, got "minio:9000"');
+    expect(() => loadConfig({ SECRET: 'too short' })).toThrow('SECRET must be at least 32 characters');
+  });
+
+  it('docs/configuration.md documents every setting, as generated from the schema', () => {
+    const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    expect(doc, 'docs/configuration.md is stale: run `make codegen`').toBe(buildConfigurationDoc());
+    for (const name of settingNames) {
+      expect(settingSchema(name).description, name).toMatch(/\w/);
+      expect(doc, name).toContain(`| \`${name}\` |`);
+    }
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    for (const name of settingNames) expect(readme, name).toContain(`\`${name}\``);
+    expect(readme).toContain('(docs/configuration.md)');
   });
 });

@@ -13,22 +13,11 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { authRoutes } from '../../generated/auth-routes.ts';
 import { procedures } from '../../generated/procedures.ts';
-import { authHandlers } from '../../src/auth/routes.ts';
-import { handlers, streamHandlers } from '../../src/procedures.ts';
+import { identityHandlers as authHandlers, procedureHandlers as handlers, streamHandlers } from '../../src/composition/handlers.ts';
+import { deref, readPublishedDocument, type Json } from '../support/openapi-document.ts';
 
-type Json = Record<string, any>;
-
-const read = (name: string): Json => JSON.parse(readFileSync(new URL(`../../generated/${name}`, import.meta.url), 'utf8'));
-const documents: Record<string, Json> = { 'openapi.json': read('openapi.json'), 'auth-openapi.json': read('auth-openapi.json') };
+const documents: Record<string, Json> = { 'openapi.json': readPublishedDocument('openapi.json'), 'auth-openapi.json': readPublishedDocument('auth-openapi.json') };
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
-
-function deref(doc: Json, value: Json): Json {
-  let current = value;
-  while (current && typeof current.$ref === 'string') {
-    current = current.$ref.slice(2).split('/').reduce((node: Json, key: string) => node?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
-  }
-  return current;
-}
 
 interface Operation {
   document: string;

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { authRoutes } from '../../generated/auth-routes.ts';
 import { procedures } from '../../generated/procedures.ts';
-import { authHandlers } from '../../src/auth/routes.ts';
-import { handlers, streamHandlers } from '../../src/procedures.ts';
+import { identityHandlers as authHandlers, procedureHandlers as handlers, streamHandlers } from '../../src/composition/handlers.ts';
 
 describe('every route of the contract has its handler', () => {
   it.each(Object.keys(authRoutes))('identity route %s', (name) => {

@@ -11,7 +11,7 @@ import v1Document from '../../generated/openapi.json' with { type: 'json' };
 import authDocument from '../../generated/auth-openapi.json' with { type: 'json' };
 import { procedures, type ProcedureDefinition } from '../../generated/procedures.ts';
 import { authRoutes } from '../../generated/auth-routes.ts';
-import { deref } from '../../codegen/deref.ts';
+import { deref } from '../support/openapi-document.ts';
 import { validateInput } from '../../src/contract/validators.ts';
 import { ApiError } from '../../src/contract/errors.ts';
 import { restInput } from '../../src/http/rest-transport.ts';

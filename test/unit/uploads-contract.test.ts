@@ -8,7 +8,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
@@ -21,19 +20,14 @@ import { procedures } from '../../generated/procedures.ts';
 import { findRoute } from '../../src/http/route-lookup.ts';
 import { sign, verifySignedQuery } from '../../src/storage/signed-url.ts';
 import { assertMatchesContract } from '../support/contract-check.ts';
+import { deref as derefIn, readPublishedDocument, type Json } from '../support/openapi-document.ts';
 import { startUploadApp, type UploadApp } from '../storage/support.ts';
 
-type Json = Record<string, any>;
-
-const doc: Json = JSON.parse(readFileSync(new URL('../../generated/openapi.json', import.meta.url), 'utf8'));
+const doc: Json = readPublishedDocument('openapi.json');
 const PATH = '/uploads/{organizationId}/{documentId}';
 const item: Json = doc.paths[PATH];
 
-function deref(value: Json): Json {
-  let current = value;
-  while (typeof current?.$ref === 'string') current = current.$ref.slice(2).split('/').reduce((node: Json, key: string) => node?.[key], doc);
-  return current;
-}
+const deref = (value: Json): Json => derefIn(doc, value);
 
 function parameter(op: Json, name: string): Json {
   const found = [...(item.parameters ?? []), ...(op.parameters ?? [])].map(deref).find((p: Json) => p.name === name);

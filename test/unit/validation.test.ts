@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { inputValidator, toIssues, validateInput } from '../../src/contract/validators.ts';
-import { ApiError } from '../../src/contract/errors.ts';
-
-function issuesOf(procedure: string, input: Record<string, unknown>) {
-  try {
-    validateInput(procedure, input);
-    return [];
-  } catch (error) {
-    expect(error).toBeInstanceOf(ApiError);
-    return ((error as ApiError).data as { issues: unknown[] }).issues;
-  }
-}
+import { inputValidator, toIssues } from '../../src/contract/validators.ts';
+import { issuesOf } from '../support/input-issues.ts';
 
 const ORG = 'org_pycdybk377oxtzq6svizx3or';
 const WS = 'ws_i5xx2bzn3kir2gshyl7sn5pk';

@@ -3,12 +3,12 @@
  * password, and the session that signs it in.
  */
 import { ApiError } from '../../contract/errors.ts';
-import type { AuthHandlers } from '../identity-route.ts';
+import type { AuthHandlers } from '../../context.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
 import { createSession, isBanned, sessionExpiry } from '../sessions.ts';
 import { mailVerificationLink } from './emails.ts';
 import { checkRedirectTarget } from '../redirect-targets.ts';
-import { findUserByEmail, insertUserWithPassword } from './users-store.ts';
+import { findUserWithPasswordByEmail, insertUserWithPassword } from '../users-store.ts';
 import { refusal, signInKey } from '../rate-limit.ts';
 import { toUser } from '../views.ts';
 
@@ -45,17 +45,17 @@ export const emailSignInRoutes = {
     const attempt = (await refusal(limiters.signInAddress, ctx.ip, 'Too many sign-in attempts from this address, try again later.'))
       ?? (await refusal(limiters.signInEmail, signInKey(input.email, ctx.ip), 'Too many sign-in attempts for this email address, try again later.'));
     if (attempt) throw attempt;
-    const user = await findUserByEmail(db.sql, input.email);
+    const user = await findUserWithPasswordByEmail(db.sql, input.email);
     // An unknown address costs one password check too, so timing does not tell which addresses have accounts.
-    if (!user || user.password_hash === null) {
+    if (!user || user.passwordHash === null) {
       await burnPasswordCheck(input.password);
       throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
     }
-    if (!(await verifyPassword(user.password_hash, input.password))) throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
+    if (!(await verifyPassword(user.passwordHash, input.password))) throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
     // Only after the password is right, so these answers reveal nothing to someone who does not know it.
     const now = ctx.services.now();
     if (isBanned(user, now)) throw new ApiError('BANNED_USER');
-    if (config.requireEmailVerification && !user.email_verified) throw new ApiError('EMAIL_NOT_VERIFIED');
+    if (config.requireEmailVerification && !user.emailVerified) throw new ApiError('EMAIL_NOT_VERIFIED');
 
     const { token, session } = await createSession(db.sql, { userId: user.id, now, ip: ctx.ip, userAgent: ctx.userAgent });
     return { body: { token, user: toUser(user, now) }, session: { token, expiresAt: sessionExpiry(session) } };

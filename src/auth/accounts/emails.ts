@@ -2,11 +2,19 @@
  * The two emails the account routes send, and how their links are made. Each link carries a
  * fresh single-use token (verification-tokens.ts) that lives one hour.
  */
-import type { Services } from '../../context.ts';
+import type { Config } from '../../config.ts';
+import type { Sql } from '../../db/connection.ts';
 import type { Mailer, MailMessage } from '../../email/mailer.ts';
-import type { UserRow } from '../sessions.ts';
+import type { User } from '../users-store.ts';
 import { absoluteTarget, withQuery } from '../redirect-targets.ts';
 import { issueEmailToken } from './verification-tokens.ts';
+
+/** What mailing a link needs of the services (src/context.ts's Services). */
+export interface LinkServices {
+  config: Pick<Config, 'publicUrl'>;
+  db: { sql: Sql };
+  now: () => Date;
+}
 
 export function verificationMessage(to: string, name: string, link: string): MailMessage {
   return {
@@ -44,7 +52,7 @@ export function passwordResetMessage(to: string, name: string, link: string): Ma
 }
 
 /** Issues a verification token and mails the link to GET /api/auth/verify-email. */
-export async function mailVerificationLink(services: Services, mailer: Mailer, user: UserRow, callbackURL: string | undefined): Promise<void> {
+export async function mailVerificationLink(services: LinkServices, mailer: Mailer, user: User, callbackURL: string | undefined): Promise<void> {
   const token = await issueEmailToken(services.db.sql, { purpose: 'email-verification', userId: user.id, email: user.email, now: services.now() });
   const params: Record<string, string> = { token };
   if (callbackURL !== undefined) params.callbackURL = callbackURL;
@@ -56,7 +64,7 @@ export async function mailVerificationLink(services: Services, mailer: Mailer, u
  * Issues a reset token and mails a link to the client's page (`redirectTo`, with `token` in its
  * query), or, without one, to the API's reset route with the token.
  */
-export async function mailPasswordResetLink(services: Services, mailer: Mailer, user: UserRow, redirectTo: string | undefined): Promise<void> {
+export async function mailPasswordResetLink(services: LinkServices, mailer: Mailer, user: User, redirectTo: string | undefined): Promise<void> {
   const token = await issueEmailToken(services.db.sql, { purpose: 'password-reset', userId: user.id, email: user.email, now: services.now() });
   const page = redirectTo === undefined ? `${services.config.publicUrl}/api/auth/reset-password` : absoluteTarget(services.config, redirectTo);
   await mailer.send(passwordResetMessage(user.email, user.name, withQuery(page, { token })));

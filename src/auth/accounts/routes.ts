@@ -5,13 +5,13 @@
  */
 import type { Mailer } from '../../email/mailer.ts';
 import { ApiError } from '../../contract/errors.ts';
-import { type AuthContext, type AuthHandlers, signedIn } from '../identity-route.ts';
+import { type AuthContext, type AuthHandlers, signedIn } from '../../context.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
-import { createSession, sessionExpiry } from '../sessions.ts';
+import { createSession, endAllSessions, sessionExpiry } from '../sessions.ts';
 import { mailPasswordResetLink, mailVerificationLink } from './emails.ts';
 import { absoluteTarget, checkRedirectTarget, withQuery } from '../redirect-targets.ts';
-import { deleteAllSessions } from './sessions-store.ts';
-import { findUserByEmail, findUserById, markEmailVerified, setPassword } from './users-store.ts';
+import { setPassword } from '../accounts-store.ts';
+import { findUserWithPassword, findUserWithPasswordByEmail, markEmailVerified } from '../users-store.ts';
 import { findUsableToken, spendToken, spendUserTokens } from './verification-tokens.ts';
 import { toUser } from '../views.ts';
 
@@ -19,21 +19,21 @@ export const accountRoutes = {
   async 'auth.changePassword'(input, ctx) {
     const principal = signedIn(ctx);
     const { sql } = ctx.services.db;
-    const user = await findUserById(sql, principal.userId);
+    const user = await findUserWithPassword(sql, principal.userId);
     if (!user) throw new ApiError('UNAUTHORIZED');
     // A provider-only user has no password to check; the answer is the same as for a wrong one.
-    if (user.password_hash === null) {
+    if (user.passwordHash === null) {
       await burnPasswordCheck(input.currentPassword);
       throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
     }
-    if (!(await verifyPassword(user.password_hash, input.currentPassword))) throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
+    if (!(await verifyPassword(user.passwordHash, input.currentPassword))) throw new ApiError('INVALID_EMAIL_OR_PASSWORD');
     const passwordHash = await hashPassword(input.newPassword);
     const now = ctx.services.now();
     await sql.begin(async (tx) => {
       await setPassword(tx, user.id, passwordHash, now);
       // A reset link mailed before the change would otherwise still set a password.
       await spendUserTokens(tx, user.id, 'password-reset', now);
-      if (input.revokeOtherSessions) await deleteAllSessions(tx, user.id);
+      if (input.revokeOtherSessions) await endAllSessions(tx, user.id);
     });
     if (!input.revokeOtherSessions) return { body: { token: null, user: toUser(user, now) } };
 
@@ -45,7 +45,7 @@ export const accountRoutes = {
   async 'auth.requestPasswordReset'(input, ctx) {
     checkRedirectTarget(ctx.services.config, 'redirectTo', input.redirectTo);
     const mailer = requireMailer(ctx);
-    const user = await findUserByEmail(ctx.services.db.sql, input.email);
+    const user = await findUserWithPasswordByEmail(ctx.services.db.sql, input.email);
     if (user) inBackground(ctx, 'password reset email', () => mailPasswordResetLink(ctx.services, mailer, user, input.redirectTo));
     return { body: { status: true } };
   },
@@ -63,7 +63,7 @@ export const accountRoutes = {
       // The link reached the mailbox, which is all a verification link proves.
       await markEmailVerified(tx, token.userId, token.email, now);
       // Whoever knew the old password is signed out everywhere.
-      await deleteAllSessions(tx, token.userId);
+      await endAllSessions(tx, token.userId);
       return true;
     });
     if (!done) throw new ApiError('INVALID_TOKEN');
@@ -73,8 +73,8 @@ export const accountRoutes = {
   async 'auth.sendVerificationEmail'(input, ctx) {
     checkRedirectTarget(ctx.services.config, 'callbackURL', input.callbackURL);
     const mailer = requireMailer(ctx);
-    const user = await findUserByEmail(ctx.services.db.sql, input.email);
-    if (user && !user.email_verified) inBackground(ctx, 'verification email', () => mailVerificationLink(ctx.services, mailer, user, input.callbackURL));
+    const user = await findUserWithPasswordByEmail(ctx.services.db.sql, input.email);
+    if (user && !user.emailVerified) inBackground(ctx, 'verification email', () => mailVerificationLink(ctx.services, mailer, user, input.callbackURL));
     return { body: { status: true } };
   },
 

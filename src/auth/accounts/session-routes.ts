@@ -3,11 +3,11 @@
  * the id half of its token; answers never carry a token except where a session is created.
  */
 import { ApiError } from '../../contract/errors.ts';
-import { type AuthHandlers, signedIn } from '../identity-route.ts';
-import { deleteSession, deleteUserSessions, listUserSessions } from '../sessions.ts';
+import { type AuthHandlers, signedIn } from '../../context.ts';
+import { deleteOwnSession, deleteSession, deleteUserSessions, listUserSessions } from '../sessions.ts';
 import { emailSignInRoutes } from './email-sign-in.ts';
-import { deleteOwnSession, findSession } from './sessions-store.ts';
-import { findUserById } from './users-store.ts';
+import { findSession } from '../sessions-store.ts';
+import { findUser } from '../users-store.ts';
 import { toSession, toUser } from '../views.ts';
 
 export const sessionRoutes = {
@@ -23,7 +23,7 @@ export const sessionRoutes = {
   async 'auth.getSession'(_input, ctx) {
     if (!ctx.principal) return { body: null };
     const { sql } = ctx.services.db;
-    const [session, user] = await Promise.all([findSession(sql, ctx.principal.sessionId), findUserById(sql, ctx.principal.userId)]);
+    const [session, user] = await Promise.all([findSession(sql, ctx.principal.sessionId), findUser(sql, ctx.principal.userId)]);
     // Gone between authentication and now (signed out or revoked in parallel).
     if (!session || !user) return { body: null };
     return { body: { session: toSession(session, session.id), user: toUser(user, ctx.services.now()) } };

@@ -3,8 +3,8 @@
  * short-lived HttpOnly cookies on /api/auth (SameSite=Lax, so the provider's top-level redirect
  * back still carries them). The callback clears them whatever the outcome.
  */
-import type { AuthAnswer, AuthContext } from '../identity-route.ts';
-import type { ProviderName } from './providers.ts';
+import type { AuthAnswer, AuthContext } from '../../context.ts';
+import type { ProviderName } from './provider.ts';
 
 const MAX_AGE_SECONDS = 600;
 const PATH = '/api/auth';

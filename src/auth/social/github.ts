@@ -5,7 +5,7 @@
 import * as oauth from 'oauth4webapi';
 import type { OAuthClient } from '../../config.ts';
 import { isLoopbackHttp, PROVIDER_TIMEOUT_MS } from './provider-http.ts';
-import type { ProviderProfile, SocialProvider } from './providers.ts';
+import type { ProviderProfile, SocialProvider } from './provider.ts';
 
 interface GitHubUser {
   id: number;

@@ -7,7 +7,7 @@
 import * as oauth from 'oauth4webapi';
 import type { OAuthClient } from '../../config.ts';
 import { isLoopbackHttp, PROVIDER_TIMEOUT_MS } from './provider-http.ts';
-import type { SocialProvider } from './providers.ts';
+import type { SocialProvider } from './provider.ts';
 
 const discovered = new Map<string, Promise<oauth.AuthorizationServer>>();
 

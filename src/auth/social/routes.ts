@@ -5,12 +5,13 @@
  * redirects to callbackURL, or redirects to errorCallbackURL with `error` (docs/social-sign-in.md
  * lists the codes). Only providers configured on this deployment are enabled.
  */
-import type { AuthContext, AuthHandlers } from '../identity-route.ts';
+import type { AuthContext, AuthHandlers } from '../../context.ts';
 import { timingSafeEqual } from 'node:crypto';
 import { ApiError, badRequest } from '../../contract/errors.ts';
 import { createSession, isBanned, sessionExpiry } from '../sessions.ts';
 import { clearedFlowCookies, flowCookies, readFlow } from './flow-cookies.ts';
-import { socialProvider, type ProviderName } from './providers.ts';
+import type { ProviderName } from './provider.ts';
+import { socialProvider } from './providers.ts';
 import { allowedOrigins } from '../trusted-origins.ts';
 import { defaultRedirect, isAllowedRedirect, withError } from '../redirect-targets.ts';
 import { findOrCreateSocialUser } from './social-accounts.ts';

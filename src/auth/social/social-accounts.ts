@@ -4,17 +4,18 @@
  *   2. else, only when the provider vouches for the email, a user with that email (any case) is
  *      linked: a new account row, and the email counts as verified from now on;
  *   3. else a new user (admin when the email is in ADMIN_EMAILS) with the account row.
- * An address the provider does not vouch for links and creates nothing.
+ * An address the provider does not vouch for links and creates nothing. The SQL is the stores'
+ * (users-store.ts, accounts-store.ts, sessions-store.ts).
  */
-import type { TransactionSql } from 'postgres';
 import type { Sql } from '../../db/connection.ts';
-import { newId } from '../../ids.ts';
-import type { UserRow } from '../sessions.ts';
-import { announceRevocation } from '../revocations.ts';
-import type { ProviderName, ProviderProfile } from './providers.ts';
+import type { Db } from '../../db/db.ts';
+import { deletePassword, linkProviderAccount } from '../accounts-store.ts';
+import { endAllSessions } from '../sessions.ts';
+import { findUserByAccount, insertVerifiedUserUnlessEmailTaken, lockUserByEmail, setEmailVerified, type User } from '../users-store.ts';
+import type { ProviderName, ProviderProfile } from './provider.ts';
 
 export type SocialUserOutcome =
-  | { user: UserRow; how: 'existing' | 'linked' | 'created' }
+  | { user: User; how: 'existing' | 'linked' | 'created' }
   | { refused: 'EMAIL_NOT_VERIFIED' };
 
 export async function findOrCreateSocialUser(
@@ -23,27 +24,22 @@ export async function findOrCreateSocialUser(
 ): Promise<SocialUserOutcome> {
   const { provider, profile, now } = options;
   return sql.begin(async (tx): Promise<SocialUserOutcome> => {
-    const [linked] = await tx<UserRow[]>`
-      select u.* from accounts a join users u on u.id = a.user_id
-      where a.provider = ${provider} and a.provider_account_id = ${profile.accountId}`;
+    const linked = await findUserByAccount(tx, provider, profile.accountId);
     if (linked) return { user: linked, how: 'existing' };
     if (!profile.email || !profile.emailVerified) return { refused: 'EMAIL_NOT_VERIFIED' };
 
     const role = options.adminEmails.includes(profile.email.toLowerCase()) ? 'admin' : null;
+    const account = { provider, providerAccountId: profile.accountId, now };
     // A concurrent callback may create the same email first: then this insert yields nothing and the row is linked.
-    const [created] = await tx<UserRow[]>`
-      insert into users (id, email, email_verified, name, image, role, created_at, updated_at)
-      values (${newId('usr')}, ${profile.email}, true, ${profile.name.slice(0, 200)}, ${profile.image}, ${role}, ${now}, ${now})
-      on conflict ((lower(email))) do nothing
-      returning *`;
+    const created = await insertVerifiedUserUnlessEmailTaken(tx, { email: profile.email, name: profile.name.slice(0, 200), image: profile.image, role, now });
     if (created) {
-      await addAccount(tx, created.id, provider, profile.accountId, now);
+      await linkProviderAccount(tx, { userId: created.id, ...account });
       return { user: created, how: 'created' };
     }
-    const [existing] = await tx<UserRow[]>`select * from users where lower(email) = lower(${profile.email}) for update`;
+    const existing = await lockUserByEmail(tx, profile.email);
     if (!existing) throw new Error('the user with this email vanished while linking');
-    const user = existing.email_verified ? existing : await takeOverUnverified(tx, existing, now);
-    await addAccount(tx, user.id, provider, profile.accountId, now);
+    const user = existing.emailVerified ? existing : await takeOverUnverified(tx, existing, now);
+    await linkProviderAccount(tx, { userId: user.id, ...account });
     return { user, how: 'linked' };
   });
 }
@@ -54,17 +50,9 @@ export async function findOrCreateSocialUser(
  * the account its owner is about to use (account pre-hijacking). The owner can set a password
  * again with a reset.
  */
-async function takeOverUnverified(tx: TransactionSql, user: UserRow, now: Date): Promise<UserRow> {
-  await tx`delete from accounts where user_id = ${user.id} and provider = 'credential'`;
-  await tx`delete from sessions where user_id = ${user.id}`;
-  await announceRevocation(tx, { kind: 'user', userId: user.id });
-  const [verified] = await tx<UserRow[]>`update users set email_verified = true, updated_at = ${now} where id = ${user.id} returning *`;
+async function takeOverUnverified(tx: Db, user: User, now: Date): Promise<User> {
+  await deletePassword(tx, user.id);
+  await endAllSessions(tx, user.id);
+  const verified = await setEmailVerified(tx, user.id, now);
   return verified!;
-}
-
-async function addAccount(tx: TransactionSql, userId: string, provider: ProviderName, accountId: string, now: Date): Promise<void> {
-  await tx`
-    insert into accounts (id, user_id, provider, provider_account_id, created_at, updated_at)
-    values (${newId('acc')}, ${userId}, ${provider}, ${accountId}, ${now}, ${now})
-    on conflict (provider, provider_account_id) do nothing`;
 }

@@ -2,19 +2,21 @@
  * Identity routes: invitations (inviteMember, acceptInvitation, rejectInvitation, cancelInvitation).
  * An invitation is valid 48 hours; only the user whose verified email it names can answer it.
  */
-import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
-import { writeAudit } from '../audit/audit-log.ts';
+import { type AuthHandlers, signedIn } from '../context.ts';
+import { writeAudit } from '../audit/store.ts';
 import type { Principal } from '../auth/principal.ts';
+import { findUser } from '../auth/users-store.ts';
 import { ApiError } from '../contract/errors.ts';
 import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';
 import { invitationEmail } from './invitation-email.ts';
 import { assertMayActOn, callerRole } from './member-guards.ts';
 import {
-  findInvitation, findUserEmail, insertInvitation, lockOrganizationForInvitations, pendingInvitationFor, renewInvitation,
+  findInvitation, insertInvitation, pendingInvitationFor, renewInvitation,
   setInvitationStatus, takenSeats, toInvitation, type InvitationRow,
 } from './invitations-store.ts';
 import { findMember, insertMemberUnlessPresent, membersOf, roleIn, toMember } from './members-store.ts';
+import { lockOrganization } from './store.ts';
 import { ensureTeamMember, findTeam } from './teams-store.ts';
 
 export const INVITATION_LIFETIME_MS = 48 * 3600_000;
@@ -31,7 +33,7 @@ export const invitationRoutes = {
     const { invitation, organizationName, inviterName } = await db.sql.begin(async (tx) => {
       // The organization's row lock serializes invitations, so two at once cannot both take the last
       // seat ("no key": rows that only reference the organization, like new members, need not wait).
-      const organization = await lockOrganizationForInvitations(tx, input.organizationId);
+      const organization = await lockOrganization(tx, input.organizationId);
       if (!organization) throw new ApiError('FORBIDDEN'); // deleted since the access check
       const members = await membersOf(tx, input.organizationId);
       const actor = callerRole(members, principal, ctx.tenant?.permission);
@@ -83,7 +85,7 @@ export const invitationRoutes = {
     const body = await ctx.services.db.sql.begin(async (tx) => {
       // Organization first, then the invitation: the order inviteMember takes them in, so a
       // re-send and an acceptance of one invitation cannot deadlock.
-      if (plan && known) await lockOrganizationForInvitations(tx, known.organization_id);
+      if (plan && known) await lockOrganization(tx, known.organization_id);
       const invitation = await inviteeInvitation(tx, principal, input.invitationId);
       if (invitation.status !== 'pending' || invitation.expires_at <= now) throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending or has expired.' });
       // The invitation held a seat since it was sent; it still needs one if the plan shrank since.
@@ -146,11 +148,11 @@ export const invitationRoutes = {
 async function inviteeInvitation(tx: Db, principal: Principal, invitationId: string): Promise<InvitationRow> {
   const invitation = await findInvitation(tx, invitationId, { lock: true });
   if (!invitation) throw new ApiError('NOT_FOUND', { message: 'No such invitation.' });
-  const user = await findUserEmail(tx, principal.userId);
+  const user = await findUser(tx, principal.userId);
   if (!user || user.email.toLowerCase() !== invitation.email.toLowerCase()) {
     throw new ApiError('FORBIDDEN', { message: 'This invitation was sent to another email address.' });
   }
-  if (!user.email_verified) throw new ApiError('FORBIDDEN', { message: 'Verify your email address before answering the invitation.' });
+  if (!user.emailVerified) throw new ApiError('FORBIDDEN', { message: 'Verify your email address before answering the invitation.' });
   return invitation;
 }
 

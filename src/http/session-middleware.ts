@@ -1,7 +1,7 @@
 /** Resolves `req.principal` once per request and hands a renewed session back to the client. */
 import type { RequestHandler } from 'express';
 import type { Services } from '../context.ts';
-import { sendSessionToken } from './authenticate.ts';
+import { sendSessionToken } from '../auth/authenticate.ts';
 
 export function sessionMiddleware(services: Services): RequestHandler {
   const secure = services.config.publicUrl.startsWith('https:');

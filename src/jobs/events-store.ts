@@ -1,5 +1,5 @@
 /**
- * The job event log behind jobs.stream: every change of a job row appends one event (the job as
+ * The job_events table's one owner: the event log behind jobs.stream: every change of a job row appends one event (the job as
  * the stream shows it) in the same transaction as the change, so any API instance's stream sees
  * any worker's jobs, in order, and a client can resume after the last id it saw.
  *
@@ -10,10 +10,9 @@
  * last statement of the transaction, so the lock is held for a moment only.
  *
  * Waking readers: `pg_notify('job_events')` on commit reaches streams in other processes that
- * LISTEN (external database); `announceJobEvents()` wakes the ones in this process at once. Readers
- * also poll, which alone guarantees progress.
+ * LISTEN (external database); the job lifecycle's announcement on its service's bus (event-bus.ts)
+ * wakes the ones in this process at once. Readers also poll, which alone guarantees progress.
  */
-import { EventEmitter } from 'node:events';
 import type { Db } from '../db/db.ts';
 import type { Sql } from '../db/connection.ts';
 import { toJob, type Job, type JobRow } from './store.ts';
@@ -40,20 +39,6 @@ export async function appendJobEvent(tx: Db, row: JobRow): Promise<void> {
     insert into job_events (organization_id, workspace_id, job_id, data)
     values (${row.organizationId}, ${row.workspaceId}, ${row.id}, ${tx.json(JSON.parse(JSON.stringify(job)))})`;
   await tx`select pg_notify(${JOB_EVENTS_CHANNEL}, ${row.organizationId})`;
-}
-
-const local = new EventEmitter();
-local.setMaxListeners(0);
-
-/** Wakes this process's readers; call after a transaction that appended events has committed. */
-export function announceJobEvents(): void {
-  local.emit('events');
-}
-
-/** Calls `listener` whenever this process announces events; answers the unsubscribe function. */
-export function onJobEventsAnnounced(listener: () => void): () => void {
-  local.on('events', listener);
-  return () => local.off('events', listener);
 }
 
 interface EventRow {

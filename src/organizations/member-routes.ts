@@ -3,12 +3,38 @@
  * Every change locks the organization's member rows first (lockMembers), so the last-owner
  * guard and the "only owners touch owners" rule hold under concurrent requests.
  */
-import { type AuthHandlers, signedIn } from '../auth/identity-route.ts';
-import { writeAudit } from '../audit/audit-log.ts';
+import type { Principal } from '../auth/principal.ts';
+import { writeAudit } from '../audit/store.ts';
+import { type Context, type AuthHandlers, signedIn } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
+import type { Db } from '../db/db.ts';
 import { assertMayActOn, assertOwnerRemains, callerRole } from './member-guards.ts';
-import { countMembers, deleteMember, lockMembers, membersOf, setMemberRole, toMember } from './members-store.ts';
+import { countMembers, deleteMember, lockMembers, membersOf, setMemberRole, toMember, type MemberRow, type OrganizationRole } from './members-store.ts';
 import { removeFromTeamsOf } from './teams-store.ts';
+
+interface LockedMembers {
+  tx: Db;
+  /** Every member of the organization, locked. */
+  rows: MemberRow[];
+  /** The caller's role among them, re-checked (callerRole). */
+  actor: OrganizationRole;
+  principal: Principal;
+  now: Date;
+}
+
+/**
+ * Runs a change of the organization's memberships in one transaction that first locks all its
+ * member rows (lockMembers) and re-checks the caller's role among them (callerRole).
+ */
+async function changeMembers<T>(ctx: Context<unknown>, organizationId: string, change: (locked: LockedMembers) => Promise<T>): Promise<T> {
+  const principal = signedIn(ctx);
+  const now = ctx.services.now();
+  return ctx.services.db.sql.begin(async (tx) => {
+    const rows = await lockMembers(tx, organizationId);
+    const actor = callerRole(rows, principal, ctx.tenant?.permission);
+    return change({ tx, rows, actor, principal, now });
+  }) as Promise<T>;
+}
 
 export const memberRoutes = {
   async 'auth.organization.listMembers'(input, ctx) {
@@ -19,11 +45,7 @@ export const memberRoutes = {
   },
 
   async 'auth.organization.removeMember'(input, ctx) {
-    const principal = signedIn(ctx);
-    const now = ctx.services.now();
-    const body = await ctx.services.db.sql.begin(async (tx) => {
-      const rows = await lockMembers(tx, input.organizationId);
-      const actor = callerRole(rows, principal, ctx.tenant?.permission);
+    const body = await changeMembers(ctx, input.organizationId, async ({ tx, rows, actor, principal, now }) => {
       const key = input.memberIdOrEmail;
       const target = rows.find((row) => row.id === key) ?? rows.find((row) => row.email.toLowerCase() === key.toLowerCase());
       if (!target) throw new ApiError('NOT_FOUND', { message: 'No member of this organization matches.' });
@@ -38,11 +60,7 @@ export const memberRoutes = {
   },
 
   async 'auth.organization.updateMemberRole'(input, ctx) {
-    const principal = signedIn(ctx);
-    const now = ctx.services.now();
-    const body = await ctx.services.db.sql.begin(async (tx) => {
-      const rows = await lockMembers(tx, input.organizationId);
-      const actor = callerRole(rows, principal, ctx.tenant?.permission);
+    const body = await changeMembers(ctx, input.organizationId, async ({ tx, rows, actor, principal, now }) => {
       const target = rows.find((row) => row.id === input.memberId);
       if (!target) throw new ApiError('NOT_FOUND', { message: 'No such member in this organization.' });
       assertMayActOn(actor, target.role, input.role);
@@ -56,11 +74,8 @@ export const memberRoutes = {
   },
 
   async 'auth.organization.leave'(input, ctx) {
-    const principal = signedIn(ctx);
-    const now = ctx.services.now();
-    const body = await ctx.services.db.sql.begin(async (tx) => {
-      const rows = await lockMembers(tx, input.organizationId);
-      callerRole(rows, principal, ctx.tenant?.permission); // removed meanwhile: 403, like any non-member
+    // changeMembers answers 403, like to any non-member, when the caller was removed meanwhile.
+    const body = await changeMembers(ctx, input.organizationId, async ({ tx, rows, principal, now }) => {
       const self = rows.find((row) => row.user_id === principal.userId)!;
       assertOwnerRemains(rows, self, null);
       await deleteMember(tx, self.id);

@@ -5,7 +5,7 @@
 // it: the PGlite, pgvector and pg-boss versions (pg-boss's schema is made in it too), the
 // extensions loaded, and every migration file's name and checksum. A stale template is never used: a new migration gives a new key.
 //
-// `node src/db/template.ts` builds it if missing (run after install, so the first start is fast);
+// `node src/composition/database-template.ts` builds it if missing (run after install, so the first start is fast);
 // `serve` builds it on a miss too, then starts from it.
 import { createHash, randomBytes } from 'node:crypto';
 import { openAsBlob } from 'node:fs';
@@ -14,9 +14,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { embeddedClientOptions } from './connection.ts';
-import { embeddedExtensionNames, startEmbeddedDatabase } from './embedded.ts';
-import { defaultMigrationsDir, migrate, readMigrationFiles } from './migrations.ts';
+import { embeddedClientOptions } from '../db/connection.ts';
+import { embeddedExtensionNames } from '../db/embedded-protocol.ts';
+import { startEmbeddedDatabase } from '../db/embedded.ts';
+import { defaultMigrationsDir, migrate, readMigrationFiles } from '../db/migrations.ts';
 import { installQueueSchema } from '../jobs/queue.ts';
 import { createRequire } from 'node:module';
 

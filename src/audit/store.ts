@@ -5,7 +5,6 @@
  * deletion of organizations, and outlive them. Action names are listed in docs/audit-log.md.
  */
 import type { components } from '../../generated/types.ts';
-import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';
 import type { CursorPosition } from '../pagination/cursor.ts';
@@ -13,7 +12,8 @@ import type { CursorPosition } from '../pagination/cursor.ts';
 export interface AuditEntry {
   organizationId: string | null;
   action: string;
-  actor: Pick<Principal, 'userId' | 'email' | 'impersonatedBy'> | null;
+  /** Who acted (a Principal fits), or null. */
+  actor: { userId: string; email: string; impersonatedBy: string | null } | null;
   targetType?: string | null;
   targetId?: string | null;
   metadata?: Record<string, unknown> | null;

@@ -1,0 +1,210 @@
+/**
+ * What each command of the command line (main.ts) runs: open the database, migrate, compose the
+ * service (compose.ts) and start its parts, then stop them in reverse order on SIGTERM or SIGINT
+ * (shutdown.ts). Modules load lazily, so a command pays only for what it uses.
+ */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import { flushCompileCache } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../config.ts';
+import { openDatabase, type Database } from '../db/connection.ts';
+import { embeddedDatabaseExists } from '../db/embedded.ts';
+import { migrate, migrationStatus } from '../db/migrations.ts';
+import { templateBlob } from './database-template.ts';
+import type { Logger } from '../logger.ts';
+import type { Composition } from './compose.ts';
+import { DRAIN_TIMEOUT_MS, trackRequests, watchStopSignals } from './shutdown.ts';
+
+/** The database the configuration names: a server (DATABASE_URL) or the embedded one, new ones from the migrated template. */
+export async function openDatabaseFor(config: Config, logger: Logger, useTemplate = true): Promise<Database> {
+  let loadDataDir: Blob | undefined;
+  if (!config.databaseUrl && useTemplate && !(await embeddedDatabaseExists(config.dataDir))) {
+    try {
+      loadDataDir = await templateBlob({ logger });
+      logger.info({ dataDir: config.dataDir }, 'new embedded database: starting from the migrated template');
+    } catch (error) {
+      logger.warn({ error: error instanceof Error ? error.message : String(error) }, 'no migrated template; creating the embedded database from scratch');
+    }
+  }
+  return openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    logger,
+    ...config.database, // timeouts and the transaction guard (DB_* settings)
+    ...(loadDataDir ? { loadDataDir } : {}),
+  });
+}
+
+export async function runMigrate(config: Config, logger: Logger, statusOnly: boolean, useTemplate: boolean): Promise<void> {
+  const db = await openDatabaseFor(config, logger, useTemplate);
+  try {
+    if (statusOnly) {
+      console.log(JSON.stringify(await migrationStatus(db.sql), null, 2));
+    } else {
+      const applied = await migrate(db.sql, { logger });
+      logger.info({ applied }, applied.length > 0 ? 'migrations applied' : 'database is up to date');
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+export async function runGrantAdmin(config: Config, logger: Logger, email: string): Promise<void> {
+  const { describeGrant, grantAdmin } = await import('../admin/grant-admin.ts');
+  const db = await openDatabaseFor(config, logger);
+  let result;
+  try {
+    await migrate(db.sql, { logger });
+    result = await grantAdmin(db.sql, email, { now: new Date(), via: 'grant-admin' });
+  } finally {
+    await db.close();
+  }
+  if (result.status === 'no-such-user') {
+    console.error(describeGrant(result));
+    process.exit(1);
+  }
+  console.log(describeGrant(result));
+}
+
+/**
+ * The companion AI service alone, until SIGTERM or SIGINT. Started by `serve` (ai-service/child-process.ts),
+ * it reports its address over the IPC channel and exits when that channel closes (its parent is gone).
+ */
+export async function runAi(config: Config, logger: Logger): Promise<void> {
+  const supervised = process.send !== undefined;
+  // Ctrl-C reaches the whole process group: a supervised child leaves SIGINT to its parent, which
+  // stops it with SIGTERM once the API has drained (jobs in flight may still need it).
+  if (supervised) process.on('SIGINT', () => {});
+  const stop = watchStopSignals(logger, supervised ? ['SIGTERM'] : ['SIGTERM', 'SIGINT']);
+  const { startAiService } = await import('../ai-service/server.ts');
+  const ai = await startAiService({ settings: config.ai, logger });
+  stop.serving();
+  (await import('../process/supervised-child.ts')).reportReady({ url: ai.url, port: ai.port });
+  await stop.requested;
+  await ai.close();
+  process.exit(0);
+}
+
+/**
+ * The job worker alone: the queue, its workers and the housekeeping schedule, until SIGTERM or
+ * SIGINT. `serve` on a database server starts it as its child (WORKER=process), which reports
+ * ready over IPC and exits when that channel closes.
+ */
+export async function runWorker(config: Config, logger: Logger, useTemplate: boolean): Promise<void> {
+  const supervised = process.send !== undefined;
+  // As for the AI service: Ctrl-C to the process group is the parent's to act on; it stops the
+  // worker with SIGTERM once the API has drained.
+  if (supervised) process.on('SIGINT', () => {});
+  const stop = watchStopSignals(logger, supervised ? ['SIGTERM'] : ['SIGTERM', 'SIGINT']);
+  const { compose } = await import('./compose.ts');
+  const db = await openDatabaseFor(config, logger, useTemplate);
+  let worker: Composition;
+  try {
+    await migrate(db.sql, { logger });
+    worker = await compose({ config, db, logger, role: 'worker' });
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+  stop.serving();
+  (await import('../process/supervised-child.ts')).reportReady();
+  const signal = await stop.requested;
+  stop.draining();
+  logger.info({ signal, timeoutMs: DRAIN_TIMEOUT_MS }, 'shutting down: letting running jobs finish');
+  let exitCode = 0;
+  try {
+    await worker.stop(DRAIN_TIMEOUT_MS);
+    await db.close();
+  } catch (error) {
+    exitCode = 1;
+    logger.error({ error: error instanceof Error ? error.message : String(error) }, 'error while shutting down');
+  }
+  process.exit(exitCode);
+}
+
+export async function serve(config: Config, logger: Logger, useTemplate: boolean, parts: { ai: boolean }): Promise<void> {
+  const stop = watchStopSignals(logger);
+  // The HTTP layer's modules load while the database starts (PGlite compiles its WebAssembly off
+  // the main thread). Awaited below; the catch only keeps a failure from counting as unhandled
+  // before then.
+  const appModule = import('./compose.ts');
+  const adminModule = import('../admin/grant-admin.ts');
+  const sweeperModule = import('../auth/expired-sweeper.ts');
+  const aiModule = import('../ai-service/child-process.ts');
+  for (const loading of [appModule, adminModule, sweeperModule, aiModule]) loading.catch(() => undefined);
+
+  const db = await openDatabaseFor(config, logger, useTemplate);
+  let server: Server;
+  let drain: ReturnType<typeof trackRequests>;
+  let sweeper: { stop(): Promise<void> } | undefined;
+  let ai: { url: string; apiKey: string; close(): Promise<void> } | undefined;
+  let stopJobs: (() => Promise<void>) | undefined;
+  let worker: { close(): Promise<void> } | undefined;
+  try {
+    // The companion first, in a process of its own: the inline worker calls it as soon as a job is queued.
+    if (parts.ai) ai = await (await aiModule).startAiChild(config.ai, logger);
+    // AI_PORT=0 takes any free port; the default AI_URL then names the one taken. The client sends
+    // the key the child was given (a fresh one when AI_API_KEY is unset).
+    if (ai) config = { ...config, ai: { ...config.ai, url: config.ai.port === 0 ? ai.url : config.ai.url, apiKey: ai.apiKey } };
+    await migrate(db.sql, { logger });
+    await (await adminModule).grantConfiguredAdmins(db.sql, config.adminEmails, logger, new Date());
+    // Expired sessions and verification tokens go at start and hourly.
+    sweeper = (await sweeperModule).startExpiredSweeper({ sql: db.sql, now: () => new Date(), logger });
+    const built = await (await appModule).compose({ config, db, logger });
+    const { app } = built;
+    stopJobs = built.stop;
+    // WORKER=process (the default on a database server): the worker in a child of its own, with its
+    // own event loop and core, so jobs keep up while the API is busy, and the API's latency does not
+    // depend on the jobs. It reaches the AI service this process started, with its key.
+    if (config.worker.mode === 'process') {
+      const { startSupervisedChild } = await import('../process/supervised-child.ts');
+      const workerEnv = { ...process.env, AI_URL: config.ai.url, ...(config.ai.apiKey ? { AI_API_KEY: config.ai.apiKey } : {}) };
+      worker = await startSupervisedChild({ command: 'worker', name: 'job worker', logger, env: () => workerEnv });
+    }
+    // What Node's HTTP parser refuses by itself (a bad Content-Length, headers too large, an
+    // unknown Expect) is answered in the service's error shape too, with an X-Request-Id.
+    const { answerServerErrors } = await import('../http/server-errors.ts');
+    server = answerServerErrors(app.listen(config.port, config.host), logger);
+    drain = trackRequests(server);
+    // Node's default 300 s would cut off a slow 25 MiB upload long before its address (15 minutes) expires.
+    server.requestTimeout = 15 * 60_000;
+    await once(server, 'listening');
+  } catch (error) {
+    // A start that fails (a changed migration, a port in use) still leaves the database closed and unlocked.
+    await sweeper?.stop();
+    await stopJobs?.().catch(() => undefined);
+    await worker?.close().catch(() => undefined);
+    await ai?.close().catch(() => undefined);
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+  const { port } = server.address() as AddressInfo;
+  logger.info(
+    { url: config.publicUrl, host: config.host, port, database: db.kind, ai: ai?.url ?? config.ai.url, worker: config.worker.mode, startMs: Math.round(performance.now()) },
+    'listening',
+  );
+  flushCompileCache();
+  stop.serving();
+
+  // A signal during the start is acted on here, once the database is open and consistent.
+  const signal = await stop.requested;
+  stop.draining();
+  const started = performance.now();
+  const drained = drain(DRAIN_TIMEOUT_MS, stop.repeated); // no longer accepting connections once this returns
+  logger.info({ signal, timeoutMs: DRAIN_TIMEOUT_MS }, 'shutting down: draining requests');
+  let exitCode = 0;
+  try {
+    logger.info(await drained, 'requests drained');
+    await sweeper?.stop();
+    await stopJobs!(); // running jobs finish (a job cut off is picked up again after its lease)
+    await worker?.close(); // it drains its running jobs the same way
+    await ai?.close();
+    await db.close();
+  } catch (error) {
+    exitCode = 1;
+    logger.error({ error: error instanceof Error ? error.message : String(error) }, 'error while shutting down');
+  }
+  logger.info({ ms: Math.round(performance.now() - started), exitCode }, 'stopped');
+  process.exit(exitCode);
+}

@@ -1,0 +1,79 @@
+/**
+ * The services of one process, built once: what every handler, the binding layer and the worker
+ * get (context.ts, Services). Tests replace parts through `overrides`; the defaults are the real ones.
+ */
+import type { Config } from '../config.ts';
+import type { Services } from '../context.ts';
+import type { Database } from '../db/connection.ts';
+import type { Logger } from '../logger.ts';
+import { sessionAuthenticator } from '../auth/authenticate.ts';
+import { databaseMemberships } from '../auth/memberships.ts';
+import { byAddress } from '../auth/rate-limit.ts';
+import type { LimiterFactory } from '../auth/rate-limit.ts';
+import { rateLimiters } from '../auth/shared-rate-limit.ts';
+import { createMailer } from '../email/providers.ts';
+import { billedPlans, unbilled } from '../billing/plans.ts';
+import { resolveSecret } from '../secret.ts';
+import { createAiClient } from '../ai-service/client.ts';
+import { startJobQueue, type QueueOptions } from '../jobs/queue.ts';
+import { jobEventBus } from '../jobs/event-bus.ts';
+import { jobLifecycle } from '../jobs/lifecycle.ts';
+import { jobStreams } from '../jobs/job-streams.ts';
+import { createStorageDriver } from '../storage/create-driver.ts';
+import { stripeClient } from '../billing/stripe-client.ts';
+import { resourceRegistry } from './resources.ts';
+
+export type ServiceOverrides = Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer' | 'now' | 'plans' | 'storage' | 'ai' | 'streamTiming'>> & {
+  /** Queue timing (tests shorten the retry backoff and the polling). */
+  queue?: Pick<QueueOptions, 'retryDelaySeconds' | 'pollingSeconds'>;
+};
+
+export interface ServiceOptions {
+  config: Config;
+  db: Database;
+  logger: Logger;
+  /** Whether this process's queue takes deliveries (a worker runs here). */
+  works: boolean;
+  overrides?: ServiceOverrides | undefined;
+}
+
+export async function createServices(options: ServiceOptions): Promise<{ services: Services; limit: LimiterFactory }> {
+  const { config, db, logger, overrides = {} } = options;
+  const now = overrides.now ?? (() => new Date());
+  const clock = () => now().getTime();
+  const secret = resolveSecret(config);
+  // In PostgreSQL on a database server (shared by every instance), in memory on the embedded one.
+  const limit = rateLimiters({ db, now: clock, logger });
+  const queue = await startJobQueue({ db, settings: config.worker, logger, worker: options.works, ...overrides.queue });
+  const events = jobEventBus();
+  const services: Services = {
+    config,
+    db,
+    logger,
+    now,
+    // Real time, not the service clock: uptime is about this process, whatever tests do to now().
+    startedAt: new Date(),
+    memberships: overrides.memberships ?? databaseMemberships(db.sql),
+    resources: resourceRegistry,
+    authenticate: overrides.authenticate ?? sessionAuthenticator(db.sql, now),
+    mailer: overrides.mailer === undefined ? createMailer(config, logger) : overrides.mailer,
+    limiters: {
+      contact: byAddress(limit('contact', { limit: 5, windowMs: 10 * 60_000 })),
+      // Keyed by signInKey (email and address): 5 tries at one account from one client per 15 minutes.
+      signInEmail: limit('sign-in.email', { limit: 5, windowMs: 15 * 60_000 }),
+      signInAddress: byAddress(limit('sign-in.address', { limit: config.authRateLimitPerMinute * 5, windowMs: 15 * 60_000 })),
+      search: limit('search', { limit: 30, windowMs: 60_000 }),
+    },
+    // Plan limits apply only while billing is configured (decisions.md, Plans).
+    plans: overrides.plans ?? (config.billing ? billedPlans(db.sql, now) : unbilled),
+    stripe: stripeClient(config.billing),
+    secret,
+    storage: overrides.storage ?? createStorageDriver(config, secret),
+    ...(overrides.streamTiming ? { streamTiming: overrides.streamTiming } : {}),
+    ai: overrides.ai ?? createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }),
+    queue,
+    jobs: jobLifecycle({ sql: db.sql, queue, events }),
+    streams: jobStreams({ db, logger, events, pollMs: overrides.streamTiming?.pollMs }),
+  };
+  return { services, limit };
+}
