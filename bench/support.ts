@@ -3,7 +3,6 @@
  * directory (test/support/database.ts needs vitest's inject, so it is not reused here), the real
  * app on a loopback port, a bare node:http server, and the child-process load generator.
  */
-import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';

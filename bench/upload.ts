@@ -8,7 +8,6 @@
  * A measurement, not a test: nothing fails when a figure misses its aim.
  *   node bench/upload.ts
  */
-import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';

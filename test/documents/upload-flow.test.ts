@@ -15,6 +15,7 @@ import { S3Driver } from '../../src/storage/s3-driver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 import { parseDisposition } from '../storage/support.ts';
+import { startS3rver } from '../support/s3.ts';
 
 const NAME = 'Bericht Über Q3 – 東京.pdf';
 const BUCKET = 'documents-flow';
@@ -231,9 +232,9 @@ describe('upload flow on the S3 driver (s3rver)', () => {
   let dir: string;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'workspace-api-documents-s3-'));
-    s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: BUCKET, configs: [] }] });
-    const { port } = await s3.run();
+    const running = await startS3rver('workspace-api-documents-s3-', BUCKET);
+    ({ s3, dir } = running);
+    const { port } = running;
     const server = await startTestServer({
       env: {
         RATE_LIMIT_PER_MINUTE: '100000',

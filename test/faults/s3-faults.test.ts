@@ -18,27 +18,21 @@
  * declares their 503 with Retry-After).
  * Runs on the embedded database (`make test`) and on PostgreSQL (`make test-pg`).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { S3Settings } from '../../src/config.ts';
 import { S3Driver, s3ClientConfig, S3_TIMEOUTS, stagingKey } from '../../src/storage/s3-driver.ts';
 import { STORAGE_UNAVAILABLE } from '../../src/storage/unavailable.ts';
+import { BUCKET, s3Env, s3Settings, startS3rver, stopS3rver, type RunningS3rver } from '../support/s3.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { tenant, waitForJob, type Tenant } from '../jobs/support.ts';
 import { eventually } from './support.ts';
 import { expectNoInternalErrors, expectSettledAndBalanced, statusHistory, switchablePort, type SwitchablePort } from './service-faults-support.ts';
 
-const BUCKET = 'documents';
 /** The bucket's port closed, or hung. */
 const MODES = [{ mode: 'down', state: 'down' }, { mode: 'hang', state: 'hung' }] as const;
 
 describe('the S3 bucket down or hung', () => {
-  let dir: string;
-  let s3: S3rver;
+  let s3: RunningS3rver;
   let bucketPort: SwitchablePort;
   /** Straight to s3rver, past the switchable port: what the bucket really holds. */
   let inspector: S3Client;
@@ -47,18 +41,13 @@ describe('the S3 bucket down or hung', () => {
   let t: Tenant;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'workspace-api-s3-faults-'));
-    s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: BUCKET, configs: [] }] });
-    const { port } = await s3.run();
-    bucketPort = await switchablePort(port);
-    const settings: S3Settings = { driver: 's3', bucket: BUCKET, region: 'us-east-1', endpoint: bucketPort.url, forcePathStyle: true, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
-    inspector = new S3Client(s3ClientConfig({ ...settings, endpoint: `http://127.0.0.1:${port}` }));
+    s3 = await startS3rver('workspace-api-s3-faults-');
+    bucketPort = await switchablePort(s3.port);
+    const settings = s3Settings(bucketPort.url);
+    inspector = new S3Client(s3ClientConfig({ ...settings, endpoint: `http://127.0.0.1:${s3.port}` }));
     driver = new S3Driver(settings, new S3Client(s3ClientConfig(settings, { connectMs: 1_000, answerMs: 2_000 })));
     server = await startTestServer({
-      env: {
-        STORAGE_DRIVER: 's3', S3_BUCKET: BUCKET, S3_ENDPOINT: bucketPort.url, S3_FORCE_PATH_STYLE: 'true',
-        S3_ACCESS_KEY_ID: 'S3RVER', S3_SECRET_ACCESS_KEY: 'S3RVER', S3_REGION: 'us-east-1', RATE_LIMIT_PER_MINUTE: '100000',
-      },
+      env: { ...s3Env(bucketPort.url), RATE_LIMIT_PER_MINUTE: '100000' },
       overrides: { storage: driver, queue: { retryDelaySeconds: 2, pollingSeconds: 0.5 } },
     });
     t = await tenant(server);
@@ -68,8 +57,7 @@ describe('the S3 bucket down or hung', () => {
     driver?.client.destroy();
     inspector?.destroy();
     await bucketPort?.close();
-    await s3?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await stopS3rver(s3);
   });
 
   /** A call outside the contract-checking client, signed in as the tenant's owner. */

@@ -4,40 +4,25 @@
  * and the shape of its addresses; signature enforcement is tested on the local driver.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { DeleteObjectsCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
-import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { contentDisposition } from '../../src/storage/content-disposition.ts';
 import { ObjectNotFoundError } from '../../src/storage/driver.ts';
 import { createStorageDriver } from '../../src/storage/create-driver.ts';
 import { S3Driver, stagingKey } from '../../src/storage/s3-driver.ts';
+import { BUCKET, s3Settings, startS3rver, stopS3rver, type RunningS3rver } from '../support/s3.ts';
 
-const BUCKET = 'documents';
 const now = new Date('2026-11-20T10:00:00Z');
-let server: S3rver;
-let dir: string;
+let server: RunningS3rver;
 let driver: S3Driver;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'workspace-api-s3rver-'));
-  server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: BUCKET, configs: [] }] });
-  const { port } = await server.run();
+  server = await startS3rver('workspace-api-s3rver-');
   const made = createStorageDriver({
-    dataDir: dir,
+    dataDir: server.dir,
     publicUrl: 'http://127.0.0.1:1',
-    storage: {
-      driver: 's3',
-      bucket: BUCKET,
-      region: 'us-east-1',
-      endpoint: `http://127.0.0.1:${port}`,
-      forcePathStyle: true,
-      accessKeyId: 'S3RVER',
-      secretAccessKey: 'S3RVER',
-    },
+    storage: s3Settings(`http://127.0.0.1:${server.port}`),
   }, 'unused-by-the-s3-driver');
   if (!(made instanceof S3Driver)) throw new Error('expected the S3 driver');
   driver = made;
@@ -45,8 +30,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   driver?.client.destroy();
-  await server?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await stopS3rver(server);
 });
 
 /** PUTs through a presigned address the way a client would: the returned headers, nothing else. */
