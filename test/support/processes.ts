@@ -12,21 +12,28 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 export interface ServiceProcess {
   child: ChildProcess;
   entries: Record<string, unknown>[];
-  /** The first log entry with this message (waiting for it); rejects if the process exits first. */
-  logged(msg: string, match?: (entry: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+  /** The `nth` (1 by default) log entry with this message, waiting for it; rejects if the process exits first. */
+  logged(msg: string, nth?: number): Promise<Record<string, unknown>>;
   exited: Promise<[number | null, NodeJS.Signals | null]>;
   stop(): Promise<void>;
 }
 
-export function spawnService(command: 'serve' | 'api' | 'worker' | 'ai', env: Record<string, string>): ServiceProcess {
+/**
+ * `env` is laid over this process's environment; `withoutDatabaseUrl` drops a DATABASE_URL it
+ * inherits (`make test-pg` sets one), so the service runs on its embedded database.
+ */
+export function spawnService(command: 'serve' | 'api' | 'worker' | 'ai', env: NodeJS.ProcessEnv, options: { withoutDatabaseUrl?: boolean } = {}): ServiceProcess {
+  const fullEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', NODE_ENV: 'development', HOST: '127.0.0.1', PORT: '0', ...env };
+  if (options.withoutDatabaseUrl) delete fullEnv.DATABASE_URL;
   const child = spawn(process.execPath, ['src/main.ts', command], {
     cwd: root,
-    env: { ...process.env, LOG_LEVEL: 'info', NODE_ENV: 'development', HOST: '127.0.0.1', PORT: '0', ...env },
+    env: fullEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>;
   const entries: Record<string, unknown>[] = [];
-  const waiters: { msg: string; match: (entry: Record<string, unknown>) => boolean; resolve(entry: Record<string, unknown>): void }[] = [];
+  const waiters: { msg: string; nth: number; resolve(entry: Record<string, unknown>): void }[] = [];
+  const found = (msg: string, nth: number) => entries.filter((entry) => entry.msg === msg)[nth - 1];
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -37,18 +44,21 @@ export function spawnService(command: 'serve' | 'api' | 'worker' | 'ai', env: Re
       return;
     }
     entries.push(entry);
-    for (const waiter of waiters) if (waiter.msg === entry.msg && waiter.match(entry)) waiter.resolve(entry);
+    for (const waiter of waiters) {
+      const match = waiter.msg === entry.msg ? found(waiter.msg, waiter.nth) : undefined;
+      if (match) waiter.resolve(match);
+    }
   });
   return {
     child,
     entries,
     exited,
-    logged(msg, match = () => true) {
+    logged(msg, nth = 1) {
       return new Promise((resolve, reject) => {
-        const found = entries.find((entry) => entry.msg === msg && match(entry));
-        if (found) return resolve(found);
-        waiters.push({ msg, match, resolve });
-        exited.then(([code, signal]) => reject(new Error(`${command} exited (${code ?? signal}) before logging "${msg}": ${stderr.slice(-2000)}`)));
+        const entry = found(msg, nth);
+        if (entry) return resolve(entry);
+        waiters.push({ msg, nth, resolve });
+        exited.then(([code, signal]) => reject(new Error(`${command} exited (${code ?? signal}) before logging "${msg}" ${nth} time(s): ${stderr.slice(-2000)}`)));
       });
     },
     async stop() {

@@ -3,7 +3,8 @@
  * identity routes serve (a browser with the `session` cookie and an Origin, or a bearer client
  * that keeps `set-auth-token`).
  */
-import type { TestResponse, TestServer } from '../../support/server.ts';
+import { startTestServer, type TestResponse, type TestServer } from '../../support/server.ts';
+import { startSmtpReceiver, type SmtpReceiver } from '../../support/smtp.ts';
 
 export const PASSWORD = 'correct horse battery staple';
 
@@ -45,4 +46,38 @@ export async function signIn(server: TestServer, email: string, password = PASSW
   const response = await server.fetch('/api/auth/sign-in/email', post({ email, password }, headers));
   const body = await response.json();
   return { response, body, token: body?.token };
+}
+
+/** A clock the suites move by hand: the server reads `now()`, tests `advance` it. */
+export function testClock(start: string): { now(): Date; advance(ms: number): void } {
+  let at = new Date(start);
+  return {
+    now: () => at,
+    advance(ms) {
+      at = new Date(at.getTime() + ms);
+    },
+  };
+}
+
+/**
+ * A server that sends its mail through an SMTP receiver, on the clock `now`; `close` stops both.
+ * The identity limits are lifted so suites can sign in as often as they assert.
+ */
+export async function startMailingServer(env: Record<string, string>, now: () => Date): Promise<{ server: TestServer; smtp: SmtpReceiver; close(): Promise<void> }> {
+  const smtp = await startSmtpReceiver();
+  const server = await startTestServer({
+    env: { AUTH_RATE_LIMIT_PER_MINUTE: '1000', EMAIL_PROVIDER: 'smtp', SMTP_URL: smtp.url, ...env },
+    overrides: { now },
+  }).catch(async (error: unknown) => {
+    await smtp.stop();
+    throw error;
+  });
+  return {
+    server,
+    smtp,
+    async close() {
+      await server.close();
+      await smtp.stop();
+    },
+  };
 }

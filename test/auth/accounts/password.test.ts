@@ -1,29 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../../support/server.ts';
-import { linkIn, startSmtpReceiver, type SmtpReceiver } from '../../support/smtp.ts';
+import { linkIn, type SmtpReceiver } from '../../support/smtp.ts';
 import { newId } from '../../../src/ids.ts';
 import { hashSecret } from '../../../src/auth/tokens.ts';
-import { bearer, post, PASSWORD, sessionCookie, signIn, signUp, uniqueEmail } from './clients.ts';
+import { bearer, post, PASSWORD, sessionCookie, signIn, signUp, startMailingServer, testClock, uniqueEmail } from './clients.ts';
 
 const TOKEN = /^[a-z2-7]{24}\.[a-z2-7]{52}$/;
 const NEW_PASSWORD = 'tr0ub4dor and 3 more words';
-let now = new Date('2030-03-01T08:00:00.000Z');
-const advance = (ms: number) => {
-  now = new Date(now.getTime() + ms);
-};
+const clock = testClock('2030-03-01T08:00:00.000Z');
+const advance = clock.advance;
 let smtp: SmtpReceiver;
 let server: TestServer;
+let close: () => Promise<void>;
 
 beforeAll(async () => {
-  smtp = await startSmtpReceiver();
-  server = await startTestServer({
-    env: { AUTH_RATE_LIMIT_PER_MINUTE: '1000', EMAIL_PROVIDER: 'smtp', SMTP_URL: smtp.url, WEB_URL: 'https://app.example.com' },
-    overrides: { now: () => now },
-  });
+  ({ server, smtp, close } = await startMailingServer({ WEB_URL: 'https://app.example.com' }, clock.now));
 });
 afterAll(async () => {
-  await server?.close();
-  await smtp?.stop();
+  await close?.();
 });
 
 const live = async (token: string) => (await server.fetch('/api/auth/list-sessions', { headers: bearer(token) })).status === 200;
@@ -118,7 +112,7 @@ describe('auth.requestPasswordReset and auth.resetPassword', () => {
     const [row] = await server.db.sql`select id, token_hash, expires_at from verification_tokens where purpose = 'password-reset' and email = ${email}`;
     expect(row!.id).toBe(`vt_${emailed.split('.')[0]}`);
     expect(Buffer.from(row!.token_hash)).toEqual(Buffer.from(hashSecret(emailed.split('.')[1]!))); // only SHA-256(secret) is stored
-    expect(row!.expires_at).toEqual(new Date(now.getTime() + 3600_000));
+    expect(row!.expires_at).toEqual(new Date(clock.now().getTime() + 3600_000));
 
     const response = await reset(emailed);
     expect(response.status).toBe(200);

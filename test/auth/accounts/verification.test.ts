@@ -1,28 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../../support/server.ts';
-import { linkIn, startSmtpReceiver, type SmtpReceiver } from '../../support/smtp.ts';
+import { linkIn, type SmtpReceiver } from '../../support/smtp.ts';
 import { createUser } from '../../support/users.ts';
-import { post, PASSWORD, sessionCookie, signIn, signUp, uniqueEmail } from './clients.ts';
+import { post, PASSWORD, sessionCookie, signIn, signUp, startMailingServer, testClock, uniqueEmail } from './clients.ts';
 
 const WEB = 'https://app.example.com';
-let now = new Date('2030-05-01T12:00:00.000Z');
-const advance = (ms: number) => {
-  now = new Date(now.getTime() + ms);
-};
+const clock = testClock('2030-05-01T12:00:00.000Z');
+const advance = clock.advance;
 let smtp: SmtpReceiver;
 /** Requires verification and mails through the SMTP receiver. */
 let server: TestServer;
+let close: () => Promise<void>;
 
 beforeAll(async () => {
-  smtp = await startSmtpReceiver();
-  server = await startTestServer({
-    env: { AUTH_RATE_LIMIT_PER_MINUTE: '1000', EMAIL_PROVIDER: 'smtp', SMTP_URL: smtp.url, WEB_URL: WEB, REQUIRE_EMAIL_VERIFICATION: 'true' },
-    overrides: { now: () => now },
-  });
+  ({ server, smtp, close } = await startMailingServer({ WEB_URL: WEB, REQUIRE_EMAIL_VERIFICATION: 'true' }, clock.now));
 });
 afterAll(async () => {
-  await server?.close();
-  await smtp?.stop();
+  await close?.();
 });
 
 const verify = (link: URL) => server.fetch(`${link.pathname}${link.search}`);
@@ -69,18 +63,18 @@ describe('auth.sendVerificationEmail', () => {
     expect(`${link.origin}${link.pathname}`).toBe(`${server.services.config.publicUrl}/api/auth/verify-email`);
     expect(link.searchParams.get('callbackURL')).toBe(`${WEB}/done`);
     const [row] = await server.db.sql`select expires_at from verification_tokens where id = ${`vt_${link.searchParams.get('token')!.split('.')[0]}`}`;
-    expect(row!.expires_at).toEqual(new Date(now.getTime() + 3600_000));
+    expect(row!.expires_at).toEqual(new Date(clock.now().getTime() + 3600_000));
   });
 
   it('answers status true for a verified account and an unknown address alike, mailing neither', async () => {
-    const verified = await createUser(server.db, { emailVerified: true, now });
+    const verified = await createUser(server.db, { emailVerified: true, now: clock.now() });
     const unknown = uniqueEmail('nobody');
     for (const email of [verified.email, unknown]) {
       const response = await server.fetch('/api/auth/send-verification-email', post({ email }));
       expect(await response.json()).toEqual({ status: true });
     }
     // A message sent after them has arrived; nothing for those two.
-    const later = await createUser(server.db, { emailVerified: false, now });
+    const later = await createUser(server.db, { emailVerified: false, now: clock.now() });
     await server.fetch('/api/auth/send-verification-email', post({ email: later.email }));
     await smtp.nextMessageTo(later.email);
     expect(smtp.messagesTo(verified.email)).toHaveLength(0);
@@ -96,7 +90,7 @@ describe('auth.sendVerificationEmail', () => {
 
 /** A fresh unverified user and the link of a verification email sent to them (optionally with a callbackURL). */
 async function verificationLink(callbackURL?: string): Promise<{ email: string; link: URL }> {
-  const user = await createUser(server.db, { emailVerified: false, now });
+  const user = await createUser(server.db, { emailVerified: false, now: clock.now() });
   await server.fetch('/api/auth/send-verification-email', post({ email: user.email, ...(callbackURL ? { callbackURL } : {}) }));
   return { email: user.email, link: linkIn(await smtp.nextMessageTo(user.email)) };
 }
@@ -171,7 +165,7 @@ describe('other email providers', () => {
   });
 
   it('with log: the message, with a working link, is written to the log', async () => {
-    const logged = await startTestServer({ db: server.db, env: { AUTH_RATE_LIMIT_PER_MINUTE: '1000', EMAIL_PROVIDER: 'log' }, overrides: { now: () => now } });
+    const logged = await startTestServer({ db: server.db, env: { AUTH_RATE_LIMIT_PER_MINUTE: '1000', EMAIL_PROVIDER: 'log' }, overrides: { now: clock.now } });
     try {
       const { email, body } = await signUp(logged);
       expect(body.token).not.toBeNull();
