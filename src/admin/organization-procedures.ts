@@ -3,10 +3,14 @@
  * already refused anyone but a platform admin and, for the by-id ones, loaded the organization
  * (404 when there is none) into ctx.row.
  */
+import type { ProcedureOutput } from '../../generated/procedures.ts';
 import type { Handlers } from '../context.ts';
+import { isPlanName } from '../billing/plans.ts';
 import { changeSubscription, liveAtStripe, billingSettings } from '../billing/subscription-changes.ts';
 import { deleteOrganizationEverywhere } from '../organizations/delete-organization.ts';
-import { pageOrganizations, toSummary } from './organizations-store.ts';
+import { pageOrganizations, type SummaryRow } from './organizations-store.ts';
+
+type OrganizationSummary = ProcedureOutput<'admin.organizations.list'>['items'][number];
 
 export const adminOrganizationProcedures = {
   'admin.organizations.list': async (input, ctx) => {
@@ -29,3 +33,29 @@ export const adminOrganizationProcedures = {
     return { organizationId: ctx.row.id, objectsDeleted: deleted, objectsFailed: failed };
   },
 } satisfies Handlers;
+
+/** `billed`: whether billing is configured (otherwise there is no plan). */
+function toSummary(row: SummaryRow, billed: boolean): OrganizationSummary {
+  const live = row.subscriptionLive === true;
+  const plan = !billed ? null : live && row.subscriptionPlan && isPlanName(row.subscriptionPlan) ? row.subscriptionPlan : 'free';
+  return {
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    createdAt: row.createdAt,
+    paymentCustomerId: row.paymentCustomerId,
+    members: row.members,
+    workspaces: row.workspaces,
+    plan,
+    seats: { billed: live ? row.seats : null, members: row.members },
+    subscription: row.subscriptionId === null ? null : {
+      id: row.subscriptionId,
+      plan: row.subscriptionPlan!,
+      status: row.subscriptionStatus!,
+      seats: row.seats,
+      periodEnd: row.periodEnd,
+      cancelAtPeriodEnd: row.cancelAtPeriodEnd!,
+      paymentSubscriptionId: row.paymentSubscriptionId,
+    },
+  };
+}

@@ -40,7 +40,7 @@ export const invitationRoutes = {
       if (input.role === 'owner' && actor !== 'owner') throw new ApiError('FORBIDDEN', { message: 'Only an owner can invite an owner.' });
       if (input.teamId !== undefined) {
         const team = await findTeam(tx, input.teamId);
-        if (!team || team.organization_id !== input.organizationId) throw new ApiError('NOT_FOUND', { message: 'No such team in this organization.' });
+        if (!team || team.organizationId !== input.organizationId) throw new ApiError('NOT_FOUND', { message: 'No such team in this organization.' });
       }
       const email = input.email.toLowerCase();
       if (members.some((member) => member.email.toLowerCase() === email)) throw new ApiError('CONFLICT', { message: 'This address already belongs to a member.' });
@@ -61,16 +61,16 @@ export const invitationRoutes = {
         : await insertInvitation(tx, { id: newId('inv'), organizationId: input.organizationId, email: input.email, ...terms });
       await writeAudit(tx, {
         organizationId: input.organizationId, action: 'invitation.created', actor: principal, targetType: 'invitation', targetId: row.id,
-        metadata: { email: row.email, role: row.role, teamId: row.team_id, resent: Boolean(pending) },
+        metadata: { email: row.email, role: row.role, teamId: row.teamId, resent: Boolean(pending) },
       }, now);
-      const inviter = members.find((member) => member.user_id === principal.userId)!;
+      const inviter = members.find((member) => member.userId === principal.userId)!;
       return { invitation: row, organizationName: organization.name, inviterName: inviter.name };
     });
     // Sent after the commit so no transaction waits on the mail server. If sending fails the
     // answer is a 500 and the invitation stays pending: `resend: true` tries again.
     await mailer.send(invitationEmail({
       to: invitation.email, invitationId: invitation.id, organizationName, inviterName, role: invitation.role,
-      expiresAt: invitation.expires_at, publicUrl: config.publicUrl,
+      expiresAt: invitation.expiresAt, publicUrl: config.publicUrl,
     }));
     return { body: toInvitation(invitation) };
   },
@@ -81,29 +81,29 @@ export const invitationRoutes = {
     // The plan is asked before the transaction (a lookup must never wait for the connection the
     // transaction holds); an invitation's organization never changes, so reading it first is safe.
     const known = await findInvitation(ctx.services.db.sql, input.invitationId);
-    const plan = known ? await ctx.services.plans.limitsFor(known.organization_id) : null;
+    const plan = known ? await ctx.services.plans.limitsFor(known.organizationId) : null;
     const body = await ctx.services.db.sql.begin(async (tx) => {
       // Organization first, then the invitation: the order inviteMember takes them in, so a
       // re-send and an acceptance of one invitation cannot deadlock.
-      if (plan && known) await lockOrganization(tx, known.organization_id);
+      if (plan && known) await lockOrganization(tx, known.organizationId);
       const invitation = await inviteeInvitation(tx, principal, input.invitationId);
-      if (invitation.status !== 'pending' || invitation.expires_at <= now) throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending or has expired.' });
+      if (invitation.status !== 'pending' || invitation.expiresAt <= now) throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending or has expired.' });
       // The invitation held a seat since it was sent; it still needs one if the plan shrank since.
-      if (plan && await takenSeats(tx, invitation.organization_id, now, invitation.id) >= plan.limits.members) {
+      if (plan && await takenSeats(tx, invitation.organizationId, now, invitation.id) >= plan.limits.members) {
         throw new ApiError('LIMIT_REACHED', { message: 'The plan\'s member limit is reached.', data: { kind: 'members', limit: plan.limits.members, plan: plan.plan } });
       }
       const memberId = newId('mem');
-      const added = await insertMemberUnlessPresent(tx, { id: memberId, organizationId: invitation.organization_id, userId: principal.userId, role: invitation.role, now });
+      const added = await insertMemberUnlessPresent(tx, { id: memberId, organizationId: invitation.organizationId, userId: principal.userId, role: invitation.role, now });
       if (!added) throw new ApiError('CONFLICT', { message: 'You are already a member of this organization.' });
       // team_id is null when the team was deleted after the invitation was sent.
-      if (invitation.team_id) {
-        await ensureTeamMember(tx, { id: newId('tm'), teamId: invitation.team_id, userId: principal.userId, now });
+      if (invitation.teamId) {
+        await ensureTeamMember(tx, { id: newId('tm'), teamId: invitation.teamId, userId: principal.userId, now });
       }
       const accepted = await setInvitationStatus(tx, invitation.id, 'accepted', now);
       await audit(tx, principal, accepted, 'invitation.accepted', now);
       await writeAudit(tx, {
-        organizationId: invitation.organization_id, action: 'member.added', actor: principal, targetType: 'member', targetId: memberId,
-        metadata: { userId: principal.userId, role: invitation.role, invitationId: invitation.id, teamId: invitation.team_id },
+        organizationId: invitation.organizationId, action: 'member.added', actor: principal, targetType: 'member', targetId: memberId,
+        metadata: { userId: principal.userId, role: invitation.role, invitationId: invitation.id, teamId: invitation.teamId },
       }, now);
       return { invitation: toInvitation(accepted), member: toMember((await findMember(tx, memberId))!) };
     });
@@ -129,7 +129,7 @@ export const invitationRoutes = {
     const body = await ctx.services.db.sql.begin(async (tx) => {
       const invitation = await findInvitation(tx, ctx.row.id, { lock: true });
       if (!invitation) throw new ApiError('NOT_FOUND', { message: 'No such invitation.' }); // deleted meanwhile
-      if (invitation.role === 'owner' && (await roleIn(tx, invitation.organization_id, principal.userId)) !== 'owner') {
+      if (invitation.role === 'owner' && (await roleIn(tx, invitation.organizationId, principal.userId)) !== 'owner') {
         throw new ApiError('FORBIDDEN', { message: 'Only an owner can cancel an invitation to become owner.' });
       }
       if (invitation.status !== 'pending') throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending.' });
@@ -158,7 +158,7 @@ async function inviteeInvitation(tx: Db, principal: Principal, invitationId: str
 
 function audit(tx: Db, principal: Principal, invitation: InvitationRow, action: string, now: Date): Promise<string> {
   return writeAudit(tx, {
-    organizationId: invitation.organization_id, action, actor: principal, targetType: 'invitation', targetId: invitation.id,
-    metadata: { email: invitation.email, role: invitation.role, teamId: invitation.team_id },
+    organizationId: invitation.organizationId, action, actor: principal, targetType: 'invitation', targetId: invitation.id,
+    metadata: { email: invitation.email, role: invitation.role, teamId: invitation.teamId },
   }, now);
 }

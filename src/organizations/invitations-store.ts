@@ -1,4 +1,7 @@
-/** SQL of invitations (invitation-routes.ts), and their mapping to the contract's Invitation. */
+/**
+ * The invitations table (invitation-routes.ts): the only module that writes it, and where its rows
+ * become camelCase; and their mapping to the contract's Invitation.
+ */
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { Db } from '../db/db.ts';
 import type { Resource } from '../db/resource.ts';
@@ -8,49 +11,52 @@ export type Invitation = AuthRouteOutput<'auth.organization.cancelInvitation'>;
 
 export interface InvitationRow {
   id: string;
-  organization_id: string;
+  organizationId: string;
   email: string;
   role: OrganizationRole;
-  team_id: string | null;
+  teamId: string | null;
   status: 'pending' | 'accepted' | 'rejected' | 'canceled';
-  inviter_id: string | null;
-  expires_at: Date;
-  created_at: Date;
+  inviterId: string | null;
+  expiresAt: Date;
+  createdAt: Date;
 }
 
-const invitationColumns = ['id', 'organization_id', 'email', 'role', 'team_id', 'status', 'inviter_id', 'expires_at', 'created_at'];
+// Every column, camelCase. A constant list, so `unsafe` injects nothing from outside.
+const INVITATION_COLUMNS =
+  'id, organization_id as "organizationId", email, role, team_id as "teamId", status, inviter_id as "inviterId", ' +
+  'expires_at as "expiresAt", created_at as "createdAt"';
 
 export function toInvitation(row: InvitationRow): Invitation {
   return {
     id: row.id,
-    organizationId: row.organization_id,
+    organizationId: row.organizationId,
     email: row.email,
     role: row.role,
-    teamId: row.team_id,
+    teamId: row.teamId,
     status: row.status,
-    inviterId: row.inviter_id,
-    expiresAt: row.expires_at,
-    createdAt: row.created_at,
+    inviterId: row.inviterId,
+    expiresAt: row.expiresAt,
+    createdAt: row.createdAt,
   };
 }
 
 /** The invitation; with `lock`, its row is locked (`for update`) until the transaction ends. */
 export async function findInvitation(db: Db, id: string, options: { lock?: boolean } = {}): Promise<InvitationRow | null> {
   const [row] = await db<InvitationRow[]>`
-    select ${db(invitationColumns)} from invitations where id = ${id} ${options.lock ? db`for update` : db``}`;
+    select ${db.unsafe(INVITATION_COLUMNS)} from invitations where id = ${id} ${options.lock ? db`for update` : db``}`;
   return row ?? null;
 }
 
 /** The loader of `resource: invitation` routes (src/resources.ts). */
 export const invitationResource: Resource<InvitationRow> = {
   load: (sql, id) => findInvitation(sql, id),
-  organizationOf: (invitation) => invitation.organization_id,
+  organizationOf: (invitation) => invitation.organizationId,
   notFound: 'No such invitation.',
 };
 
 export async function pendingInvitationsOf(db: Db, organizationId: string): Promise<InvitationRow[]> {
   return db<InvitationRow[]>`
-    select ${db(invitationColumns)} from invitations
+    select ${db.unsafe(INVITATION_COLUMNS)} from invitations
     where organization_id = ${organizationId} and status = 'pending'
     order by created_at desc, id desc`;
 }
@@ -58,7 +64,7 @@ export async function pendingInvitationsOf(db: Db, organizationId: string): Prom
 /** The newest pending invitation of this address (case aside) to the organization. */
 export async function pendingInvitationFor(db: Db, organizationId: string, email: string): Promise<InvitationRow | null> {
   const [row] = await db<InvitationRow[]>`
-    select ${db(invitationColumns)} from invitations
+    select ${db.unsafe(INVITATION_COLUMNS)} from invitations
     where organization_id = ${organizationId} and status = 'pending' and lower(email) = lower(${email})
     order by created_at desc limit 1`;
   return row ?? null;
@@ -89,7 +95,7 @@ export async function insertInvitation(tx: Db, row: InvitationTerms & { id: stri
     insert into invitations (id, organization_id, email, role, team_id, status, inviter_id, expires_at, created_at, updated_at)
     values (${row.id}, ${row.organizationId}, ${row.email}, ${row.role}, ${row.teamId}, 'pending',
             ${row.inviterId}, ${row.expiresAt}, ${row.now}, ${row.now})
-    returning ${tx(invitationColumns)}`;
+    returning ${tx.unsafe(INVITATION_COLUMNS)}`;
   return invitation!;
 }
 
@@ -98,12 +104,12 @@ export async function renewInvitation(tx: Db, id: string, terms: InvitationTerms
   const [invitation] = await tx<InvitationRow[]>`
     update invitations set role = ${terms.role}, team_id = ${terms.teamId}, inviter_id = ${terms.inviterId},
                            expires_at = ${terms.expiresAt}, updated_at = ${terms.now}
-    where id = ${id} returning ${tx(invitationColumns)}`;
+    where id = ${id} returning ${tx.unsafe(INVITATION_COLUMNS)}`;
   return invitation!;
 }
 
 export async function setInvitationStatus(db: Db, id: string, status: InvitationRow['status'], now: Date): Promise<InvitationRow> {
   const [row] = await db<InvitationRow[]>`
-    update invitations set status = ${status}, updated_at = ${now} where id = ${id} returning ${db(invitationColumns)}`;
+    update invitations set status = ${status}, updated_at = ${now} where id = ${id} returning ${db.unsafe(INVITATION_COLUMNS)}`;
   return row!;
 }

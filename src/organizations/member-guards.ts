@@ -15,7 +15,7 @@ import type { MemberRow } from './members-store.ts';
  * change may have demoted or removed the caller since.
  */
 export function callerRole(rows: MemberRow[], principal: Principal, permission: Permission | undefined): OrganizationRole {
-  const role = rows.find((row) => row.user_id === principal.userId)?.role;
+  const role = rows.find((row) => row.userId === principal.userId)?.role;
   if (!role || (permission && !roleHasPermission(role, permission))) throw new ApiError('FORBIDDEN');
   return role;
 }

@@ -52,8 +52,8 @@ export const memberRoutes = {
       assertMayActOn(actor, target.role);
       assertOwnerRemains(rows, target, null);
       await deleteMember(tx, target.id);
-      await removeFromTeamsOf(tx, input.organizationId, target.user_id);
-      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.removed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.user_id, email: target.email, role: target.role } }, now);
+      await removeFromTeamsOf(tx, input.organizationId, target.userId);
+      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.removed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.userId, email: target.email, role: target.role } }, now);
       return { member: toMember(target) };
     });
     return { body };
@@ -67,7 +67,7 @@ export const memberRoutes = {
       if (target.role === input.role) return toMember(target);
       assertOwnerRemains(rows, target, input.role);
       await setMemberRole(tx, target.id, input.role);
-      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.role_changed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.user_id, from: target.role, to: input.role } }, now);
+      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.role_changed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.userId, from: target.role, to: input.role } }, now);
       return toMember({ ...target, role: input.role });
     });
     return { body };
@@ -76,11 +76,11 @@ export const memberRoutes = {
   async 'auth.organization.leave'(input, ctx) {
     // changeMembers answers 403, like to any non-member, when the caller was removed meanwhile.
     const body = await changeMembers(ctx, input.organizationId, async ({ tx, rows, principal, now }) => {
-      const self = rows.find((row) => row.user_id === principal.userId)!;
+      const self = rows.find((row) => row.userId === principal.userId)!;
       assertOwnerRemains(rows, self, null);
       await deleteMember(tx, self.id);
-      await removeFromTeamsOf(tx, input.organizationId, self.user_id);
-      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.left', actor: principal, targetType: 'member', targetId: self.id, metadata: { userId: self.user_id, role: self.role } }, now);
+      await removeFromTeamsOf(tx, input.organizationId, self.userId);
+      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.left', actor: principal, targetType: 'member', targetId: self.id, metadata: { userId: self.userId, role: self.role } }, now);
       return toMember(self);
     });
     return { body };

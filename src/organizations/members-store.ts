@@ -1,4 +1,7 @@
-/** SQL of an organization's members, and their mapping to the contract's Member. */
+/**
+ * The members table: the only module that writes it, and where its rows become camelCase; and their
+ * mapping to the contract's Member.
+ */
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { Db } from '../db/db.ts';
 import { announceRevocation } from '../auth/revocations.ts';
@@ -9,30 +12,33 @@ export type OrganizationRole = Member['role'];
 
 export interface MemberRow {
   id: string;
-  organization_id: string;
-  user_id: string;
+  organizationId: string;
+  userId: string;
   role: OrganizationRole;
-  created_at: Date;
+  createdAt: Date;
   email: string;
   name: string;
   image: string | null;
 }
 
+// A member with their user's address, name and image, camelCase (`m`: members, `u`: users).
+const MEMBER_COLUMNS = 'm.id, m.organization_id as "organizationId", m.user_id as "userId", m.role, m.created_at as "createdAt", u.email, u.name, u.image';
+
 export function toMember(row: MemberRow): Member {
   return {
     id: row.id,
-    organizationId: row.organization_id,
-    userId: row.user_id,
+    organizationId: row.organizationId,
+    userId: row.userId,
     role: row.role,
-    createdAt: row.created_at,
-    user: { id: row.user_id, email: row.email, name: row.name, image: row.image },
+    createdAt: row.createdAt,
+    user: { id: row.userId, email: row.email, name: row.name, image: row.image },
   };
 }
 
 /** Every member with their user, oldest first (ties broken by id so pages are stable). */
 export async function membersOf(db: Db, organizationId: string, page?: { limit: number; offset: number }): Promise<MemberRow[]> {
   return db<MemberRow[]>`
-    select m.id, m.organization_id, m.user_id, m.role, m.created_at, u.email, u.name, u.image
+    select ${db.unsafe(MEMBER_COLUMNS)}
     from members m join users u on u.id = m.user_id
     where m.organization_id = ${organizationId}
     order by m.created_at, m.id
@@ -46,7 +52,7 @@ export async function countMembers(db: Db, organizationId: string): Promise<numb
 
 export async function findMember(db: Db, memberId: string): Promise<MemberRow | null> {
   const [row] = await db<MemberRow[]>`
-    select m.id, m.organization_id, m.user_id, m.role, m.created_at, u.email, u.name, u.image
+    select ${db.unsafe(MEMBER_COLUMNS)}
     from members m join users u on u.id = m.user_id
     where m.id = ${memberId}`;
   return row ?? null;
@@ -59,7 +65,7 @@ export async function findMember(db: Db, memberId: string): Promise<MemberRow | 
  */
 export async function lockMembers(tx: Db, organizationId: string): Promise<MemberRow[]> {
   return tx<MemberRow[]>`
-    select m.id, m.organization_id, m.user_id, m.role, m.created_at, u.email, u.name, u.image
+    select ${tx.unsafe(MEMBER_COLUMNS)}
     from members m join users u on u.id = m.user_id
     where m.organization_id = ${organizationId}
     order by m.id
@@ -99,9 +105,9 @@ export async function insertMemberUnlessPresent(
 
 /** Changes the role; the member's open streams re-check their access at once (auth/revocations.ts). */
 export async function setMemberRole(tx: Db, memberId: string, role: OrganizationRole): Promise<void> {
-  const [member] = await tx<{ organization_id: string; user_id: string }[]>`
-    update members set role = ${role} where id = ${memberId} returning organization_id, user_id`;
-  if (member) await announceRevocation(tx, { kind: 'member', organizationId: member.organization_id, userId: member.user_id });
+  const [member] = await tx<{ organizationId: string; userId: string }[]>`
+    update members set role = ${role} where id = ${memberId} returning organization_id as "organizationId", user_id as "userId"`;
+  if (member) await announceRevocation(tx, { kind: 'member', organizationId: member.organizationId, userId: member.userId });
 }
 
 /**
@@ -109,7 +115,7 @@ export async function setMemberRole(tx: Db, memberId: string, role: Organization
  * The member's open streams of the organization end at once (auth/revocations.ts).
  */
 export async function deleteMember(tx: Db, memberId: string): Promise<void> {
-  const [member] = await tx<{ organization_id: string; user_id: string }[]>`
-    delete from members where id = ${memberId} returning organization_id, user_id`;
-  if (member) await announceRevocation(tx, { kind: 'member', organizationId: member.organization_id, userId: member.user_id });
+  const [member] = await tx<{ organizationId: string; userId: string }[]>`
+    delete from members where id = ${memberId} returning organization_id as "organizationId", user_id as "userId"`;
+  if (member) await announceRevocation(tx, { kind: 'member', organizationId: member.organizationId, userId: member.userId });
 }

@@ -1,7 +1,8 @@
 /**
- * SQL of organizations themselves (routes.ts; the Stripe customer id for billing/) and their mapping
- * to the contract's shape (snake_case columns in, camelCase answers out). Members, invitations and
- * teams have their own stores: members-store.ts, invitations-store.ts, teams-store.ts.
+ * The organizations table: the only module that writes it, and where its rows become camelCase
+ * (routes.ts; the Stripe customer id for billing/), and their mapping to the contract's shape.
+ * Members, invitations and teams have their own stores: members-store.ts, invitations-store.ts,
+ * teams-store.ts.
  */
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { Db } from '../db/db.ts';
@@ -18,17 +19,18 @@ export interface OrganizationRow {
   slug: string;
   logo: string | null;
   metadata: Record<string, unknown> | null;
-  created_at: Date;
+  createdAt: Date;
 }
 
-const organizationColumns = ['id', 'name', 'slug', 'logo', 'metadata', 'created_at'];
+// Every column, camelCase. A constant list, so `unsafe` injects nothing from outside.
+const ORGANIZATION_COLUMNS = 'id, name, slug, logo, metadata, created_at as "createdAt"';
 
 export function toOrganization(row: OrganizationRow): Organization {
-  return { id: row.id, name: row.name, slug: row.slug, logo: row.logo, metadata: row.metadata, createdAt: row.created_at };
+  return { id: row.id, name: row.name, slug: row.slug, logo: row.logo, metadata: row.metadata, createdAt: row.createdAt };
 }
 
 export async function findOrganization(db: Db, id: string): Promise<OrganizationRow | null> {
-  const [row] = await db<OrganizationRow[]>`select id, name, slug, logo, metadata, created_at from organizations where id = ${id}`;
+  const [row] = await db<OrganizationRow[]>`select ${db.unsafe(ORGANIZATION_COLUMNS)} from organizations where id = ${id}`;
   return row ?? null;
 }
 
@@ -41,14 +43,14 @@ export const organizationResource: Resource<OrganizationRow> = {
 
 /** The organization, its row locked (`for no key update`: foreign keys may still point at it) until the transaction ends. */
 export async function lockOrganization(tx: Db, id: string): Promise<OrganizationRow | null> {
-  const [row] = await tx<OrganizationRow[]>`select ${tx(organizationColumns)} from organizations where id = ${id} for no key update`;
+  const [row] = await tx<OrganizationRow[]>`select ${tx.unsafe(ORGANIZATION_COLUMNS)} from organizations where id = ${id} for no key update`;
   return row ?? null;
 }
 
 /** The organizations the user is a member of, with their role there, in the order they joined. */
 export async function organizationsOfUser(db: Db, userId: string): Promise<(OrganizationRow & { role: OrganizationRole })[]> {
   return db<(OrganizationRow & { role: OrganizationRole })[]>`
-    select o.id, o.name, o.slug, o.logo, o.metadata, o.created_at, m.role
+    select o.id, o.name, o.slug, o.logo, o.metadata, o.created_at as "createdAt", m.role
     from members m join organizations o on o.id = m.organization_id
     where m.user_id = ${userId}
     order by m.created_at, m.id`;
@@ -62,7 +64,7 @@ export async function insertOrganization(tx: Db, row: { id: string; name: string
   const [organization] = await tx<OrganizationRow[]>`
     insert into organizations (id, name, slug, created_at, updated_at) values (${row.id}, ${row.name}, ${row.slug}, ${row.now}, ${row.now})
     on conflict (slug) do nothing
-    returning ${tx(organizationColumns)}`;
+    returning ${tx.unsafe(ORGANIZATION_COLUMNS)}`;
   return organization ?? null;
 }
 
@@ -78,22 +80,23 @@ export async function updateOrganization(
     set name = ${fields.name}, slug = ${fields.slug}, logo = ${fields.logo},
         metadata = ${fields.metadata === null ? null : tx.json(fields.metadata as never)}, updated_at = ${now}
     where id = ${id}
-    returning ${tx(organizationColumns)}`;
+    returning ${tx.unsafe(ORGANIZATION_COLUMNS)}`;
   return row!;
 }
 
 /** The organization's Stripe customer (organizations.payment_customer_id). */
 export async function customerOf(db: Db, organizationId: string): Promise<string | null> {
-  const [row] = await db<{ payment_customer_id: string | null }[]>`select payment_customer_id from organizations where id = ${organizationId}`;
-  return row?.payment_customer_id ?? null;
+  const [row] = await db<{ paymentCustomerId: string | null }[]>`
+    select payment_customer_id as "paymentCustomerId" from organizations where id = ${organizationId}`;
+  return row?.paymentCustomerId ?? null;
 }
 
 /** Records the Stripe customer unless one is recorded already; answers the one that stands. */
 export async function setCustomer(db: Db, organizationId: string, customerId: string): Promise<string> {
-  const [row] = await db<{ payment_customer_id: string }[]>`
+  const [row] = await db<{ paymentCustomerId: string }[]>`
     update organizations set payment_customer_id = coalesce(payment_customer_id, ${customerId}) where id = ${organizationId}
-    returning payment_customer_id`;
-  return row?.payment_customer_id ?? customerId;
+    returning payment_customer_id as "paymentCustomerId"`;
+  return row?.paymentCustomerId ?? customerId;
 }
 
 /** The organization whose Stripe customer this is, or null. */

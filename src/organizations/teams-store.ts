@@ -1,4 +1,7 @@
-/** SQL of teams and team members (team-routes.ts), and their mapping to the contract's Team. */
+/**
+ * The teams and team_members tables (team-routes.ts): the only module that writes them, and where
+ * their rows become camelCase; and their mapping to the contract's Team and TeamMember.
+ */
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { Db } from '../db/db.ts';
 import type { Resource } from '../db/resource.ts';
@@ -8,38 +11,40 @@ export type TeamMember = AuthRouteOutput<'auth.organization.addTeamMember'>;
 
 export interface TeamRow {
   id: string;
-  organization_id: string;
+  organizationId: string;
   name: string;
-  created_at: Date;
-  updated_at: Date;
+  createdAt: Date;
+  updatedAt: Date;
 }
 
 export interface TeamMemberRow {
   id: string;
-  team_id: string;
-  user_id: string;
-  created_at: Date;
+  teamId: string;
+  userId: string;
+  createdAt: Date;
 }
 
-const teamColumns = ['id', 'organization_id', 'name', 'created_at', 'updated_at'];
+// Every column, camelCase. Constant lists, so `unsafe` injects nothing from outside.
+const TEAM_COLUMNS = 'id, organization_id as "organizationId", name, created_at as "createdAt", updated_at as "updatedAt"';
+const TEAM_MEMBER_COLUMNS = 'id, team_id as "teamId", user_id as "userId", created_at as "createdAt"';
 
 export function toTeam(row: TeamRow): Team {
-  return { id: row.id, organizationId: row.organization_id, name: row.name, createdAt: row.created_at, updatedAt: row.updated_at };
+  return { id: row.id, organizationId: row.organizationId, name: row.name, createdAt: row.createdAt, updatedAt: row.updatedAt };
 }
 
 export function toTeamMember(row: TeamMemberRow): TeamMember {
-  return { id: row.id, teamId: row.team_id, userId: row.user_id, createdAt: row.created_at };
+  return { id: row.id, teamId: row.teamId, userId: row.userId, createdAt: row.createdAt };
 }
 
 export async function findTeam(db: Db, id: string): Promise<TeamRow | null> {
-  const [row] = await db<TeamRow[]>`select ${db(teamColumns)} from teams where id = ${id}`;
+  const [row] = await db<TeamRow[]>`select ${db.unsafe(TEAM_COLUMNS)} from teams where id = ${id}`;
   return row ?? null;
 }
 
 /** The loader of `resource: team` routes (src/resources.ts). */
 export const teamResource: Resource<TeamRow> = {
   load: (sql, id) => findTeam(sql, id),
-  organizationOf: (team) => team.organization_id,
+  organizationOf: (team) => team.organizationId,
   notFound: 'No such team.',
 };
 
@@ -51,7 +56,7 @@ export async function teamInOrganization(db: Db, teamId: string, organizationId:
 
 export async function teamsOf(db: Db, organizationId: string): Promise<TeamRow[]> {
   return db<TeamRow[]>`
-    select ${db(teamColumns)} from teams where organization_id = ${organizationId} order by created_at, id`;
+    select ${db.unsafe(TEAM_COLUMNS)} from teams where organization_id = ${organizationId} order by created_at, id`;
 }
 
 /** Share-locks the team (`for share`: it cannot be deleted before the transaction ends); false when it is gone. */
@@ -63,13 +68,13 @@ export async function shareLockTeam(tx: Db, id: string): Promise<boolean> {
 export async function insertTeam(tx: Db, row: { id: string; organizationId: string; name: string; now: Date }): Promise<TeamRow> {
   const [team] = await tx<TeamRow[]>`
     insert into teams (id, organization_id, name, created_at, updated_at) values (${row.id}, ${row.organizationId}, ${row.name}, ${row.now}, ${row.now})
-    returning ${tx(teamColumns)}`;
+    returning ${tx.unsafe(TEAM_COLUMNS)}`;
   return team!;
 }
 
 /** The renamed team, or null when it is gone. */
 export async function renameTeam(tx: Db, id: string, name: string, now: Date): Promise<TeamRow | null> {
-  const [team] = await tx<TeamRow[]>`update teams set name = ${name}, updated_at = ${now} where id = ${id} returning ${tx(teamColumns)}`;
+  const [team] = await tx<TeamRow[]>`update teams set name = ${name}, updated_at = ${now} where id = ${id} returning ${tx.unsafe(TEAM_COLUMNS)}`;
   return team ?? null;
 }
 
@@ -79,7 +84,7 @@ export async function renameTeam(tx: Db, id: string, name: string, now: Date): P
  * (`on delete set null`).
  */
 export async function deleteTeam(tx: Db, id: string): Promise<TeamRow | null> {
-  const [team] = await tx<TeamRow[]>`delete from teams where id = ${id} returning ${tx(teamColumns)}`;
+  const [team] = await tx<TeamRow[]>`delete from teams where id = ${id} returning ${tx.unsafe(TEAM_COLUMNS)}`;
   return team ?? null;
 }
 
@@ -88,7 +93,7 @@ export async function insertTeamMember(tx: Db, row: { id: string; teamId: string
   const [added] = await tx<TeamMemberRow[]>`
     insert into team_members (id, team_id, user_id, created_at) values (${row.id}, ${row.teamId}, ${row.userId}, ${row.now})
     on conflict (team_id, user_id) do nothing
-    returning id, team_id, user_id, created_at`;
+    returning ${tx.unsafe(TEAM_MEMBER_COLUMNS)}`;
   return added ?? null;
 }
 

@@ -1,4 +1,4 @@
-/** SQL of the workspaces group. Rows come back in the contract's shape. */
+/** The workspaces table: the only module that writes it. Rows come back camelCase, in the contract's shape. */
 import type { Sql } from '../db/connection.ts';
 import type { components } from '../../generated/types.ts';
 import type { Resource } from '../db/resource.ts';
@@ -70,8 +70,8 @@ export async function workspaceUsage(sql: Sql, workspaceId: string): Promise<num
 
 /** The storage keys of the workspace's documents (workspaces.delete removes their objects before the rows). */
 export async function documentKeys(sql: Sql, workspaceId: string): Promise<string[]> {
-  const rows = await sql<{ organization_id: string; id: string }[]>`select organization_id, id from documents where workspace_id = ${workspaceId}`;
-  return rows.map((row) => storageKey(row.organization_id, row.id));
+  const rows = await sql<{ organizationId: string; id: string }[]>`select organization_id as "organizationId", id from documents where workspace_id = ${workspaceId}`;
+  return rows.map((row) => storageKey(row.organizationId, row.id));
 }
 
 /**
@@ -80,9 +80,9 @@ export async function documentKeys(sql: Sql, workspaceId: string): Promise<strin
  */
 export async function deleteWorkspace(sql: Sql, id: string): Promise<string[]> {
   return sql.begin(async (tx) => {
-    const rows = await tx<{ organization_id: string; id: string }[]>`select organization_id, id from documents where workspace_id = ${id} for update`;
+    const rows = await tx<{ organizationId: string; id: string }[]>`select organization_id as "organizationId", id from documents where workspace_id = ${id} for update`;
     await tx`delete from workspaces where id = ${id}`;
-    return rows.map((row) => storageKey(row.organization_id, row.id));
+    return rows.map((row) => storageKey(row.organizationId, row.id));
   }) as Promise<string[]>;
 }
 
