@@ -10,7 +10,7 @@ import type { Memberships, Tenant } from './auth/access.ts';
 import type { Authenticator } from './auth/authenticate.ts';
 import type { Mailer } from './email/mailer.ts';
 import type { RateLimiter } from './auth/rate-limit.ts';
-import type { PlanLookup } from './billing/plans.ts';
+import type { PlanLookup } from './credits/plans.ts';
 import type { StorageDriver } from './storage/driver.ts';
 import type { AiClient } from './ai-service/client.ts';
 import type { JobQueue } from './jobs/queue.ts';

@@ -5,7 +5,7 @@
  */
 import type { ProcedureOutput } from '../../generated/procedures.ts';
 import type { Handlers } from '../context.ts';
-import { isPlanName } from '../billing/plans.ts';
+import { isPlanName } from '../credits/plans.ts';
 import { changeSubscription, liveAtStripe, billingSettings } from '../billing/subscription-changes.ts';
 import { deleteOrganizationEverywhere } from '../organizations/delete-organization.ts';
 import { pageOrganizations, type SummaryRow } from './organizations-store.ts';
@@ -23,7 +23,7 @@ export const adminOrganizationProcedures = {
     billingSettings(ctx.services); // 412 before anything else: without billing there is nothing to cancel
     const live = await liveAtStripe(ctx.services, ctx.row.id);
     const row = await changeSubscription(ctx.services, ctx.principal!, live, input.immediately ? 'cancel-now' : 'cancel-at-period-end');
-    return { status: row.status, cancelAtPeriodEnd: row.cancel_at_period_end };
+    return { status: row.status, cancelAtPeriodEnd: row.cancelAtPeriodEnd };
   },
 
   'admin.organizations.delete': async (input, ctx) => {

@@ -1,7 +1,7 @@
 /** billing.status: the organization's plan, limits, subscription and what it is above. */
 import type { Handlers } from '../context.ts';
 import { currentSubscription, toSubscription } from './subscriptions-store.ts';
-import { overLimits, usageOf } from './usage.ts';
+import { overLimits, usageOf } from '../credits/usage.ts';
 
 export const billingProcedures = {
   'billing.status': async (input, ctx) => {
@@ -16,7 +16,7 @@ export const billingProcedures = {
       limits: plan?.limits ?? null,
       subscription: subscription ? toSubscription(subscription) : null,
       // Follows the invoices of the live (or most recent) subscription: invoice.payment_failed sets it, invoice.paid clears it.
-      paymentFailed: subscription?.payment_failed ?? false,
+      paymentFailed: subscription?.paymentFailed ?? false,
       overLimit: overLimits(plan, usage),
     };
   },

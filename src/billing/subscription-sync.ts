@@ -6,6 +6,7 @@
  */
 import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';
+import { lockOrganization } from '../organizations/store.ts';
 import {
   findByPaymentId, insertSubscription, updateSubscriptionState, type SubscriptionRow, type SubscriptionState,
 } from './subscriptions-store.ts';
@@ -18,11 +19,11 @@ const FINAL = new Set(['canceled', 'incomplete_expired']);
  * organization is gone (a late event about a deleted organization is dropped).
  */
 export async function applySubscriptionState(tx: Db, state: SubscriptionState, reportedAt: Date, now: Date): Promise<SubscriptionRow | null> {
-  const [organization] = await tx`select id from organizations where id = ${state.organizationId} for no key update`;
+  const organization = await lockOrganization(tx, state.organizationId);
   if (!organization) return null;
   const current = await findByPaymentId(tx, state.paymentSubscriptionId, { lock: true });
   if (!current) return insertSubscription(tx, newId('sbs'), state, reportedAt, now);
-  if (current.state_event_at && reportedAt < current.state_event_at) return current;
+  if (current.stateEventAt && reportedAt < current.stateEventAt) return current;
   if (FINAL.has(current.status) && current.status !== state.status) return current;
   return updateSubscriptionState(tx, current.id, state, reportedAt, now);
 }

@@ -1,7 +1,8 @@
 /**
- * SQL of subscriptions (sql/0002_identity.sql, 0007_billing.sql) and their mapping to the
- * contract's Subscription. Rows are written only from what Stripe reports (webhook.ts, and the
- * answers of the calls in subscription-routes.ts and the admin's cancel); nothing here talks to Stripe.
+ * SQL of subscriptions (sql/0002_identity.sql, 0007_billing.sql): the only module that writes them,
+ * where their rows become camelCase, and their mapping to the contract's Subscription. Rows are
+ * written only from what Stripe reports (webhook.ts, and the answers of the calls in
+ * subscription-routes.ts and the admin's cancel); nothing here talks to Stripe.
  */
 import type { Db } from '../db/db.ts';
 import type { ProcedureOutput } from '../../generated/procedures.ts';
@@ -12,22 +13,28 @@ export type SubscriptionStatus = Subscription['status'];
 
 export interface SubscriptionRow {
   id: string;
-  organization_id: string;
+  organizationId: string;
   plan: string;
   status: SubscriptionStatus;
   seats: number | null;
-  period_start: Date | null;
-  period_end: Date | null;
-  trial_end: Date | null;
-  cancel_at_period_end: boolean;
-  cancel_at: Date | null;
-  billing_interval: string | null;
-  payment_subscription_id: string | null;
-  payment_failed: boolean;
-  state_event_at: Date | null;
-  payment_event_at: Date | null;
-  created_at: Date;
+  periodStart: Date | null;
+  periodEnd: Date | null;
+  trialEnd: Date | null;
+  cancelAtPeriodEnd: boolean;
+  cancelAt: Date | null;
+  billingInterval: string | null;
+  paymentSubscriptionId: string | null;
+  paymentFailed: boolean;
+  stateEventAt: Date | null;
+  paymentEventAt: Date | null;
+  createdAt: Date;
 }
+
+// Every column this module answers, camelCase. A constant list, so `unsafe` injects nothing from outside.
+const COLUMNS = `id, organization_id as "organizationId", plan, status, seats, period_start as "periodStart", period_end as "periodEnd",
+  trial_end as "trialEnd", cancel_at_period_end as "cancelAtPeriodEnd", cancel_at as "cancelAt", billing_interval as "billingInterval",
+  payment_subscription_id as "paymentSubscriptionId", payment_failed as "paymentFailed", state_event_at as "stateEventAt",
+  payment_event_at as "paymentEventAt", created_at as "createdAt"`;
 
 export function toSubscription(row: SubscriptionRow): Subscription {
   return {
@@ -35,18 +42,18 @@ export function toSubscription(row: SubscriptionRow): Subscription {
     plan: row.plan,
     status: row.status,
     seats: row.seats,
-    periodEnd: row.period_end,
-    trialEnd: row.trial_end,
-    cancelAtPeriodEnd: row.cancel_at_period_end,
-    cancelAt: row.cancel_at,
-    billingInterval: row.billing_interval,
+    periodEnd: row.periodEnd,
+    trialEnd: row.trialEnd,
+    cancelAtPeriodEnd: row.cancelAtPeriodEnd,
+    cancelAt: row.cancelAt,
+    billingInterval: row.billingInterval,
   };
 }
 
 /** The organization's live subscription (the newest, should Stripe ever report two), or null. */
 export async function liveSubscription(db: Db, organizationId: string): Promise<SubscriptionRow | null> {
   const [row] = await db<SubscriptionRow[]>`
-    select * from subscriptions where organization_id = ${organizationId} and status in ${db(LIVE_SUBSCRIPTION)}
+    select ${db.unsafe(COLUMNS)} from subscriptions where organization_id = ${organizationId} and status in ${db(LIVE_SUBSCRIPTION)}
     order by created_at desc, id desc limit 1`;
   return row ?? null;
 }
@@ -54,14 +61,14 @@ export async function liveSubscription(db: Db, organizationId: string): Promise<
 /** The live subscription, else the most recent one (billing.status, the admin list), or null. */
 export async function currentSubscription(db: Db, organizationId: string): Promise<SubscriptionRow | null> {
   const [row] = await db<SubscriptionRow[]>`
-    select * from subscriptions where organization_id = ${organizationId}
+    select ${db.unsafe(COLUMNS)} from subscriptions where organization_id = ${organizationId}
     order by (status in ${db(LIVE_SUBSCRIPTION)}) desc, created_at desc, id desc limit 1`;
   return row ?? null;
 }
 
 export async function findByPaymentId(db: Db, paymentSubscriptionId: string, options: { lock?: boolean } = {}): Promise<SubscriptionRow | null> {
   const [row] = await db<SubscriptionRow[]>`
-    select * from subscriptions where payment_subscription_id = ${paymentSubscriptionId} ${options.lock ? db`for update` : db``}`;
+    select ${db.unsafe(COLUMNS)} from subscriptions where payment_subscription_id = ${paymentSubscriptionId} ${options.lock ? db`for update` : db``}`;
   return row ?? null;
 }
 
@@ -87,7 +94,7 @@ export async function insertSubscription(tx: Db, id: string, state: Subscription
     values (${id}, ${state.organizationId}, ${state.plan}, ${state.status}, ${state.seats}, ${state.periodStart}, ${state.periodEnd},
             ${state.trialEnd}, ${state.cancelAtPeriodEnd}, ${state.cancelAt}, ${state.billingInterval}, ${state.paymentSubscriptionId},
             ${eventAt}, ${now}, ${now})
-    returning *`;
+    returning ${tx.unsafe(COLUMNS)}`;
   return row!;
 }
 
@@ -99,7 +106,7 @@ export async function updateSubscriptionState(tx: Db, id: string, state: Subscri
         cancel_at = ${state.cancelAt}, billing_interval = ${state.billingInterval},
         state_event_at = coalesce(${eventAt}, state_event_at), updated_at = ${now}
     where id = ${id}
-    returning *`;
+    returning ${tx.unsafe(COLUMNS)}`;
   return row!;
 }
 

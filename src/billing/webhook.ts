@@ -78,7 +78,7 @@ async function prepare(event: Stripe.Event, deps: Deps): Promise<Apply | null> {
       // The metadata the checkout set; else the row already stored; else the organization of the customer.
       const customer = typeof subscription.customer === 'string' ? subscription.customer : subscription.customer.id;
       const organizationId = organizationOf(subscription)
-        ?? (await findByPaymentId(deps.sql, subscription.id))?.organization_id
+        ?? (await findByPaymentId(deps.sql, subscription.id))?.organizationId
         ?? (await organizationOfCustomer(deps.sql, customer));
       if (!organizationId) {
         deps.log.warn({ eventId: event.id, subscriptionId: subscription.id }, 'stripe subscription names no organization; ignored');
@@ -100,7 +100,7 @@ async function prepare(event: Stripe.Event, deps: Deps): Promise<Apply | null> {
           return;
         }
         // An older invoice event delivered late does not undo a newer one's verdict.
-        if (row.payment_event_at && reportedAt < row.payment_event_at) return;
+        if (row.paymentEventAt && reportedAt < row.paymentEventAt) return;
         await setPaymentFailed(tx, row.id, failed, reportedAt, now);
       };
     }

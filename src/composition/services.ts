@@ -12,7 +12,7 @@ import { byAddress } from '../auth/rate-limit.ts';
 import type { LimiterFactory } from '../auth/rate-limit.ts';
 import { rateLimiters } from '../auth/shared-rate-limit.ts';
 import { createMailer } from '../email/providers.ts';
-import { billedPlans, unbilled } from '../billing/plans.ts';
+import { billedPlans, unbilled } from '../credits/plans.ts';
 import { resolveSecret } from '../secret.ts';
 import { createAiClient } from '../ai-service/client.ts';
 import { startJobQueue, type QueueOptions } from '../jobs/queue.ts';

@@ -1,8 +1,8 @@
 /**
- * AI credits: a ledger of charges (positive) and refunds (negative) per organization. The credits
- * spent in a period are the sum of the rows that count in it (`counts_at`): a charge counts when
- * it is made, a refund at the moment of the charge it gives back (0009), so a cancel in a new
- * period never lowers that period's spending.
+ * The AI credit ledger (credit_ledger): the only module that writes it. Charges are positive rows,
+ * refunds negative, per organization. The credits spent in a period are the sum of the rows that
+ * count in it (`counts_at`): a charge counts when it is made, a refund at the moment of the charge
+ * it gives back (0009), so a cancel in a new period never lowers that period's spending.
  *
  * A charge against a plan runs inside the caller's transaction and first locks the organization's
  * row, so two concurrent charges cannot both fit in the last credits (architecture.md: counters
@@ -13,14 +13,43 @@
  * event, whose foreign key wanted the organization row, deadlocked (issue 16).
  *
  * The period is the plan's (the live subscription's) when it has one, else the UTC calendar month.
+ * The plans themselves are in plans.ts; what a job costs in pricing.ts; usage reports in usage.ts.
  */
 import type { Db } from '../db/db.ts';
-import { periodOf, type PlanLimits } from '../billing/plans.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
+import { lockOrganization } from '../organizations/store.ts';
 
 export type CreditReason = 'job.create' | 'job.retry' | 'job.cancel' | 'search';
 
+export interface Period {
+  start: Date;
+  end: Date;
+}
+
+/**
+ * What a charge is checked against: the plan's name, its AI credits and the period they count in
+ * (the UTC calendar month when absent). A plan's limits (plans.ts PlanLimits) are one.
+ */
+export interface CreditAllowance {
+  plan: string;
+  limits: { aiCredits: number };
+  period?: Period;
+}
+
+/** The UTC calendar month `now` falls in: the period of an organization without a live subscription. */
+export function calendarMonth(now: Date): Period {
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return { start, end };
+}
+
+/** The period credits are counted in: the plan's, else the calendar month. */
+export function periodOf(plan: CreditAllowance | null, now: Date): Period {
+  return plan?.period ?? calendarMonth(now);
+}
+
+/** The organization's balance of the ledger since `since`: charges minus refunds that count from then on. */
 export async function creditsSpent(sql: Db, organizationId: string, since: Date): Promise<number> {
   const [row] = await sql<{ spent: number }[]>`
     select coalesce(sum(amount), 0)::int as spent from credit_ledger
@@ -35,7 +64,7 @@ export interface Charge {
   jobId: string | null;
   now: Date;
   /** The plan's limits, or null when nothing is enforced (billing not configured). */
-  plan: PlanLimits | null;
+  plan: CreditAllowance | null;
 }
 
 /**
@@ -44,7 +73,7 @@ export interface Charge {
  */
 export async function charge(tx: Db, c: Charge): Promise<void> {
   if (c.plan) {
-    await tx`select 1 from organizations where id = ${c.organizationId} for no key update`;
+    await lockOrganization(tx, c.organizationId);
     const spent = await creditsSpent(tx, c.organizationId, periodOf(c.plan, c.now).start);
     const limit = c.plan.limits.aiCredits;
     if (spent + c.amount > limit) {

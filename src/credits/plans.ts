@@ -2,17 +2,14 @@
  * Plan limits (decisions.md, "Plans"). They are enforced only while billing is configured on the
  * deployment: without it there is no plan, the lookup answers null and every check passes. With
  * it, an organization without a live subscription is on free, else on its subscription's plan.
+ * The period AI credits count in (calendarMonth, periodOf) is the ledger's (credit-ledger.ts).
  */
 import type { Sql } from '../db/connection.ts';
-import { liveSubscription } from './subscriptions-store.ts';
+import { liveSubscription } from '../billing/subscriptions-store.ts';
+import { calendarMonth, type Period } from './credit-ledger.ts';
 
 export type LimitKind = 'workspaces' | 'members' | 'aiCredits' | 'storageBytes';
 export type PlanName = 'free' | 'pro' | 'team';
-
-export interface Period {
-  start: Date;
-  end: Date;
-}
 
 export interface PlanLimits {
   plan: PlanName;
@@ -39,18 +36,6 @@ export function isPlanName(plan: string): plan is PlanName {
   return Object.hasOwn(PLAN_LIMITS, plan);
 }
 
-/** The UTC calendar month `now` falls in: the period of an organization without a live subscription. */
-export function calendarMonth(now: Date): Period {
-  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-  return { start, end };
-}
-
-/** The period credits are counted in: the plan's, else the calendar month. */
-export function periodOf(plan: PlanLimits | null, now: Date): Period {
-  return plan?.period ?? calendarMonth(now);
-}
-
 /** Billing is off: no plan, nothing enforced. */
 export const unbilled: PlanLookup = {
   limitsFor: async () => null,
@@ -67,7 +52,7 @@ export function billedPlans(sql: Sql, now: () => Date): PlanLookup {
       const subscription = await liveSubscription(sql, organizationId);
       const plan: PlanName = subscription && isPlanName(subscription.plan) ? subscription.plan : 'free';
       const at = now();
-      const { period_start: start, period_end: end } = subscription ?? {};
+      const { periodStart: start, periodEnd: end } = subscription ?? {};
       const period = start && end && start <= at && at < end ? { start, end } : calendarMonth(at);
       return { plan, limits: PLAN_LIMITS[plan], period };
     },

@@ -3,12 +3,12 @@
  * document.index 2 per started block of 100 chunks of the document's extracted text, so a book
  * costs what its embeddings cost and not what a memo does. The chunks are counted from the
  * extraction that exists when the job is created; without one the job is charged 2 and the rest
- * when it has extracted the text itself (kinds.ts). The count is stored with the text
+ * when it has extracted the text itself (jobs/kinds.ts). The count is stored with the text
  * (document_texts.chunks), so pricing reads one number instead of splitting the text again.
  */
 import type { Db } from '../db/db.ts';
 import { readChunkCount } from '../documents/text-store.ts';
-import type { JobKind } from './store.ts';
+import type { JobKind } from '../jobs/store.ts';
 
 const KIND_CREDITS = {
   'document.extract': 1,

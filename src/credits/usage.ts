@@ -1,10 +1,12 @@
 /**
  * What an organization uses of its plan (organizations.usage, billing.status): workspaces,
- * members, pending invitations and the AI credits of the period, counted in one snapshot.
+ * members, pending invitations and the AI credits of the period, counted in one snapshot. A
+ * query module named for its report (architecture.md, "Stores"): it only reads, and the ledger's
+ * balance comes from credit-ledger.ts.
  */
 import type { Sql } from '../db/connection.ts';
-import { creditsSpent } from '../jobs/credits.ts';
-import { periodOf, type Period, type PlanLimits } from './plans.ts';
+import { creditsSpent, periodOf, type Period } from './credit-ledger.ts';
+import type { PlanLimits } from './plans.ts';
 
 export interface UsageCounts {
   workspaces: number;

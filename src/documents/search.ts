@@ -4,13 +4,13 @@
  * user; the embedding gets 10 seconds;
  * a query that cannot be embedded answers 503 with a generic message (the detail is logged). A
  * search costs one AI credit unless the embedding came from the local provider, charged only
- * once the query is embedded, atomically against the plan (credits.ts).
+ * once the query is embedded, atomically against the plan (credits/credit-ledger.ts).
  */
 import type { Handler } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { AiServiceError, LOCAL_EMBEDDING_MODEL } from '../ai-service/client.ts';
 import { refusal } from '../auth/rate-limit.ts';
-import { charge } from '../jobs/credits.ts';
+import { charge } from '../credits/credit-ledger.ts';
 import { findWorkspace } from '../workspaces/store.ts';
 import { searchChunks } from './chunk-search.ts';
 

@@ -5,6 +5,7 @@ import type { components } from '../../generated/types.ts';
 import type { Resource } from '../db/resource.ts';
 import type { Db } from '../db/db.ts';
 import { storageKey } from '../storage/driver.ts';
+import { lockOrganization } from '../organizations/store.ts';
 
 /** The contract's Document (date-time fields are Dates, see codegen/types.ts). */
 export type Document = components['schemas']['Document'];
@@ -88,7 +89,7 @@ export async function insertDocument(
   try {
     return await (sql.begin(async (tx) => {
       if (row.limitBytes !== null) {
-        await tx`select id from organizations where id = ${row.organizationId} for no key update`;
+        await lockOrganization(tx, row.organizationId);
         if ((await organizationUsage(tx, row.organizationId)) + row.size > row.limitBytes) return 'limit';
       }
       const [created] = await tx<DocumentRow[]>`
@@ -111,7 +112,7 @@ export async function insertDocument(
 export async function completeDocument(sql: Sql, document: Document, size: number, now: Date, limitBytes: number | null): Promise<Document | Refusal> {
   return sql.begin(async (tx) => {
     // Organization first, then the document: the order insertDocument takes its lock in.
-    if (limitBytes !== null) await tx`select id from organizations where id = ${document.organizationId} for no key update`;
+    if (limitBytes !== null) await lockOrganization(tx, document.organizationId);
     const [current] = await tx<{ size: string }[]>`select size::text as size from documents where id = ${document.id} for no key update`;
     if (!current) return 'gone';
     if (limitBytes !== null) {
@@ -123,6 +124,36 @@ export async function completeDocument(sql: Sql, document: Document, size: numbe
       where id = ${document.id} returning ${tx.unsafe(COLUMNS)}`;
     return publicDocument(toDocument(row!));
   }) as Promise<Document | Refusal>;
+}
+
+/**
+ * Locks the document's row (`for no key update`) until `tx` ends: it serialises the writers of one
+ * document's text and chunks (text-store.ts). Answers the bytes it counts toward storage, or null
+ * when the document is gone.
+ */
+export async function lockDocument(tx: Db, id: string): Promise<{ size: number; textBytes: number } | null> {
+  const [row] = await tx<{ size: string; textBytes: string }[]>`
+    select size::text as size, text_bytes::text as "textBytes" from documents where id = ${id} for no key update`;
+  return row ? { size: Number(row.size), textBytes: Number(row.textBytes) } : null;
+}
+
+/**
+ * Records an extraction's summary on the document (`extracted`) and the UTF-8 bytes of its text,
+ * which count toward the organization's storage; false when the document is gone.
+ */
+export async function setExtracted(
+  tx: Db, id: string, extracted: { characters: number; pages: number | null; textBytes: number }, now: Date,
+): Promise<boolean> {
+  const [updated] = await tx`
+    update documents set extracted_characters = ${extracted.characters}, extracted_pages = ${extracted.pages}, extracted_at = ${now},
+                         text_bytes = ${extracted.textBytes}, updated_at = ${now}
+    where id = ${id} returning id`;
+  return updated !== undefined;
+}
+
+/** Records that the document's chunks were (re)placed: `indexedAt` and `chunkCount`. */
+export async function setIndexed(tx: Db, id: string, chunkCount: number, now: Date): Promise<void> {
+  await tx`update documents set indexed_at = ${now}, chunk_count = ${chunkCount}, updated_at = ${now} where id = ${id}`;
 }
 
 export async function deleteDocument(sql: Sql, id: string): Promise<void> {

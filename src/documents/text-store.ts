@@ -1,10 +1,13 @@
 /**
- * SQL of what the jobs learn about a document: its extracted text (documents.text) and its
- * embedded chunks (searched in chunk-search.ts). Writers answer null when the document was deleted meanwhile.
+ * SQL of what the jobs learn about a document: its extracted text (document_texts, documents.text)
+ * and its embedded chunks (document_chunks, searched in chunk-search.ts); the only module that
+ * writes those two tables. What the document row records of them (`extracted`, `indexedAt`) is
+ * written through store.ts. Writers answer null when the document was deleted meanwhile.
  */
 import type { Sql } from '../db/connection.ts';
 import type { Db } from '../db/db.ts';
-import { organizationUsage, type Document } from './store.ts';
+import { lockOrganization } from '../organizations/store.ts';
+import { lockDocument, organizationUsage, setExtracted, setIndexed, type Document } from './store.ts';
 import { newId } from '../ids.ts';
 
 export interface DocumentText {
@@ -18,18 +21,18 @@ export async function readDocumentText(sql: Db, documentId: string): Promise<Doc
   return row ?? null;
 }
 
+/** How many chunks the document's stored text makes, or null when it has none (credits/pricing.ts). */
+export async function readChunkCount(sql: Db, documentId: string): Promise<number | null> {
+  const [row] = await sql<{ chunks: number }[]>`select chunks from document_texts where document_id = ${documentId}`;
+  return row?.chunks ?? null;
+}
+
 /**
  * Stores the text of an extraction and the document's `extracted` summary. The text's UTF-8 bytes
  * count toward the organization's storage (`documents.text_bytes`): with a limit, the
  * organization's row is locked first (the order completeDocument takes) and a text that would take
  * the organization past it is not stored ('limit'). null when the document was deleted meanwhile.
  */
-/** How many chunks the document's stored text makes, or null when it has none (pricing.ts). */
-export async function readChunkCount(sql: Db, documentId: string): Promise<number | null> {
-  const [row] = await sql<{ chunks: number }[]>`select chunks from document_texts where document_id = ${documentId}`;
-  return row?.chunks ?? null;
-}
-
 export async function saveDocumentText(
   sql: Sql, document: Pick<Document, 'id' | 'organizationId'>, extracted: { text: string; pages: number | null; chunks: number }, now: Date,
   limitBytes: number | null = null,
@@ -39,16 +42,12 @@ export async function saveDocumentText(
   const bytes = Buffer.byteLength(extracted.text, 'utf8');
   return sql.begin(async (tx) => {
     if (limitBytes !== null) {
-      await tx`select id from organizations where id = ${document.organizationId} for no key update`;
-      const [current] = await tx<{ textBytes: string }[]>`select text_bytes::text as "textBytes" from documents where id = ${document.id} for no key update`;
+      await lockOrganization(tx, document.organizationId);
+      const current = await lockDocument(tx, document.id);
       if (!current) return null;
-      if ((await organizationUsage(tx, document.organizationId)) - Number(current.textBytes) + bytes > limitBytes) return 'limit';
+      if ((await organizationUsage(tx, document.organizationId)) - current.textBytes + bytes > limitBytes) return 'limit';
     }
-    const [updated] = await tx`
-      update documents set extracted_characters = ${characters}, extracted_pages = ${extracted.pages}, extracted_at = ${now},
-                           text_bytes = ${bytes}, updated_at = ${now}
-      where id = ${document.id} returning id`;
-    if (!updated) return null;
+    if (!(await setExtracted(tx, document.id, { characters, pages: extracted.pages, textBytes: bytes }, now))) return null;
     await tx`
       insert into document_texts (document_id, organization_id, text, characters, pages, chunks, extracted_at)
       values (${document.id}, ${document.organizationId}, ${extracted.text}, ${characters}, ${extracted.pages}, ${extracted.chunks}, ${now})
@@ -72,8 +71,7 @@ export async function replaceChunks(
 ): Promise<boolean> {
   return sql.begin(async (tx) => {
     // The document row first: it serialises two indexings of one document, and tells whether it still exists.
-    const [current] = await tx`select id from documents where id = ${document.id} for no key update`;
-    if (!current) return false;
+    if (!(await lockDocument(tx, document.id))) return false;
     await tx`delete from document_chunks where document_id = ${document.id}`;
     const BATCH = 200;
     for (let i = 0; i < chunks.length; i += BATCH) {
@@ -90,7 +88,7 @@ export async function replaceChunks(
       }));
       await tx`insert into document_chunks ${tx(rows)}`;
     }
-    await tx`update documents set indexed_at = ${now}, chunk_count = ${chunks.length}, updated_at = ${now} where id = ${document.id}`;
+    await setIndexed(tx, document.id, chunks.length, now);
     return true;
   }) as Promise<boolean>;
 }

@@ -10,13 +10,13 @@
 import type { Sql } from '../db/connection.ts';
 import type { StorageDriver } from '../storage/driver.ts';
 import type { AiClient } from '../ai-service/client.ts';
-import type { PlanLookup } from '../billing/plans.ts';
+import type { PlanLookup } from '../credits/plans.ts';
 import { ApiError } from '../contract/errors.ts';
 import { findDocument, objectKey, type Document } from '../documents/store.ts';
 import { chunkText } from './chunking.ts';
 import { readDocumentText, replaceChunks, saveDocumentText } from '../documents/text-store.ts';
 import { chargeRunningJob } from './lifecycle.ts';
-import { indexCredits } from './pricing.ts';
+import { indexCredits } from '../credits/pricing.ts';
 import type { JobKind, JobRow } from './store.ts';
 
 export interface KindDeps {
@@ -47,7 +47,7 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
     const document = await documentOf(job, deps);
     const stored = await readDocumentText(deps.sql, document.id);
     const chunks = stored ? chunkText(stored.text) : (await extract(document, deps)).chunks;
-    // Charged by its chunks (pricing.ts); a re-index the operator asked for is free (credits 0).
+    // Charged by its chunks (credits/pricing.ts); a re-index the operator asked for is free (credits 0).
     const due = job.credits > 0 ? indexCredits(chunks.length) - job.credits : 0;
     if (due > 0) await chargeRest(job, due, chunks.length, deps);
     const vectors: number[][] = [];

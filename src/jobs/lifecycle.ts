@@ -11,18 +11,18 @@
  *
  * Locks, always in this order, so that no two of these transactions wait for each other in a
  * circle: the organization row (`for no key update`, only when a charge is checked against a plan:
- * credits.ts), then the job's row (the transition's update), then the event-order lock, last
+ * credits/credit-ledger.ts), then the job's row (the transition's update), then the event-order lock, last
  * (events-store.ts). Each transaction runs again when PostgreSQL still aborts it as a deadlock victim or
  * for serialization (retry-transaction.ts): they only touch the database.
  */
 import type { Principal } from '../auth/principal.ts';
 import type { Sql } from '../db/connection.ts';
-import type { PlanLimits } from '../billing/plans.ts';
+import type { PlanLimits } from '../credits/plans.ts';
 import { writeAudit } from '../audit/store.ts';
 import { newId } from '../ids.ts';
 import { ApiError } from '../contract/errors.ts';
 import { retryingTransaction } from '../db/retry-transaction.ts';
-import { charge, refundJob } from './credits.ts';
+import { charge, refundJob } from '../credits/credit-ledger.ts';
 import type { JobEventBus } from './event-bus.ts';
 import { appendJobEvent } from './events-store.ts';
 import type { JobQueue } from './queue.ts';
@@ -36,7 +36,7 @@ export interface NewJob {
   input: Record<string, unknown>;
   createdBy: string | null;
   retryOf: string | null;
-  /** What it is charged (pricing.ts creditsFor); 0 for the operator's re-indexing, which is not the organization's doing. */
+  /** What it is charged (credits/pricing.ts creditsFor); 0 for the operator's re-indexing, which is not the organization's doing. */
   credits: number;
 }
 
@@ -124,7 +124,7 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
 
 /**
  * A running document.index job that learned its text's size by extracting it pays the rest of its
- * price (pricing.ts): charged against the plan like a new job (403 LIMIT_REACHED as an ApiError
+ * price (credits/pricing.ts): charged against the plan like a new job (403 LIMIT_REACHED as an ApiError
  * when it does not fit), and added to the job's `credits`, so a cancel or a look at the job shows
  * what it cost. The organization is locked first, as in create. No event: the job's state is the same.
  */

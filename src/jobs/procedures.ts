@@ -8,7 +8,7 @@ import { ApiError } from '../contract/errors.ts';
 import { findDocument } from '../documents/store.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
 import type { NewJob } from './lifecycle.ts';
-import { creditsFor } from './pricing.ts';
+import { creditsFor } from '../credits/pricing.ts';
 import { pageJobs, toJob, type JobRow } from './store.ts';
 
 export const jobProcedures = {

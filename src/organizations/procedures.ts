@@ -5,7 +5,7 @@
  */
 import type { Handlers } from '../context.ts';
 import { pageAuditLog } from '../audit/store.ts';
-import { usageOf } from '../billing/usage.ts';
+import { usageOf } from '../credits/usage.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
 
 export const organizationProcedures = {

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClientError } from '../../generated/client.ts';
 import { newId } from '../../src/ids.ts';
-import { PLAN_LIMITS } from '../../src/billing/plans.ts';
+import { PLAN_LIMITS } from '../../src/credits/plans.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 import { clientOf } from '../jobs/support.ts';

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClientError } from '../../generated/client.ts';
-import { PLAN_LIMITS } from '../../src/billing/plans.ts';
+import { PLAN_LIMITS } from '../../src/credits/plans.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { startStripeStandIn, type StripeStandIn } from '../support/stripe-stand-in.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';

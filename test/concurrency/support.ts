@@ -4,7 +4,7 @@
  */
 import { expect } from 'vitest';
 import { ApiClientError, createClient } from '../../generated/client.ts';
-import type { LimitKind, PlanLookup } from '../../src/billing/plans.ts';
+import type { LimitKind, PlanLookup } from '../../src/credits/plans.ts';
 import type { TestServer } from '../support/server.ts';
 import type { TestUser } from '../support/users.ts';
 

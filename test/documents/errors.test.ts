@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type ApiClientError } from '../../generated/client.ts';
-import type { PlanLookup } from '../../src/billing/plans.ts';
+import type { PlanLookup } from '../../src/credits/plans.ts';
 import { LocalDriver } from '../../src/storage/local-driver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';

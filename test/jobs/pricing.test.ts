@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chunkText } from '../../src/jobs/chunking.ts';
-import { indexCredits } from '../../src/jobs/pricing.ts';
+import { indexCredits } from '../../src/credits/pricing.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
 

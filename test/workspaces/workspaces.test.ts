@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, ApiClientError } from '../../generated/client.ts';
 import { newId } from '../../src/ids.ts';
-import type { PlanLookup } from '../../src/billing/plans.ts';
+import type { PlanLookup } from '../../src/credits/plans.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 

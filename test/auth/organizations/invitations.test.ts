@@ -3,7 +3,7 @@
  * the invitee reads the invitation id from the mail and accepts it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PlanLimits } from '../../../src/billing/plans.ts';
+import type { PlanLimits } from '../../../src/credits/plans.ts';
 import { newId } from '../../../src/ids.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../../support/smtp.ts';
