@@ -11,9 +11,10 @@ import type { ProcedureOutput } from '../../generated/procedures.ts';
 export type Subscription = NonNullable<ProcedureOutput<'billing.status'>['subscription']>;
 export type SubscriptionStatus = Subscription['status'];
 
-export interface SubscriptionRow {
-  id: string;
+/** What Stripe says about a subscription, in this table's terms (stripe-mapping.ts). */
+export interface SubscriptionState {
   organizationId: string;
+  paymentSubscriptionId: string;
   plan: string;
   status: SubscriptionStatus;
   seats: number | null;
@@ -23,6 +24,11 @@ export interface SubscriptionRow {
   cancelAtPeriodEnd: boolean;
   cancelAt: Date | null;
   billingInterval: string | null;
+}
+
+/** A stored subscription: what Stripe said, and what this service keeps beside it. */
+export interface SubscriptionRow extends Omit<SubscriptionState, 'paymentSubscriptionId'> {
+  id: string;
   paymentSubscriptionId: string | null;
   paymentFailed: boolean;
   stateEventAt: Date | null;
@@ -72,20 +78,6 @@ export async function findByPaymentId(db: Db, paymentSubscriptionId: string, opt
   return row ?? null;
 }
 
-/** What Stripe says about a subscription, in this table's terms (stripe-mapping.ts). */
-export interface SubscriptionState {
-  organizationId: string;
-  paymentSubscriptionId: string;
-  plan: string;
-  status: SubscriptionStatus;
-  seats: number | null;
-  periodStart: Date | null;
-  periodEnd: Date | null;
-  trialEnd: Date | null;
-  cancelAtPeriodEnd: boolean;
-  cancelAt: Date | null;
-  billingInterval: string | null;
-}
 
 export async function insertSubscription(tx: Db, id: string, state: SubscriptionState, eventAt: Date | null, now: Date): Promise<SubscriptionRow> {
   const [row] = await tx<SubscriptionRow[]>`
