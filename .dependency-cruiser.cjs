@@ -25,7 +25,7 @@ const handlers = '^src/(admin|audit|auth|billing|contact|credits|documents|flags
 const context = '^src/context\\.ts$';
 const http = '^src/http/';
 const composition = '^src/(composition/|main\\.ts$)';
-const features = '^src/(admin|audit|auth|billing|contact|credits|documents|flags|jobs|organizations|system|telemetry|user|workspaces)/';
+const features = '^src/(admin|audit|auth|billing|contact|credits|documents|flags|idempotency|jobs|organizations|system|telemetry|user|workspaces)/'; // idempotency: the rules and store of idempotent retries, run by the binding layer
 
 const above = (...layers) => ({ path: layers });
 
@@ -37,6 +37,8 @@ module.exports = {
       comment: 'The contract, generated code and the small shared modules import nothing of the service.',
       from: { path: base }, to: { path: '^src/', pathNot: base },
     },
+    // clients/ is a base layer of its own: the published client package carries copies (codegen), never an import of the service.
+    { name: 'clients-import-nothing-of-the-service', severity: 'error', comment: 'A client package is installed alone: nothing of src/, generated/ or codegen/.', from: { path: '^clients/' }, to: { path: '^(src|generated|codegen)/' } },
     {
       name: 'infra-imports-no-feature', severity: 'error',
       comment: 'Database, storage, email, processes and the AI service know no feature.',

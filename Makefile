@@ -1,6 +1,6 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
 # Node 24 that the `node` dev dependency puts first on their PATH (see toolchain.md).
-.PHONY: install browser start test test-pg codegen codegen-check lint deps mock bench soak ci clean
+.PHONY: install browser start test test-pg codegen codegen-check contract-diff contract-diff-check contract-release lint deps mock contract-test bench soak ci clean
 
 STAMP := node_modules/.install-stamp
 
@@ -26,7 +26,7 @@ $(STAMP): package.json package-lock.json
 start: install
 	@exec node_modules/.bin/node --max-semi-space-size=4 src/main.ts serve
 
-# The identity reference page is tested in a real browser: Debian's chromium package.
+# The reference pages (/api/v1/reference, /api/auth/reference) are tested in a real browser: Debian's chromium package.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package) for the browser test"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
@@ -45,6 +45,23 @@ codegen: install
 codegen-check: install
 	npm run --silent codegen:check
 
+# Breaking changes never ship by accident (docs/contract-changes.md): the published bundles in
+# generated/ against the released snapshot in openapi/released/, through api-smart-diff. Rewrites the
+# Unreleased section of docs/contract-changelog.md; fails on a breaking change unless info.version
+# moved by a major step. contract-diff-check (CI) writes nothing and also fails when the committed
+# changelog is stale, as codegen-check does for generated/.
+contract-diff: install
+	node_modules/.bin/node scripts/contract-diff.ts
+
+contract-diff-check: install
+	node_modules/.bin/node scripts/contract-diff.ts --check
+
+# A release of the contract, after setting package.json "version" and running make codegen: the
+# Unreleased changes become the release's entry in docs/contract-changelog.md, and the bundles
+# become the new snapshot in openapi/released/. Commit both with the version.
+contract-release: codegen-check
+	node_modules/.bin/node scripts/contract-diff.ts --release
+
 lint: install
 	npm run --silent lint
 
@@ -56,6 +73,13 @@ deps: install
 mock: install
 	npm run --silent mock
 
+# The black-box contract suite (test/contract/black-box.test.ts) against any deployment or mock:
+# BASE is its REST base URL (https://api.example.com/api/v1, or http://127.0.0.1:4010 for `make mock`),
+# TOKEN an optional bearer token for the checks that need a session (docs/contract-testing.md).
+# Without BASE, against its own two targets: a Prism mock and the real server.
+contract-test: install
+	CONTRACT_BASE='$(BASE)' CONTRACT_TOKEN='$(TOKEN)' npm run --silent test -- test/contract/black-box.test.ts
+
 bench: install
 	npm run --silent bench
 
@@ -66,7 +90,7 @@ bench: install
 soak: install
 	@exec node_modules/.bin/node bench/soak.ts
 
-ci: lint codegen-check test test-pg
+ci: lint codegen-check contract-diff-check test test-pg
 	SOAK_S=60 $(MAKE) soak
 
 clean:

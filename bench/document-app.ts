@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createClient } from '../generated/client.ts';
+import { createClient } from '../clients/typescript/src/index.ts';
 import { createSession } from '../src/auth/sessions.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import type { Services } from '../src/context.ts';

@@ -9,7 +9,7 @@
  * A measurement, not a test: nothing fails when a figure misses its aim.
  *   node bench/job-latency.ts
  */
-import { createClient } from '../generated/client.ts';
+import { createClient } from '../clients/typescript/src/index.ts';
 import { loadConfig } from '../src/config.ts';
 import { startAiService } from '../src/ai-service/server.ts';
 import { createSession } from '../src/auth/sessions.ts';

@@ -13,7 +13,7 @@
  * Beside the loop each user holds two jobs.stream connections (under the five a user may hold),
  * each closed after 10-30 s and opened again.
  */
-import { ApiClientError, createClient } from '../generated/client.ts';
+import { ApiClientError, createClient } from '../clients/typescript/src/index.ts';
 import { proseDocument, proseParagraphs } from './prose.ts';
 import type { Recorder } from './soak-record.ts';
 

@@ -14,7 +14,7 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import type { Sql } from 'postgres';
-import { createClient } from '../generated/client.ts';
+import { createClient } from '../clients/typescript/src/index.ts';
 import { memoryOf } from './document-app.ts';
 import type { SoakUser } from './soak-mix.ts';
 

@@ -1,20 +1,20 @@
 /**
  * `make codegen`: bundle each contract, then write its types, validators and route table into
- * generated/, plus the typed RPC client for the procedures. With --check, writes nothing and
- * fails when generated/ is stale.
+ * generated/, plus the typed RPC client package for the procedures (clients/typescript/, see
+ * codegen/client.ts). With --check, writes nothing and fails when any generated file is stale.
  *
  * Two documents: openapi/openapi.yaml (the 35 procedures, served at /api/v1/openapi.json) and
  * openapi/auth.yaml (the identity routes, served at /api/auth/openapi.json).
  */
 import { readFileSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { bundleContract, publishedDocument } from './bundle.ts';
 import { readOperations } from './operations.ts';
 import { buildTypes } from './types.ts';
 import { buildValidators } from './validators.ts';
 import { buildAuthRoutes, buildProcedures } from './procedures.ts';
-import { buildClient } from './client.ts';
+import { buildClientPackage } from './client.ts';
 import { buildConfigurationDoc } from './configuration-doc.ts';
 import { buildOperationsDoc } from './operations-doc.ts';
 
@@ -34,14 +34,16 @@ const lists: Record<'procedures' | 'identity', ReturnType<typeof readOperations>
   // From the whole bundle: the x-internal schemas (the HTTP layer's own answers) get validators too.
   const validators = buildValidators(bundle, operations);
   count += operations.length;
+  const types = await buildTypes(doc);
   Object.assign(files, {
     'openapi.json': `${JSON.stringify(doc, null, 2)}\n`,
-    'types.ts': await buildTypes(doc),
+    'types.ts': types,
     'validators-input.cjs': validators.input,
     'validators-output.cjs': validators.output,
     'procedures.ts': buildProcedures(operations),
-    'client.ts': buildClient(doc, operations),
   });
+  // The client package, outside generated/ (its paths are from the root, these are from generated/).
+  for (const [path, text] of Object.entries(buildClientPackage(root, doc, operations, types))) files[`../${path}`] = text;
 }
 {
   const bundle = bundleContract(root, version, 'auth');
@@ -75,6 +77,9 @@ if (check) {
   }
   console.log(`generated/ is fresh (${count} operations).`);
 } else {
-  for (const [name, text] of stale) writeFileSync(join(dir, name), text);
+  for (const [name, text] of stale) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
   console.log(`codegen: ${count} operations; wrote ${stale.length} of ${Object.keys(files).length} files.`);
 }

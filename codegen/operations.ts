@@ -32,6 +32,8 @@ export interface Operation {
   dateInputs: string[][];
   /** Event-stream procedures: each event name and the component schema of its message. */
   events?: Record<string, string>;
+  /** It declares the Idempotency-Key request header (see ProcedureDefinition.idempotent). */
+  idempotent?: true;
   inputSchema: Json;
   outputSchema: Json | undefined;
 }
@@ -52,6 +54,13 @@ export const TRANSPORTS = ['uploads'] as const;
 export function isProcedure(op: Json): boolean {
   return op['x-transport'] === undefined;
 }
+
+/**
+ * The request header that makes an operation idempotent (docs/idempotency.md). An operation is
+ * idempotent exactly when it declares it: the route row says so, and the binding layer reads the
+ * header on those operations only, so the contract stays the one list.
+ */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 export function readOperations(doc: Json): Operation[] {
   const operations: Operation[] = [];
@@ -78,8 +87,13 @@ function readOperation(doc: Json, path: string, method: string, op: Json, shared
   const parameters: Json = {};
   const parametersRequired: string[] = [];
   const fields: InputField[] = [];
+  let idempotent = false;
   for (const ref of [...shared, ...(op.parameters ?? [])]) {
     const param = deref(doc, ref);
+    if (param.in === 'header' && String(param.name).toLowerCase() === IDEMPOTENCY_KEY_HEADER.toLowerCase()) {
+      if (param.name !== IDEMPOTENCY_KEY_HEADER || param.required) throw new Error(`${name}: declare the optional ${IDEMPOTENCY_KEY_HEADER} header with components/parameters/IdempotencyKeyHeader.yaml`);
+      idempotent = true;
+    }
     if (param.in === 'header' || param.in === 'cookie') {
       fields.push({ name: param.name, in: 'header' });
       continue;
@@ -108,6 +122,8 @@ function readOperation(doc: Json, path: string, method: string, op: Json, shared
   const [successStatus, success] = found;
   const content = deref(doc, success).content ?? {};
   const produces = content['text/event-stream'] ? 'event-stream' : 'json';
+  // A replay answers the stored body of one JSON answer; a stream has none to keep.
+  if (idempotent && produces !== 'json') throw new Error(`${name}: an event stream cannot take an ${IDEMPOTENCY_KEY_HEADER}`);
 
   return {
     name,
@@ -122,6 +138,7 @@ function readOperation(doc: Json, path: string, method: string, op: Json, shared
     produces,
     dateInputs: dateInputs(doc, name, inputSchema),
     ...(produces === 'event-stream' ? { events: streamEvents(doc, name, content['text/event-stream'].schema) } : {}),
+    ...(idempotent ? { idempotent: true as const } : {}),
     inputSchema,
     outputSchema: produces === 'json' ? content['application/json']?.schema : undefined,
   };

@@ -3562,12 +3562,13 @@ export interface components {
                 "application/json": components["schemas"]["PreconditionFailedError"];
             };
         };
-        /** @description The declared or stored size is above the limit (PAYLOAD_TOO_LARGE with data.maxBytes), or the request body itself is over 1 MiB (payload_too_large). */
+        /** @description The declared or stored size is above the limit (PAYLOAD_TOO_LARGE with data.maxBytes), or the request body itself is over 1 MiB (payload_too_large). PAYLOAD_TOO_LARGE is kept for the request's `Idempotency-Key` and replayed to a retry with `Idempotent-Replayed: true`. */
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 [name: string]: unknown;
             };
             content: {
@@ -3620,6 +3621,65 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["InternalErrorBody"];
+            };
+        };
+        /** @description The `Idempotency-Key` cannot be used for this request (CONFLICT): it was already used by this caller within 24 hours for another operation or with another input, or the first request with it is still running (retry once it has finished to get its answer). Nothing was done. Never replayed. */
+        IdempotencyConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "defined": true,
+                 *       "code": "CONFLICT",
+                 *       "status": 409,
+                 *       "message": "This Idempotency-Key was already used with a different input; send a new key for a new request."
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConflictError"];
+            };
+        };
+        /** @description The caller lacks access (FORBIDDEN), the Origin rule (CSRF) refused it: a request carrying a Cookie header but no trusted `Origin` (FORBIDDEN), or a plan limit is reached (LIMIT_REACHED, only while billing is configured). A LIMIT_REACHED answer is kept for the request's `Idempotency-Key` and replayed to a retry with `Idempotent-Replayed: true`. */
+        IdempotentForbiddenOrLimitReached: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ForbiddenError"] | components["schemas"]["LimitReachedError"];
+            };
+        };
+        /** @description No such row (NOT_FOUND). When the operation itself found a row missing (not the access check before it), the answer is kept for the request's `Idempotency-Key` and replayed to a retry with `Idempotent-Replayed: true`. */
+        IdempotentNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotFoundError"];
+            };
+        };
+        /** @description A deployment setting or the row's state does not allow this (PRECONDITION_FAILED). Kept for the request's `Idempotency-Key` and replayed to a retry with `Idempotent-Replayed: true`: once the cause is fixed, send the request with a new key. */
+        IdempotentPreconditionFailed: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PreconditionFailedError"];
             };
         };
         /** @description The path is not valid percent-encoding: the API's BAD_REQUEST envelope (`defined: false`), answered before any route. */
@@ -3722,6 +3782,11 @@ export interface components {
          */
         RequestIdHeader: string;
         /**
+         * @description A key of your own that makes retrying this request safe. The first answer to a key (its status and body, a 2xx or a 4xx other than 429) is kept for 24 hours, per key and caller (the signed-in user; without a session, the client's address), and a retry with the same key and the same input gets that answer again, with `Idempotent-Replayed: true`, instead of doing the work twice. Answers that say "try again later" (429, 5xx) are not kept, so a retry after them does the work. The key is 1 to 255 printable ASCII characters (spaces allowed inside); a random UUID is a good key. A key of another shape answers 400 BAD_REQUEST. The same key sent with another operation or another input, or while its first request is still running, answers 409 CONFLICT. Without the header the request is not deduplicated. See docs/idempotency.md.
+         * @example 5d1c8a0e-3f7b-4c2a-9e61-0b4f2d7a9c13
+         */
+        IdempotencyKeyHeader: string;
+        /**
          * @description The organization's id.
          * @example org_pycdybk377oxtzq6svizx3or
          */
@@ -3761,6 +3826,11 @@ export interface components {
          * @example session=ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq; Max-Age=604800; Path=/; HttpOnly; Secure; SameSite=Lax
          */
         SetSessionCookie: string;
+        /**
+         * @description `true` when this answer is a replay: the request carried an `Idempotency-Key` already answered for this caller within 24 hours, so the service did not run it again and sent the status and body of the first answer instead. Absent on every answer that did the work (or refused it).
+         * @example true
+         */
+        IdempotentReplayed: "true";
     };
     pathItems: never;
 }
@@ -3915,6 +3985,11 @@ export interface operations {
                  * @example checkout-7f3a9c2e
                  */
                 "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+                /**
+                 * @description A key of your own that makes retrying this request safe. The first answer to a key (its status and body, a 2xx or a 4xx other than 429) is kept for 24 hours, per key and caller (the signed-in user; without a session, the client's address), and a retry with the same key and the same input gets that answer again, with `Idempotent-Replayed: true`, instead of doing the work twice. Answers that say "try again later" (429, 5xx) are not kept, so a retry after them does the work. The key is 1 to 255 printable ASCII characters (spaces allowed inside); a random UUID is a good key. A key of another shape answers 400 BAD_REQUEST. The same key sent with another operation or another input, or while its first request is still running, answers 409 CONFLICT. Without the header the request is not deduplicated. See docs/idempotency.md.
+                 * @example 5d1c8a0e-3f7b-4c2a-9e61-0b4f2d7a9c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
             };
             path?: never;
             cookie?: never;
@@ -3931,13 +4006,14 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ContactSendResult"];
                 };
             };
-            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `message` under 10 characters. */
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). A malformed `Idempotency-Key` header answers 400 too, with the issue at `[Idempotency-Key]`. The example: a `message` under 10 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3989,7 +4065,8 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
-            412: components["responses"]["PreconditionFailed"];
+            409: components["responses"]["IdempotencyConflict"];
+            412: components["responses"]["IdempotentPreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4358,6 +4435,11 @@ export interface operations {
                  * @example checkout-7f3a9c2e
                  */
                 "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+                /**
+                 * @description A key of your own that makes retrying this request safe. The first answer to a key (its status and body, a 2xx or a 4xx other than 429) is kept for 24 hours, per key and caller (the signed-in user; without a session, the client's address), and a retry with the same key and the same input gets that answer again, with `Idempotent-Replayed: true`, instead of doing the work twice. Answers that say "try again later" (429, 5xx) are not kept, so a retry after them does the work. The key is 1 to 255 printable ASCII characters (spaces allowed inside); a random UUID is a good key. A key of another shape answers 400 BAD_REQUEST. The same key sent with another operation or another input, or while its first request is still running, answers 409 CONFLICT. Without the header the request is not deduplicated. See docs/idempotency.md.
+                 * @example 5d1c8a0e-3f7b-4c2a-9e61-0b4f2d7a9c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
             };
             path?: never;
             cookie?: never;
@@ -4374,13 +4456,14 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Workspace"];
                 };
             };
-            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `slug` with capitals and a space. */
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). A malformed `Idempotency-Key` header answers 400 too, with the issue at `[Idempotency-Key]`. The example: a `slug` with capitals and a space. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4414,10 +4497,22 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ForbiddenOrLimitReached"];
-            404: components["responses"]["NotFound"];
+            403: components["responses"]["IdempotentForbiddenOrLimitReached"];
+            404: components["responses"]["IdempotentNotFound"];
             405: components["responses"]["MethodNotAllowed"];
-            409: components["responses"]["Conflict"];
+            /** @description The slug is taken in the organization (CONFLICT); this answer is kept for the request's `Idempotency-Key` and replayed to a retry with `Idempotent-Replayed: true`. Or the `Idempotency-Key` cannot be used for this request: it was already used by this caller within 24 hours for another operation or with another input, or the first request with it is still running (retry once it has finished); nothing was done, and that answer is never replayed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictError"];
+                };
+            };
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4852,6 +4947,11 @@ export interface operations {
                  * @example checkout-7f3a9c2e
                  */
                 "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+                /**
+                 * @description A key of your own that makes retrying this request safe. The first answer to a key (its status and body, a 2xx or a 4xx other than 429) is kept for 24 hours, per key and caller (the signed-in user; without a session, the client's address), and a retry with the same key and the same input gets that answer again, with `Idempotent-Replayed: true`, instead of doing the work twice. Answers that say "try again later" (429, 5xx) are not kept, so a retry after them does the work. The key is 1 to 255 printable ASCII characters (spaces allowed inside); a random UUID is a good key. A key of another shape answers 400 BAD_REQUEST. The same key sent with another operation or another input, or while its first request is still running, answers 409 CONFLICT. Without the header the request is not deduplicated. See docs/idempotency.md.
+                 * @example 5d1c8a0e-3f7b-4c2a-9e61-0b4f2d7a9c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
             };
             path?: never;
             cookie?: never;
@@ -4868,13 +4968,14 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["DocumentUpload"];
                 };
             };
-            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a `contentType` the service does not take. */
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). A malformed `Idempotency-Key` header answers 400 too, with the issue at `[Idempotency-Key]`. The example: a `contentType` the service does not take. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4918,9 +5019,10 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ForbiddenOrLimitReached"];
-            404: components["responses"]["NotFound"];
+            403: components["responses"]["IdempotentForbiddenOrLimitReached"];
+            404: components["responses"]["IdempotentNotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5093,6 +5195,11 @@ export interface operations {
                  * @example checkout-7f3a9c2e
                  */
                 "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+                /**
+                 * @description A key of your own that makes retrying this request safe. The first answer to a key (its status and body, a 2xx or a 4xx other than 429) is kept for 24 hours, per key and caller (the signed-in user; without a session, the client's address), and a retry with the same key and the same input gets that answer again, with `Idempotent-Replayed: true`, instead of doing the work twice. Answers that say "try again later" (429, 5xx) are not kept, so a retry after them does the work. The key is 1 to 255 printable ASCII characters (spaces allowed inside); a random UUID is a good key. A key of another shape answers 400 BAD_REQUEST. The same key sent with another operation or another input, or while its first request is still running, answers 409 CONFLICT. Without the header the request is not deduplicated. See docs/idempotency.md.
+                 * @example 5d1c8a0e-3f7b-4c2a-9e61-0b4f2d7a9c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
             };
             path: {
                 /**
@@ -5111,6 +5218,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5134,7 +5242,7 @@ export interface operations {
                     "application/json": components["schemas"]["Document"];
                 };
             };
-            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a document id. */
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). A malformed `Idempotency-Key` header answers 400 too, with the issue at `[Idempotency-Key]`. The example: an `id` that is not a document id. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5168,10 +5276,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ForbiddenOrLimitReached"];
-            404: components["responses"]["NotFound"];
+            403: components["responses"]["IdempotentForbiddenOrLimitReached"];
+            404: components["responses"]["IdempotentNotFound"];
             405: components["responses"]["MethodNotAllowed"];
-            412: components["responses"]["PreconditionFailed"];
+            409: components["responses"]["IdempotencyConflict"];
+            412: components["responses"]["IdempotentPreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5658,6 +5767,11 @@ export interface operations {
                  * @example checkout-7f3a9c2e
                  */
                 "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+                /**
+                 * @description A key of your own that makes retrying this request safe. The first answer to a key (its status and body, a 2xx or a 4xx other than 429) is kept for 24 hours, per key and caller (the signed-in user; without a session, the client's address), and a retry with the same key and the same input gets that answer again, with `Idempotent-Replayed: true`, instead of doing the work twice. Answers that say "try again later" (429, 5xx) are not kept, so a retry after them does the work. The key is 1 to 255 printable ASCII characters (spaces allowed inside); a random UUID is a good key. A key of another shape answers 400 BAD_REQUEST. The same key sent with another operation or another input, or while its first request is still running, answers 409 CONFLICT. Without the header the request is not deduplicated. See docs/idempotency.md.
+                 * @example 5d1c8a0e-3f7b-4c2a-9e61-0b4f2d7a9c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
             };
             path?: never;
             cookie?: never;
@@ -5674,6 +5788,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5699,7 +5814,7 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
-            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: a text.embed job given a `documentId` (each kind takes only its own fields). */
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). A malformed `Idempotency-Key` header answers 400 too, with the issue at `[Idempotency-Key]`. The example: a text.embed job given a `documentId` (each kind takes only its own fields). */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5730,10 +5845,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ForbiddenOrLimitReached"];
-            404: components["responses"]["NotFound"];
+            403: components["responses"]["IdempotentForbiddenOrLimitReached"];
+            404: components["responses"]["IdempotentNotFound"];
             405: components["responses"]["MethodNotAllowed"];
-            412: components["responses"]["PreconditionFailed"];
+            409: components["responses"]["IdempotencyConflict"];
+            412: components["responses"]["IdempotentPreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5949,6 +6065,11 @@ export interface operations {
                  * @example checkout-7f3a9c2e
                  */
                 "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+                /**
+                 * @description A key of your own that makes retrying this request safe. The first answer to a key (its status and body, a 2xx or a 4xx other than 429) is kept for 24 hours, per key and caller (the signed-in user; without a session, the client's address), and a retry with the same key and the same input gets that answer again, with `Idempotent-Replayed: true`, instead of doing the work twice. Answers that say "try again later" (429, 5xx) are not kept, so a retry after them does the work. The key is 1 to 255 printable ASCII characters (spaces allowed inside); a random UUID is a good key. A key of another shape answers 400 BAD_REQUEST. The same key sent with another operation or another input, or while its first request is still running, answers 409 CONFLICT. Without the header the request is not deduplicated. See docs/idempotency.md.
+                 * @example 5d1c8a0e-3f7b-4c2a-9e61-0b4f2d7a9c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
             };
             path: {
                 /**
@@ -5967,6 +6088,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5995,7 +6117,7 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
-            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). The example: an `id` that is not a job id. */
+            /** @description The input failed validation, or the request body is not the JSON the operation takes (BAD_REQUEST). A malformed `Idempotency-Key` header answers 400 too, with the issue at `[Idempotency-Key]`. The example: an `id` that is not a job id. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6029,10 +6151,22 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ForbiddenOrLimitReached"];
-            404: components["responses"]["NotFound"];
+            403: components["responses"]["IdempotentForbiddenOrLimitReached"];
+            404: components["responses"]["IdempotentNotFound"];
             405: components["responses"]["MethodNotAllowed"];
-            409: components["responses"]["Conflict"];
+            /** @description The job is not `failed`, or it was already retried (CONFLICT); this answer is kept for the request's `Idempotency-Key` and replayed to a retry with `Idempotent-Replayed: true`. Or the `Idempotency-Key` cannot be used for this request: it was already used by this caller within 24 hours for another operation or with another input, or the first request with it is still running (retry once it has finished); nothing was done, and that answer is never replayed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "set-auth-token": components["headers"]["SetAuthToken"];
+                    "Set-Cookie": components["headers"]["SetSessionCookie"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictError"];
+                };
+            };
             413: components["responses"]["RequestTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -13,7 +13,10 @@
  *
  * It also deletes the shared limiters' ended windows and the stream leases that lapsed
  * (sql/0010_rate_limits.sql): both are written by the API, which runs this sweeper, and are ignored
- * once ended, so an hourly sweep only keeps the tables small.
+ * once ended, so an hourly sweep only keeps the tables small. The same holds for idempotency keys
+ * past their 24 hours (sql/0011_idempotency_keys.sql): the API writes them, a key found expired is
+ * started over (idempotency/idempotent-call.ts), so they go here rather than in the queue's
+ * housekeeping, which runs in the worker and would tie the API's table to the worker's schedule.
  */
 import type { Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
@@ -22,6 +25,8 @@ import { deleteEndedSessions } from './sessions-store.ts';
 import { deleteExpiredVerificationTokens } from './verification-tokens-store.ts';
 import { deleteEndedWindows } from './shared-rate-limit.ts';
 import { deleteLapsedLeases } from '../jobs/stream-leases.ts';
+import { deleteExpiredKeys } from '../idempotency/store.ts';
+import { IDEMPOTENCY_WINDOW_MS } from '../idempotency/idempotent-call.ts';
 
 /** Rows deleted per statement. */
 export const SWEEP_BATCH = 1000;
@@ -36,9 +41,11 @@ export interface SweepResult {
   rateLimits: number;
   /** jobs.stream leases whose instance stopped refreshing them. */
   streamLeases: number;
+  /** Idempotency keys first used over 24 hours ago. */
+  idempotencyKeys: number;
 }
 
-/** Deletes the sessions, verification tokens, limiter windows and stream leases that have expired at `now`; answers how many of each. */
+/** Deletes the sessions, verification tokens, limiter windows, stream leases and idempotency keys that have expired at `now`; answers how many of each. */
 export async function sweepExpired(sql: Sql, now: Date, batch: number = SWEEP_BATCH): Promise<SweepResult> {
   const idleSince = new Date(now.getTime() - sessionPolicy.inactivityMs);
   const sessions = await inBatches(batch, async (limit) => ({ count: await deleteEndedSessions(sql, { now, idleSince, limit }) }));
@@ -46,7 +53,9 @@ export async function sweepExpired(sql: Sql, now: Date, batch: number = SWEEP_BA
   const rateLimits = await inBatches(batch, (limit) => deleteEndedWindows(sql, now, limit));
   // Leases run on the database's clock (stream-leases.ts).
   const streamLeases = await inBatches(batch, (limit) => deleteLapsedLeases(sql, limit));
-  return { sessions, verificationTokens, rateLimits, streamLeases };
+  const keptSince = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
+  const idempotencyKeys = await inBatches(batch, (limit) => deleteExpiredKeys(sql, keptSince, limit));
+  return { sessions, verificationTokens, rateLimits, streamLeases, idempotencyKeys };
 }
 
 async function inBatches(batch: number, deleteSome: (limit: number) => Promise<{ count: number }>): Promise<number> {

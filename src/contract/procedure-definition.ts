@@ -53,6 +53,12 @@ export interface ProcedureDefinition {
    * `oneOf` of its `text/event-stream` answer. The server checks every event it sends against it.
    */
   events?: Readonly<Record<string, string>>;
+  /**
+   * The operation declares the `Idempotency-Key` request header (codegen derives this from the
+   * contract): the binding layer keeps its first answer per key and caller and replays it to a
+   * retry (src/idempotency/, docs/idempotency.md). Absent on every other operation.
+   */
+  idempotent?: true;
 }
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {};

@@ -1,7 +1,8 @@
 /**
  * CORS (specification, "Cross-cutting response headers"): the trusted origins plus the web URL,
  * with credentials; set-auth-token is readable by scripts and Last-Event-Id may be sent so a
- * browser can resume a job stream.
+ * browser can resume a job stream; Idempotency-Key may be sent and Idempotent-Replayed read, so a
+ * browser can retry safely (docs/idempotency.md).
  */
 import cors from 'cors';
 import type { Request, RequestHandler } from 'express';
@@ -16,8 +17,8 @@ export function corsPolicy(config: Pick<Config, 'trustedOrigins' | 'webUrl' | 'p
     origin: (origin, callback) => callback(null, origin !== undefined && origins.has(origin)),
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'X-Request-Id', 'Last-Event-Id'],
-    exposedHeaders: ['set-auth-token', 'X-Request-Id', 'Retry-After'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'X-Request-Id', 'Last-Event-Id', 'Idempotency-Key'],
+    exposedHeaders: ['set-auth-token', 'X-Request-Id', 'Retry-After', 'Idempotent-Replayed'],
     maxAge: 600,
   });
   return (req, res, next) => {

@@ -17,7 +17,7 @@ import { callRequest, restInput, toExpressPath } from './rest-transport.ts';
 import { ApiError } from '../contract/errors.ts';
 import { clearSessionCookie, sendSessionToken } from '../auth/authenticate.ts';
 import { readCookie, serializeCookie } from '../auth/cookies.ts';
-import { referencePage } from '../auth/reference-page.ts';
+import { referencePage } from './reference-page.ts';
 
 export function identityRouter(options: { document: object; handlers: AuthHandlers; services: Services }): Router {
   const { document, handlers, services } = options;
@@ -26,7 +26,7 @@ export function identityRouter(options: { document: object; handlers: AuthHandle
 
   const router = express.Router({ strict: true });
   router.get('/openapi.json', documentRoute(document, `${config.publicUrl}/api/auth`));
-  router.use('/reference', referencePage());
+  router.use('/reference', referencePage({ title: 'Workspace API identity routes: reference', documentPath: '/api/auth/openapi.json' }));
 
   for (const route of Object.values(authRoutes) as ProcedureDefinition[]) {
     const method = route.method.toLowerCase() as 'get' | 'post';

@@ -1,9 +1,10 @@
 /**
- * Routes outside the procedures: liveness, readiness and the OpenAPI document.
- * (specification, "Other routes")
+ * Routes outside the procedures: liveness, readiness, the OpenAPI document and its reference page
+ * (specification, "Other routes"). None is an operation of the contract.
  */
 import { createHash } from 'node:crypto';
 import express, { type RequestHandler, type Router } from 'express';
+import { referencePage } from './reference-page.ts';
 import { withoutCacheHeader } from './security-headers.ts';
 import type { ReadinessResult } from './readiness.ts';
 
@@ -34,6 +35,8 @@ export function operationalRoutes(options: OperationalRoutesOptions): Router {
   });
 
   router.get('/api/v1/openapi.json', documentRoute(options.document, options.publicUrl === undefined ? undefined : `${options.publicUrl}/api/v1`));
+  // Inside the per-IP limiter like the document it renders (the page's assets count too).
+  router.use('/api/v1/reference', referencePage({ title: 'Workspace API: reference', documentPath: '/api/v1/openapi.json' }));
   return router;
 }
 

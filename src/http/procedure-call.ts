@@ -3,7 +3,9 @@
  * stream on either, or an identity route). Authenticate (401 first), validate the input (400),
  * enforce the declared access (404 for a missing row, 403), find the handler (501 while the
  * procedure is not built), run it with the row and tenant in its context, and check the answer
- * against the contract when response validation is on.
+ * against the contract when response validation is on. A procedure that declares the
+ * Idempotency-Key header (the route row's `idempotent`) runs once per key and caller: a retry gets
+ * the first answer again (src/idempotency/, docs/idempotency.md).
  */
 import type { ProcedureDefinition } from '../contract/procedure-definition.ts';
 import type { Context, Services } from '../context.ts';
@@ -12,6 +14,8 @@ import { enforceAccess } from '../auth/access.ts';
 import { ApiError, type ValidationIssue } from '../contract/errors.ts';
 import { outputValidator, toIssues, validateInput, type ValidateFunction } from '../contract/validators.ts';
 import type { Logger } from '../logger.ts';
+import { callerOf, keyIssue } from '../idempotency/idempotency-key.ts';
+import { runOnce } from '../idempotency/idempotent-call.ts';
 
 export interface CallRequest {
   requestId: string;
@@ -19,6 +23,10 @@ export interface CallRequest {
   ip: string;
   /** The caller, resolved once per request by the session middleware. */
   principal: Principal | null;
+  /** The `Idempotency-Key` request header as sent; read only for procedures that declare it. */
+  idempotencyKey?: string | undefined;
+  /** Marks the response as a replay of a kept answer (`Idempotent-Replayed: true`). */
+  markReplayed?: () => void;
 }
 
 export interface Call<Answer, Extra extends object = {}> {
@@ -50,16 +58,39 @@ export const NO_BODY: unique symbol = Symbol('no body');
 export async function invoke<Answer, Extra extends object = {}>(call: Call<Answer, Extra>): Promise<Answer> {
   const { procedure, input, request, services } = call;
   if (procedure.access !== 'public' && !request.principal) throw new ApiError('UNAUTHORIZED');
-  validateInput(procedure.name, input, call.refused);
+  // A malformed Idempotency-Key is one more input issue (400), before any work.
+  const key = procedure.idempotent ? request.idempotencyKey : undefined;
+  const issue = keyIssue(key);
+  validateInput(procedure.name, input, issue ? [...(call.refused ?? []), issue] : call.refused);
   const { tenant, row } = await enforceAccess(procedure.access, input, request.principal, services);
   if (!call.run) throw new ApiError('NOT_IMPLEMENTED');
+  const run = call.run;
   const ctx = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services, tenant, row, ...call.extra } as Context<any> & Extra;
-  const answer = await call.run(call.revive ? call.revive(input) : input, ctx);
-  if (services.config.validateResponses) {
-    const body = call.body ? call.body(answer) : answer;
-    if (body !== NO_BODY) checkAnswer(procedure.name, outputValidator(procedure.name, procedure.successStatus), body);
-  }
-  return answer;
+  const work = async (): Promise<Answer> => {
+    const answer = await run(call.revive ? call.revive(input) : input, ctx);
+    if (services.config.validateResponses) {
+      const body = call.body ? call.body(answer) : answer;
+      if (body !== NO_BODY) checkAnswer(procedure.name, outputValidator(procedure.name, procedure.successStatus), body);
+    }
+    return answer;
+  };
+  if (key === undefined) return work();
+  // Keyed on the validated JSON input (defaults filled in, Dates not yet revived): the same on both transports.
+  return runOnce(
+    {
+      sql: services.db.sql,
+      now: () => services.now(),
+      log: request.log,
+      caller: callerOf(request.principal, request.ip),
+      key,
+      operation: procedure.name,
+      input,
+      successStatus: procedure.successStatus,
+      declared: procedure.errors,
+      replayed: () => request.markReplayed?.(),
+    },
+    work,
+  );
 }
 
 /**

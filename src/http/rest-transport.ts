@@ -35,8 +35,20 @@ export function restRouter(handlers: Handlers, streams: StreamHandlers, services
   return router;
 }
 
+/**
+ * What the binding layer needs of the HTTP request, the same for REST and RPC: its id, log, client
+ * address, caller, and the Idempotency-Key header (used by the procedures that declare it).
+ */
 export function callRequest(req: Request): CallRequest {
-  return { requestId: req.id, log: req.log, ip: req.clientIp, principal: req.principal };
+  return {
+    requestId: req.id,
+    log: req.log,
+    ip: req.clientIp,
+    principal: req.principal,
+    idempotencyKey: req.get('Idempotency-Key'),
+    // Set on the response before it is written, whether the kept answer is a success or an error.
+    markReplayed: () => req.res?.setHeader('Idempotent-Replayed', 'true'),
+  };
 }
 
 /** `/workspaces/{id}` -> `/workspaces/:id` */

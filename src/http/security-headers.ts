@@ -1,7 +1,7 @@
 /**
  * Headers every API response carries (specification, "Cross-cutting response headers"):
  * a CSP that loads nothing and allows no framing, and no caching of private data. Routes with
- * their own rule (/healthz, /readyz, the OpenAPI document, the identity reference page) change
+ * their own rule (/healthz, /readyz, the OpenAPI documents, the reference pages) change
  * them where they answer.
  */
 import type { RequestHandler, Response } from 'express';

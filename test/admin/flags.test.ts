@@ -5,7 +5,7 @@
  * a non-member and a caller without organizationId. (The generic 401/403 sweep is access.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from '../../generated/client.ts';
+import { createClient } from '../../clients/typescript/src/index.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 

@@ -5,7 +5,7 @@
  * swept by test/contract/access.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClientError } from '../../generated/client.ts';
+import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { newId } from '../../src/ids.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { startStripeStandIn, type StripeStandIn } from '../support/stripe-stand-in.ts';

@@ -6,7 +6,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from '../../generated/client.ts';
+import { createClient } from '../../clients/typescript/src/index.ts';
 import { LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { newId } from '../../src/ids.ts';
 import { version } from '../../src/version.ts';

@@ -6,7 +6,7 @@
  * replays are ignored, and late deliveries do not undo newer reports.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClientError } from '../../generated/client.ts';
+import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { PLAN_LIMITS } from '../../src/credits/plans.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { startStripeStandIn, type StripeStandIn } from '../support/stripe-stand-in.ts';

@@ -1,6 +1,6 @@
 /** The generated typed RPC client against the real server. */
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import { ApiClientError, createClient, type ProcedureEvent } from '../../generated/client.ts';
+import { ApiClientError, createClient, type ProcedureEvent } from '../../clients/typescript/src/index.ts';
 import type { ProcedureInput } from '../../generated/procedures.ts';
 import type { StreamHandler } from '../../src/context.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

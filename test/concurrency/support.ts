@@ -3,7 +3,7 @@
  * a typed client through the contract-checking fetch, and bursts of calls started all at once.
  */
 import { expect } from 'vitest';
-import { ApiClientError, createClient } from '../../generated/client.ts';
+import { ApiClientError, createClient } from '../../clients/typescript/src/index.ts';
 import type { LimitKind, PlanLookup } from '../../src/credits/plans.ts';
 import type { TestServer } from '../support/server.ts';
 import type { TestUser } from '../support/users.ts';

@@ -50,18 +50,18 @@ describe('sweepExpired', () => {
     await token('vt_expired', { expiresAt: ago(1) });
     await token('vt_used_expired', { expiresAt: ago(HOUR), usedAt: ago(2 * HOUR) });
 
-    expect(await sweepExpired(db.sql, now)).toEqual({ sessions: 4, verificationTokens: 2, rateLimits: 0, streamLeases: 0 });
+    expect(await sweepExpired(db.sql, now)).toEqual({ sessions: 4, verificationTokens: 2, rateLimits: 0, streamLeases: 0, idempotencyKeys: 0 });
     expect(await ids('sessions')).toEqual(['ses_almost_idle', 'ses_live']);
     expect(await ids('verification_tokens')).toEqual(['vt_live', 'vt_used_live']);
     // A second sweep finds nothing.
-    expect(await sweepExpired(db.sql, now)).toEqual({ sessions: 0, verificationTokens: 0, rateLimits: 0, streamLeases: 0 });
+    expect(await sweepExpired(db.sql, now)).toEqual({ sessions: 0, verificationTokens: 0, rateLimits: 0, streamLeases: 0, idempotencyKeys: 0 });
   });
 
   it('deletes a backlog in batches', async () => {
     for (let i = 0; i < 7; i++) await session(`ses_old_${i}`, { expiresAt: ago(DAY), lastVerifiedAt: ago(2 * DAY) });
     for (let i = 0; i < 5; i++) await token(`vt_old_${i}`, { expiresAt: ago(DAY) });
     await session('ses_live', { expiresAt: later(DAY), lastVerifiedAt: now });
-    expect(await sweepExpired(db.sql, now, 3)).toEqual({ sessions: 7, verificationTokens: 5, rateLimits: 0, streamLeases: 0 });
+    expect(await sweepExpired(db.sql, now, 3)).toEqual({ sessions: 7, verificationTokens: 5, rateLimits: 0, streamLeases: 0, idempotencyKeys: 0 });
     expect(await ids('sessions')).toEqual(['ses_live']);
     expect(await ids('verification_tokens')).toEqual([]);
   });
@@ -74,7 +74,7 @@ describe('sweepExpired', () => {
     await db.sql`
       insert into stream_leases (id, user_id, instance_id, expires_at)
       values ('lease_lapsed', 'usr_sweep', 'api_dead', now() - interval '1 second'), ('lease_held', 'usr_sweep', 'api_live', now() + interval '1 minute')`;
-    expect(await sweepExpired(db.sql, now, 1)).toEqual({ sessions: 0, verificationTokens: 0, rateLimits: 2, streamLeases: 1 });
+    expect(await sweepExpired(db.sql, now, 1)).toEqual({ sessions: 0, verificationTokens: 0, rateLimits: 2, streamLeases: 1, idempotencyKeys: 0 });
     expect((await db.sql`select key from rate_limits`).map((row) => row.key)).toEqual(['current']);
     expect((await db.sql`select id from stream_leases`).map((row) => row.id)).toEqual(['lease_held']);
     await db.sql`delete from rate_limits`;
@@ -166,8 +166,8 @@ describe('startExpiredSweeper', () => {
       const waited = sweeper.runNow();
       open();
       await waited;
-      // One sweep: one statement per table (sessions, tokens, limiter windows, stream leases).
-      expect(calls).toBe(4);
+      // One sweep: one statement per table (sessions, tokens, limiter windows, stream leases, idempotency keys).
+      expect(calls).toBe(5);
     } finally {
       open();
       await sweeper.stop();

@@ -3,7 +3,7 @@
  * an object that survives is logged and does not stop the deletion.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from '../../generated/client.ts';
+import { createClient } from '../../clients/typescript/src/index.ts';
 import type { StorageDriver } from '../../src/storage/driver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';

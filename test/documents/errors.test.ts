@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type ApiClientError } from '../../generated/client.ts';
+import { createClient, type ApiClientError } from '../../clients/typescript/src/index.ts';
 import type { PlanLookup } from '../../src/credits/plans.ts';
 import { LocalDriver } from '../../src/storage/local-driver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type ApiClientError } from '../../generated/client.ts';
+import { createClient, type ApiClientError } from '../../clients/typescript/src/index.ts';
 import { newId } from '../../src/ids.ts';
 import { encodeCursor } from '../../src/pagination/cursor.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type ApiClientError } from '../../generated/client.ts';
+import { createClient, type ApiClientError } from '../../clients/typescript/src/index.ts';
 import { LocalDriver } from '../../src/storage/local-driver.ts';
 import { S3Driver } from '../../src/storage/s3-driver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

@@ -21,7 +21,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClientError } from '../../generated/client.ts';
+import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { createAiClient } from '../../src/ai-service/client.ts';
 import { startAiService, type AiService } from '../../src/ai-service/server.ts';
 import { loadConfig } from '../../src/config.ts';

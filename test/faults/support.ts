@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'vitest';
-import { createClient } from '../../generated/client.ts';
+import { createClient } from '../../clients/typescript/src/index.ts';
 import type { AiClient } from '../../src/ai-service/client.ts';
 import { openDatabase, type Database, type DatabaseLogger } from '../../src/db/connection.ts';
 import { createMigratedDatabase } from '../support/migrated-database.ts';

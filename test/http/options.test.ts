@@ -98,7 +98,7 @@ describe('CORS preflights', () => {
     expect(options.headers.get('access-control-allow-origin')).toBe(TRUSTED);
     expect(options.headers.get('access-control-allow-credentials')).toBe('true');
     expect(options.headers.get('access-control-allow-methods')).toBe('GET,HEAD,POST,PUT,PATCH,DELETE');
-    expect(options.headers.get('access-control-allow-headers')).toBe('Content-Type,Authorization,X-Request-Id,Last-Event-Id');
+    expect(options.headers.get('access-control-allow-headers')).toBe('Content-Type,Authorization,X-Request-Id,Last-Event-Id,Idempotency-Key');
     expect(options.headers.get('access-control-max-age')).toBe('600');
     expect(options.requestId).toMatch(/^[0-9a-f-]{36}$/);
   });

@@ -5,7 +5,7 @@
  * charges again and writes the audit entry.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClientError } from '../../generated/client.ts';
+import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { closedPort } from '../support/ports.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, tenant, waitForJob, type Tenant } from './support.ts';

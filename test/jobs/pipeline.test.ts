@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClientError } from '../../generated/client.ts';
+import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';

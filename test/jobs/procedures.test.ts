@@ -4,7 +4,7 @@
  * credits each move charges or refunds, and `input`/`result` shown only once a job is finished.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClientError } from '../../generated/client.ts';
+import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, startTenantServer, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
 

@@ -3,7 +3,7 @@
  * counted by admin.system.status, and re-indexed by jobs the worker queues itself, free of charge.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from '../../generated/client.ts';
+import { createClient } from '../../clients/typescript/src/index.ts';
 import { LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { queueReindexing } from '../../src/jobs/reindex.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

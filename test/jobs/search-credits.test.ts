@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClientError } from '../../generated/client.ts';
+import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { settablePlans } from '../concurrency/support.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, tenant } from './support.ts';

@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type ProcedureEvent } from '../../generated/client.ts';
+import { createClient, type ProcedureEvent } from '../../clients/typescript/src/index.ts';
 import type { TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 import { closeAll, openJobStream, startStreamServers, writeJob, type EventReader } from './stream-support.ts';

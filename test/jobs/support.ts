@@ -3,7 +3,7 @@
  * real flow (createUpload, the signed PUT, complete), and waiting for a job to settle.
  */
 import { expect } from 'vitest';
-import { createClient } from '../../generated/client.ts';
+import { createClient } from '../../clients/typescript/src/index.ts';
 import { startTestServer, type TestServer, type TestServerOptions } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 

@@ -4,7 +4,7 @@
  * actions (an impersonated one included) with actor, impersonator and metadata.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from '../../generated/client.ts';
+import { createClient } from '../../clients/typescript/src/index.ts';
 import { writeAudit } from '../../src/audit/store.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createClient } from '../../generated/client.ts';
+import { createClient } from '../../clients/typescript/src/index.ts';
 import type { Database } from '../../src/db/connection.ts';
 import { createTestDatabase, databaseUrlOf, externalDatabaseUrl } from '../support/database.ts';
 import { alive, serveProcess, type ServedProcess } from '../support/serve-process.ts';

@@ -35,6 +35,7 @@ const owners: Record<string, string> = {
   stripe_events: 'src/billing/stripe-events-store.ts',
   rate_limits: 'src/auth/shared-rate-limit.ts',
   stream_leases: 'src/jobs/stream-leases.ts',
+  idempotency_keys: 'src/idempotency/store.ts',
 };
 
 /** The tables the migrations create. */

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from '../../generated/client.ts';
+import { createClient } from '../../clients/typescript/src/index.ts';
 import { procedures } from '../../generated/procedures.ts';
 import { findRoute } from '../../src/http/route-lookup.ts';
 import { sign, verifySignedQuery } from '../../src/storage/signed-url.ts';

@@ -1,6 +1,6 @@
 /** workspaces.* against the real server: happy paths, each declared error, tenant rules. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, ApiClientError } from '../../generated/client.ts';
+import { createClient, ApiClientError } from '../../clients/typescript/src/index.ts';
 import { newId } from '../../src/ids.ts';
 import type { PlanLookup } from '../../src/credits/plans.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

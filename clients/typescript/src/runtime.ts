@@ -1,8 +1,12 @@
 /**
- * What the generated client (generated/client.ts) runs on: one POST per call to
- * `/rpc/<procedure with dots as slashes>`, the `{ json, meta }` body both ways, one error class,
- * and server-sent events as an async iterator for streaming procedures, which reconnects and
- * resumes with Last-Event-Id after a dropped connection.
+ * What the generated client (client.ts) runs on: one POST per call to
+ * `/rpc/<procedure with dots as slashes>`, the `{ json, meta }` body both ways (wire.ts), one error
+ * class, safe retries of network failures (with the same Idempotency-Key on the operations the
+ * contract declares it for), and server-sent events as an async iterator for streaming procedures,
+ * which reconnects and resumes with Last-Event-Id after a dropped connection.
+ *
+ * Runs on the platform's fetch only (browsers, Node 20 and later, Deno, Bun, workers): no Node
+ * module and no dependency.
  */
 import { decode, encode } from './wire.ts';
 
@@ -11,13 +15,65 @@ export interface ClientOptions {
   baseUrl: string;
   /** A session token, sent as `Authorization: Bearer <token>`. */
   token?: string;
+  /**
+   * A session token sent as the session cookie (the contract's `sessionCookie` scheme) instead of
+   * a bearer token, for server-side callers that hold the cookie. Every RPC call is a POST, and a
+   * POST with a cookie must carry a trusted `Origin` (the CSRF check): pass it in `headers`.
+   */
+  sessionCookie?: string;
+  /**
+   * The fetch `credentials` mode. In a browser, `'include'` sends the session cookie the sign-in
+   * set (cookie auth without handling the token); the platform default otherwise.
+   */
+  credentials?: RequestInit['credentials'];
   /** A fetch implementation; the global one by default. */
   fetch?: typeof fetch;
   /** Extra headers for every call. */
   headers?: Record<string, string>;
+  /**
+   * How many times a call that is safe to repeat (a read, or an operation that takes an
+   * Idempotency-Key) is retried when fetch itself fails (a network failure, not an HTTP error
+   * status). Default 3; 0 turns retries off.
+   */
+  retries?: number;
+  /** The delay before the first such retry, in milliseconds, doubled before each next one (default 250). */
+  retryDelayMs?: number;
 }
 
-/** Every failed call throws this, whatever the cause: the service's error body, or a transport failure. */
+/** Per call: every procedure method takes these as its second argument. */
+export interface CallOptions {
+  /** Aborting it rejects the call with the signal's reason (no retry after that). */
+  signal?: AbortSignal;
+  /**
+   * The Idempotency-Key of an operation that takes one (a random UUID per call by default, kept
+   * across the call's retries). Pass your own to repeat a call across processes: the service
+   * answers a repeated key with the first answer instead of doing the work twice.
+   */
+  idempotencyKey?: string;
+  /** Extra headers for this call. */
+  headers?: Record<string, string>;
+}
+
+/**
+ * How a procedure may be retried after a network failure, from the contract: `idempotent` takes
+ * an Idempotency-Key (sent on every attempt, the same one), `safe` only reads (a GET in REST).
+ */
+export type RetryPolicy = 'idempotent' | 'safe' | 'none';
+
+/** What the generated client knows from the contract and hands to the runtime. */
+export interface ContractFacts {
+  /** The name of the session cookie (the contract's `sessionCookie` security scheme). */
+  sessionCookie: string;
+}
+
+/** The code of the ApiClientError thrown when fetch itself failed, after any retries. */
+export const NETWORK_ERROR = 'network_error';
+
+/**
+ * Every failed call throws this, whatever the cause: the service's error body (its `code`, `data`
+ * and the `x-request-id` of the answer), or a transport failure (code `network_error`, status 0,
+ * the fetch error as `cause`).
+ */
 export class ApiClientError extends Error {
   override name = 'ApiClientError';
   readonly code: string;
@@ -26,8 +82,8 @@ export class ApiClientError extends Error {
   readonly defined: boolean;
   readonly requestId: string | undefined;
 
-  constructor(init: { code: string; status: number; message: string; data?: unknown; defined?: boolean; requestId?: string }) {
-    super(init.message);
+  constructor(init: { code: string; status: number; message: string; data?: unknown; defined?: boolean; requestId?: string; cause?: unknown }) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.code = init.code;
     this.status = init.status;
     this.data = init.data;
@@ -52,6 +108,8 @@ export interface StreamOptions {
 
 /** The reconnection delay until the server sends `retry:` (decisions.md: the server sends 3000). */
 const DEFAULT_RETRY_MS = 3_000;
+const DEFAULT_RETRIES = 3;
+const DEFAULT_BACKOFF_MS = 250;
 
 export interface StreamEvent<T = unknown> {
   event: string;
@@ -76,44 +134,63 @@ export type StreamEventOf<Message> = Message extends { event: infer E extends st
  */
 export type StreamDates = Readonly<Record<string, readonly (readonly string[])[]>>;
 
-export function createCaller(options: ClientOptions) {
+export function createCaller(options: ClientOptions, contract: ContractFacts) {
   const doFetch = options.fetch ?? globalThis.fetch;
   const base = options.baseUrl.replace(/\/+$/, '');
+  const retries = Math.max(0, options.retries ?? DEFAULT_RETRIES);
+  const backoffMs = Math.max(0, options.retryDelayMs ?? DEFAULT_BACKOFF_MS);
 
-  async function post(procedure: string, input: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
-    const response = await doFetch(`${base}/rpc/${procedure.replace(/\./g, '/')}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
-        ...options.headers,
-        ...headers,
-      },
-      body: JSON.stringify(encode(input ?? {})),
-      signal: signal ?? null,
-    });
+  function authHeaders(): Record<string, string> {
+    if (options.token) return { authorization: `Bearer ${options.token}` };
+    if (options.sessionCookie) return { cookie: `${contract.sessionCookie}=${encodeURIComponent(options.sessionCookie)}` };
+    return {};
+  }
+
+  /** One request; a fetch that throws becomes an ApiClientError `network_error` (an abort stays the signal's reason). */
+  async function send(procedure: string, input: unknown, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<Response> {
+    let response: Response;
+    try {
+      response = await doFetch(`${base}/rpc/${procedure.replace(/\./g, '/')}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...authHeaders(), ...options.headers, ...headers },
+        body: JSON.stringify(encode(input ?? {})),
+        signal: signal ?? null,
+        ...(options.credentials ? { credentials: options.credentials } : {}),
+      });
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw new ApiClientError({ code: NETWORK_ERROR, status: 0, message: `${procedure}: ${error instanceof Error ? error.message : String(error)}`, cause: error });
+    }
     if (!response.ok) throw await toError(response);
     return response;
   }
 
-  /** Waits `ms`, or rejects with the signal's reason once it is aborted. */
-  const sleep = (ms: number, signal: AbortSignal | undefined) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', aborted);
-        resolve();
-      }, ms);
-      const aborted = () => {
-        clearTimeout(timer);
-        reject(signal!.reason);
-      };
-      signal?.addEventListener('abort', aborted, { once: true });
-    });
+  /**
+   * `send`, tried again after a network failure when the policy allows it, with a doubling delay
+   * (jittered, so clients cut off together do not come back together). An HTTP error status is
+   * never retried here: the service answered.
+   */
+  async function sendWithRetries(procedure: string, input: unknown, headers: Record<string, string>, signal: AbortSignal | undefined, policy: RetryPolicy): Promise<Response> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await send(procedure, input, headers, signal);
+      } catch (error) {
+        const network = error instanceof ApiClientError && error.code === NETWORK_ERROR;
+        if (!network || policy === 'none' || attempt >= retries) throw error;
+      }
+      await sleep(backoffMs * 2 ** attempt * (0.5 + Math.random() / 2), signal);
+    }
+  }
 
   return {
-    async call(procedure: string, input: unknown): Promise<any> {
-      const response = await post(procedure, input);
+    /**
+     * One call. `policy` (from the contract, written by codegen) says whether a network failure
+     * may be retried, and whether the call carries an Idempotency-Key.
+     */
+    async call(procedure: string, input: unknown, opts: CallOptions = {}, policy: RetryPolicy = 'none'): Promise<any> {
+      const headers: Record<string, string> = { ...opts.headers };
+      if (policy === 'idempotent') headers['idempotency-key'] = opts.idempotencyKey ?? globalThis.crypto.randomUUID();
+      const response = await sendWithRetries(procedure, input, headers, opts.signal, policy);
       return decode(await response.json());
     },
     /**
@@ -127,7 +204,7 @@ export function createCaller(options: ClientOptions) {
     async *stream<Event = StreamEvent>(procedure: string, input: unknown, dates: StreamDates, opts: StreamOptions = {}): AsyncGenerator<Event> {
       const reconnect = opts.reconnect ?? true;
       const state: ReadState = { lastEventId: opts.lastEventId, retryMs: DEFAULT_RETRY_MS };
-      const open = () => post(procedure, input, { accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }, opts.signal);
+      const open = () => send(procedure, input, { accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }, opts.signal);
       let response = await open();
       for (;;) {
         try {
@@ -165,11 +242,27 @@ export function createCaller(options: ClientOptions) {
       try {
         return await open();
       } catch (error) {
-        const gateway = error instanceof ApiClientError && error.status >= 502 && error.status <= 504;
-        if (signal?.aborted || (error instanceof ApiClientError && !gateway)) throw error;
+        const transient = error instanceof ApiClientError && (error.code === NETWORK_ERROR || (error.status >= 502 && error.status <= 504));
+        if (signal?.aborted || (error instanceof ApiClientError && !transient)) throw error;
       }
     }
   }
+}
+
+/** Waits `ms`, or rejects with the signal's reason once it is aborted. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', aborted);
+      resolve();
+    }, ms);
+    const aborted = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', aborted, { once: true });
+  });
 }
 
 async function toError(response: Response): Promise<ApiClientError> {

@@ -1,0 +1,70 @@
+/**
+ * The identity routes the CLI needs (`/api/auth/*`, their own contract: openapi/auth.yaml). They
+ * are not procedures, so the typed client does not carry them; their failures are turned into the
+ * same ApiClientError, so the CLI reports every answer of the service one way.
+ */
+import { ApiClientError } from '../index.ts';
+
+export interface AuthUser {
+  id: string;
+  email: string;
+  name: string;
+}
+
+export interface OrganizationWithRole {
+  id: string;
+  name: string;
+  slug: string;
+  logo: string | null;
+  metadata: Record<string, unknown> | null;
+  createdAt: string;
+  role: 'owner' | 'admin' | 'member';
+}
+
+export interface SignInResult {
+  token: string | null;
+  user: AuthUser & Record<string, unknown>;
+}
+
+export interface Identity {
+  signIn(email: string, password: string): Promise<SignInResult>;
+  signOut(token: string): Promise<void>;
+  organizations(token: string): Promise<OrganizationWithRole[]>;
+}
+
+export function identity(url: string, doFetch: typeof fetch = globalThis.fetch): Identity {
+  async function request<T>(method: 'GET' | 'POST', path: string, token: string | undefined, body?: unknown): Promise<T> {
+    let response: Response;
+    try {
+      response = await doFetch(`${url}/api/auth${path}`, {
+        method,
+        headers: {
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      // The same shape the typed client gives a transport failure: status 0.
+      throw new ApiClientError({ code: 'network_error', status: 0, message: `${method} /api/auth${path}: ${(error as Error).message}`, cause: error });
+    }
+    const requestId = response.headers.get('x-request-id') ?? undefined;
+    const answer: any = await response.json().catch(() => undefined);
+    if (!response.ok) {
+      if (answer && typeof answer.code === 'string') {
+        throw new ApiClientError({ code: answer.code, status: response.status, message: String(answer.message ?? response.statusText), data: answer.data, defined: answer.defined === true, ...(requestId ? { requestId } : {}) });
+      }
+      throw new ApiClientError({ code: `HTTP_${response.status}`, status: response.status, message: response.statusText || 'The service answered an error without a body.', ...(requestId ? { requestId } : {}) });
+    }
+    return answer as T;
+  }
+
+  return {
+    signIn: (email, password) => request<SignInResult>('POST', '/sign-in/email', undefined, { email, password }),
+    async signOut(token) {
+      await request<unknown>('POST', '/sign-out', token);
+    },
+    organizations: (token) => request<OrganizationWithRole[]>('GET', '/organization/list', token),
+  };
+}

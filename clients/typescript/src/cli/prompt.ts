@@ -1,0 +1,33 @@
+/**
+ * Asking the person at the terminal (email, password) on stderr, so stdout stays the answer's.
+ * The password is read with echo off: the prompt's own output stream drops what readline echoes.
+ */
+import { createInterface } from 'node:readline/promises';
+import { Writable } from 'node:stream';
+import { text } from 'node:stream/consumers';
+
+export async function ask(question: string, options: { hidden?: boolean } = {}): Promise<string> {
+  let muted = false;
+  const echo = new Writable({
+    write(chunk, _encoding, done) {
+      if (!muted) process.stderr.write(chunk);
+      done();
+    },
+  });
+  const lines = createInterface({ input: process.stdin, output: echo, terminal: process.stdin.isTTY === true });
+  try {
+    const answer = lines.question(question);
+    muted = options.hidden === true;
+    const value = await answer;
+    // A password is taken as typed; an email address loses stray blanks.
+    return options.hidden ? value : value.trim();
+  } finally {
+    lines.close();
+    if (options.hidden) process.stderr.write('\n');
+  }
+}
+
+/** All of stdin, without its final line break (`echo secret | workspace-api login --password-stdin`). */
+export async function readStdin(): Promise<string> {
+  return (await text(process.stdin)).replace(/\r?\n$/, '');
+}

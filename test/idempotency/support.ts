@@ -1,0 +1,67 @@
+/**
+ * Plain HTTP calls of the idempotent operations, over REST or RPC, with or without an
+ * Idempotency-Key: the tests look at the raw status, headers and body text, which a typed client
+ * would hide. Every answer still goes through the test server's contract check.
+ */
+import { randomUUID } from 'node:crypto';
+import type { TestResponse, TestServer } from '../support/server.ts';
+
+export type Transport = 'rest' | 'rpc';
+
+export interface CallOptions {
+  key?: string;
+  /** Extra request headers (a session: `user.headers`). */
+  headers?: Record<string, string>;
+}
+
+export interface Answer {
+  status: number;
+  /** The body as sent, for byte-for-byte comparisons. */
+  text: string;
+  body: any;
+  /** The Idempotent-Replayed header, or null. */
+  replayed: string | null;
+  response: TestResponse;
+}
+
+/** The REST route of each operation the tests call: method, and path from the input. */
+const REST: Record<string, (input: Record<string, any>) => { method: string; path: string; body?: Record<string, unknown> }> = {
+  'workspaces.create': (input) => ({ method: 'POST', path: '/workspaces', body: input }),
+  'workspaces.delete': ({ id }) => ({ method: 'DELETE', path: `/workspaces/${id}` }),
+  'documents.createUpload': (input) => ({ method: 'POST', path: '/documents', body: input }),
+  'documents.complete': ({ id }) => ({ method: 'POST', path: `/documents/${id}/complete` }),
+  'jobs.create': (input) => ({ method: 'POST', path: '/jobs', body: input }),
+  'jobs.retry': ({ id }) => ({ method: 'POST', path: `/jobs/${id}/retry` }),
+  'contact.send': (input) => ({ method: 'POST', path: '/contact', body: input }),
+};
+
+export async function call(server: TestServer, transport: Transport, operation: string, input: Record<string, unknown>, options: CallOptions = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers, ...(options.key === undefined ? {} : { 'idempotency-key': options.key }) };
+  let response: TestResponse;
+  if (transport === 'rpc') {
+    response = await server.fetch(`/rpc/${operation.replace(/\./g, '/')}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: input }),
+    });
+  } else {
+    const route = REST[operation]!(input);
+    response = await server.fetch(`/api/v1${route.path}`, {
+      method: route.method,
+      headers: route.body ? { ...headers, 'content-type': 'application/json' } : headers,
+      ...(route.body ? { body: JSON.stringify(route.body) } : {}),
+    });
+  }
+  const text = await response.text();
+  return { status: response.status, text, body: text === '' ? undefined : JSON.parse(text), replayed: response.headers.get('idempotent-replayed'), response };
+}
+
+/** The answer's payload: REST's body, or RPC's `json`. */
+export function payload(transport: Transport, answer: Answer): any {
+  return transport === 'rpc' && answer.status < 300 ? answer.body.json : answer.body;
+}
+
+export const newKey = (): string => randomUUID();
+
+let slugs = 0;
+export const slug = (prefix = 'idem'): string => `${prefix}-${process.pid}-${++slugs}`;
