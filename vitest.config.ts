@@ -7,5 +7,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Three files at a time on two cores: many files mostly wait (deadlines, a hung database or
+    // bucket, a child process starting), so a third one keeps the cores busy meanwhile.
+    maxWorkers: 3,
   },
 });

@@ -5,9 +5,11 @@
  * way against a live server: sign up, an organization, a workspace, an upload, a document.index
  * job followed on the stream until it succeeded, a search. Also: the tarball holds only the built
  * package (no source), declares no dependency, installs the bundled `workspace-api` bin, and its
- * .d.ts type a TypeScript consumer's code.
+ * .d.ts type a TypeScript consumer's code. Then the installed `workspace-api` does the same as a
+ * person would, in a terminal (`script` gives it one): signs in, uploads with its progress bar,
+ * follows the index job live with its spinner, and searches.
  */
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -163,5 +165,47 @@ describe('the packed client package', () => {
     expect(steps.job!.statuses[0]).toBe('queued');
     expect(steps.job!.statuses.at(-1)).toBe('succeeded');
     expect(steps.search).toEqual({ first: true, text: expect.stringContaining('lighthouse keeper') });
+  }, 180_000);
+
+  it('the installed workspace-api signs in, uploads with a progress bar, follows its job live and searches', async () => {
+    const suffix = Math.random().toString(36).slice(2, 10);
+    const email = `cli-${suffix}@example.com`;
+    const password = 'a partner password';
+    const identity = async (path: string, body: unknown, token?: string) => {
+      const response = await fetch(`${server.origin}/api/auth${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, path).toBe(200);
+      return response;
+    };
+    const token = (await identity('/sign-up/email', { name: 'Cleo CLI', email, password })).headers.get('set-auth-token')!;
+    await identity('/organization/create', { name: 'CLI Co', slug: `cli-${suffix}` }, token);
+
+    const bin = join(folder, 'node_modules', '.bin', 'workspace-api');
+    const env = { ...machine, WORKSPACE_API_URL: server.origin, XDG_CONFIG_HOME: join(folder, 'config'), WORKSPACE_API_EMAIL: email, WORKSPACE_API_PASSWORD: password };
+    const cli = (args: string[]) => run(bin, args, { cwd: folder, env });
+    // In a pseudo-terminal of 100 columns, as a person's shell would be (script -e: its exit code is the command's).
+    const inTerminal = (args: string[]) => run('script', ['-qefc', `stty cols 100 rows 40; ${[bin, ...args].map((arg) => `'${arg}'`).join(' ')}`, '/dev/null'], { cwd: folder, env });
+
+    await cli(['login']);
+    expect((await stat(join(folder, 'config', 'workspace-api', 'credentials.json'))).mode & 0o777).toBe(0o600);
+    const workspace = JSON.parse((await cli(['workspaces', 'create', 'Field notes', '--json'])).stdout);
+    await writeFile(join(folder, 'notes.txt'), TEXT.repeat(40));
+
+    const upload = await inTerminal(['documents', 'upload', workspace.id, 'notes.txt']);
+    // The bar's own format: "<label> <bar> <percentage>% | <sent> of <size> | <eta> left".
+    expect(upload.stdout).toMatch(/\d+% \| [\d.]+ [KMG]?i?B of [\d.]+ [KMG]?i?B/);
+    const [document] = JSON.parse((await cli(['documents', 'list', workspace.id, '--json'])).stdout).items;
+    expect(document).toMatchObject({ name: 'notes.txt', status: 'ready' });
+
+    // Follows the job on the stream (exit 0 only when it succeeded), its spinner in the terminal.
+    const followed = await inTerminal(['jobs', 'run', 'document.index', '--document', document.id]);
+    expect(followed.stdout).toContain('succeeded');
+
+    const search = await cli(['search', workspace.id, 'lighthouse', 'keeper', 'tide']);
+    expect(search.stdout).toContain('notes.txt');
+    expect(search.stdout).toContain('lighthouse keeper');
   }, 180_000);
 });
