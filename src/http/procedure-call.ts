@@ -66,31 +66,32 @@ export async function invoke<Answer, Extra extends object = {}>(call: Call<Answe
   if (!call.run) throw new ApiError('NOT_IMPLEMENTED');
   const run = call.run;
   const ctx = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services, tenant, row, ...call.extra } as Context<any> & Extra;
-  const work = async (): Promise<Answer> => {
-    const answer = await run(call.revive ? call.revive(input) : input, ctx);
-    if (services.config.validateResponses) {
-      const body = call.body ? call.body(answer) : answer;
-      if (body !== NO_BODY) checkAnswer(procedure.name, outputValidator(procedure.name, procedure.successStatus), body);
-    }
-    return answer;
-  };
-  if (key === undefined) return work();
-  // Keyed on the validated JSON input (defaults filled in, Dates not yet revived): the same on both transports.
-  return runOnce(
-    {
-      sql: services.db.sql,
-      now: () => services.now(),
-      log: request.log,
-      caller: callerOf(request.principal, request.ip),
-      key,
-      operation: procedure.name,
-      input,
-      successStatus: procedure.successStatus,
-      declared: procedure.errors,
-      replayed: () => request.markReplayed?.(),
-    },
-    work,
-  );
+  const work = async (): Promise<Answer> => run(call.revive ? call.revive(input) : input, ctx);
+  // Checked after the idempotent work, not inside it: an answer outside the contract is our bug,
+  // and must not hand the key back for a retry to do the work again.
+  const answer = key === undefined
+    ? await work()
+    // Keyed on the validated JSON input (defaults filled in, Dates not yet revived): the same on both transports.
+    : await runOnce(
+      {
+        sql: services.db.sql,
+        now: () => services.now(),
+        log: request.log,
+        caller: callerOf(request.principal, request.ip),
+        key,
+        operation: procedure.name,
+        input,
+        successStatus: procedure.successStatus,
+        declared: procedure.errors,
+        replayed: () => request.markReplayed?.(),
+      },
+      work,
+    );
+  if (services.config.validateResponses) {
+    const body = call.body ? call.body(answer) : answer;
+    if (body !== NO_BODY) checkAnswer(procedure.name, outputValidator(procedure.name, procedure.successStatus), body);
+  }
+  return answer;
 }
 
 /**

@@ -131,10 +131,19 @@ function replay<T>(kept: { status: number; body: unknown }): T {
  * lease runs out.
  */
 async function keep(call: IdempotentCall, id: KeyId, token: string, answer: { status: number; body: unknown }): Promise<void> {
-  try {
-    if (!(await saveAnswer(call.sql, id, token, answer, call.now()))) call.log.warn({ key: id.key }, 'idempotency key taken over before its answer was kept');
-  } catch (error) {
-    call.log.warn({ err: error, key: id.key }, 'keeping the answer of an idempotency key failed');
+  // Tried three times: a key left without its answer is taken over once its lease ends, and that
+  // retry would do the work a second time.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      if (!(await saveAnswer(call.sql, id, token, answer, call.now()))) call.log.warn({ key: id.key }, 'idempotency key taken over before its answer was kept');
+      return;
+    } catch (error) {
+      if (attempt >= 3) {
+        call.log.warn({ err: error, key: id.key }, 'keeping the answer of an idempotency key failed; a retry after its lease does the work again');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
   }
 }
 

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClientError, createClient, idempotentProcedures, type ClientOptions } from '../../clients/typescript/src/index.ts';
 import { procedures } from '../../generated/procedures.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { procedureHandlers } from '../../src/composition/handlers.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 let server: TestServer;
@@ -96,6 +97,46 @@ describe('retries after a network failure', () => {
     expect(attempts[1]!.key).toBe(attempts[0]!.key);
     const all = await clientWith(globalThis.fetch).workspaces.list({ organizationId: org });
     expect(all.filter((row) => row.slug === name)).toEqual([workspace]);
+  });
+
+  it('waits out the first request still running after its connection was cut: in-progress 409s are retried, one workspace exists', async () => {
+    // A slow create (the real handler, 300 ms late), so the retries arrive while the first still runs.
+    const slow = await startTestServer({
+      aiService: false,
+      db: server.db,
+      overrides: {
+        handlers: {
+          'workspaces.create': async (input, ctx) => {
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            return procedureHandlers['workspaces.create']!(input, ctx);
+          },
+        },
+      },
+    });
+    try {
+      const statuses: number[] = [];
+      let first = true;
+      const fetch: typeof globalThis.fetch = async (url, init) => {
+        const sent = globalThis.fetch(String(url).replace(server.origin, slow.origin), init);
+        if (first) {
+          // The request goes out, the connection is cut at once: the service goes on working.
+          first = false;
+          void sent.then((response) => response.arrayBuffer(), () => undefined);
+          throw new TypeError('fetch failed', { cause: new Error('socket hang up') });
+        }
+        const response = await sent;
+        statuses.push(response.status);
+        return response;
+      };
+      const name = slug();
+      const workspace = await clientWith(fetch, { retryDelayMs: 100, retries: 6 }).workspaces.create({ organizationId: org, name: 'Cut off', slug: name });
+      expect(statuses[0]).toBe(409);
+      expect(statuses.at(-1)).toBe(200);
+      const all = await clientWith(globalThis.fetch).workspaces.list({ organizationId: org });
+      expect(all.filter((row) => row.slug === name)).toEqual([workspace]);
+    } finally {
+      await slow.close();
+    }
   });
 
   it('retries a read, which carries no key', async () => {

@@ -147,6 +147,9 @@ export function createCaller(options: ClientOptions, contract: ContractFacts) {
   }
 
   /** One request; a fetch that throws becomes an ApiClientError `network_error` (an abort stays the signal's reason). */
+  /** Errors that replay an answer the service kept for the call's Idempotency-Key. */
+  const replayedErrors = new WeakSet<ApiClientError>();
+
   async function send(procedure: string, input: unknown, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<Response> {
     let response: Response;
     try {
@@ -161,7 +164,11 @@ export function createCaller(options: ClientOptions, contract: ContractFacts) {
       if (signal?.aborted) throw signal.reason;
       throw new ApiClientError({ code: NETWORK_ERROR, status: 0, message: `${procedure}: ${error instanceof Error ? error.message : String(error)}`, cause: error });
     }
-    if (!response.ok) throw await toError(response);
+    if (!response.ok) {
+      const error = await toError(response);
+      if (response.headers.get('idempotent-replayed') === 'true') replayedErrors.add(error);
+      throw error;
+    }
     return response;
   }
 
@@ -171,12 +178,18 @@ export function createCaller(options: ClientOptions, contract: ContractFacts) {
    * never retried here: the service answered.
    */
   async function sendWithRetries(procedure: string, input: unknown, headers: Record<string, string>, signal: AbortSignal | undefined, policy: RetryPolicy): Promise<Response> {
+    let lostOne = false;
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await send(procedure, input, headers, signal);
       } catch (error) {
         const network = error instanceof ApiClientError && error.code === NETWORK_ERROR;
-        if (!network || policy === 'none' || attempt >= retries) throw error;
+        // After a lost connection the first request may still be running on the service: a 409
+        // that is not a kept answer (no Idempotent-Replayed) then means "still in progress" and is
+        // waited out like the failure itself; a kept answer would carry the header.
+        const inProgress = lostOne && policy === 'idempotent' && error instanceof ApiClientError && error.status === 409 && !replayedErrors.has(error);
+        if (!(network || inProgress) || policy === 'none' || attempt >= retries) throw error;
+        if (network) lostOne = true;
       }
       await sleep(backoffMs * 2 ** attempt * (0.5 + Math.random() / 2), signal);
     }
