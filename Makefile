@@ -91,7 +91,7 @@ soak: install
 	@exec node_modules/.bin/node bench/soak.ts
 
 ci: lint codegen-check contract-diff-check test test-pg
-	SOAK_S=60 $(MAKE) soak
+	SOAK_S=180 $(MAKE) soak
 
 clean:
 	rm -rf .data .tmp

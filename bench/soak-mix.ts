@@ -10,6 +10,10 @@
  * workspaces.update, and workspaces.create followed by workspaces.delete. Each user keeps at most
  * three documents (the oldest whose index job has settled is deleted), so tables that clients read
  * stay bounded; jobs, their events and the credit ledger are history and grow (read by index only).
+ * The paced actions keep a fixed period per user, and the users' phases are spread evenly over it:
+ * with random intervals the number of uploads (and so of index jobs for the AI service, which
+ * shares the two cores with the API) varied by about a sixth from one 20-s window to the next, and
+ * the API's throughput with it, which the first-against-last criterion then read as decay.
  * Beside the loop each user holds two jobs.stream connections (under the five a user may hold),
  * each closed after 10-30 s and opened again.
  */
@@ -19,7 +23,10 @@ import type { Recorder } from './soak-record.ts';
 
 type Client = ReturnType<typeof createClient>;
 
-const PACE = { searchMs: [2_500, 3_000], jobMs: [2_500, 3_500], uploadMs: [8_000, 10_000] } as const;
+/** Each user's period of each paced action (the mean of the random intervals the soak used before). */
+const PACE = { search: 2_750, job: 3_000, upload: 9_000 } as const;
+/** Where in its period a user's first action of each kind falls, as a share of the step between users. */
+const PHASE = { search: 0, job: 1 / 3, upload: 2 / 3 } as const;
 const KEPT_DOCUMENTS = 3;
 /** Past this many the oldest document goes even if its job has not settled. */
 const MAX_DOCUMENTS = 6;
@@ -91,11 +98,10 @@ export async function createUsers(baseUrl: string, count: number, recorder: Reco
  * finish and closes the streams.
  */
 export async function runMix(users: SoakUser[], baseUrl: string, recorder: Recorder, counts: MixCounts, stop: Promise<void>): Promise<void> {
-  // Paced actions start spread over their first interval, not all at once after a pause.
+  // Paced actions start spread evenly over their first period, not all at once after a pause.
   const now = performance.now();
-  for (const user of users) {
-    user.due = { search: now + between([0, PACE.searchMs[1]]), job: now + between([0, PACE.jobMs[1]]), upload: now + between([0, PACE.uploadMs[1]]) };
-  }
+  const first = (user: SoakUser, action: keyof typeof PACE) => now + (PACE[action] * (user.index + PHASE[action])) / users.length;
+  for (const user of users) user.due = { search: first(user, 'search'), job: first(user, 'job'), upload: first(user, 'upload') };
   let stopped = false;
   const streams = new AbortController();
   void stop.then(() => {
@@ -119,14 +125,14 @@ async function step(user: SoakUser, baseUrl: string, recorder: Recorder): Promis
   const now = performance.now();
   const { client, organizationId } = user;
   if (now >= user.due.search) {
-    user.due.search = now + between(PACE.searchMs);
+    user.due.search = next(user.due.search, PACE.search, now);
     await client.documents.search({ workspaceId: user.homeWorkspaceId, query: pick(QUERIES), limit: 10 });
   } else if (now >= user.due.job) {
-    user.due.job = now + between(PACE.jobMs);
+    user.due.job = next(user.due.job, PACE.job, now);
     const job = await client.jobs.create({ organizationId, kind: 'text.embed', input: { texts: [pick(PARAGRAPHS)] } });
     if (Math.random() < 0.25) await expected(client.jobs.cancel({ id: job.id }), 'CONFLICT'); // often already running
   } else if (now >= user.due.upload) {
-    user.due.upload = now + between(PACE.uploadMs);
+    user.due.upload = next(user.due.upload, PACE.upload, now);
     await uploadAndIndex(user, recorder);
     await pruneDocuments(user);
   } else {
@@ -219,6 +225,14 @@ async function expected(call: Promise<unknown>, code: string): Promise<void> {
   } catch (error) {
     if (!(error instanceof ApiClientError && error.code === code)) throw error;
   }
+}
+
+/**
+ * The next time an action is due: one period after the last due time, so the phases stay spread;
+ * after a stall of more than a period, one period from now instead of a burst that catches up.
+ */
+function next(due: number, period: number, now: number): number {
+  return due + period >= now ? due + period : now + period;
 }
 
 function between([low, high]: readonly [number, number]): number {

@@ -11,7 +11,15 @@ import type { Sample } from './soak-sample.ts';
 import type { Recorder, WindowFigures } from './soak-record.ts';
 import type { Serve } from './soak-service.ts';
 
-export const LIMITS = { decay: 0.1, memory: 0.3, drainSeconds: 60 };
+/**
+ * decayWindowSeconds: the shortest window whose throughput is judged. On two cores shared by the
+ * API, PostgreSQL, the AI service and the client, the throughput drifts by tens of percent over
+ * 10-40 s (which process the scheduler favours, not the service's work: serve's CPU share stays
+ * put). Measured on 300-s runs, the difference between two windows 20 s long and 20 s apart had a
+ * standard deviation of 8-9%, so a 60-s soak judged by thirds failed 6-10% of quiet runs (CI failed
+ * so once at -13%); minute windows 60 s apart: 4%, no window pair beyond -8%.
+ */
+export const LIMITS = { decay: 0.1, decayWindowSeconds: 60, memory: 0.3, drainSeconds: 60 };
 
 /** SOAK_DATABASE: PostgreSQL 15 server (`server`, the default) or the embedded PGlite (`embedded`, as `make start`). */
 export type SoakDatabase = 'server' | 'embedded';
@@ -71,11 +79,14 @@ export interface Criterion {
   result: string;
   limit: string;
   pass: boolean;
+  /** False when the result is printed but cannot fail the run (a throughput of windows too short). */
+  judged?: boolean;
 }
 
 export interface Outcome {
   database: SoakDatabase;
   window: string;
+  windowSeconds: number;
   first: WindowFigures;
   last: WindowFigures;
   /** Other processes' CPU % in the first and last window. */
@@ -89,6 +100,7 @@ export interface Outcome {
 export function judge(outcome: Outcome, recorder: Recorder, counts: MixCounts, serve: Serve): Criterion[] {
   const { first, last, baseline, after } = outcome;
   const decay = (first.rps - last.rps) / first.rps;
+  const decayJudged = outcome.windowSeconds >= LIMITS.decayWindowSeconds;
   const restarted = (name: 'serve' | 'worker') => name !== 'serve' && baseline.pids[name] !== after.pids[name];
   const growth = (name: 'serve' | 'worker') => (after.rss[name] - baseline.rss[name]) / baseline.rss[name];
   return [
@@ -101,8 +113,10 @@ export function judge(outcome: Outcome, recorder: Recorder, counts: MixCounts, s
     },
     {
       name: `throughput, last ${outcome.window} vs first`,
-      pass: decay <= LIMITS.decay,
-      result: `${signed(-decay)} (${first.rps.toFixed(0)} → ${last.rps.toFixed(0)} req/s; other processes' CPU ${outcome.others[0].toFixed(0)}% → ${outcome.others[1].toFixed(0)}%)`,
+      pass: decay <= LIMITS.decay || !decayJudged,
+      judged: decayJudged,
+      result: `${signed(-decay)} (${first.rps.toFixed(0)} → ${last.rps.toFixed(0)} req/s; other processes' CPU ${outcome.others[0].toFixed(0)}% → ${outcome.others[1].toFixed(0)}%)` +
+        (decayJudged ? '' : `; windows under ${LIMITS.decayWindowSeconds} s vary more than the limit (SOAK_S=180 or more judges it)`),
       limit: `at most ${signed(-LIMITS.decay)}`,
     },
     {
@@ -136,7 +150,7 @@ export function printSummary(database: SoakDatabase, opening: string, window: st
   console.log();
   console.log('| criterion | result | limit | |');
   console.log('|---|---|---|---|');
-  for (const criterion of criteria) console.log(`| ${criterion.name} | ${criterion.result} | ${criterion.limit} | ${criterion.pass ? 'pass' : '**FAIL**'} |`);
+  for (const criterion of criteria) console.log(`| ${criterion.name} | ${criterion.result} | ${criterion.limit} | ${criterion.judged === false ? 'not judged' : criterion.pass ? 'pass' : '**FAIL**'} |`);
   console.log('===== end of summary =====\n');
 }
 
