@@ -10,10 +10,10 @@
  * workspaces.update, and workspaces.create followed by workspaces.delete. Each user keeps at most
  * three documents (the oldest whose index job has settled is deleted), so tables that clients read
  * stay bounded; jobs, their events and the credit ledger are history and grow (read by index only).
- * The paced actions keep a fixed period per user, and the users' phases are spread evenly over it:
- * with random intervals the number of uploads (and so of index jobs for the AI service, which
- * shares the two cores with the API) varied by about a sixth from one 20-s window to the next, and
- * the API's throughput with it, which the first-against-last criterion then read as decay.
+ * The paced actions keep a fixed period per user, and the users' phases are spread evenly over it,
+ * so every window carries the same paced work: with random intervals the uploads of a 20-s window
+ * (each an index job for the AI service, which shares the two cores with the API) varied by about
+ * a sixth. (That was not what made short windows' throughput vary: see soak-report.ts, LIMITS.)
  * Beside the loop each user holds two jobs.stream connections (under the five a user may hold),
  * each closed after 10-30 s and opened again.
  */

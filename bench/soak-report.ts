@@ -14,10 +14,11 @@ import type { Serve } from './soak-service.ts';
 /**
  * decayWindowSeconds: the shortest window whose throughput is judged. On two cores shared by the
  * API, PostgreSQL, the AI service and the client, the throughput drifts by tens of percent over
- * 10-40 s (which process the scheduler favours, not the service's work: serve's CPU share stays
- * put). Measured on 300-s runs, the difference between two windows 20 s long and 20 s apart had a
- * standard deviation of 8-9%, so a 60-s soak judged by thirds failed 6-10% of quiet runs (CI failed
- * so once at -13%); minute windows 60 s apart: 4%, no window pair beyond -8%.
+ * 10-40 s with nothing wrong: serve keeps its share of a core but gets less done with it while the
+ * AI service is busy on the other. Measured on a 4- and a 5-minute run, the difference between two
+ * windows 20 s long and 20 s apart had a standard deviation of 8-9%, so a 60-s soak judged by
+ * thirds failed 6-10% of quiet runs (CI failed so once, at -13%); minutes 60 s apart: 4%, no pair
+ * beyond -8% (docs/benchmarks.md, "Why minutes").
  */
 export const LIMITS = { decay: 0.1, decayWindowSeconds: 60, memory: 0.3, drainSeconds: 60 };
 
