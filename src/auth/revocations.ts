@@ -7,15 +7,15 @@
  * The store function that revokes calls `announceRevocation` with the connection it wrote on:
  * inside its transaction, so the notification goes out when the change commits and not at all when
  * it rolls back; or right after a single statement on the pool. It sends
- * `pg_notify('access_revoked', <what>)`, which instances LISTEN to on a database server
- * (src/jobs/stream-revocations.ts), and emits the same in this process for the embedded database,
- * where one process serves everything and LISTEN would hold its only connection.
+ * `pg_notify('access_revoked', <what>)`, which each service LISTENs to (`Database.listen`,
+ * src/jobs/stream-revocations.ts): on a database server every instance hears it; on the embedded
+ * database the one session listens, and PGlite delivers it its own notification once the change
+ * has committed. Nothing is announced in process: the database delivers, after commit, per service.
  *
  * A revocation only names whose access changed; each stream it may concern runs its authorization
  * again (`EventSink.authorized`) and ends if that fails. So announcing too much costs a query per
  * affected stream, never a wrongly ended one.
  */
-import { EventEmitter } from 'node:events';
 import type { Db } from '../db/db.ts';
 
 export const ACCESS_REVOKED_CHANNEL = 'access_revoked';
@@ -38,22 +38,12 @@ export interface AccessHolder {
   organizationId: string;
 }
 
-const local = new EventEmitter();
-local.setMaxListeners(0);
-
 /**
  * Announces a revocation on `db`: the transaction that revoked (the notification is delivered on
  * commit) or the pool right after the revoking statement.
  */
 export async function announceRevocation(db: Db, revocation: Revocation): Promise<void> {
   await db`select pg_notify(${ACCESS_REVOKED_CHANNEL}, ${JSON.stringify(revocation)})`;
-  local.emit('revoked', revocation);
-}
-
-/** Calls `listener` with every revocation this process announces; answers the unsubscribe function. */
-export function onLocalRevocation(listener: (revocation: Revocation) => void): () => void {
-  local.on('revoked', listener);
-  return () => local.off('revoked', listener);
 }
 
 /** The revocation a notification's payload carries; null for a payload that is none of ours. */

@@ -18,6 +18,16 @@ export interface Database {
   close(): Promise<void>;
   /** Resolves when the database answers a query, within PING_DEADLINE_MS. */
   ping(): Promise<void>;
+  /**
+   * LISTEN on `channel`: `onNotify` gets the payload of every notification whose transaction
+   * committed (none of one that rolled back). On a server, from every process, through postgres.js's
+   * own listening connection; `onListen` runs each time it listens, again after that connection came
+   * back (notifications may have been missed meanwhile). Embedded, the one session listens: PGlite
+   * delivers a session its own notifications once the transaction commits, so the process's own
+   * writers reach its listeners the same way, per database and after commit. Answers the function
+   * that stops `onNotify`.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => void>;
 }
 
 export interface DatabaseLogger {
@@ -128,7 +138,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     const { hostname, port, pathname } = new URL(options.databaseUrl);
     options.logger?.info({ kind: 'external', host: hostname, port, database: pathname.slice(1) }, 'database client created');
     const guarded = wrapPool(sql, { guard: settings.transactionGuard, deadlineMs: settings.deadlineMs, deadlineActions: { cancel: true, suspect: watch.suspect } });
-    return wrap(guarded, 'external', options.databaseUrl, undefined, watch);
+    return wrap(guarded, 'external', options.databaseUrl, serverListen(guarded), undefined, watch);
   }
 
   const started = performance.now();
@@ -136,7 +146,14 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     dataDir: options.dataDir,
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
   });
-  const sql = postgres(embedded.url, embeddedClientOptions);
+  // Listeners by channel. postgres.js hands `onnotify` to its connections (its own `listen` is
+  // built on it, with a connection of its own, which the embedded server would refuse), but its
+  // types omit it.
+  const listeners = new Map<string, Set<(payload: string) => void>>();
+  const onnotify = (channel: string, payload: string) => {
+    for (const listener of listeners.get(channel) ?? []) listener(payload);
+  };
+  const sql = postgres(embedded.url, { ...embeddedClientOptions, onnotify } as postgres.Options<{}>);
   try {
     // For the session (is_local false): on PGlite it is the only one, and it outlives reconnects.
     for (const [name, value] of Object.entries(connectionParameters(settings, 'embedded'))) {
@@ -155,15 +172,42 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   // connection) and nothing to drop. The deadline still answers the caller, and turns a query that
   // waited its whole deadline in the queue into a no-op; an expired transaction is rolled back.
   const guarded = wrapPool(sql, { guard: settings.transactionGuard, deadlineMs: settings.deadlineMs, deadlineActions: { cancel: false } });
-  return wrap(guarded, 'embedded', undefined, embedded);
+  // LISTEN is the session's, like its settings: issued once per channel, kept across reconnects.
+  const listening = new Map<string, Promise<unknown>>();
+  const listen: Database['listen'] = async (channel, onNotify, onListen) => {
+    const issued = listening.get(channel) ?? guarded`listen ${guarded(channel)}`;
+    listening.set(channel, issued);
+    try {
+      await issued;
+    } catch (error) {
+      listening.delete(channel);
+      throw error;
+    }
+    // A function of its own per call, so the same one listening twice is removed once per stop.
+    const listener = (payload: string) => onNotify(payload);
+    const channelListeners = listeners.get(channel) ?? new Set();
+    listeners.set(channel, channelListeners.add(listener));
+    onListen?.();
+    return () => void channelListeners.delete(listener);
+  };
+  return wrap(guarded, 'embedded', undefined, listen, embedded);
 }
 
-function wrap(sql: Sql, kind: Database['kind'], url: string | undefined, embedded?: EmbeddedDatabase, watch?: ConnectionWatch): Database {
+/** A server's LISTEN: postgres.js keeps one connection for it, and listens again when it comes back. */
+function serverListen(sql: Sql): Database['listen'] {
+  return async (channel, onNotify, onListen) => {
+    const listener = await sql.listen(channel, onNotify, onListen);
+    return () => void listener.unlisten().catch(() => undefined);
+  };
+}
+
+function wrap(sql: Sql, kind: Database['kind'], url: string | undefined, listen: Database['listen'], embedded?: EmbeddedDatabase, watch?: ConnectionWatch): Database {
   let closing: Promise<void> | undefined;
   return {
     sql,
     kind,
     url,
+    listen,
     close() {
       closing ??= (async () => {
         try {

@@ -22,13 +22,14 @@ export interface JobStreams {
 
 export function jobStreams(options: { db: Database; logger: Logger; events: JobEventBus; pollMs?: number | undefined }): JobStreams {
   const { db, logger } = options;
-  // On a database server other processes' events and revocations arrive by LISTEN, and the cap is
-  // kept in the database for every instance; the embedded database has one process.
+  // On a database server other processes' events arrive by LISTEN, and the cap is kept in the
+  // database for every instance; the embedded database has one process. Revocations arrive by
+  // LISTEN on both (Database.listen).
   const server = db.kind === 'external';
   return {
     events: options.events,
     hub: createEventHub({ sql: db.sql, events: options.events, listen: server, pollMs: options.pollMs ?? DEFAULT_POLL_MS, logger }),
     slots: server ? leasedSlots({ sql: db.sql, logger, instanceId: newId('api') }) : memorySlots(),
-    revocations: streamRevocations({ sql: db.sql, listen: server, logger }),
+    revocations: streamRevocations({ listen: db.listen, logger }),
   };
 }

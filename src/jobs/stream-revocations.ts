@@ -2,16 +2,17 @@
  * Revocations reach the open jobs.stream connections at once (src/auth/revocations.ts): one
  * watcher per service keeps the open streams with what their access hangs on, and on each revocation
  * asks the streams it may concern to re-check their authorization now. It hears of revocations
- * through `LISTEN access_revoked` on a database server (any instance's), and through the
- * in-process announcement on the embedded database (one process; LISTEN would hold its only
- * connection). The stream's periodic re-check stays the backstop for a lost notification.
+ * through `LISTEN access_revoked` (`Database.listen`): on a database server any instance's, on the
+ * embedded database this process's own, delivered by PGlite to its one session once the revoking
+ * transaction has committed. The stream's periodic re-check stays the backstop for a lost
+ * notification.
  *
  * Like the event hub, the watcher listens only while at least one stream is open.
  */
 import { AsyncResource } from 'node:async_hooks';
-import type { Sql } from '../db/connection.ts';
+import type { Database } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
-import { ACCESS_REVOKED_CHANNEL, concerns, onLocalRevocation, parseRevocation, type AccessHolder, type Revocation } from '../auth/revocations.ts';
+import { ACCESS_REVOKED_CHANNEL, concerns, parseRevocation, type AccessHolder, type Revocation } from '../auth/revocations.ts';
 
 export interface RevocationWatch {
   unwatch(): void;
@@ -32,7 +33,7 @@ interface Watched {
 }
 
 /** The watcher of one service; it listens only while a stream is watched. */
-export function streamRevocations(options: { sql: Sql; listen: boolean; logger: Logger }): StreamRevocations {
+export function streamRevocations(options: { listen: Database['listen']; logger: Logger }): StreamRevocations {
   const watched = new Set<Watched>();
   // Resolves to the function that stops listening.
   let listening: Promise<() => void> | null = null;
@@ -49,30 +50,26 @@ export function streamRevocations(options: { sql: Sql; listen: boolean; logger: 
     }
   };
 
-  const startListening = async (): Promise<() => void> => {
-    // On the embedded database a re-check's queries wait for the one connection, which the
-    // revoking transaction holds until it ends: they read the revocation once it has committed.
-    if (!options.listen) return onLocalRevocation(dispatch);
+  const startListening = (): Promise<() => void> => {
     let connects = 0;
-    const listener = await options.sql.listen(
+    return options.listen(
       ACCESS_REVOKED_CHANNEL,
       (payload) => {
         const revocation = parseRevocation(payload);
         if (revocation) dispatch(revocation);
       },
-      // postgres.js calls this again after it reconnects the listening connection.
+      // Runs again after a server's listening connection came back.
       () => {
         connects += 1;
         if (connects > 1) dispatch(null);
       },
     );
-    return () => void listener.unlisten().catch(() => undefined);
   };
 
   return {
     async watch(holder, recheck) {
-      // Re-checks run in the stream's own async context, not the announcer's: a local announcement
-      // comes from inside the revoking transaction, where the transaction guard refuses pool queries.
+      // Re-checks run in the stream's own async context, not the one the notification arrives in
+      // (the connection's, which may be a transaction's, where the guard refuses pool queries).
       const entry: Watched = { holder, recheck: AsyncResource.bind(recheck) };
       watched.add(entry);
       const current = (listening ??= startListening());

@@ -12,6 +12,7 @@ import type { Database } from '../../src/db/connection.ts';
 import { createTestDatabase, externalDatabaseUrl, openSecondClient } from '../support/database.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
+import { waitForJob } from '../jobs/support.ts';
 import { BURST_ENV, burst, clientFor, expectOnly, settablePlans, succeeded } from './support.ts';
 
 const { plans, limits } = settablePlans();
@@ -34,7 +35,6 @@ afterAll(async () => {
 });
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
-const FINISHED = ['succeeded', 'failed', 'canceled'];
 
 interface Org {
   id: string;
@@ -65,14 +65,8 @@ async function failedJob(org: Org): Promise<string> {
   return job.id;
 }
 
-async function settled(org: Org, id: string, timeoutMs = 60_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const job = await api(org, 0).jobs.get({ id });
-    if (FINISHED.includes(job.status)) return job.status;
-    if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+async function settled(org: Org, id: string): Promise<string> {
+  return (await waitForJob({ client: api(org, 0) }, id)).status;
 }
 
 async function allSettled(org: Org): Promise<void> {

@@ -3,7 +3,8 @@
  * src/auth/revocations.ts), not at the periodic re-check: here the re-check is a minute apart, so
  * only the revocation's announcement can end a stream within the reader's timeout. Two API
  * instances on one database: with TEST_DATABASE_URL the announcement crosses between them through
- * LISTEN/NOTIFY; on the embedded database both share one process and its in-process announcement.
+ * LISTEN/NOTIFY; on the embedded database both share its one session, to which PGlite delivers the
+ * notification once the revoking transaction commits.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/connection.ts';

@@ -51,14 +51,19 @@ export async function uploadDocument(t: Tenant, name: string, contentType: Conte
   return t.client.documents.complete({ id: document.id });
 }
 
-/** Polls jobs.get until the job reaches one of `statuses` (the stream suites watch events instead). */
-export async function waitForJob(t: Tenant, id: string, statuses: string[] = ['succeeded', 'failed', 'canceled'], timeoutMs = 60_000) {
+/**
+ * Polls jobs.get until the job reaches one of `statuses` (the stream suites watch events instead).
+ * The pause grows from 50 ms to 1 s: a job that runs long on a loaded machine (over 100 chunks
+ * through the model) must not poll past the 300 requests a minute one address may send, which a
+ * fixed 100-ms pause did once 30 s had passed.
+ */
+export async function waitForJob(t: Pick<Tenant, 'client'>, id: string, statuses: string[] = ['succeeded', 'failed', 'canceled'], timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  for (let pause = 50; ; pause = Math.min(pause * 1.5, 1_000)) {
     const job = await t.client.jobs.get({ id });
     if (statuses.includes(job.status)) return job;
     if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }
 
