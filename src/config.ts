@@ -141,6 +141,8 @@ export interface WorkerSettings {
   batchSize: number;
   /** JOB_LEASE_SECONDS: a running job whose worker stops sending heartbeats for this long is picked up again. */
   leaseSeconds: number;
+  /** MAX_QUEUED_JOBS_PER_ORGANIZATION: past it jobs.create and jobs.retry answer 429 (docs/jobs.md, Fairness). */
+  maxQueuedPerOrganization: number;
 }
 
 export interface S3Settings {
@@ -211,6 +213,7 @@ export function loadConfig(env: Env = process.env): Config {
       // Batches pay on the embedded database, not on a server (queue.ts, Batches).
       batchSize: settings.WORKER_BATCH_SIZE ?? (external ? 1 : 4),
       leaseSeconds: settings.JOB_LEASE_SECONDS,
+      maxQueuedPerOrganization: settings.MAX_QUEUED_JOBS_PER_ORGANIZATION,
     },
     billing: billing(settings),
     metricsToken: metricsToken(settings, environment),

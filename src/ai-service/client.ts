@@ -29,6 +29,11 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Defaults: embed 60 s, extract 120 s (OCR, large PDFs), health 5 s. */
   timeoutMs?: number;
+  /**
+   * Whose work this is, sent as X-Organization-Id: the companion's queues take turns by it
+   * (docs/ai-service.md "Queues"), so one organization's backlog does not hold another's.
+   */
+  organizationId?: string | undefined;
 }
 
 export interface AiClient {
@@ -49,12 +54,15 @@ export class AiServiceError extends Error {
   readonly status: number | null;
   /** What went wrong, for the log only. */
   readonly detail: string;
+  /** The Retry-After of a 503 or 429 in seconds (a full queue says when to come back), or null. */
+  readonly retryAfterSeconds: number | null;
 
-  constructor(message: string, options: { retryable: boolean; status: number | null; detail: string; cause?: unknown }) {
+  constructor(message: string, options: { retryable: boolean; status: number | null; detail: string; retryAfterSeconds?: number | null; cause?: unknown }) {
     super(message, { cause: options.cause });
     this.retryable = options.retryable;
     this.status = options.status;
     this.detail = options.detail;
+    this.retryAfterSeconds = options.retryAfterSeconds ?? null;
   }
 }
 
@@ -95,7 +103,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
     try {
       const response = await fetchImpl(`${base}${request.path}`, {
         method: request.method,
-        headers: { ...authorization, ...request.headers },
+        headers: { ...authorization, ...request.headers, ...(callOptions.organizationId ? { 'x-organization-id': callOptions.organizationId } : {}) },
         body: request.body ?? null,
         signal,
       });
@@ -108,7 +116,8 @@ export function createAiClient(options: AiClientOptions): AiClient {
         const retryable = status >= 500 || status === 408 || status === 429;
         const refusal = REFUSALS[status];
         const message = retryable ? UNAVAILABLE : status === 422 && request.passRefusals && said ? said : (refusal ?? 'The AI service refused the request.');
-        throw new AiServiceError(message, { retryable, status, detail });
+        const retryAfterSeconds = status === 503 || status === 429 ? parseRetryAfter(response.headers.get('retry-after')) : null;
+        throw new AiServiceError(message, { retryable, status, detail, retryAfterSeconds });
       }
       try {
         return read(body);
@@ -169,6 +178,14 @@ function readHealth(answer: unknown): HealthReport {
     ok: answer.ok, version: answer.version, provider: answer.provider, model: (answer.model ?? null) as string | null,
     ocr: answer.ocr as string | null, problems: answer.problems as string[],
   };
+}
+
+/** Retry-After as seconds (RFC 9110 §10.2.3: a number of seconds or an HTTP date), or null. */
+function parseRetryAfter(value: string | null): number | null {
+  if (value === null) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 function parseJson(text: string): unknown {

@@ -4,9 +4,12 @@
  * (openai-embedder.ts), as EMBEDDING_PROVIDER says.
  *
  * The local one starts its thread at once (the model loads in 0.1-0.4 s), so the first request
- * does not pay for it. Requests wait in one queue and go to the thread BATCH_SIZE texts at a time,
- * taking turns: a search query waits for at most one batch of someone's 2048-text request, not
- * for all of it. A thread that dies fails the request it was working on (502) and is replaced;
+ * does not pay for it. Requests wait in a fair line (fair-queue.ts) and go to the thread
+ * BATCH_SIZE texts at a time, taking turns across organizations first (the one served least
+ * recently), then across the requests of one organization: a search query waits for at most one
+ * batch of someone's 2048-text requests, not for all of them. Past EMBEDDINGS_QUEUE_BOUNDS waiting
+ * requests a new one is refused with 503 and Retry-After; a request whose caller went away stops
+ * being batched. A thread that dies fails the request it was working on (502) and is replaced;
  * the service lives on. Missing model files or a model that fails to load make `problem()` say so
  * and embed() answer 503, until the files are there (checked again on each call) or, after a load
  * failure, RETRY_MS have passed.
@@ -16,6 +19,7 @@ import { Worker } from 'node:worker_threads';
 import type { AiSettings } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { ThreadMessage, ThreadRequest, ThreadSetup } from './embedder-thread.ts';
+import { createFairLine, NO_ORGANIZATION, type QueueStats } from './fair-queue.ts';
 import { HttpError } from './http-exchange.ts';
 import { BATCH_SIZE, DEFAULT_MODEL_DIR, missingModelFiles } from './model-files.ts';
 import { createOpenAiEmbedder } from './openai-embedder.ts';
@@ -36,19 +40,42 @@ export interface EmbedderOptions {
 /** After a failed load, embed() answers 503 at once for this long before trying again. */
 const RETRY_MS = 10_000;
 
-export function createEmbedder(settings: AiSettings, logger: Logger, options: EmbedderOptions = {}): Embedder {
-  if (settings.provider === 'openai') return createOpenAiEmbedder(settings.openai, logger);
+export function createEmbedder(settings: AiSettings, logger: Logger, options: EmbedderOptions = {}): QueuedEmbedder {
+  // A provider has queues of its own (and its own 429s, passed on as 503s).
+  if (settings.provider === 'openai') return { ...bindEmbedder(createOpenAiEmbedder(settings.openai, logger)), stats: () => null };
   const threads = options.threads ?? (availableParallelism() > 2 ? 2 : 1);
   return createLocalEmbedder(options.modelDir ?? DEFAULT_MODEL_DIR, threads, logger.child({ component: 'embedder' }));
 }
 
+/** Who asks, for the turns: the organization (X-Organization-Id) and whether the caller is still there. */
+export interface EmbedCall {
+  organization?: string | undefined;
+  /** Aborts when the caller goes away: its texts stop being sent to the model. */
+  signal?: AbortSignal | undefined;
+}
+
+/** An embedder that takes turns (the local one); a provider's embed() ignores the call. */
+export interface QueuedEmbedder extends Embedder {
+  embed(texts: string[], call?: EmbedCall): Promise<EmbeddingsResult>;
+  /** The local model's queue; `running` is 1 while a batch is in the thread. Null for a provider. */
+  stats(): QueueStats | null;
+}
+
+/**
+ * Waiting requests past which embeddings answers 503 with Retry-After. A batch takes about a
+ * second, and a caller (the client's 60 s) would time out behind a few hundred of them: 256 in
+ * all, 64 per organization (the worker sends one request per job it indexes).
+ */
+export const EMBEDDINGS_QUEUE_BOUNDS = { maxWaiting: 256, maxWaitingPerOrganization: 64, retryAfterSeconds: 2 };
+
 /** The local embedder with one more method, for tests. */
-export interface LocalEmbedder extends Embedder {
+export interface LocalEmbedder extends QueuedEmbedder {
   /** Makes the thread die of an uncaught error once its current batch is done, as a bug would. */
   crashThread(): void;
 }
 
 interface Request {
+  organization: string;
   texts: string[];
   /** Text indexes, longest first, so a batch holds texts of similar length (less padding). */
   order: number[];
@@ -56,6 +83,8 @@ interface Request {
   sent: number;
   vectors: number[][];
   tokens: number;
+  /** Its caller went away: no more batches are sent, and the answer is not given. */
+  cancelled: boolean;
   resolve(result: EmbeddingsResult): void;
   reject(error: Error): void;
 }
@@ -74,8 +103,10 @@ const LOAD_FAILED = 'The embedding model failed to load (the AI service log says
 const STOP_TIMEOUT_MS = 10_000;
 
 export function createLocalEmbedder(dir: string, threads: number, logger: Logger): LocalEmbedder {
-  /** Requests with texts left to send, in turn order; the one being worked on is not in it. */
-  const waiting: Request[] = [];
+  /** Requests with texts left to send, in turns; the one being worked on is not in it. */
+  const waiting = createFairLine<Request>((request) => request.organization);
+  let dropped = 0;
+  let refused = 0;
   let thread: Thread | null = null;
   let failure: { message: string; at: number } | null = null;
   let closed = false;
@@ -99,10 +130,11 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
         thread = null;
         failure = { message: LOAD_FAILED, at: Date.now() };
         logger.error({ dir, problem: message.message }, 'embedding model failed to load');
-        for (const request of waiting.splice(0)) request.reject(unavailable(failure.message));
+        for (const request of waiting.clear()) request.reject(unavailable(failure.message));
       } else {
         const { request, indexes } = own.current!;
         own.current = null;
+        waiting.finished(request.organization);
         if (message.type === 'done') received(request, indexes, message.vectors, message.tokens);
         else fail(request, new HttpError(502, 'The embedding model failed; try again later.', { cause: new Error(message.message) }));
       }
@@ -115,11 +147,14 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
       if (!own.ready) {
         failure = { message: LOAD_FAILED, at: Date.now() };
         logger.error({ dir, code }, 'embedding thread stopped while loading the model');
-        for (const request of waiting.splice(0)) request.reject(unavailable(failure.message));
+        for (const request of waiting.clear()) request.reject(unavailable(failure.message));
         return;
       }
       logger.error({ code, working: Boolean(own.current) }, 'embedding thread stopped; starting another');
-      if (own.current) fail(own.current.request, new HttpError(502, 'The embedding model stopped; try again later.'));
+      if (own.current) {
+        waiting.finished(own.current.request.organization);
+        fail(own.current.request, new HttpError(502, 'The embedding model stopped; try again later.'));
+      }
       start();
     });
     refresh();
@@ -127,8 +162,8 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
 
   /** Sends the next batch of the request whose turn it is. */
   const pump = () => {
-    if (thread?.ready && !thread.current && waiting.length > 0) {
-      const request = waiting.shift()!;
+    if (thread?.ready && !thread.current && waiting.size() > 0) {
+      const request = waiting.take()!;
       const indexes = request.order.slice(request.sent, request.sent + BATCH_SIZE);
       request.sent += indexes.length;
       thread.current = { request, indexes };
@@ -141,11 +176,13 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
   /** The thread keeps the process alive only while there is work, so a forgotten close() cannot hang it. */
   const refresh = () => {
     if (!thread) return;
-    if (thread.current || waiting.length > 0) thread.worker.ref();
+    if (thread.current || waiting.size() > 0) thread.worker.ref();
     else thread.worker.unref();
   };
 
   const received = (request: Request, indexes: number[], flat: Float32Array, tokens: number) => {
+    // Its caller went away while this batch ran: the rest is not sent.
+    if (request.cancelled) return;
     indexes.forEach((index, position) => {
       const vector = flat.subarray(position * EMBEDDING_DIMENSIONS, (position + 1) * EMBEDDING_DIMENSIONS);
       // 8 decimals keep float32's precision at these magnitudes and the JSON answer short.
@@ -153,16 +190,16 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
     });
     request.tokens += tokens;
     if (request.sent < request.order.length) {
-      // Behind everyone who arrived meanwhile: a short request waits for one batch at most.
-      waiting.push(request);
+      // Behind its organization's other requests, and after the other organizations' turns: a
+      // short request waits for one batch at most.
+      waiting.push(request.organization, request);
     } else {
       request.resolve({ vectors: request.vectors, model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: request.tokens, total_tokens: request.tokens } });
     }
   };
 
   const fail = (request: Request, error: Error) => {
-    const at = waiting.indexOf(request);
-    if (at >= 0) waiting.splice(at, 1);
+    waiting.remove(request);
     request.reject(error);
   };
 
@@ -198,15 +235,41 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
       if (closed) return null;
       return missingModelFiles(dir) ?? failure?.message ?? null;
     },
-    embed(texts) {
+    embed(texts, call = {}) {
       if (texts.length === 0) return Promise.resolve({ vectors: [], model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: 0, total_tokens: 0 } });
+      if (call.signal?.aborted) return Promise.reject(call.signal.reason);
       const problem = blocked();
       if (problem) return Promise.reject(unavailable(problem));
+      const organization = call.organization ?? NO_ORGANIZATION;
+      const { maxWaiting, maxWaitingPerOrganization, retryAfterSeconds } = EMBEDDINGS_QUEUE_BOUNDS;
+      if (waiting.size() >= maxWaiting || waiting.size(organization) >= maxWaitingPerOrganization) {
+        refused += 1;
+        return Promise.reject(new HttpError(503, `Too many embeddings requests are waiting; try again in ${retryAfterSeconds} s.`, {
+          headers: { 'retry-after': String(retryAfterSeconds) },
+        }));
+      }
       return new Promise<EmbeddingsResult>((resolve, reject) => {
         const order = texts.map((_, index) => index).sort((a, b) => texts[b]!.length - texts[a]!.length);
-        waiting.push({ texts, order, sent: 0, vectors: new Array(texts.length), tokens: 0, resolve, reject });
+        const request: Request = { organization, texts, order, sent: 0, vectors: new Array(texts.length), tokens: 0, cancelled: false, resolve, reject };
+        const signal = call.signal;
+        if (signal) {
+          const gone = () => {
+            request.cancelled = true;
+            dropped += 1;
+            logger.info({ texts: texts.length, sent: request.sent }, 'embeddings request dropped: the caller went away');
+            fail(request, signal.reason as Error);
+          };
+          signal.addEventListener('abort', gone, { once: true });
+          const settle = () => signal.removeEventListener('abort', gone);
+          request.resolve = (result) => { settle(); resolve(result); };
+          request.reject = (error) => { settle(); reject(error); };
+        }
+        waiting.push(organization, request);
         pump();
       });
+    },
+    stats() {
+      return { running: thread?.current ? 1 : 0, waiting: waiting.size(), dropped, refused };
     },
     crashThread() {
       const crash: ThreadRequest = { type: 'crash' };
@@ -218,9 +281,19 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
       const current = thread;
       thread = null;
       const stopping = unavailable('The AI service is shutting down.');
-      for (const request of waiting.splice(0)) request.reject(stopping);
+      for (const request of waiting.clear()) request.reject(stopping);
       current?.current?.request.reject(stopping);
       if (current) await stop(current);
     },
+  };
+}
+
+/** A provider's embedder as a QueuedEmbedder: it takes the call and does not need it. */
+function bindEmbedder(embedder: Embedder): Omit<QueuedEmbedder, 'stats'> {
+  return {
+    get model() { return embedder.model; },
+    problem: () => embedder.problem(),
+    embed: (texts) => embedder.embed(texts),
+    close: () => embedder.close(),
   };
 }

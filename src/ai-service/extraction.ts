@@ -20,6 +20,7 @@
  */
 import type { ExtractionLimits } from '../config.ts';
 import { checkHtmlDepth } from './html-depth.ts';
+import { orderedList, quotation, unorderedList } from './html-lists.ts';
 import { HttpError } from './http-exchange.ts';
 import { checkPdfStreams } from './pdf-inspection.ts';
 import { EXTRACT_CONTENT_TYPES, type ExtractContentType, type ExtractResult } from './protocol.ts';
@@ -154,7 +155,13 @@ const htmlReader = async () => (await import('html-to-text')).compile({
   wordwrap: false,
   // The body limit and the depth check bound the input; the library's own cut would end the text with "...".
   limits: { maxInputLength: Number.MAX_SAFE_INTEGER },
+  // Its list and quotation formatters re-indent every line at every level, output growing with
+  // depth × input before the character limit applies; these write each line once (html-lists.ts).
+  formatters: { unorderedList, orderedList, quotation },
   selectors: [
+    { selector: 'ul', format: 'unorderedList' },
+    { selector: 'ol', format: 'orderedList' },
+    { selector: 'blockquote', format: 'quotation' },
     { selector: 'a', options: { ignoreHref: true } },
     { selector: 'img', format: 'skip' },
     { selector: 'script', format: 'skip' },

@@ -8,11 +8,14 @@
  *   there) together pass that amount, checked every 100 ms.
  * - Time: the thread is terminated EXTRACT_TIMEOUT_SECONDS after it starts. terminate() stops even
  *   a synchronous loop, which a signal or a promise race could not.
- * - At most THREADS documents are parsed at once; the rest wait in arrival order, and the wait is
- *   not counted in their time limit: a document is refused for its own cost, not for the queue's.
- *   The caller's own timeout (the client's 120 s for extract) bounds the wait.
+ * - At most THREADS documents are parsed at once; the rest wait in a fair queue (fair-queue.ts:
+ *   organizations take turns, arrival order within one), bounded (a full queue answers 503 with
+ *   Retry-After), and the wait is not counted in their time limit: a document is refused for its
+ *   own cost, not for the queue's. A caller that goes away (its timeout, the client's 120 s for
+ *   extract) takes its document out of the queue, or has its thread terminated.
  * - Images stay in the one tesseract.js thread (ocr.ts), after their header is checked against
- *   OCR_MAX_PIXELS, with OCR_TIMEOUT_SECONDS per recognition.
+ *   OCR_MAX_PIXELS, with OCR_TIMEOUT_SECONDS per recognition and EXTRACT_MEMORY_MB of WebAssembly
+ *   memory (ocr-memory.ts), behind a fair queue of their own.
  * - Plain text, Markdown and CSV up to 256 KiB have no parser to guard: they are decoded here.
  */
 import { availableParallelism } from 'node:os';
@@ -22,14 +25,30 @@ import type { Logger } from '../logger.ts';
 import type { ThreadInput, ThreadMessage } from './extract-thread.ts';
 import { documentName, normaliseText, readDocument, withinCharacters, type DocumentType } from './extraction.ts';
 import { HttpError } from './http-exchange.ts';
+import { createFairQueue, NO_ORGANIZATION, type QueueBounds, type QueueStats } from './fair-queue.ts';
 import { jpegSize, pngSize } from './image-header.ts';
-import { OcrTimeoutError, OcrUnavailableError, createOcrEngine } from './ocr.ts';
+import { OcrMemoryError, OcrTimeoutError, OcrUnavailableError, createOcrEngine } from './ocr.ts';
 import type { ExtractContentType, ExtractResult } from './protocol.ts';
 import { refusals, unreadable } from './refusals.ts';
 
+/** Who asks, for the queues: whose turn it is, and whether the caller is still there. */
+export interface ExtractCall {
+  /** The organization the document belongs to (X-Organization-Id); without it, a group of its own. */
+  organization?: string | undefined;
+  /** Aborts when the caller goes away: a waiting document leaves the queue, a running thread is terminated. */
+  signal?: AbortSignal | undefined;
+}
+
+export interface ExtractorStats {
+  /** The extraction threads' queue; `threads` counts the threads alive now. */
+  documents: QueueStats & { threads: number };
+  images: QueueStats;
+}
+
 export interface Extractor {
   /** `type` is what documentType() (extraction.ts) answers for the request's Content-Type. */
-  extract(bytes: Uint8Array, type: { type: ExtractContentType; charset: string | undefined }): Promise<ExtractResult>;
+  extract(bytes: Uint8Array, type: { type: ExtractContentType; charset: string | undefined }, call?: ExtractCall): Promise<ExtractResult>;
+  stats(): ExtractorStats;
   /** The OCR engine's description and problem, for the health report (as OcrEngine has them). */
   readonly ocr: { readonly description: string | null; readonly problem: string | null };
   /** Refuses new documents, stops the threads still parsing (their requests get 503) and the OCR worker. */
@@ -41,7 +60,18 @@ export interface ExtractorOptions {
   logger: Logger;
   /** Documents parsed at once; default THREADS. */
   threads?: number;
+  /** Waiting documents (and images) past which a request is refused; default QUEUE_BOUNDS. */
+  maxWaiting?: number;
+  maxWaitingPerOrganization?: number;
 }
+
+/**
+ * Waiting work past which extraction answers 503 with Retry-After. The API's workers send
+ * WORKER_CONCURRENCY (default 2) documents at once each, so a few workers fit in 8 per
+ * organization; 32 in all is a quarter of an hour of slow documents at 2 threads, past which a
+ * caller's 120 s timeout would only make it wait for nothing. Retry-After is about one document.
+ */
+export const QUEUE_BOUNDS = { maxWaiting: 32, maxWaitingPerOrganization: 8, documentsRetryAfterSeconds: 5, imagesRetryAfterSeconds: 10 };
 
 /**
  * One thread per core, at most two: the job worker sends WORKER_CONCURRENCY (default 2) documents
@@ -59,13 +89,19 @@ const MIB = 1024 * 1024;
 
 export function createExtractor(options: ExtractorOptions): Extractor {
   const { limits, logger } = options;
-  const ocr = createOcrEngine(logger);
-  const slots = createSlots(options.threads ?? THREADS);
+  // OCR's WebAssembly memory is capped as an extraction thread's heap and buffers are (ocr-memory.ts).
+  const ocr = createOcrEngine(logger, { memoryMb: limits.memoryMb });
+  const maxWaiting = options.maxWaiting ?? QUEUE_BOUNDS.maxWaiting;
+  const maxWaitingPerGroup = options.maxWaitingPerOrganization ?? QUEUE_BOUNDS.maxWaitingPerOrganization;
+  const documents = createFairQueue({ capacity: options.threads ?? THREADS, maxWaiting, maxWaitingPerGroup, retryAfterSeconds: QUEUE_BOUNDS.documentsRetryAfterSeconds }, 'documents');
+  // The one OCR engine recognizes one image at a time: its own FIFO would let one organization's
+  // scans hold everyone else's, so the turns are taken here.
+  const images = createFairQueue({ capacity: 1, maxWaiting, maxWaitingPerGroup, retryAfterSeconds: QUEUE_BOUNDS.imagesRetryAfterSeconds }, 'images');
   const running = new Set<Worker>();
   let closed = false;
   const shuttingDown = () => new HttpError(503, 'The AI service is shutting down.');
 
-  const readImage = async (bytes: Uint8Array, type: 'image/png' | 'image/jpeg'): Promise<ExtractResult> => {
+  const readImage = async (bytes: Uint8Array, type: 'image/png' | 'image/jpeg', call: ExtractCall): Promise<ExtractResult> => {
     const format = type === 'image/png' ? 'PNG' : 'JPEG';
     const size = type === 'image/png' ? pngSize(bytes) : jpegSize(bytes);
     if (!size || size.width === 0 || size.height === 0) throw unreadable(`The image is not a readable ${format} file.`);
@@ -73,17 +109,21 @@ export function createExtractor(options: ExtractorOptions): Extractor {
     if (size.width * size.height > limits.maxImagePixels) throw refusals.pixels(size.width, size.height, limits.maxImagePixels);
     let text;
     try {
-      text = await ocr.recognize(bytes, limits.ocrTimeoutMs);
+      // A waiting image is dropped by the queue, a recognition under way by the engine (with its thread).
+      text = await images.run(call.organization ?? NO_ORGANIZATION, (signal) => ocr.recognize(bytes, limits.ocrTimeoutMs, signal), call.signal);
     } catch (error) {
+      if (error instanceof HttpError) throw error;
       if (error instanceof OcrUnavailableError) throw new HttpError(503, 'Text recognition is unavailable.', { cause: error });
       if (error instanceof OcrTimeoutError) throw refusals.time('image', limits.ocrTimeoutMs, error);
+      if (error instanceof OcrMemoryError) throw refusals.memory(limits.memoryMb, error);
       throw unreadable(`The ${format} image could not be read.`, error);
     }
     return { text: withinCharacters(normaliseText(text), limits.maxCharacters), pages: 1 };
   };
 
-  const readInThread = (bytes: Uint8Array, type: DocumentType): Promise<ExtractResult> => new Promise((resolve, reject) => {
+  const readInThread = (bytes: Uint8Array, type: DocumentType, signal?: AbortSignal): Promise<ExtractResult> => new Promise((resolve, reject) => {
     if (closed) return reject(shuttingDown());
+    if (signal?.aborted) return reject(signal.reason);
     // A buffer of the thread's own, moved rather than copied again; the request's may be a slice of Node's pool.
     const copy = new Uint8Array(bytes);
     const input: ThreadInput = { bytes: copy, ...type, limits };
@@ -105,6 +145,7 @@ export function createExtractor(options: ExtractorOptions): Extractor {
       settled = true;
       clearTimeout(timer);
       clearInterval(memoryCheck);
+      signal?.removeEventListener('abort', callerGone);
       void worker.terminate().catch(() => {}).then(() => {
         running.delete(worker);
         outcome();
@@ -128,6 +169,13 @@ export function createExtractor(options: ExtractorOptions): Extractor {
       }, () => {});
     }, MEMORY_CHECK_MS);
 
+    // Nobody will read the text: the thread's core and memory go to the next document at once.
+    const callerGone = () => finish(() => {
+      logger.info({ type: type.type, bytes: bytes.byteLength }, 'extraction thread terminated: the caller went away');
+      reject(signal!.reason);
+    });
+    signal?.addEventListener('abort', callerGone, { once: true });
+
     worker.on('message', (message: ThreadMessage) => {
       switch (message.kind) {
         case 'reading': reading = true; break;
@@ -144,18 +192,22 @@ export function createExtractor(options: ExtractorOptions): Extractor {
   });
 
   return {
-    async extract(bytes, type) {
+    async extract(bytes, type, call = {}) {
       if (closed) throw shuttingDown();
-      if (type.type === 'image/png' || type.type === 'image/jpeg') return readImage(bytes, type.type);
+      if (type.type === 'image/png' || type.type === 'image/jpeg') return readImage(bytes, type.type, call);
       // A small plain-text document is only decoded and normalised, in linear time and a few
       // milliseconds: a thread of its own would cost more than reading it (about 60-130 ms).
       if (PLAIN_TYPES.has(type.type) && bytes.byteLength <= INLINE_PLAIN_BYTES) return readDocument(bytes, type, limits);
-      return slots.run(() => readInThread(bytes, type));
+      return documents.run(call.organization ?? NO_ORGANIZATION, (signal) => readInThread(bytes, type, signal), call.signal);
+    },
+    stats() {
+      return { documents: { ...documents.stats(), threads: running.size }, images: images.stats() };
     },
     ocr: { description: ocr.description, problem: ocr.problem },
     async close() {
       closed = true;
-      slots.cancelWaiting(shuttingDown());
+      documents.cancelWaiting(shuttingDown());
+      images.cancelWaiting(shuttingDown());
       const threads = [...running];
       if (threads.length) logger.warn({ threads: threads.length }, 'extraction threads stopped by close');
       await Promise.all([...threads.map((worker) => worker.terminate()), ocr.close()]);
@@ -166,26 +218,4 @@ export function createExtractor(options: ExtractorOptions): Extractor {
 /** An error of the thread, rebuilt from its stack for the log. */
 function threadError(stack: string): Error {
   return Object.assign(new Error(stack.split('\n', 1)[0]), { stack });
-}
-
-/** At most `size` tasks at once; the others wait in arrival order. */
-function createSlots(size: number) {
-  let free = size;
-  const waiting: Array<{ go: () => void; cancel: (reason: unknown) => void }> = [];
-  return {
-    async run<T>(task: () => Promise<T>): Promise<T> {
-      if (free > 0) free -= 1;
-      else await new Promise<void>((go, cancel) => waiting.push({ go, cancel }));
-      try {
-        return await task();
-      } finally {
-        const next = waiting.shift();
-        if (next) next.go();
-        else free += 1;
-      }
-    },
-    cancelWaiting(reason: unknown) {
-      for (const waiter of waiting.splice(0)) waiter.cancel(reason);
-    },
-  };
 }

@@ -60,3 +60,31 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
 export function sendError(response: ServerResponse, error: HttpError): void {
   sendJson(response, error.status, { error: { message: error.message, type: error.type } }, error.headers);
 }
+
+/** The status of work dropped because its caller closed the connection (nginx's 499): nobody reads the answer. */
+export const CALLER_GONE = 499;
+
+/**
+ * A signal that aborts when the caller goes away before its answer is written: its timeout or
+ * abort closes the connection. The response's 'close' also comes after a normal answer, so only a
+ * close before `writableFinished` counts (the request's 'close' is no use: since Node 16 it comes
+ * as soon as the body has been read).
+ */
+export function callerSignal(response: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  response.once('close', () => {
+    if (!response.writableFinished) controller.abort(new HttpError(CALLER_GONE, 'The caller went away before the answer.'));
+  });
+  return controller.signal;
+}
+
+/** X-Organization-Id: whose work a request is, for fair turns (fair-queue.ts); a 400 when malformed. */
+export function organizationOf(request: IncomingMessage): string | undefined {
+  const value = request.headers['x-organization-id'];
+  if (value === undefined) return undefined;
+  // Organization ids are UUIDs; anything short and printable is accepted so other callers can group too.
+  if (typeof value !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(value)) {
+    throw new HttpError(400, 'X-Organization-Id must be 1 to 128 printable characters without spaces.');
+  }
+  return value;
+}

@@ -13,10 +13,16 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Worker } from 'tesseract.js';
 import type { Logger } from '../logger.ts';
+import { OCR_MEMORY_REFUSAL, ocrThreadUrl } from './ocr-memory.ts';
 
 /** The engine cannot run (data missing, worker failed to start): a service problem, not the image's. */
 export class OcrUnavailableError extends Error {
   override name = 'OcrUnavailableError';
+}
+
+/** The recognition needed more memory than the engine's cap; the image's fault, not the engine's. */
+export class OcrMemoryError extends Error {
+  override name = 'OcrMemoryError';
 }
 
 /** The recognition ran over the time it was given; the image's fault, not the engine's. */
@@ -32,16 +38,28 @@ export interface OcrEngine {
   /**
    * The image's text. Rejects with OcrUnavailableError, with OcrTimeoutError after `timeoutMs` of
    * recognition (the time queued behind other images and starting the worker not counted), or
-   * with another Error when the image cannot be read.
+   * with OcrMemoryError when it needs more than the engine's memory cap, with the signal's reason
+   * once `signal` is aborted (a recognition under way is stopped with its thread), or with another
+   * Error when the image cannot be read.
    */
-  recognize(image: Uint8Array, timeoutMs: number): Promise<string>;
+  recognize(image: Uint8Array, timeoutMs: number, signal?: AbortSignal): Promise<string>;
   close(): Promise<void>;
 }
 
 /** tesseract.js creating a worker never settles when its language data fails to load. */
 const START_TIMEOUT_MS = 30_000;
 
-export function createOcrEngine(logger: Logger): OcrEngine {
+export interface OcrEngineOptions {
+  /**
+   * The most WebAssembly memory the OCR thread may hold, in MiB (EXTRACT_MEMORY_MB's default): the
+   * engine and English data need under 24 MiB before an image (measured), and a 36-megapixel page
+   * about 140 MiB more (measured: refused under a 100 MiB cap, read under 512).
+   */
+  memoryMb?: number;
+}
+
+export function createOcrEngine(logger: Logger, options: OcrEngineOptions = {}): OcrEngine {
+  const memoryMb = options.memoryMb ?? 512;
   const setup = locate();
   let worker: Promise<Worker> | null = null;
   let queue: Promise<unknown> = Promise.resolve();
@@ -57,6 +75,8 @@ export function createOcrEngine(logger: Logger): OcrEngine {
     });
     const created = createWorker('eng', OEM.LSTM_ONLY, {
       langPath,
+      // Our entry: tesseract.js's worker script behind a memory cap and an error guard (ocr-thread.ts).
+      workerPath: ocrThreadUrl(memoryMb * 1024 * 1024) as unknown as string,
       gzip: true,
       cacheMethod: 'none',
       // Without an error handler, tesseract.js throws a job's failure from its message listener,
@@ -75,7 +95,8 @@ export function createOcrEngine(logger: Logger): OcrEngine {
     }
   };
 
-  const run = async (image: Uint8Array, timeoutMs: number): Promise<string> => {
+  const run = async (image: Uint8Array, timeoutMs: number, signal: AbortSignal | undefined): Promise<string> => {
+    signal?.throwIfAborted();
     if (closed) throw new OcrUnavailableError('the OCR engine is closed');
     if (!setup.langPath) throw new OcrUnavailableError(setup.problem ?? 'OCR is unavailable');
     worker ??= start(setup.langPath).catch((error: unknown) => {
@@ -84,14 +105,22 @@ export function createOcrEngine(logger: Logger): OcrEngine {
       throw new OcrUnavailableError('the OCR worker failed to start', { cause: error });
     });
     const current = await worker;
+    signal?.throwIfAborted();
     const job = current.recognize(Buffer.from(image.buffer, image.byteOffset, image.byteLength));
     let timer: NodeJS.Timeout | undefined;
-    const overtime = new Promise<never>((_, reject) => {
+    let onAbort = () => {};
+    const stopped = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new OcrTimeoutError(`recognition ran over ${timeoutMs} ms`)), timeoutMs);
+      onAbort = () => reject(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
     try {
-      return (await Promise.race([job, overtime])).data.text;
-    } catch (error) {
+      return (await Promise.race([job, stopped])).data.text;
+    } catch (raw) {
+      // The thread replaces its job's answer by this refusal once memory past the cap was asked for.
+      const error = typeof raw === 'string' && raw.startsWith(OCR_MEMORY_REFUSAL)
+        ? new OcrMemoryError(`recognition needed more than ${memoryMb} MiB`, { cause: new Error(raw.slice(OCR_MEMORY_REFUSAL.length)) })
+        : raw;
       // A terminated worker's job never settles; an unreadable image's rejection is handled here.
       job.catch(() => {});
       // The worker survives an unreadable image, but a fresh one costs a fraction of a second and
@@ -102,14 +131,15 @@ export function createOcrEngine(logger: Logger): OcrEngine {
       throw error instanceof Error ? error : new Error(String(error));
     } finally {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
   };
 
   return {
     description: setup.description,
     problem: setup.problem,
-    recognize(image, timeoutMs) {
-      const result = queue.then(() => run(image, timeoutMs));
+    recognize(image, timeoutMs, signal) {
+      const result = queue.then(() => run(image, timeoutMs, signal));
       queue = result.catch(() => {});
       return result;
     },

@@ -9,18 +9,24 @@
  *   POST /v1/embeddings   → OpenAI embeddings (embeddings.ts, the model in embedder.ts)
  *   POST /v1/extract      → { text, pages } from the raw document bytes (extractor.ts: each
  *                           document parsed in a thread of its own, with memory and time limits)
+ *
+ * Extraction, OCR and embeddings wait in fair, bounded queues (fair-queue.ts): a request's
+ * X-Organization-Id says whose turn it takes, a full queue answers 503 with Retry-After, and a
+ * caller that closes its connection before the answer has its work dropped.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
 import type { AiSettings } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { bearerMatches } from './api-key.ts';
-import { createEmbedder } from './embedder.ts';
+import type { Embedder } from './embedder-interface.ts';
+import { createEmbedder, type EmbedCall, type QueuedEmbedder } from './embedder.ts';
 import { EMBEDDINGS_BODY_LIMIT, createEmbeddings } from './embeddings.ts';
 import { EXTRACT_BODY_LIMIT, documentType } from './extraction.ts';
-import { createExtractor } from './extractor.ts';
+import { createExtractor, type ExtractorStats } from './extractor.ts';
+import type { QueueStats } from './fair-queue.ts';
 import { healthReport } from './health.ts';
-import { HttpError, readBody, readJson, sendError, sendJson } from './http-exchange.ts';
+import { CALLER_GONE, HttpError, callerSignal, organizationOf, readBody, readJson, sendError, sendJson } from './http-exchange.ts';
 
 export interface AiServiceOptions {
   settings: AiSettings;
@@ -31,17 +37,28 @@ export interface AiServiceOptions {
   logger: Logger;
   /** The largest document `/v1/extract` reads, in bytes; default 26 MiB (MAX_UPLOAD_BYTES' default plus room). */
   maxExtractBytes?: number;
+  /** The extraction queue's size (extractor.ts: THREADS, QUEUE_BOUNDS); tests make it small. */
+  extraction?: { threads?: number; maxWaiting?: number; maxWaitingPerOrganization?: number };
+}
+
+/** What the queues hold now and have dropped or refused so far (fair-queue.ts), for tests and logs. */
+export interface AiServiceStats extends ExtractorStats {
+  /** The local model's batches; null with a provider. */
+  embeddings: QueueStats | null;
 }
 
 export interface AiService {
   /** Where it listens, e.g. http://127.0.0.1:3001; a wildcard host is reported as loopback. */
   url: string;
   port: number;
+  stats(): AiServiceStats;
   /** Stops accepting connections, lets requests in progress finish, then stops the model and parser threads. */
   close(): Promise<void>;
 }
 
-type Handler = (request: IncomingMessage) => Promise<unknown> | unknown;
+/** Who asks: the organization and a signal that aborts when the caller goes away. */
+type Call = { organization: string | undefined; signal: AbortSignal };
+type Handler = (request: IncomingMessage, call: Call) => Promise<unknown> | unknown;
 
 interface Route {
   handlers: Record<string, Handler>;
@@ -53,20 +70,20 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
   const { settings, logger: parent } = options;
   const logger = parent.child({ component: 'ai-service' });
   const embedder = createEmbedder(settings, logger);
-  const extractor = createExtractor({ limits: settings.extraction, logger });
+  const extractor = createExtractor({ limits: settings.extraction, logger, ...options.extraction });
   const maxExtractBytes = options.maxExtractBytes ?? EXTRACT_BODY_LIMIT;
 
   const routes: Record<string, Route> = {
     '/health': { public: true, handlers: { GET: () => healthReport(settings, extractor.ocr, embedder) } },
     '/v1/embeddings': {
-      handlers: { POST: async (request) => createEmbeddings(await readJson(request, EMBEDDINGS_BODY_LIMIT), embedder) },
+      handlers: { POST: async (request, call) => createEmbeddings(await readJson(request, EMBEDDINGS_BODY_LIMIT), forCall(embedder, call)) },
     },
     '/v1/extract': {
       handlers: {
-        POST: async (request) => {
+        POST: async (request, call) => {
           // The type first, so an unsupported document is refused before its bytes are read.
           const type = documentType(request.headers['content-type']);
-          return extractor.extract(await readBody(request, maxExtractBytes), type);
+          return extractor.extract(await readBody(request, maxExtractBytes), type, call);
         },
       },
     },
@@ -76,6 +93,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
     const started = performance.now();
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     let status = 200;
+    let signal: AbortSignal | undefined;
     try {
       const route = routes[path];
       if (!route) throw new HttpError(404, `There is no route ${path}.`);
@@ -86,10 +104,21 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       const handler = route.handlers[request.method ?? ''];
       const allowed = Object.keys(route.handlers).join(', ');
       if (!handler) throw new HttpError(405, `${path} accepts ${allowed}.`, { headers: { allow: allowed } });
-      sendJson(response, 200, await handler(request));
+      signal = callerSignal(response);
+      const call = { organization: route.public ? undefined : organizationOf(request), signal };
+      const answer = await handler(request, call);
+      // Work that ended just as its caller left: there is nobody to answer.
+      if (call.signal.aborted) throw call.signal.reason;
+      sendJson(response, 200, answer);
     } catch (caught) {
-      const error = caught instanceof HttpError ? caught : new HttpError(500, 'The AI service failed; try again later.', { cause: caught });
+      // A caller gone while its body was still arriving breaks the read: that is not our failure.
+      const error = signal?.aborted ? signal.reason as HttpError
+        : caught instanceof HttpError ? caught : new HttpError(500, 'The AI service failed; try again later.', { cause: caught });
       status = error.status;
+      if (status === CALLER_GONE) {
+        logger.info({ method: request.method, path, organization: request.headers['x-organization-id'], ms: Math.round(performance.now() - started) }, 'ai request dropped: the caller went away');
+        return;
+      }
       if (status >= 500 || error.cause) logger[status >= 500 ? 'error' : 'warn']({ err: error.cause ?? error, path, status }, error.message);
       // An answer given before the body was read (401, 413, 415, 404...) closes the connection, so
       // node does not read and discard a large upload just to keep the connection alive.
@@ -117,6 +146,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
   return {
     url,
     port: bound,
+    stats: () => ({ ...extractor.stats(), embeddings: embedder.stats() }),
     async close() {
       await new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
@@ -124,5 +154,15 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       });
       await Promise.all([extractor.close(), embedder.close()]);
     },
+  };
+}
+
+/** The embedder as embeddings.ts sees it, taking this request's turn and signal. */
+function forCall(embedder: QueuedEmbedder, call: EmbedCall): Embedder {
+  return {
+    model: embedder.model,
+    problem: () => embedder.problem(),
+    embed: (texts) => embedder.embed(texts, call),
+    close: () => embedder.close(),
   };
 }

@@ -4,9 +4,11 @@
  * many entries, when the sizes it declares add up to more than the budget, or when an entry
  * declares a compression ratio no document needs. Declared sizes can lie, so every entry is then
  * inflated once, counting and discarding the output, against the same budget: only an archive that
- * really inflates within it reaches mammoth. Entries are found the way JSZip finds them (the last
- * end-of-central-directory record, sizes from the central directory, data after the local header),
- * so the bytes counted here are the bytes JSZip inflates.
+ * really inflates within it reaches mammoth. Entries are found the way JSZip finds them
+ * (node_modules/jszip/lib/zipEntries.js: the last end-of-central-directory record, then every
+ * central header that follows its directory offset whatever count the record gives, sizes from the
+ * central directory, data after the local header), so the bytes counted here are the bytes JSZip
+ * inflates.
  */
 import { inflatedSize } from './inflated-size.ts';
 import { refusals, unreadable } from './refusals.ts';
@@ -36,13 +38,18 @@ interface ZipEntry {
 export async function checkZip(bytes: Uint8Array, maxInflatedBytes: number, what: string): Promise<void> {
   const entries = centralDirectory(bytes, what);
   let declared = 0;
+  // Entries may share their data (many central headers pointing at one local header, the
+  // "overlapping" zip bomb): each is inflated by JSZip, so each is counted, and the compressed
+  // bytes read for them are bounded too, so the counting below stays linear in the budget.
+  let read = 0;
   for (const entry of entries) {
     declared += entry.size;
+    read += entry.compressedSize;
     if (entry.size > RATIO_APPLIES_FROM && entry.size > MAX_COMPRESSION_RATIO * entry.compressedSize) {
       throw refusals.denselyCompressed(what, entry.name, entry.size / Math.max(1, entry.compressedSize), MAX_COMPRESSION_RATIO);
     }
   }
-  if (declared > maxInflatedBytes) throw refusals.inflated(what, maxInflatedBytes);
+  if (declared > maxInflatedBytes || read > maxInflatedBytes) throw refusals.inflated(what, maxInflatedBytes);
   let inflated = 0;
   for (const entry of entries) {
     const data = bytes.subarray(entry.dataStart, entry.dataStart + entry.compressedSize);
@@ -54,7 +61,8 @@ export async function checkZip(bytes: Uint8Array, maxInflatedBytes: number, what
 function centralDirectory(bytes: Uint8Array, what: string): ZipEntry[] {
   const damaged = () => unreadable(`The ${what} could not be read.`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  // The record is 22 bytes and ends the file, save a comment of at most 65 535 bytes.
+  // The record is 22 bytes and ends the file, save a comment of at most 65 535 bytes. JSZip takes
+  // the last signature in the file; searching backwards from the end finds the same one, or none.
   let end = -1;
   for (let at = bytes.length - 22; at >= Math.max(0, bytes.length - 22 - 0xffff); at--) {
     if (view.getUint32(at, true) === END_OF_CENTRAL_DIRECTORY) {
@@ -62,21 +70,23 @@ function centralDirectory(bytes: Uint8Array, what: string): ZipEntry[] {
       break;
     }
   }
-  if (end < 0) throw damaged();
+  if (end < 0 || bytes.length - end < 22) throw damaged();
   const disk = view.getUint16(end + 4, true);
   const count = view.getUint16(end + 10, true);
   const size = view.getUint32(end + 12, true);
   const offset = view.getUint32(end + 16, true);
-  if (count === 0xffff || size === 0xffffffff || offset === 0xffffffff) throw refusals.zip64(what);
-  if (count > MAX_ZIP_ENTRIES) throw refusals.parts(what, count, MAX_ZIP_ENTRIES);
+  if (disk === 0xffff || count === 0xffff || size === 0xffffffff || offset === 0xffffffff) throw refusals.zip64(what);
   // JSZip shifts every offset when the directory does not end where the record starts (bytes
   // prepended to the archive); refusing that case keeps its reading and this one the same.
   if (disk !== 0 || offset + size !== end) throw damaged();
 
+  // The record's entry count is not trusted: JSZip ignores it and reads central headers from
+  // `offset` for as long as their signature follows (zipEntries.js, readCentralDir), even past
+  // the record into its comment. The same walk is made here, so every entry it will see is counted.
   const entries: ZipEntry[] = [];
-  let at = offset;
-  for (let index = 0; index < count; index++) {
-    if (at + 46 > end || view.getUint32(at, true) !== CENTRAL_FILE_HEADER) throw damaged();
+  for (let at = offset; at + 4 <= bytes.length && view.getUint32(at, true) === CENTRAL_FILE_HEADER;) {
+    if (entries.length === MAX_ZIP_ENTRIES) throw refusals.parts(what, centralEntries(view, at, MAX_ZIP_ENTRIES), MAX_ZIP_ENTRIES);
+    if (at + 46 > bytes.length) throw damaged();
     const flags = view.getUint16(at + 8, true);
     const method = view.getUint16(at + 10, true);
     const compressedSize = view.getUint32(at + 20, true);
@@ -85,15 +95,29 @@ function centralDirectory(bytes: Uint8Array, what: string): ZipEntry[] {
     const extraLength = view.getUint16(at + 30, true);
     const commentLength = view.getUint16(at + 32, true);
     const local = view.getUint32(at + 42, true);
+    if (at + 46 + nameLength + extraLength + commentLength > bytes.length) throw damaged();
     const name = new TextDecoder().decode(bytes.subarray(at + 46, at + 46 + nameLength));
     if (compressedSize === 0xffffffff || entrySize === 0xffffffff || local === 0xffffffff) throw refusals.zip64(what);
     // Bit 0: encrypted; JSZip reads neither encrypted entries nor other methods.
     if (flags & 1 || (method !== STORED && method !== DEFLATED)) throw damaged();
-    if (local + 30 > offset || view.getUint32(local, true) !== LOCAL_FILE_HEADER) throw damaged();
+    // JSZip takes the data from after the local header, whose own name and extra lengths it uses.
+    if (local + 30 > bytes.length || view.getUint32(local, true) !== LOCAL_FILE_HEADER) throw damaged();
     const dataStart = local + 30 + view.getUint16(local + 26, true) + view.getUint16(local + 28, true);
-    if (dataStart + compressedSize > offset) throw damaged();
+    if (dataStart + compressedSize > bytes.length) throw damaged();
     entries.push({ name, method, compressedSize, size: entrySize, dataStart });
     at += 46 + nameLength + extraLength + commentLength;
   }
+  // JSZip refuses an archive without entries only when the record promised some.
+  if (entries.length === 0 && count !== 0) throw damaged();
   return entries;
+}
+
+/** How many central headers follow from `at` on, counted from `counted` (for the message only; linear like the walk). */
+function centralEntries(view: DataView, at: number, counted: number): number {
+  let total = counted;
+  while (at + 46 <= view.byteLength && view.getUint32(at, true) === CENTRAL_FILE_HEADER) {
+    total += 1;
+    at += 46 + view.getUint16(at + 28, true) + view.getUint16(at + 30, true) + view.getUint16(at + 32, true);
+  }
+  return total;
 }

@@ -2,8 +2,9 @@
  * Fixed-window request limiters: the shared per-IP limiter on /rpc/* and /api/v1/*, the identity
  * limiters, the sign-in limiters, contact.send's and documents.search's. This module holds the
  * interface and the in-memory limiter, which the embedded database (one process) uses; on a
- * database server the limiters count in PostgreSQL instead, so several API instances together
- * allow what one allows (shared-rate-limit.ts).
+ * database server the limiters count in PostgreSQL as well, so several API instances together
+ * allow what one allows, and this in-memory count decides a hit the database cannot count in time
+ * (shared-rate-limit.ts).
  *
  * Clients are counted by `addressKey`: an IPv4 address as is, an IPv6 address by its /64 (one
  * host usually holds a whole /64, so counting single IPv6 addresses would give it 2^64 budgets).

@@ -11,10 +11,10 @@
  */
 import type { Database, Sql } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
-import { memoryLimiters, retryAfter, type LimiterFactory, type RateLimit, type RateLimiter } from './rate-limit.ts';
+import { createRateLimiter, memoryLimiters, retryAfter, type LimiterFactory, type RateLimit, type RateLimiter } from './rate-limit.ts';
 import { withDeadline } from '../db/deadline.ts';
 
-/** How long one hit may wait for the database before the request is let through uncounted. */
+/** How long one hit may wait for the database (a connection included) before this process's count decides. */
 const LIMITER_DEADLINE_MS = 1000;
 
 interface LimiterOptions {
@@ -35,21 +35,28 @@ export function sharedLimiters(options: LimiterOptions): LimiterFactory {
 }
 
 /**
- * One limiter whose counts live in `rate_limits` under `name`. A hit the database cannot count
- * (it is unreachable, or the statement timed out) is allowed and logged: refusing would turn a
- * database outage into 500s on routes that need no database, and the routes worth guessing at
- * (sign-in) cannot work without it anyway.
+ * One limiter whose counts live in `rate_limits` under `name`, and in this process too: every hit
+ * is also counted by an in-memory limiter of the same budget, and when the database cannot count a
+ * hit in time (unreachable, the statement or its wait for a pool connection passed the deadline)
+ * that count decides. So a limit never turns off under database pressure (issue 23: while the pool
+ * was saturated every hit was let through uncounted, sign-in's included, while password checks
+ * still ran); it only stops being shared: each instance allows the budget on its own until the
+ * database answers again (docs/rate-limits.md). Refusing instead would turn a database outage into
+ * 429s on routes that need no database; the in-process count refuses exactly the floods.
  */
 function createSharedRateLimiter(name: string, limit: RateLimit, options: LimiterOptions): RateLimiter {
   const { sql } = options;
+  const inProcess = createRateLimiter({ ...limit, now: options.now });
   return {
     async hit(key) {
       const time = options.now();
       const now = new Date(time);
+      // Counted before the query is sent: the process's count must see the hits the database did too.
+      const local = await inProcess.hit(key);
       let row: { count: number; resets_at: Date } | undefined;
       try {
-        // A short deadline of its own: while the database hangs, failing open after a second leaves
-        // the rest of the request's deadline to the work that needs the database.
+        // A short deadline of its own: while the database hangs, this process's count decides after a
+        // second, leaving the rest of the request's deadline to the work that needs the database.
         [row] = await withDeadline(LIMITER_DEADLINE_MS, async () => await sql<{ count: number; resets_at: Date }[]>`
           insert into rate_limits as r (limiter, key, count, resets_at)
           values (${name}, ${key}, 1, ${new Date(time + limit.windowMs)})
@@ -58,8 +65,8 @@ function createSharedRateLimiter(name: string, limit: RateLimit, options: Limite
             resets_at = case when r.resets_at <= ${now} then excluded.resets_at else r.resets_at end
           returning count, resets_at`);
       } catch (error) {
-        options.logger.warn({ err: error, limiter: name }, 'rate limit not counted (database error): the request is allowed');
-        return { allowed: true };
+        options.logger.warn({ err: error, limiter: name, allowed: local.allowed }, 'rate limit not counted in the database: this process\'s count decides');
+        return local;
       }
       if (row!.count <= limit.limit) return { allowed: true };
       return { allowed: false, retryAfterSeconds: retryAfter(row!.resets_at.getTime(), time) };

@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import { flushCompileCache } from 'node:module';
-import type { AddressInfo } from 'node:net';
+import { BlockList, isIP, type AddressInfo } from 'node:net';
 import type { Config } from '../config.ts';
 import { openDatabase, type Database } from '../db/connection.ts';
 import { embeddedDatabaseExists } from '../db/embedded.ts';
@@ -72,6 +72,8 @@ export async function runGrantAdmin(config: Config, logger: Logger, email: strin
  * it reports its address over the IPC channel and exits when that channel closes (its parent is gone).
  */
 export async function runAi(config: Config, logger: Logger): Promise<void> {
+  const refusal = openAiServiceRefusal(config);
+  if (refusal) throw new Error(refusal);
   const supervised = process.send !== undefined;
   // Ctrl-C reaches the whole process group: a supervised child leaves SIGINT to its parent, which
   // stops it with SIGTERM once the API has drained (jobs in flight may still need it).
@@ -84,6 +86,29 @@ export async function runAi(config: Config, logger: Logger): Promise<void> {
   await stop.requested;
   await ai.close();
   process.exit(0);
+}
+
+/**
+ * Why `ai` must not start, if it must not: in production, on an address other hosts can reach,
+ * without AI_API_KEY it would answer anyone (embeddings and extraction on this machine's CPU and
+ * memory, files parsed for strangers). Outside production an open companion is a developer's
+ * choice; on loopback only this machine reaches it. (`serve` always gives its child a key.)
+ */
+export function openAiServiceRefusal(config: Config): string | undefined {
+  if (config.environment !== 'production' || config.ai.apiKey || isLoopback(config.ai.host)) return undefined;
+  return `Refusing to start the AI service: AI_HOST is ${config.ai.host}, an address other machines can reach, and AI_API_KEY is not set, so it would answer anyone (NODE_ENV=production). Set AI_API_KEY (and give the API the same key), or listen on loopback (AI_HOST=127.0.0.1).`;
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+
+function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  const address = host.replace(/^\[(.*)\]$/, '$1');
+  const family = isIP(address);
+  return family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 /**

@@ -114,7 +114,7 @@ export const configSchema = {
     },
     AUTH_RATE_LIMIT_PER_MINUTE: {
       type: 'integer', minimum: 1, maximum: 1_000_000, default: 10,
-      description: 'Per-IP budget per minute of sign-up, sign-in, password reset and verification email; every other `/api/auth/*` route gets ten times as much.',
+      description: 'Per-IP budget per minute of sign-up, sign-in, password change, password reset and verification email; every other `/api/auth/*` route gets ten times as much.',
     },
     EMAIL_PROVIDER: {
       type: 'string', enum: ['smtp', 'log', 'none'], 'x-default': '`log` (`none` when `NODE_ENV=production`)',
@@ -187,7 +187,7 @@ export const configSchema = {
     },
     AI_API_KEY: {
       type: 'string', 'x-default': 'unset (`serve` makes one for its child)',
-      description: "The companion's key: it answers every route but `/health` only to `Authorization: Bearer <AI_API_KEY>` (401 otherwise), and the API's client sends it. `serve` generates a fresh key for the AI service it starts when none is set; a separately run `ai` without a key answers anyone who can reach it.",
+      description: "The companion's key: it answers every route but `/health` only to `Authorization: Bearer <AI_API_KEY>` (401 otherwise), and the API's client sends it. `serve` generates a fresh key for the AI service it starts when none is set; a separately run `ai` without a key answers anyone who can reach it on loopback, and with `NODE_ENV=production` and a non-loopback `AI_HOST` it refuses to start.",
     },
     AI_HOST: {
       type: 'string', default: '127.0.0.1',
@@ -249,6 +249,10 @@ export const configSchema = {
     JOB_LEASE_SECONDS: {
       type: 'integer', minimum: 10, maximum: 86_400, default: 60,
       description: 'A running job whose worker stops sending heartbeats for this long is picked up again by another worker (pg-boss checks heartbeats no more often than every 10 seconds).',
+    },
+    MAX_QUEUED_JOBS_PER_ORGANIZATION: {
+      type: 'integer', minimum: 1, maximum: 100_000, default: 100,
+      description: 'Queued jobs (those waiting for a retry included) one organization may have at once; `jobs.create` and `jobs.retry` past it answer 429 `TOO_MANY_REQUESTS` with `Retry-After`, so a burst is refused at the door instead of queued for an hour. The re-indexing the service queues itself after a model change is never refused (its jobs count, though). See [jobs.md](jobs.md), Fairness.',
     },
     STRIPE_SECRET_KEY: {
       type: 'string',

@@ -25,9 +25,14 @@
  *    the transaction's. Once a transaction's deadline has passed its caller has the
  *    DatabaseDeadlineError, its later queries are refused with one, and it is rolled back, never
  *    committed, whatever its callback answers.
+ *
+ * 4. Commit markers (commit-marker.ts): a top-level, writable transaction begun in a marker's scope
+ *    writes the marker last, before its COMMIT, so its outcome can be read back when the COMMIT's
+ *    answer is lost.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type postgres from 'postgres';
+import { currentCommitMarker, type CommitMarker } from './commit-marker.ts';
 import { ANSWER_GRACE_MS, armQuery, DatabaseDeadlineError, scopedDeadline, type DeadlineActions, type DeadlineQuery } from './deadline.ts';
 
 type Sql = postgres.Sql;
@@ -112,18 +117,27 @@ const never = () => new Promise<never>(() => {});
  * Runs a transaction or savepoint callback with `tx` wrapped; `done` runs once it settles. An
  * answered array of queries is awaited here as postgres.js would (Promise.all).
  */
-function runCallback(fn: AnyFunction, tx: TransactionSql, state: TransactionState, actions: DeadlineActions, done: () => void): Promise<unknown> {
+function runCallback(fn: AnyFunction, tx: TransactionSql, state: TransactionState, actions: DeadlineActions, done: () => void, marker?: CommitMarker): Promise<unknown> {
   let answer: unknown;
+  const wrapped = wrapTransaction(tx, state, actions);
   try {
-    answer = fn(wrapTransaction(tx, state, actions));
+    answer = fn(wrapped);
   } catch (error) {
     done();
     return state.lost ? never() : Promise.reject(state.expired ?? error);
   }
   const settled = Array.isArray(answer) ? Promise.all(answer) : Promise.resolve(answer);
+  // The commit marker (commit-marker.ts) goes last, after the work and right before the COMMIT
+  // postgres.js sends once this settles; not in a transaction that is being rolled back anyway.
+  const marked = marker
+    ? settled.then((value) => {
+      if (state.lost || state.expired) return value;
+      return marker.write(wrapped).then(() => value);
+    })
+    : settled;
   // Past its deadline a transaction is rolled back even when its callback succeeded: its caller
   // was told it failed.
-  return settled.then(
+  return marked.then(
     (value) => {
       done();
       return state.lost ? never() : state.expired ? Promise.reject(state.expired) : value;
@@ -215,9 +229,11 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
     const done = () => {
       state.open = false;
     };
+    // A read-only transaction writes nothing, so it has no outcome to mark (and could not write it).
+    const marker = args.length === 1 || !/read\s+only/i.test(String(args[0])) ? currentCommitMarker() : undefined;
     const inside = options.guard
-      ? (tx: TransactionSql) => transactions.run(state, () => runCallback(fn, tx, state, actions, done))
-      : (tx: TransactionSql) => runCallback(fn, tx, state, actions, done);
+      ? (tx: TransactionSql) => transactions.run(state, () => runCallback(fn, tx, state, actions, done, marker))
+      : (tx: TransactionSql) => runCallback(fn, tx, state, actions, done, marker);
     const begun = (sql.begin as (...rest: unknown[]) => Promise<unknown>)(...args.slice(0, -1), inside);
     // begin settles before the callback only when the connection closed under it.
     begun.catch(() => {

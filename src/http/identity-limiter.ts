@@ -5,13 +5,20 @@
  * a minute); the routes where guessing pays (SENSITIVE) also count against a tight shared one
  * (AUTH_RATE_LIMIT_PER_MINUTE a minute). Addresses are keyed by `addressKey` (an IPv6 client by its /64).
  * On a database server the counts are shared by every API instance.
+ *
+ * The tight budget goes by the route the path names however it is spelled (`canonicalPath`): the
+ * identity router matches `/Api/Auth/Request-Password-Reset` as the lower-case route, so a budget
+ * chosen by the path as written gave every spelling a budget of its own (10 × the rate).
  */
 import type { RequestHandler } from 'express';
 import { addressKey, refusal, type LimiterFactory } from '../auth/rate-limit.ts';
 import { sendError } from './error-handler.ts';
-import { findRoute } from './route-lookup.ts';
+import { canonicalPath, findRoute } from './route-lookup.ts';
 
-/** Routes where guessing pays: sign-up, sign-in, reset and verification mail get a tight per-address budget. */
+/**
+ * Every route that checks a secret (a password, a reset or verification token) or sends mail gets
+ * a tight per-address budget (identity.md; test/http/identity-limit-paths.test.ts walks the list).
+ */
 export const SENSITIVE: readonly string[] = ['auth.signUpEmail', 'auth.signInEmail', 'auth.requestPasswordReset', 'auth.sendVerificationEmail', 'auth.resetPassword', 'auth.changePassword'];
 
 const MESSAGE = 'Too many attempts, try again in a minute.';
@@ -21,7 +28,8 @@ export function identityLimiter(limitPerMinute: number, limiters: LimiterFactory
   const sensitive = limiters('identity.sensitive', { limit: limitPerMinute, windowMs: 60_000 });
   return async (req, res, next) => {
     const key = addressKey(req.clientIp);
-    const route = findRoute(req.method, req.baseUrl + req.path);
+    // Mounted at /api/auth (app.ts): req.baseUrl is that prefix as the client spelled it.
+    const route = findRoute(req.method, `/api/auth${canonicalPath(req.path)}`);
     const refused = (await refusal(general, key, MESSAGE)) ?? (route && SENSITIVE.includes(route.name) ? await refusal(sensitive, key, MESSAGE) : undefined);
     if (refused) {
       sendError(req, res, refused);

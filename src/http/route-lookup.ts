@@ -17,8 +17,26 @@ const templates: Template[] = [
 ];
 const byRpcPath = new Map<string, ProcedureDefinition>(Object.values(procedures).map((p) => [`/rpc/${p.name.replace(/\./g, '/')}`, p]));
 
+// Case-insensitive, as every router of the app (Express's default; none sets caseSensitive).
 function template(prefix: string, definition: ProcedureDefinition): Template {
-  return { pattern: new RegExp(`^${prefix}${definition.path.replace(/\{[^}]+\}/g, '[^/]+')}$`), definition };
+  return { pattern: new RegExp(`^${prefix}${definition.path.replace(/\{[^}]+\}/g, '[^/]+')}$`, 'i'), definition };
+}
+
+/**
+ * Every spelling of a path that a router could take for one route, made one: percent-escapes
+ * decoded, runs of `/` made one, trailing `/` dropped, lower case. Wider than what Express routes
+ * today (its routers ignore case; the strict ones refuse a trailing `/` and an escaped letter), so
+ * a budget keyed by it holds whatever router options change later. The caller has checked that the
+ * path decodes (app.ts, wellEncodedPath).
+ */
+export function canonicalPath(path: string): string {
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // Not valid percent-encoding: answered 400 before any router, so no route takes it.
+  }
+  return decoded.replace(/\/{2,}/g, '/').replace(/(.)\/+$/, '$1').toLowerCase();
 }
 
 export function findRoute(method: string, path: string): ProcedureDefinition | undefined {

@@ -1,7 +1,9 @@
 /**
  * The answers Node's HTTP server gives by itself, before any request reaches the app, given in the
- * transport-level error shape `{ error, message, requestId }` with an `X-Request-Id` (a fresh
- * UUID, as request-id.ts makes) and the headers every response carries (security-headers.ts):
+ * transport-level error shape `{ error, message, requestId }` with an `X-Request-Id` and the
+ * headers every response carries (security-headers.ts). The id follows request-id.ts's rule
+ * (specification, rule 5): the client's own well-formed X-Request-Id when the request's headers
+ * were parsed (an Expect refused, a body that turned out malformed or late), else a fresh UUID:
  *
  * - `clientError`: bytes that are not an HTTP/1.1 request (a malformed Content-Length, a bad
  *   request line), a request line and headers over `maxHeaderSize` (HPE_HEADER_OVERFLOW, 431),
@@ -11,10 +13,10 @@
  * - `checkExpectation`: an `Expect` other than `100-continue` (RFC 9110 §10.1.1), 417, where Node
  *   would answer with an empty body.
  */
-import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../logger.ts';
+import { requestIdFor } from './request-id.ts';
 import { CONTENT_SECURITY_POLICY } from './security-headers.ts';
 
 interface Refusal {
@@ -49,6 +51,16 @@ function headers(requestId: string, body: string): Record<string, string> {
   };
 }
 
+/**
+ * The request whose headers the connection's parser has read and whose body it was reading when
+ * it failed; none when the failure is in a request line or headers. The parser keeps the last
+ * request after it completed (keep-alive): a complete one is an earlier request, not the failed one.
+ */
+function parsedRequest(socket: Socket): IncomingMessage | undefined {
+  const incoming = (socket as Socket & { parser?: { incoming?: IncomingMessage | null } | null }).parser?.incoming;
+  return incoming && !incoming.complete ? incoming : undefined;
+}
+
 /** Answers Node's own refusals on `server` in the service's shape; returns the server. */
 export function answerServerErrors(server: Server, logger: Logger): Server {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
@@ -65,7 +77,7 @@ export function answerServerErrors(server: Server, logger: Logger): Server {
       return;
     }
     const refusal = (error.code && REFUSALS[error.code]) || MALFORMED;
-    const requestId = randomUUID();
+    const requestId = requestIdFor(parsedRequest(socket)?.headers['x-request-id']);
     const body = JSON.stringify({ error: refusal.error, message: refusal.message, requestId });
     const head = Object.entries(headers(requestId, body)).map(([name, value]) => `${name}: ${value}\r\n`).join('');
     // One write of a few hundred bytes: the kernel takes it at once, before the socket goes.
@@ -75,7 +87,7 @@ export function answerServerErrors(server: Server, logger: Logger): Server {
   });
 
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    const requestId = randomUUID();
+    const requestId = requestIdFor(req.headers['x-request-id']);
     const body = JSON.stringify({ error: EXPECTATION_FAILED.error, message: EXPECTATION_FAILED.message, requestId });
     // The body, if any, is left unread: the connection closes after the answer.
     res.writeHead(EXPECTATION_FAILED.status, headers(requestId, body)).end(body);

@@ -14,6 +14,11 @@
  *   the client, which retries anyway, learns at once that its first attempt is still alive.
  * - Kept: 2xx and 4xx answers (but 429). Not kept: 429 and 5xx (and any unexpected error), which
  *   say "try again": the key is given back, so the retry does the work.
+ * - Unless the work committed: each transaction of the work marks the key's row just before its
+ *   COMMIT (db/commit-marker.ts, store.ts markWorkDone), so whether the work is in the database is
+ *   known even when the COMMIT's answer was lost (its deadline passed, its connection dropped).
+ *   A failed request whose work committed keeps its key, with a 409 "done, but its answer was
+ *   lost" as its answer: a retry must not create (and charge) a second time.
  * - A key is good for 24 hours from its first use; after that it is free again, and the hourly
  *   sweeper deletes it. A row whose request never finished (its process died) is taken over by a
  *   retry once its lease of IN_PROGRESS_LEASE_MS has run out.
@@ -24,7 +29,8 @@ import type { Logger } from '../logger.ts';
 import { ApiError, type ApiErrorBody, type ErrorCode } from '../contract/errors.ts';
 import { decode, encode } from '../rpc/wire.ts';
 import { requestHash } from './idempotency-key.ts';
-import { claimKey, findKey, releaseKey, saveAnswer, takeOverKey, type KeyClaim, type KeyId } from './store.ts';
+import { withCommitMarker, type CommitMarker } from '../db/commit-marker.ts';
+import { claimKey, findKey, markWorkDone, releaseKey, saveAnswer, takeOverKey, type KeyClaim, type KeyId } from './store.ts';
 
 /** How long a key's first answer is kept and replayed. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
@@ -65,12 +71,20 @@ export async function runOnce<T>(call: IdempotentCall, work: () => Promise<T>): 
     call.replayed();
     return replay<T>(claim.replay);
   }
+  const marker = doneMarker(id, claim.token);
   let answer: T;
   try {
-    answer = await work();
+    answer = await withCommitMarker(marker, work);
   } catch (error) {
     if (error instanceof ApiError && isKept(error.status)) await keep(call, id, claim.token, { status: error.status, body: error.toBody(call.declared) });
-    else await giveBack(call, id, claim.token);
+    else if ((await giveBack(call, id, claim.token)) === 'done') {
+      // The work committed, though this request failed after it (its COMMIT's answer never came).
+      call.log.warn({ err: error, key: id.key }, 'the work of an idempotency key committed but its request failed; its key keeps a 409 "answer lost"');
+      const lost = answerLost();
+      await keep(call, id, claim.token, { status: lost.status, body: lost.toBody(call.declared) });
+      throw lost;
+    }
+    // ('unknown': the database cannot say; the key stays in progress, and its lease frees it only if the work did not commit.)
     throw error;
   }
   // Kept in the RPC wire form, which marks the Dates: a replay on either transport writes the
@@ -93,7 +107,7 @@ async function claimOrFind(call: IdempotentCall, id: KeyId, hash: string): Promi
     if (!row) continue; // given back since our insert: claim again
     if (row.createdAt.getTime() <= now.getTime() - IDEMPOTENCY_WINDOW_MS) {
       // Expired (the sweeper has not come by yet): the key is free again.
-      if (await takeOverKey(call.sql, claim, row.lockToken)) return { token: claim.lockToken };
+      if (await takeOverKey(call.sql, claim, row.lockToken, true)) return { token: claim.lockToken };
       continue;
     }
     if (row.operation !== call.operation) {
@@ -104,8 +118,10 @@ async function claimOrFind(call: IdempotentCall, id: KeyId, hash: string): Promi
     }
     if (row.response) return { replay: row.response };
     if (row.lockedAt.getTime() <= now.getTime() - IN_PROGRESS_LEASE_MS) {
-      // Its request never answered (its process stopped): this retry does the work.
-      if (await takeOverKey(call.sql, claim, row.lockToken)) return { token: claim.lockToken };
+      // Its request never answered (its process stopped). If its work committed, it is done;
+      // else this retry does the work (the take-over itself checks, against a late COMMIT).
+      if (row.workDone) throw answerLost();
+      if (await takeOverKey(call.sql, claim, row.lockToken, false)) return { token: claim.lockToken };
       continue;
     }
     break;
@@ -115,6 +131,21 @@ async function claimOrFind(call: IdempotentCall, id: KeyId, hash: string): Promi
 
 function conflict(message: string): ApiError {
   return new ApiError('CONFLICT', { message });
+}
+
+/** The answer of a key whose work committed but whose answer was lost: final, like any 409 of the work. */
+function answerLost(): ApiError {
+  return conflict('The request with this Idempotency-Key was done, but its answer was lost; look up what it made instead of sending it again (a new key makes a new one).');
+}
+
+/** Marks the key's row in each transaction of the work, so its commit is known (store.ts markWorkDone). */
+function doneMarker(id: KeyId, token: string): CommitMarker {
+  return {
+    async write(tx) {
+      // Taken over by a retry while this work ran (its lease lapsed): that retry does the work, not this one.
+      if (!(await markWorkDone(tx as unknown as Sql, id, token))) throw conflict('A request with this Idempotency-Key is still in progress; retry once it has finished to get its answer.');
+    },
+  };
 }
 
 /** The kept answer, as the first request answered it: a success returned, an error thrown. */
@@ -147,11 +178,16 @@ async function keep(call: IdempotentCall, id: KeyId, token: string, answer: { st
   }
 }
 
-/** Frees the key for a retry; if the database cannot be reached, its lease frees it later. */
-async function giveBack(call: IdempotentCall, id: KeyId, token: string): Promise<void> {
+/**
+ * Frees the key for a retry unless its work committed ('done'). When the database cannot be
+ * reached ('unknown'), the key stays in progress: its lease frees it later, and only if the work
+ * did not commit (takeOverKey).
+ */
+async function giveBack(call: IdempotentCall, id: KeyId, token: string): Promise<'released' | 'done' | 'unknown'> {
   try {
-    await releaseKey(call.sql, id, token);
+    return await releaseKey(call.sql, id, token);
   } catch (error) {
     call.log.warn({ err: error, key: id.key }, 'giving back an idempotency key failed');
+    return 'unknown';
   }
 }

@@ -13,7 +13,8 @@ import type { AiClient } from '../ai-service/client.ts';
 import type { PlanLookup } from '../credits/plans.ts';
 import { ApiError } from '../contract/errors.ts';
 import { findDocument, objectKey, type Document } from '../documents/store.ts';
-import { chunkText } from './chunking.ts';
+import { chunkInThread } from './chunker.ts';
+import { JobFailure } from './job-failure.ts';
 import { readDocumentText, replaceChunks, saveDocumentText } from '../documents/text-store.ts';
 import { chargeRunningJob } from './lifecycle.ts';
 import { indexCredits } from '../credits/pricing.ts';
@@ -29,10 +30,7 @@ export interface KindDeps {
   now(): Date;
 }
 
-/** A failure a retry cannot fix, with a message fit for the job's `error`. */
-export class JobFailure extends Error {
-  override name = 'JobFailure';
-}
+export { JobFailure } from './job-failure.ts';
 
 /** Texts per embeddings request while indexing. */
 const EMBED_BATCH = 32;
@@ -46,14 +44,15 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
   'document.index': async (job, deps) => {
     const document = await documentOf(job, deps);
     const stored = await readDocumentText(deps.sql, document.id);
-    const chunks = stored ? chunkText(stored.text) : (await extract(document, deps)).chunks;
+    // Chunked in a thread (chunker.ts): on the embedded database this worker shares the API's event loop.
+    const chunks = stored ? await chunkInThread(stored.text) : (await extract(document, deps)).chunks;
     // Charged by its chunks (credits/pricing.ts); a re-index the operator asked for is free (credits 0).
     const due = job.credits > 0 ? indexCredits(chunks.length) - job.credits : 0;
     if (due > 0) await chargeRest(job, due, chunks.length, deps);
     const vectors: number[][] = [];
     let model = '';
     for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
-      const answer = await deps.ai.embed(chunks.slice(i, i + EMBED_BATCH));
+      const answer = await deps.ai.embed(chunks.slice(i, i + EMBED_BATCH), { organizationId: job.organizationId });
       // Vectors of two models must never share a document (a provider switched in the middle):
       // the run fails as a transient error and the retry starts over with one model.
       if (model && answer.model !== model) throw new Error(`the embedding model changed from ${model} to ${answer.model} while indexing`);
@@ -67,7 +66,7 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
 
   'text.embed': async (job, deps) => {
     const texts = (job.input as { texts: string[] }).texts;
-    const { vectors, model } = await deps.ai.embed(texts);
+    const { vectors, model } = await deps.ai.embed(texts, { organizationId: job.organizationId });
     return { model, vectors };
   },
 };
@@ -80,11 +79,11 @@ async function documentOf(job: JobRow, deps: KindDeps): Promise<Document> {
 
 async function extract(document: Document, deps: KindDeps): Promise<{ chunks: string[]; characters: number; pages: number | null }> {
   const bytes = await readAll(await deps.storage.read(objectKey(document)));
-  const { text, pages } = await deps.ai.extract(bytes, document.contentType);
+  const { text, pages } = await deps.ai.extract(bytes, document.contentType, { organizationId: document.organizationId });
   if (text.length > deps.maxCharacters) {
     throw new JobFailure(`The document's text has more than ${format(deps.maxCharacters)} characters; at most ${format(deps.maxCharacters)} can be stored.`);
   }
-  const chunks = chunkText(text);
+  const chunks = await chunkInThread(text);
   const plan = await deps.plans.limitsFor(document.organizationId);
   const saved = await saveDocumentText(deps.sql, document, { text, pages, chunks: chunks.length }, deps.now(), plan?.limits.storageBytes ?? null);
   if (saved === 'limit') {

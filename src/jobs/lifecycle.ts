@@ -10,7 +10,8 @@
  * a late or repeated delivery changes nothing.
  *
  * Locks, always in this order, so that no two of these transactions wait for each other in a
- * circle: the organization row (`for no key update`, only when a charge is checked against a plan:
+ * circle: the organization's queue lock (a create only: store.ts lockOrganizationQueue, which no
+ * other transaction takes), the organization row (`for no key update`, only when a charge is checked against a plan:
  * credits/credit-ledger.ts), then the job's row (the transition's update), then the event-order lock, last
  * (events-store.ts). Each transaction runs again when PostgreSQL still aborts it as a deadlock victim or
  * for serialization (retry-transaction.ts): they only touch the database.
@@ -26,7 +27,13 @@ import { charge, refundJob } from '../credits/credit-ledger.ts';
 import type { JobEventBus } from './event-bus.ts';
 import { appendJobEvent } from './events-store.ts';
 import type { JobQueue } from './queue.ts';
-import { addJobCredits, insertJob, transitionJob, type JobChange, type JobKind, type JobRow, type JobStatus } from './store.ts';
+import { addJobCredits, insertJob, lockOrganizationQueue, queuedJobsOf, transitionJob, type JobChange, type JobKind, type JobRow, type JobStatus } from './store.ts';
+
+/**
+ * Retry-After of a create refused by the cap on queued jobs: a guess at when some have run (a job
+ * takes seconds), not a promise; the refusal answers again until one has.
+ */
+export const QUEUE_FULL_RETRY_AFTER_SECONDS = 10;
 
 export interface NewJob {
   organizationId: string;
@@ -42,11 +49,14 @@ export interface NewJob {
 
 export interface JobLifecycle {
   /**
-   * Charges the job's credits, inserts the job and queues it, in one transaction. A retry of a job
-   * that already has one answers 409 CONFLICT (the unique jobs.retry_of, 0009), also when both
-   * retries run at once: the second insert waits for the first and fails once it commits.
+   * Charges the job's credits, inserts the job and queues it (fairly among organizations: queue.ts,
+   * Fairness), in one transaction. A retry of a job that already has one answers 409 CONFLICT (the
+   * unique jobs.retry_of, 0009), also when both retries run at once: the second waits for the first
+   * and fails once it commits. With `maxQueued`, an organization that already has that many queued
+   * jobs is refused with 429 TOO_MANY_REQUESTS and Retry-After, exactly at the cap however many
+   * creates run at once (they take turns on the organization's queue lock).
    */
-  create(job: NewJob, o: { now: Date; plan: PlanLimits | null; retriedBy?: Principal }): Promise<JobRow>;
+  create(job: NewJob, o: { now: Date; plan: PlanLimits | null; retriedBy?: Principal; maxQueued?: number }): Promise<JobRow>;
   /**
    * queued → canceled; null when the job is not queued (any more). Its credits are refunded only
    * when none of its attempts has started (decisions.md): a job waiting for a retry after a failed
@@ -80,9 +90,20 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
       const row = await retryingTransaction(sql, async (tx) => {
         const id = newId('job');
         const { credits } = job;
-        // The charge first: it locks the organization before anything else does (0005_jobs.sql).
+        // The queue lock first (see Locks), then the count it guards: nothing is charged for a refusal.
+        await lockOrganizationQueue(tx, job.organizationId);
+        const queued = await queuedJobsOf(tx, job.organizationId);
+        if (o.maxQueued !== undefined && queued.count >= o.maxQueued) {
+          throw new ApiError('TOO_MANY_REQUESTS', {
+            message: `The organization has ${queued.count} queued jobs, the most it may have (${o.maxQueued}); try again once some have run.`,
+            headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
+          });
+        }
+        // Then the charge: it locks the organization row before any row naming it is written (0005_jobs.sql).
         if (credits > 0) await charge(tx, { organizationId: job.organizationId, amount: credits, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: id, now: o.now, plan: o.plan });
-        const inserted = await insertJob(tx, { id, ...job }, o.now);
+        // pg-boss's row before ours: the job's place in the fair queue is stored on both.
+        const queueStart = await queue.enqueue(tx, id, { organizationId: job.organizationId, lastStart: queued.lastStart });
+        const inserted = await insertJob(tx, { id, ...job, queueStart }, o.now);
         if (inserted === 'already-retried') throw new ApiError('CONFLICT', { message: 'This job was already retried; retry its retry instead.' });
         if (o.retriedBy && job.retryOf) {
           await writeAudit(tx, {
@@ -94,7 +115,6 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
             metadata: { newJobId: id, kind: job.kind, credits },
           }, o.now);
         }
-        await queue.enqueue(tx, id);
         await appendJobEvent(tx, inserted);
         return inserted;
       });

@@ -1,7 +1,8 @@
 /**
  * jobs.list, get, create, cancel, retry. Access is the binding layer's (by-id operations get their
  * row in ctx.row); these only apply the job rules: a job works on a ready document of its own
- * organization, only queued jobs cancel, only failed ones retry. jobs.stream is in stream.ts.
+ * organization, only queued jobs cancel, only failed ones retry, and an organization has at most
+ * MAX_QUEUED_JOBS_PER_ORGANIZATION queued jobs. jobs.stream is in stream.ts.
  */
 import type { Context, Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
@@ -57,7 +58,10 @@ export const jobProcedures = {
   },
 } satisfies Handlers;
 
-/** Prices the job, then creates and queues it (charging its credits). */
+/**
+ * Prices the job, then creates and queues it (charging its credits), within the organization's cap
+ * on queued jobs (429 past it: lifecycle.ts create).
+ */
 async function enqueue(ctx: Context<unknown>, unpriced: Omit<NewJob, 'credits'>): Promise<JobRow> {
   const { services } = ctx;
   const plan = await services.plans.limitsFor(unpriced.organizationId);
@@ -65,6 +69,7 @@ async function enqueue(ctx: Context<unknown>, unpriced: Omit<NewJob, 'credits'>)
   return services.jobs.create(job, {
     now: services.now(),
     plan,
+    maxQueued: services.config.worker.maxQueuedPerOrganization,
     ...(job.retryOf && ctx.principal ? { retriedBy: ctx.principal } : {}),
   });
 }

@@ -18,6 +18,22 @@
  *   the no-op rate (bench/queue.ts: 0.25 → 0.49-0.58 of a plain SKIP LOCKED loop); on a server
  *   they measured 3x slower than single fetches (about 700 against 2 100 jobs/s, cause not found),
  *   so there the default is 1 (config.ts, WORKER_BATCH_SIZE).
+ * - Fairness: start-time fair queueing through pg-boss's priority (it fetches by priority desc,
+ *   then creation), so one organization's backlog delays another's next job by about one job, not
+ *   by the whole backlog (docs/jobs.md, Fairness). Each job gets a virtual start
+ *   v = max(V, the organization's last queued v + 1) and is sent with priority -v, where V, the
+ *   queue's virtual time, is the smallest v still waiting to be fetched for the first time; with
+ *   none waiting, the largest v of a job running or waiting for a retry; with none of those, 0.
+ *   So an organization's first job goes next to the front, its second one slot after, and an
+ *   organization with a backlog takes one turn per round like every other. V only grows while
+ *   the queue is busy and starts again from 0 whenever it empties; v is clamped to the int range
+ *   of pg-boss's priority (past it, the queue is FIFO until it empties once: over two billion jobs
+ *   without an empty moment). A run that failed keeps its priority: its v was at most V when it
+ *   was fetched, so once its backoff is over it goes ahead of the waiting jobs, one job, at most
+ *   twice (RETRY_LIMIT), and can never be starved. The organization's lock, count and last v are
+ *   the caller's (store.ts queuedJobsOf, under lockOrganizationQueue), so creates of one
+ *   organization take turns; creates of different organizations may read the same V, which costs
+ *   a tie, broken by creation order.
  */
 import { randomUUID } from 'node:crypto';
 import { PgBoss, type Job as BossJob } from 'pg-boss';
@@ -38,6 +54,15 @@ export interface QueuedJob {
   jobId: string;
 }
 
+/** pg-boss's priority is an integer column: a virtual start never goes past this (see Fairness). */
+export const MAX_VIRTUAL_START = 2_147_483_647;
+
+/** Whose job is queued, and the last virtual start among that organization's queued jobs (null: none). */
+export interface QueueFlow {
+  organizationId: string;
+  lastStart: number | null;
+}
+
 /** One delivery of a job to a worker: `finalAttempt` when a failure now fails the job for good. */
 export interface Delivery {
   jobId: string;
@@ -46,8 +71,12 @@ export interface Delivery {
 }
 
 export interface JobQueue {
-  /** Queues a job inside the caller's transaction. */
-  enqueue(tx: Db, jobId: string): Promise<void>;
+  /**
+   * Queues a job inside the caller's transaction, fairly among organizations when `flow` names its
+   * organization (see Fairness; the caller holds the organization's queue lock); answers its
+   * virtual start. Without a flow the job takes the queue's virtual time V.
+   */
+  enqueue(tx: Db, jobId: string, flow?: QueueFlow): Promise<number>;
   /** Nudges this process's workers to fetch now; call after the enqueueing transaction committed. */
   wake(): void;
   /**
@@ -104,8 +133,12 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
 
   const workerIds: string[] = [];
   return {
-    async enqueue(tx, jobId) {
-      await boss.send(JOBS_QUEUE, { jobId } satisfies QueuedJob, { db: bossDb(tx) });
+    async enqueue(tx, jobId, flow) {
+      const start = virtualStart(await virtualTime(tx), flow?.lastStart ?? null);
+      // The group (pg-boss's group_id) is only a label here, no concurrency limit is set: it puts
+      // the organization on pg-boss's row, and running rows under its index job_i7 (virtualTime).
+      await boss.send(JOBS_QUEUE, { jobId } satisfies QueuedJob, { db: bossDb(tx), priority: -start, ...(flow ? { group: { id: flow.organizationId } } : {}) });
+      return start;
     },
     wake() {
       for (const id of workerIds) boss.notifyWorker(id);
@@ -149,6 +182,29 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
 }
 
 export type { BossJob };
+
+/** The place of a job whose organization's last queued job is at `lastStart`, when the queue is at `now` (Fairness). */
+export function virtualStart(now: number, lastStart: number | null): number {
+  return Math.min(MAX_VIRTUAL_START, Math.max(now, lastStart === null ? 0 : lastStart + 1));
+}
+
+/**
+ * The queue's virtual time V (Fairness), from pg-boss's rows: each part is an ordered scan of a
+ * partial index that holds only waiting or running rows (job_i11 for created and retry, the first
+ * row of which is the answer; job_i7 for active rows with a group), however long the completed history.
+ */
+export async function virtualTime(tx: Db): Promise<number> {
+  const [row] = await tx<{ v: number }[]>`
+    select coalesce(
+      (select -priority from ${tx(QUEUE_SCHEMA)}.job
+        where name = ${JOBS_QUEUE} and state < 'active' and not blocked and state = 'created'
+        order by priority desc, created_on limit 1),
+      greatest(
+        (select -min(priority) from ${tx(QUEUE_SCHEMA)}.job where name = ${JOBS_QUEUE} and state < 'active' and not blocked and state = 'retry'),
+        (select -min(priority) from ${tx(QUEUE_SCHEMA)}.job where name = ${JOBS_QUEUE} and state = 'active' and group_id is not null)),
+      0) as v`;
+  return row!.v;
+}
 
 /** The settings of both queues; a start updates them only when they differ from what is stored. */
 function queueOptions(o: { leaseSeconds: number; retryDelaySeconds: number }) {

@@ -121,15 +121,42 @@ export interface JobInsert {
   credits: number;
   retryOf: string | null;
   createdBy: string | null;
+  /** Its virtual start in the fair queue (queue.ts, Fairness); null for a job queued without one. */
+  queueStart: number | null;
+}
+
+/** The first half of the two-key advisory lock of an organization's queued jobs (an arbitrary constant of this service). */
+const QUEUE_LOCK = 731_044_203;
+
+/**
+ * Takes the organization's queue lock until `tx` ends: creates of one organization take turns
+ * between counting its queued jobs and inserting theirs, so two cannot both fill the last slot
+ * under the cap, nor both take the same place in the fair queue. Transaction-scoped (a transaction
+ * pooler gives no session). Taken before anything else of the create (lifecycle.ts, Locks).
+ */
+export async function lockOrganizationQueue(tx: Db, organizationId: string): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${QUEUE_LOCK}::int, hashtext(${organizationId}))`;
+}
+
+/**
+ * The organization's queued jobs (those waiting for a retry included): how many, and the last
+ * virtual start among them (null when none has one). Reads the partial index jobs_queued (0012),
+ * which holds only queued rows, so its cost follows the cap, not the organization's history.
+ */
+export async function queuedJobsOf(tx: Db, organizationId: string): Promise<{ count: number; lastStart: number | null }> {
+  const [row] = await tx<{ count: number; lastStart: number | null }[]>`
+    select count(*)::int as count, max(queue_start) as "lastStart" from jobs
+    where organization_id = ${organizationId} and status = 'queued'`;
+  return row!;
 }
 
 /** Inserts a queued job; 'already-retried' when another job already retries `retryOf` (the unique jobs.retry_of, 0009). */
 export async function insertJob(tx: Db, job: JobInsert, now: Date): Promise<JobRow | 'already-retried'> {
   try {
     const [row] = await tx<JobRow[]>`
-      insert into jobs (id, organization_id, workspace_id, document_id, kind, input, credits, retry_of, created_by, created_at, updated_at)
+      insert into jobs (id, organization_id, workspace_id, document_id, kind, input, credits, retry_of, created_by, queue_start, created_at, updated_at)
       values (${job.id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${tx.json(job.input as never)}, ${job.credits},
-              ${job.retryOf}, ${job.createdBy}, ${now}, ${now})
+              ${job.retryOf}, ${job.createdBy}, ${job.queueStart}, ${now}, ${now})
       returning ${tx.unsafe(JOB_COLUMNS)}`;
     return row!;
   } catch (error) {

@@ -6,6 +6,8 @@
  * Last-Event-Id), comments as heartbeats, and `end` just before the server closes the stream.
  * At most five streams per user across every API instance (stream-leases.ts); a revocation ends
  * the streams it concerns at once (stream-revocations.ts), the periodic re-check being the backstop.
+ * Access is checked once more right after the revocation watch is registered, so a revocation
+ * committed between the binding layer's check and the watch is not missed.
  */
 import { procedures } from '../../generated/procedures.ts';
 import type { Context, EventSink, StreamHandlers } from '../context.ts';
@@ -108,6 +110,13 @@ async function streamEvents(call: StreamCall): Promise<void> {
       { userId: principal.userId, sessionId: principal.sessionId, impersonatedBy: principal.impersonatedBy, organizationId },
       recheck,
     );
+    // The binding layer checked access before the watch above was registered: a revocation
+    // committed in between was announced while nobody here listened. One check now that every
+    // later one is heard closes that gap (else only the periodic re-check would see it).
+    if (!(await stillAuthorized(call))) {
+      end('revoked');
+      return;
+    }
     const latest = BigInt(await latestEventId(services.db.sql));
     const resumeFrom = resumePoint(sink.lastEventId, latest);
     sent = resumeFrom ?? latest;
@@ -191,6 +200,16 @@ function rechecker(call: StreamCall, revoke: () => void): () => void {
       });
   };
   return check;
+}
+
+/** The binding layer's authorization, run again; a check that cannot run keeps the stream, as in rechecker. */
+async function stillAuthorized(call: StreamCall): Promise<boolean> {
+  try {
+    return await call.sink.authorized();
+  } catch (error) {
+    call.ctx.log.warn({ err: error }, 'job stream authorization re-check failed');
+    return true;
+  }
 }
 
 function tooManyStreams(): ApiError<'TOO_MANY_REQUESTS'> {

@@ -83,13 +83,26 @@ describe('the limiters, in memory and in PostgreSQL', () => {
     expect(await other('shared', { limit: 1, windowMs: 60_000 }).hit('k')).toMatchObject({ allowed: false });
   });
 
-  it('in PostgreSQL: a hit the database cannot count is allowed, and logged', async () => {
+  it('in PostgreSQL: a hit the database cannot count is counted in the process, and logged (never let through uncounted)', async () => {
     const broken = (() => Promise.reject(new Error('database unavailable'))) as unknown as Sql;
     warnings.length = 0;
     const limiter = sharedLimiters({ sql: broken, now: () => 1, logger })('broken', { limit: 1, windowMs: 60_000 });
     expect(await limiter.hit('k')).toEqual({ allowed: true });
+    expect(await limiter.hit('k')).toEqual({ allowed: false, retryAfterSeconds: 60 });
+    expect(await limiter.hit('other')).toEqual({ allowed: true });
+    expect(warnings).toHaveLength(3);
+  });
+
+  it('in PostgreSQL: the process counts the hits the database counted too, so a failure mid-window refuses on time', async () => {
+    let up = true;
+    // Answers as the table would for the first hits of a window while `up`, then fails.
+    let count = 0;
+    const flaky = (() => (up ? Promise.resolve([{ count: ++count, resets_at: new Date(60_001) }]) : Promise.reject(new Error('pool exhausted')))) as unknown as Sql;
+    const limiter = sharedLimiters({ sql: flaky, now: () => 1, logger })('flaky', { limit: 2, windowMs: 60_000 });
     expect(await limiter.hit('k')).toEqual({ allowed: true });
-    expect(warnings).toHaveLength(2);
+    expect(await limiter.hit('k')).toEqual({ allowed: true });
+    up = false;
+    expect(await limiter.hit('k')).toEqual({ allowed: false, retryAfterSeconds: 60 });
   });
 });
 

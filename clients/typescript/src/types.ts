@@ -555,6 +555,12 @@ export interface paths {
          *     unfinished); the job's workspace is the document's. text.embed needs `input.texts` and
          *     answers the vectors in its result. While billing is configured, a job the remaining credits
          *     cannot cover answers 403 LIMIT_REACHED (kind `aiCredits`).
+         *
+         *     Jobs of different organizations are served in turns: one organization's backlog delays
+         *     another organization's next job by about one running job, not by the whole backlog. An
+         *     organization may have at most `MAX_QUEUED_JOBS_PER_ORGANIZATION` (100 by default) queued jobs
+         *     at once; past it the create answers 429 TOO_MANY_REQUESTS with `Retry-After`, exactly at the
+         *     cap however many creates race.
          */
         post: operations["jobs.create"];
         delete?: never;
@@ -627,7 +633,8 @@ export interface paths {
          *     job's organization, derived from the row. A job that is not `failed`, or that was already
          *     retried (a failed job is retried at most once; retry its retry instead), answers 409
          *     CONFLICT, also when two retries of one job race; while billing is configured, a retry the remaining credits cannot cover answers 403
-         *     LIMIT_REACHED (kind `aiCredits`).
+         *     LIMIT_REACHED (kind `aiCredits`). The new job counts against the organization's cap on
+         *     queued jobs as jobs.create's do (429 TOO_MANY_REQUESTS with `Retry-After` past it).
          */
         post: operations["jobs.retry"];
         delete?: never;
@@ -3682,6 +3689,27 @@ export interface components {
                 "application/json": components["schemas"]["PreconditionFailedError"];
             };
         };
+        /** @description A rate limit was reached (TOO_MANY_REQUESTS): the shared per-IP limiter (300 requests per minute by default), or the organization's cap on queued jobs (`MAX_QUEUED_JOBS_PER_ORGANIZATION`, 100 by default; jobs waiting for a retry count, running ones do not). Past the cap the job is not created and nothing is charged; `Retry-After` says when to try again (10 seconds: about when some of the queued jobs have run). The example: the cap. */
+        TooManyRequestsOrQueueFull: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "defined": true,
+                 *       "code": "TOO_MANY_REQUESTS",
+                 *       "status": 429,
+                 *       "message": "The organization has 100 queued jobs, the most it may have (100); try again once some have run."
+                 *     }
+                 */
+                "application/json": components["schemas"]["TooManyRequestsError"];
+            };
+        };
         /** @description The path is not valid percent-encoding: the API's BAD_REQUEST envelope (`defined: false`), answered before any route. */
         UploadBadPath: {
             headers: {
@@ -5851,7 +5879,7 @@ export interface operations {
             409: components["responses"]["IdempotencyConflict"];
             412: components["responses"]["IdempotentPreconditionFailed"];
             413: components["responses"]["RequestTooLarge"];
-            429: components["responses"]["TooManyRequests"];
+            429: components["responses"]["TooManyRequestsOrQueueFull"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6168,7 +6196,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["RequestTooLarge"];
-            429: components["responses"]["TooManyRequests"];
+            429: components["responses"]["TooManyRequestsOrQueueFull"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -1,0 +1,206 @@
+/**
+ * Fair, bounded queues for the AI service's scarce resources (docs/ai-service.md "Queues"): the
+ * extraction threads, the OCR engine and the embedding model's batches. Without them one
+ * organization's backlog delays everyone else's next document by the whole backlog (issue 23).
+ *
+ * - FairLine: waiting items kept per group (an organization), served round-robin across groups,
+ *   the group served least recently first, and in arrival order within a group. A group with
+ *   nothing waiting or running is forgotten, so a returning organization counts as new: it has
+ *   nothing in progress, and the map stays as small as the work in it.
+ * - FairQueue: a FairLine in front of `capacity` tasks running at once, with a bound on waiting
+ *   work (in total and per group) past which a request is refused at once with 503 and
+ *   Retry-After, and with waiting work dropped when its caller's signal aborts.
+ *
+ * Requests that name no organization form one group of their own (NO_ORGANIZATION).
+ */
+import { HttpError } from './http-exchange.ts';
+
+/** The group of requests that carry no organization (the API's search queries, other clients). */
+export const NO_ORGANIZATION = '';
+
+export interface FairLine<T> {
+  push(group: string, item: T): void;
+  /** The oldest item of the group served least recently, which now counts as just served. */
+  take(): T | undefined;
+  /** Removes an item still waiting; false when it is not waiting. */
+  remove(item: T): boolean;
+  /** Items waiting, in total or of one group. */
+  size(group?: string): number;
+  /** Counts work of the group that started without waiting as served now, like take() would. */
+  started(group: string): void;
+  /** Marks one of the group's taken or started items as finished, so an idle group is forgotten. */
+  finished(group: string): void;
+  clear(): T[];
+}
+
+interface Group<T> {
+  items: T[];
+  /** When the group was last served (a counter, not a clock); -1 for never. */
+  served: number;
+  /** Items taken and not yet finished. */
+  active: number;
+}
+
+export function createFairLine<T>(groupOf: (item: T) => string): FairLine<T> {
+  // Map keeps insertion order: among groups never served, the first to arrive goes first.
+  const groups = new Map<string, Group<T>>();
+  let total = 0;
+  let turn = 0;
+
+  const forgetIfIdle = (key: string, group: Group<T>) => {
+    if (group.items.length === 0 && group.active === 0) groups.delete(key);
+  };
+
+  return {
+    push(key, item) {
+      let group = groups.get(key);
+      if (!group) groups.set(key, (group = { items: [], served: -1, active: 0 }));
+      group.items.push(item);
+      total += 1;
+    },
+    take() {
+      let chosen: Group<T> | undefined;
+      for (const group of groups.values()) {
+        if (group.items.length > 0 && (!chosen || group.served < chosen.served)) chosen = group;
+      }
+      if (!chosen) return undefined;
+      chosen.served = turn++;
+      chosen.active += 1;
+      total -= 1;
+      return chosen.items.shift();
+    },
+    remove(item) {
+      const key = groupOf(item);
+      const group = groups.get(key);
+      const at = group ? group.items.indexOf(item) : -1;
+      if (!group || at < 0) return false;
+      group.items.splice(at, 1);
+      total -= 1;
+      forgetIfIdle(key, group);
+      return true;
+    },
+    size(key) {
+      return key === undefined ? total : (groups.get(key)?.items.length ?? 0);
+    },
+    started(key) {
+      let group = groups.get(key);
+      if (!group) groups.set(key, (group = { items: [], served: -1, active: 0 }));
+      group.served = turn++;
+      group.active += 1;
+    },
+    finished(key) {
+      const group = groups.get(key);
+      if (!group) return;
+      group.active = Math.max(0, group.active - 1);
+      forgetIfIdle(key, group);
+    },
+    clear() {
+      const items = [...groups.values()].flatMap((group) => group.items);
+      groups.clear();
+      total = 0;
+      return items;
+    },
+  };
+}
+
+export interface QueueBounds {
+  /** Tasks running at once. */
+  capacity: number;
+  /** Waiting tasks of all groups together; one more is refused with 503. */
+  maxWaiting: number;
+  /** Waiting tasks of one group; one more of that group is refused with 503. */
+  maxWaitingPerGroup: number;
+  /** The Retry-After of that 503, in seconds: about how long one running task takes to make room. */
+  retryAfterSeconds: number;
+}
+
+export interface QueueStats {
+  running: number;
+  waiting: number;
+  /** Tasks whose caller went away (waiting ones dropped, running ones told through their signal). */
+  dropped: number;
+  /** Requests refused with 503 because the queue was full. */
+  refused: number;
+}
+
+export interface FairQueue {
+  /**
+   * Runs `task` once a slot is free and its group's turn has come, or refuses at once (503) when
+   * the queue is full. When `signal` aborts while waiting the task never runs and the promise
+   * rejects with the signal's reason; while running, the task gets the signal and should stop.
+   */
+  run<T>(group: string, task: (signal: AbortSignal | undefined) => Promise<T>, signal?: AbortSignal): Promise<T>;
+  stats(): QueueStats;
+  /** Rejects every waiting task with `reason` (the service is closing). */
+  cancelWaiting(reason: unknown): void;
+}
+
+interface Waiter {
+  group: string;
+  go(): void;
+  cancel(reason: unknown): void;
+}
+
+/** What `what` names in the 503's message, e.g. "documents", "images". */
+export function createFairQueue(bounds: QueueBounds, what: string): FairQueue {
+  const line = createFairLine<Waiter>((waiter) => waiter.group);
+  let running = 0;
+  let dropped = 0;
+  let refused = 0;
+
+  const full = () => {
+    refused += 1;
+    return new HttpError(503, `Too many ${what} are waiting to be read; try again in ${bounds.retryAfterSeconds} s.`, {
+      headers: { 'retry-after': String(bounds.retryAfterSeconds) },
+    });
+  };
+
+  const next = () => {
+    while (running < bounds.capacity) {
+      const waiter = line.take();
+      if (!waiter) return;
+      running += 1;
+      waiter.go();
+    }
+  };
+
+  return {
+    async run(group, task, signal) {
+      signal?.throwIfAborted();
+      if (running < bounds.capacity && line.size() === 0) {
+        running += 1;
+        // Counted as served, so a group that starts at once takes its turn like one that waited.
+        line.started(group);
+      } else {
+        if (line.size() >= bounds.maxWaiting || line.size(group) >= bounds.maxWaitingPerGroup) throw full();
+        await new Promise<void>((go, cancel) => {
+          const waiter: Waiter = { group, go, cancel };
+          const gone = () => {
+            if (!line.remove(waiter)) return;
+            dropped += 1;
+            cancel(signal!.reason);
+          };
+          signal?.addEventListener('abort', gone, { once: true });
+          // The listener must not outlive the wait: a long-lived signal would keep every waiter.
+          waiter.go = () => { signal?.removeEventListener('abort', gone); go(); };
+          waiter.cancel = (reason) => { signal?.removeEventListener('abort', gone); cancel(reason); };
+          line.push(group, waiter);
+        });
+      }
+      try {
+        return await task(signal);
+      } finally {
+        if (signal?.aborted) dropped += 1;
+        running -= 1;
+        line.finished(group);
+        next();
+      }
+    },
+    stats() {
+      return { running, waiting: line.size(), dropped, refused };
+    },
+    cancelWaiting(reason) {
+      for (const waiter of line.clear()) waiter.cancel(reason);
+    },
+  };
+}

@@ -1,0 +1,133 @@
+/**
+ * The chunker (src/jobs/chunking.ts) is linear and cuts where it always did, and the thread that
+ * runs it for the jobs (src/jobs/chunker.ts) answers the same chunks and fails a text that runs
+ * over its time or memory with a readable JobFailure. The product-level shape (a 2-million-character
+ * text with no space through upload, extraction and indexing while /healthz answers) is in
+ * chunking-product.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { chunkInThread } from '../../src/jobs/chunker.ts';
+import { chunkText, measuredChunks, type ChunkOptions } from '../../src/jobs/chunking.ts';
+import { JobFailure } from '../../src/jobs/kinds.ts';
+
+/**
+ * chunkText as it was before issue 23, kept verbatim as the reference for cut points: it looked for
+ * the next chunk's word start up to the end of the text (quadratic without spaces).
+ */
+function previousChunkText(text: string, options: ChunkOptions = { size: 1000, overlap: 200 }): string[] {
+  const clean = text.replace(/\r\n?/g, '\n').replace(/[ \t]+/g, ' ').replace(/\n{3,}/g, '\n\n').trim();
+  const chunks: string[] = [];
+  let start = 0;
+  while (start < clean.length) {
+    let end = Math.min(start + options.size, clean.length);
+    if (end < clean.length) end = previousBoundaryBefore(clean, start + Math.floor(options.size / 2), end);
+    const chunk = clean.slice(start, end).trim();
+    if (chunk) chunks.push(chunk);
+    if (end >= clean.length) break;
+    let next = Math.max(end - options.overlap, start + 1);
+    const space = clean.indexOf(' ', next);
+    if (space !== -1 && space < end) next = space + 1;
+    start = next;
+  }
+  return chunks;
+}
+
+function previousBoundaryBefore(text: string, min: number, max: number): number {
+  const window = text.slice(min, max);
+  for (const pattern of [/\n\n/g, /[.!?]["')\]]?\s/g, /\s/g]) {
+    let last = -1;
+    for (const match of window.matchAll(pattern)) last = match.index + match[0].length;
+    if (last > 0) return min + last;
+  }
+  return max;
+}
+
+/** A seeded generator (LCG): the same seed gives the same text. */
+function generator(seed: number) {
+  let state = seed >>> 0;
+  const next = () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 4294967296;
+  return { next, pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]! };
+}
+
+/** Words, sentence ends, quotes, tabs, CRLF, blank lines and now and then a long run with no space. */
+function mixedText(seed: number, characters: number): string {
+  const random = generator(seed);
+  const words = ['report', 'the', 'quarterly', 'a', 'valve', 'Lisbon', 'über', '東京', 'forecast', 'x', 'approved', 'données'];
+  const separators = [' ', ' ', ' ', ' ', '  ', '\t', '. ', '! ', '? ', '." ', '.) ', '\n', '\r\n', '\n\n', '\n\n\n\n', ', '];
+  let text = '';
+  while (text.length < characters) {
+    text += random.next() < 0.01 ? 'y'.repeat(Math.floor(random.next() * 3000)) : random.pick(words);
+    text += random.pick(separators);
+  }
+  return text;
+}
+
+const LONG = Array.from({ length: 1240 }, (_, i) => `Sentence ${i} of the long report says something about topic ${i % 37}.`).join(' ');
+
+describe('chunkText', () => {
+  it.each([
+    { given: 'the pricing suite\'s 1240 sentences', text: LONG },
+    { given: 'paragraphs of short sentences', text: Array.from({ length: 300 }, (_, i) => `Paragraph ${i}. It has two sentences!\n\n`).join('') },
+    { given: 'one long line of words', text: Array.from({ length: 5000 }, (_, i) => `word${i % 97}`).join(' ') },
+    { given: 'words, punctuation, tabs, CRLF and blank lines (seed 1)', text: mixedText(1, 60_000) },
+    { given: 'the same with runs of no space (seed 2)', text: mixedText(2, 120_000) },
+    { given: 'seed 3', text: mixedText(3, 200_000) },
+    { given: '20 000 characters with no space', text: 'z'.repeat(20_000) },
+    { given: 'a space only near the end', text: `${'q'.repeat(9_000)} tail` },
+    { given: 'shorter than one chunk', text: 'Just one sentence.' },
+    { given: 'only whitespace', text: ' \t\r\n\n ' },
+    { given: 'empty', text: '' },
+  ])('cuts $given exactly where the previous chunker did', ({ text }) => {
+    expect(chunkText(text)).toEqual(previousChunkText(text));
+  });
+
+  it('cuts with other sizes and overlaps as before', () => {
+    const text = mixedText(4, 30_000);
+    for (const options of [{ size: 200, overlap: 50 }, { size: 500, overlap: 0 }, { size: 64, overlap: 31 }]) {
+      expect(chunkText(text, options)).toEqual(previousChunkText(text, options));
+    }
+  });
+
+  it('reads each character of a 2-million-character text with no space less than once in its searches', () => {
+    // U+0120: the character of issue 23's upload (a two-byte string whose searches were slowest).
+    const text = '\u0120'.repeat(2_000_000);
+    const { chunks, scanned } = measuredChunks(text);
+    // Every chunk is the 1000 characters 800 after the previous one's start (the overlap is 200).
+    expect(chunks).toHaveLength(2500);
+    chunks.forEach((chunk, i) => expect(chunk === text.slice(800 * i, 800 * i + 1000)).toBe(true));
+    // The previous chunker read the rest of the text once per chunk: ~2.5 billion characters here.
+    expect(scanned).toBeLessThan(text.length);
+  });
+
+  it('reads a number of characters proportional to the text, whatever its shape', () => {
+    for (const text of [mixedText(5, 400_000), 'w'.repeat(400_000), 'a b '.repeat(100_000), '\n'.repeat(400_000) + 'x']) {
+      const single = measuredChunks(text).scanned;
+      const double = measuredChunks(text + '\n\n' + text).scanned;
+      expect(single).toBeLessThanOrEqual(text.length);
+      expect(double).toBeLessThanOrEqual(2 * single + 2000);
+    }
+  });
+});
+
+describe('chunkInThread', () => {
+  it('answers what chunkText answers', async () => {
+    const text = mixedText(6, 100_000);
+    expect(await chunkInThread(text)).toEqual(chunkText(text));
+    expect(await chunkInThread('')).toEqual([]);
+  });
+
+  it('fails the text with a JobFailure when the thread runs over its time limit', async () => {
+    // No thread starts, let alone chunks 2 million characters, within a millisecond.
+    const refused = chunkInThread('\u0120'.repeat(2_000_000), undefined, { timeoutMs: 1, memoryMb: 256 });
+    await expect(refused).rejects.toBeInstanceOf(JobFailure);
+    await expect(refused).rejects.toThrow(/^The document's text could not be split into chunks within 0\.001 s\.$/);
+  });
+
+  it('fails the text with a JobFailure when the thread runs out of memory', async () => {
+    // 16 MiB of heap cannot hold 8 million two-byte characters (16 MB), let alone their chunks.
+    // (A heap far smaller than V8 needs to start a thread aborts the process instead: keep caps sane.)
+    const refused = chunkInThread('\u0120'.repeat(8_000_000), undefined, { timeoutMs: 30_000, memoryMb: 16 });
+    await expect(refused).rejects.toBeInstanceOf(JobFailure);
+    await expect(refused).rejects.toThrow(/^Splitting the document's text into chunks needed more than 16 MiB of memory\.$/);
+  });
+});

@@ -1,0 +1,144 @@
+/**
+ * Fair service across organizations (queue.ts, Fairness; docs/jobs.md), with the worker inline on
+ * the test's database (embedded, or PostgreSQL under `scripts/test-pg.sh`): organization A queues
+ * a backlog of long jobs; B (and C) then queue one job of the same kind while A's first jobs run.
+ * Their jobs start within about one of A's fetches, not after A's whole backlog, and succeed
+ * while most of A's backlog is still queued. Jobs last until the test answers their AI request
+ * (fairness-support.ts), so the assertions are on the order jobs started in, not on time.
+ *
+ * The cap on an organization's queued jobs (MAX_QUEUED_JOBS_PER_ORGANIZATION): the next create
+ * answers 429 with Retry-After, charges nothing, and is admitted again once a queued job has gone.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiClientError } from '../../clients/typescript/src/index.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { creditsSpent, tenant, type Tenant } from './support.ts';
+import { allSucceeded, fetchOrder, heldEmbeddings, queuedCount, serveUntil, type HeldEmbeddings } from './fairness-support.ts';
+
+const BACKLOG = 24;
+
+describe('fair service across organizations (inline worker)', () => {
+  let server: TestServer;
+  let ai: HeldEmbeddings;
+  let batchSize: number;
+
+  beforeAll(async () => {
+    ai = await heldEmbeddings();
+    // One worker: the jobs running at once are one fetched batch (4 on the embedded database).
+    server = await startTestServer({ aiService: false, env: { AI_URL: ai.url, WORKER_CONCURRENCY: '1', RATE_LIMIT_PER_MINUTE: '100000' } });
+    batchSize = server.services.config.worker.batchSize;
+  });
+  afterAll(async () => {
+    await ai?.close();
+    await server?.close();
+  });
+
+  const embed = (t: Tenant, label: string) => t.client.jobs.create({ organizationId: t.org, kind: 'text.embed', input: { texts: [label] } });
+
+  it("another organization's job starts within one fetch of A's backlog and succeeds before it drains; a third one too", async () => {
+    const a = await tenant(server);
+    const b = await tenant(server);
+    const c = await tenant(server);
+    // A's first job is running (held by the AI stand-in: the one worker is busy with it) when A
+    // queues the rest of its backlog, and B and C queue theirs.
+    await embed(a, 'A0');
+    await ai.untilHeld(1);
+    for (let i = 1; i < BACKLOG; i++) await embed(a, `A${i}`);
+    const bJob = await embed(b, 'B0');
+    const cJob = await embed(c, 'C0');
+
+    await serveUntil(ai, () => allSucceeded(server.db, [bJob.id, cJob.id]));
+
+    // First come, first served would start B and C after all of A's BACKLOG jobs. Fair: they tie
+    // with A's next waiting job (A's turn goes first, it was queued first), so they are in the
+    // first fetch after the running job (the requests of one batch arrive in any order).
+    const started = ai.arrivals;
+    expect(started[0]).toBe('A0');
+    expect(started.indexOf('B0')).toBeGreaterThan(0);
+    expect(started.indexOf('B0')).toBeLessThanOrEqual(batchSize);
+    expect(started.indexOf('C0')).toBeLessThanOrEqual(batchSize);
+    expect(startedBefore(started, 'B0', `A${batchSize + 1}`)).toBe(true);
+    // Both succeeded while most of A's backlog still waits.
+    expect(await queuedCount(server.db, a.org)).toBeGreaterThanOrEqual(BACKLOG / 2);
+    // The rest runs at once, so the next test starts on an empty queue.
+    ai.answerAll();
+    await serveUntil(ai, async () => (await queuedCount(server.db, a.org)) === 0 && (await runningCount(server)) === 0);
+  }, 120_000);
+
+  it('an organization with a backlog takes one turn per round: the queue interleaves two organizations', async () => {
+    const a = await tenant(server);
+    const b = await tenant(server);
+    ai.arrivals.length = 0;
+    ai.hold();
+    await embed(a, 'A0');
+    await ai.untilHeld(1);
+    for (let i = 1; i < 8; i++) await embed(a, `A${i}`);
+    const bJobs: { id: string }[] = [];
+    for (let i = 0; i < 4; i++) bJobs.push(await embed(b, `B${i}`));
+    // The order pg-boss fetches in (priority desc, then creation): A and B alternate, A's first
+    // (queued first), then the rest of A's backlog.
+    expect((await fetchOrder(server.db)).join(' ')).toBe('A1 B0 A2 B1 A3 B2 A4 B3 A5 A6 A7');
+    await serveUntil(ai, () => allSucceeded(server.db, bJobs.map((job) => job.id)));
+    // B's last job started before the last three of A's backlog (when they have started at all).
+    for (const later of ['A5', 'A6', 'A7']) expect(startedBefore(ai.arrivals, 'B3', later), later).toBe(true);
+    ai.answerAll();
+  }, 120_000);
+});
+
+/** Whether `first` started, and `second` after it or not yet. */
+function startedBefore(arrivals: string[], first: string, second: string): boolean {
+  const at = arrivals.indexOf(first);
+  const other = arrivals.indexOf(second);
+  return at >= 0 && (other === -1 || other > at);
+}
+
+async function runningCount(server: TestServer): Promise<number> {
+  const [row] = await server.db.sql<{ count: number }[]>`select count(*)::int as count from jobs where status = 'running'`;
+  return row!.count;
+}
+
+describe('the cap on an organization\'s queued jobs', () => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    // No worker: jobs stay queued, so the count is the test's.
+    server = await startTestServer({ env: { WORKER: 'off', MAX_QUEUED_JOBS_PER_ORGANIZATION: '3', RATE_LIMIT_PER_MINUTE: '100000' } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const embed = (t: Tenant) => t.client.jobs.create({ organizationId: t.org, kind: 'text.embed', input: { texts: ['x'] } });
+
+  it('past the cap jobs.create answers 429 with Retry-After and charges nothing; a cancel frees a slot; other organizations are not affected', async () => {
+    const a = await tenant(server);
+    const b = await tenant(server);
+    const jobs = [await embed(a), await embed(a), await embed(a)];
+    const refused = await server.fetch('/api/v1/jobs', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.owner.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ organizationId: a.org, kind: 'text.embed', input: { texts: ['x'] } }),
+    });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await refused.json()).toEqual({
+      defined: true,
+      code: 'TOO_MANY_REQUESTS',
+      status: 429,
+      message: 'The organization has 3 queued jobs, the most it may have (3); try again once some have run.',
+    });
+    expect(await creditsSpent(server, a.org)).toBe(3);
+    expect(await queuedCount(server.db, a.org)).toBe(3);
+    // The typed client sees the declared error.
+    const error = await embed(a).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ApiClientError);
+    expect(error).toMatchObject({ status: 429, code: 'TOO_MANY_REQUESTS', defined: true });
+
+    // Another organization has its own count.
+    await embed(b);
+    // A canceled job is no longer queued: its slot is free again.
+    await a.client.jobs.cancel({ id: jobs[0]!.id });
+    await embed(a);
+    await expect(embed(a)).rejects.toMatchObject({ status: 429 });
+  }, 60_000);
+});
