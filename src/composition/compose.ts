@@ -9,6 +9,7 @@ import type { Handlers, Services, StreamHandlers, AuthHandlers } from '../contex
 import type { Database } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import { withDeadline } from '../db/deadline.ts';
+import { createChunker } from '../jobs/chunker.ts';
 import { startWorker } from '../jobs/worker.ts';
 import { buildHttpApp } from '../http/app.ts';
 import { identityHandlers, procedureHandlers, streamHandlers } from './handlers.ts';
@@ -47,13 +48,18 @@ export async function compose(options: ComposeOptions & { role?: 'api' | 'worker
   const role = options.role ?? 'api';
   const works = role === 'worker' || config.worker.mode === 'inline';
   const { services, limit } = await createServices({ config, db, logger, works, overrides });
-  const stop = (timeoutMs?: number) => services.queue.stop(timeoutMs);
-  if (works) {
+  // The worker's chunking thread (jobs/chunker.ts), stopped once the queue has let its jobs finish.
+  const chunker = works ? createChunker() : null;
+  const stop = async (timeoutMs?: number) => {
+    await services.queue.stop(timeoutMs);
+    await chunker?.close();
+  };
+  if (chunker) {
     // The jobs' deadline for everything the worker does (db/deadline.ts), not the API's: the scope
     // follows the fetch loops started inside it to every delivery and the housekeeping.
     await withDeadline(config.database.jobDeadlineMs, () => startWorker({
       queue: services.queue, jobs: services.jobs, sql: db.sql, storage: services.storage, ai: services.ai, plans: services.plans,
-      maxCharacters: config.ai.extraction.maxCharacters, now: services.now, logger, concurrency: config.worker.concurrency, batchSize: config.worker.batchSize,
+      maxCharacters: config.ai.extraction.maxCharacters, chunker, now: services.now, logger, concurrency: config.worker.concurrency, batchSize: config.worker.batchSize,
     }));
   }
   if (role === 'worker') return { services, stop };

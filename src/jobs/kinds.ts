@@ -13,7 +13,7 @@ import type { AiClient } from '../ai-service/client.ts';
 import type { PlanLookup } from '../credits/plans.ts';
 import { ApiError } from '../contract/errors.ts';
 import { findDocument, objectKey, type Document } from '../documents/store.ts';
-import { chunkInThread } from './chunker.ts';
+import type { Chunker } from './chunker.ts';
 import { JobFailure } from './job-failure.ts';
 import { readDocumentText, replaceChunks, saveDocumentText } from '../documents/text-store.ts';
 import { chargeRunningJob } from './lifecycle.ts';
@@ -27,6 +27,8 @@ export interface KindDeps {
   plans: PlanLookup;
   /** MAX_EXTRACTED_CHARACTERS: the companion refuses longer texts already; checked again before storing. */
   maxCharacters: number;
+  /** Chunks texts in a thread (chunker.ts): on the embedded database this worker shares the API's event loop. */
+  chunker: Chunker;
   now(): Date;
 }
 
@@ -44,8 +46,7 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
   'document.index': async (job, deps) => {
     const document = await documentOf(job, deps);
     const stored = await readDocumentText(deps.sql, document.id);
-    // Chunked in a thread (chunker.ts): on the embedded database this worker shares the API's event loop.
-    const chunks = stored ? await chunkInThread(stored.text) : (await extract(document, deps)).chunks;
+    const chunks = stored ? await deps.chunker.chunk(stored.text) : (await extract(document, deps)).chunks;
     // Charged by its chunks (credits/pricing.ts); a re-index the operator asked for is free (credits 0).
     const due = job.credits > 0 ? indexCredits(chunks.length) - job.credits : 0;
     if (due > 0) await chargeRest(job, due, chunks.length, deps);
@@ -83,7 +84,7 @@ async function extract(document: Document, deps: KindDeps): Promise<{ chunks: st
   if (text.length > deps.maxCharacters) {
     throw new JobFailure(`The document's text has more than ${format(deps.maxCharacters)} characters; at most ${format(deps.maxCharacters)} can be stored.`);
   }
-  const chunks = await chunkInThread(text);
+  const chunks = await deps.chunker.chunk(text);
   const plan = await deps.plans.limitsFor(document.organizationId);
   const saved = await saveDocumentText(deps.sql, document, { text, pages, chunks: chunks.length }, deps.now(), plan?.limits.storageBytes ?? null);
   if (saved === 'limit') {

@@ -6,7 +6,7 @@
  * chunking-product.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { chunkInThread } from '../../src/jobs/chunker.ts';
+import { createChunker } from '../../src/jobs/chunker.ts';
 import { chunkText, measuredChunks, type ChunkOptions } from '../../src/jobs/chunking.ts';
 import { JobFailure } from '../../src/jobs/kinds.ts';
 
@@ -109,25 +109,50 @@ describe('chunkText', () => {
   });
 });
 
-describe('chunkInThread', () => {
-  it('answers what chunkText answers', async () => {
-    const text = mixedText(6, 100_000);
-    expect(await chunkInThread(text)).toEqual(chunkText(text));
-    expect(await chunkInThread('')).toEqual([]);
+describe('the chunking thread (createChunker)', () => {
+  it('answers what chunkText answers, text after text on one kept thread', async () => {
+    const chunker = createChunker();
+    try {
+      const text = mixedText(6, 100_000);
+      expect(await chunker.chunk(text)).toEqual(chunkText(text));
+      expect(await chunker.chunk('')).toEqual([]);
+      expect(await Promise.all([chunker.chunk(text), chunker.chunk('a b c')])).toEqual([chunkText(text), chunkText('a b c')]);
+    } finally {
+      await chunker.close();
+    }
   });
 
-  it('fails the text with a JobFailure when the thread runs over its time limit', async () => {
-    // No thread starts, let alone chunks 2 million characters, within a millisecond.
-    const refused = chunkInThread('\u0120'.repeat(2_000_000), undefined, { timeoutMs: 1, memoryMb: 256 });
-    await expect(refused).rejects.toBeInstanceOf(JobFailure);
-    await expect(refused).rejects.toThrow(/^The document's text could not be split into chunks within 0\.001 s\.$/);
+  it('fails the text with a JobFailure when the thread runs over its time limit, and chunks the next on a fresh thread', async () => {
+    const chunker = createChunker({ timeoutMs: 1, memoryMb: 256 });
+    try {
+      // No thread starts, let alone chunks 2 million characters, within a millisecond.
+      const refused = chunker.chunk('\u0120'.repeat(2_000_000));
+      const after = chunker.chunk('too late as well');
+      await expect(refused).rejects.toBeInstanceOf(JobFailure);
+      await expect(refused).rejects.toThrow(/^The document's text could not be split into chunks within 0\.001 s\.$/);
+      await expect(after).rejects.toBeInstanceOf(JobFailure);
+    } finally {
+      await chunker.close();
+    }
   });
 
-  it('fails the text with a JobFailure when the thread runs out of memory', async () => {
+  it('fails the text with a JobFailure when the thread runs out of memory, and chunks the next on a fresh thread', async () => {
     // 16 MiB of heap cannot hold 8 million two-byte characters (16 MB), let alone their chunks.
     // (A heap far smaller than V8 needs to start a thread aborts the process instead: keep caps sane.)
-    const refused = chunkInThread('\u0120'.repeat(8_000_000), undefined, { timeoutMs: 30_000, memoryMb: 16 });
-    await expect(refused).rejects.toBeInstanceOf(JobFailure);
-    await expect(refused).rejects.toThrow(/^Splitting the document's text into chunks needed more than 16 MiB of memory\.$/);
+    const chunker = createChunker({ timeoutMs: 30_000, memoryMb: 16 });
+    try {
+      const refused = chunker.chunk('\u0120'.repeat(8_000_000));
+      await expect(refused).rejects.toBeInstanceOf(JobFailure);
+      await expect(refused).rejects.toThrow(/^Splitting the document's text into chunks needed more than 16 MiB of memory\.$/);
+      expect(await chunker.chunk('one two three')).toEqual(chunkText('one two three'));
+    } finally {
+      await chunker.close();
+    }
+  });
+
+  it('refuses texts once closed', async () => {
+    const chunker = createChunker();
+    await chunker.close();
+    await expect(chunker.chunk('late')).rejects.toThrow('the chunker is closed');
   });
 });
