@@ -1943,7 +1943,220 @@ return errors === 0;
 validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_documents_search = validate36;
-const schema60 = {"type":"object","description":"The body of documents.search.","additionalProperties":false,"examples":[{"query":"third quarter revenue by region","limit":10}],"properties":{"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"},"query":{"type":"string","minLength":1,"maxLength":1000,"x-single-line":true,"description":"What to look for, in natural language; one line, no control characters.","examples":["third quarter revenue by region"]},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"The most hits to return.","examples":[10]}},"required":["workspaceId","query"],"$id":"https://contract.local/procedures/documents.search/input"};
+const schema60 = {"type":"object","description":"The body of documents.search.","additionalProperties":false,"examples":[{"query":"third quarter revenue by region","limit":10},{"query":"third quarter revenue by region","limit":10,"filters":{"contentTypes":["application/pdf"],"createdAfter":"2026-11-01T00:00:00.000Z"}}],"properties":{"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"},"query":{"type":"string","minLength":1,"maxLength":1000,"x-single-line":true,"description":"What to look for, in natural language; one line, no control characters.","examples":["third quarter revenue by region"]},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"The most hits to return.","examples":[10]},"filters":{"$ref":"https://contract.local/schemas/SearchFilters"}},"required":["workspaceId","query"],"$id":"https://contract.local/procedures/documents.search/input"};
+const schema62 = {"type":"object","description":"Narrows documents.search to some of the workspace's documents. The filters apply inside both rankings before they are fused, so a filtered search answers `limit` hits whenever that many matching chunks exist, however many non-matching chunks are nearer the query. Every given filter must hold (and); within `documentIds` or `contentTypes` any listed value matches (or). A filter that no document matches answers no hits.","additionalProperties":false,"properties":{"documentIds":{"type":"array","minItems":1,"maxItems":100,"description":"Only chunks of these documents. Ids of documents in other workspaces match nothing.","items":{"$ref":"https://contract.local/schemas/DocumentId"},"examples":[["doc_zjli6ufh3reosfhypn5nwk2d"]]},"contentTypes":{"type":"array","minItems":1,"maxItems":9,"description":"Only chunks of documents of these media types.","items":{"$ref":"https://contract.local/schemas/DocumentContentType"},"examples":[["application/pdf"]]},"createdAfter":{"type":"string","format":"date-time","description":"Only chunks of documents created at or after this instant (the document's `createdAt`).","examples":["2026-11-01T00:00:00.000Z"]},"createdBefore":{"type":"string","format":"date-time","description":"Only chunks of documents created before this instant (the document's `createdAt`).","examples":["2026-12-01T00:00:00.000Z"]}},"examples":[{"documentIds":["doc_zjli6ufh3reosfhypn5nwk2d"],"contentTypes":["application/pdf"],"createdAfter":"2026-11-01T00:00:00.000Z","createdBefore":"2026-12-01T00:00:00.000Z"}],"$id":"https://contract.local/schemas/SearchFilters"};
+const formats2 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/SearchFilters" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate37.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((((key0 === "documentIds") || (key0 === "contentTypes")) || (key0 === "createdAfter")) || (key0 === "createdBefore"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.documentIds !== undefined){
+let data0 = data.documentIds;
+if(Array.isArray(data0)){
+if(data0.length > 100){
+const err1 = {instancePath:instancePath+"/documentIds",schemaPath:"#/properties/documentIds/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0.length < 1){
+const err2 = {instancePath:instancePath+"/documentIds",schemaPath:"#/properties/documentIds/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(typeof data1 === "string"){
+if(!pattern22.test(data1)){
+const err3 = {instancePath:instancePath+"/documentIds/" + i0,schemaPath:"https://contract.local/schemas/DocumentId/pattern",keyword:"pattern",params:{pattern: "^doc_[a-z2-7]{24}$"},message:"must match pattern \""+"^doc_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/documentIds/" + i0,schemaPath:"https://contract.local/schemas/DocumentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/documentIds",schemaPath:"#/properties/documentIds/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.contentTypes !== undefined){
+let data2 = data.contentTypes;
+if(Array.isArray(data2)){
+if(data2.length > 9){
+const err6 = {instancePath:instancePath+"/contentTypes",schemaPath:"#/properties/contentTypes/maxItems",keyword:"maxItems",params:{limit: 9},message:"must NOT have more than 9 items"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data2.length < 1){
+const err7 = {instancePath:instancePath+"/contentTypes",schemaPath:"#/properties/contentTypes/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+const len1 = data2.length;
+for(let i1=0; i1<len1; i1++){
+let data3 = data2[i1];
+if(typeof data3 !== "string"){
+const err8 = {instancePath:instancePath+"/contentTypes/" + i1,schemaPath:"https://contract.local/schemas/DocumentContentType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(!(((((((((data3 === "text/plain") || (data3 === "text/markdown")) || (data3 === "text/csv")) || (data3 === "text/html")) || (data3 === "application/json")) || (data3 === "application/pdf")) || (data3 === "application/vnd.openxmlformats-officedocument.wordprocessingml.document")) || (data3 === "image/png")) || (data3 === "image/jpeg"))){
+const err9 = {instancePath:instancePath+"/contentTypes/" + i1,schemaPath:"https://contract.local/schemas/DocumentContentType/enum",keyword:"enum",params:{allowedValues: schema50.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/contentTypes",schemaPath:"#/properties/contentTypes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.createdAfter !== undefined){
+let data4 = data.createdAfter;
+if(typeof data4 === "string"){
+if(!(formats2.validate(data4))){
+const err11 = {instancePath:instancePath+"/createdAfter",schemaPath:"#/properties/createdAfter/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/createdAfter",schemaPath:"#/properties/createdAfter/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.createdBefore !== undefined){
+let data5 = data.createdBefore;
+if(typeof data5 === "string"){
+if(!(formats2.validate(data5))){
+const err13 = {instancePath:instancePath+"/createdBefore",schemaPath:"#/properties/createdBefore/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/createdBefore",schemaPath:"#/properties/createdBefore/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate37.errors = vErrors;
+return errors === 0;
+}
+validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.search/input" */;
@@ -1981,7 +2194,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(((key0 === "workspaceId") || (key0 === "query")) || (key0 === "limit"))){
+if(!((((key0 === "workspaceId") || (key0 === "query")) || (key0 === "limit")) || (key0 === "filters"))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -2095,6 +2308,12 @@ vErrors.push(err11);
 errors++;
 }
 }
+if(data.filters !== undefined){
+if(!(validate37(data.filters, {instancePath:instancePath+"/filters",parentData:data,parentDataProperty:"filters",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate37.errors : vErrors.concat(validate37.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
 const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
@@ -2111,14 +2330,14 @@ return errors === 0;
 }
 validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_documents_text = validate37;
-const schema62 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/DocumentId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.text/input"};
+exports.input_documents_text = validate39;
+const schema65 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/DocumentId"},"start":{"type":"integer","minimum":0,"maximum":100000000,"examples":[5000]},"end":{"type":"integer","minimum":0,"maximum":100000000,"examples":[5300]}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/documents.text/input"};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/documents.text/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate39.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2137,7 +2356,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(key0 === "id")){
+if(!(((key0 === "id") || (key0 === "start")) || (key0 === "end"))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
@@ -2173,9 +2392,10 @@ vErrors.push(err3);
 errors++;
 }
 }
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.start !== undefined){
+let data1 = data.start;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err4 = {instancePath:instancePath+"/start",schemaPath:"#/properties/start/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2184,21 +2404,90 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate37.errors = vErrors;
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 > 100000000 || isNaN(data1)){
+const err5 = {instancePath:instancePath+"/start",schemaPath:"#/properties/start/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000000},message:"must be <= 100000000"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1 < 0 || isNaN(data1)){
+const err6 = {instancePath:instancePath+"/start",schemaPath:"#/properties/start/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+if(data.end !== undefined){
+let data2 = data.end;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err7 = {instancePath:instancePath+"/end",schemaPath:"#/properties/end/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 100000000 || isNaN(data2)){
+const err8 = {instancePath:instancePath+"/end",schemaPath:"#/properties/end/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000000},message:"must be <= 100000000"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data2 < 0 || isNaN(data2)){
+const err9 = {instancePath:instancePath+"/end",schemaPath:"#/properties/end/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate39.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_cancel = validate38;
-const schema64 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.cancel/input"};
-const schema65 = {"type":"string","pattern":"^job_[a-z2-7]{24}$","description":"A job's id: `job_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["job_s6kc6o6oya7vngcngsuu4stu"],"$id":"https://contract.local/schemas/JobId"};
-const pattern35 = new RegExp("^job_[a-z2-7]{24}$", "u");
+exports.input_jobs_cancel = validate40;
+const schema67 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.cancel/input"};
+const schema68 = {"type":"string","pattern":"^job_[a-z2-7]{24}$","description":"A job's id: `job_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["job_s6kc6o6oya7vngcngsuu4stu"],"$id":"https://contract.local/schemas/JobId"};
+const pattern36 = new RegExp("^job_[a-z2-7]{24}$", "u");
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.cancel/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate38.evaluated;
+const evaluated0 = validate40.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2231,7 +2520,7 @@ errors++;
 if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
-if(!pattern35.test(data0)){
+if(!pattern36.test(data0)){
 const err2 = {instancePath:instancePath+"/id",schemaPath:"https://contract.local/schemas/JobId/pattern",keyword:"pattern",params:{pattern: "^job_[a-z2-7]{24}$"},message:"must match pattern \""+"^job_[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -2264,20 +2553,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_create = validate39;
-const schema66 = {"description":"The body of jobs.create: one of three shapes, chosen by `kind`. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the job's workspace is the document's) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`. Any other field is refused with 400 BAD_REQUEST.","examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.index","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"},{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"text.embed","input":{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}}],"type":"object","properties":{},"required":[],"$id":"https://contract.local/procedures/jobs.create/input","allOf":[{"type":"object","required":["kind"],"properties":{"kind":{"enum":["document.extract","document.index","text.embed"]}}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.extract"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentExtractInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.index"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentIndexInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"text.embed"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateTextEmbedInput"}}]};
-const schema67 = {"type":"object","description":"The body of jobs.create for a `document.extract` job (1 AI credit): extract the text of a `ready` document. Takes no `input`.","required":["organizationId","kind","documentId"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"document.extract","description":"The job kind (the discriminator of the jobs.create body).","examples":["document.extract"]},"documentId":{"$ref":"https://contract.local/schemas/DocumentId","description":"The document to extract; 404 when it is not in the organization, 412 while its upload is unfinished."}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.extract","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"}],"$id":"https://contract.local/schemas/JobsCreateDocumentExtractInput"};
+exports.input_jobs_create = validate41;
+const schema69 = {"description":"The body of jobs.create: one of three shapes, chosen by `kind`. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the job's workspace is the document's) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`. Any other field is refused with 400 BAD_REQUEST.","examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.index","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"},{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"text.embed","input":{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}}],"type":"object","properties":{},"required":[],"$id":"https://contract.local/procedures/jobs.create/input","allOf":[{"type":"object","required":["kind"],"properties":{"kind":{"enum":["document.extract","document.index","text.embed"]}}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.extract"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentExtractInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.index"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentIndexInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"text.embed"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateTextEmbedInput"}}]};
+const schema70 = {"type":"object","description":"The body of jobs.create for a `document.extract` job (1 AI credit): extract the text of a `ready` document. Takes no `input`.","required":["organizationId","kind","documentId"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"document.extract","description":"The job kind (the discriminator of the jobs.create body).","examples":["document.extract"]},"documentId":{"$ref":"https://contract.local/schemas/DocumentId","description":"The document to extract; 404 when it is not in the organization, 412 while its upload is unfinished."}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.extract","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"}],"$id":"https://contract.local/schemas/JobsCreateDocumentExtractInput"};
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/JobsCreateDocumentExtractInput" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate40.evaluated;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2411,18 +2700,18 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
-validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema70 = {"type":"object","description":"The body of jobs.create for a `document.index` job (2 AI credits): split a `ready` document into chunks and embed them for search, extracting its text first when no extraction exists. Takes no `input`.","required":["organizationId","kind","documentId"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"document.index","description":"The job kind (the discriminator of the jobs.create body).","examples":["document.index"]},"documentId":{"$ref":"https://contract.local/schemas/DocumentId","description":"The document to index; 404 when it is not in the organization, 412 while its upload is unfinished."}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.index","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"}],"$id":"https://contract.local/schemas/JobsCreateDocumentIndexInput"};
+const schema73 = {"type":"object","description":"The body of jobs.create for a `document.index` job (2 AI credits): split a `ready` document into chunks and embed them for search, extracting its text first when no extraction exists. Takes no `input`.","required":["organizationId","kind","documentId"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"document.index","description":"The job kind (the discriminator of the jobs.create body).","examples":["document.index"]},"documentId":{"$ref":"https://contract.local/schemas/DocumentId","description":"The document to index; 404 when it is not in the organization, 412 while its upload is unfinished."}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.index","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"}],"$id":"https://contract.local/schemas/JobsCreateDocumentIndexInput"};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/JobsCreateDocumentIndexInput" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate42.evaluated;
+const evaluated0 = validate44.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2556,18 +2845,18 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
-validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema73 = {"type":"object","description":"The body of jobs.create for a `text.embed` job (1 AI credit): embed the given texts; the job's result holds one vector per text. Takes no `documentId` (the job has no workspace).","required":["organizationId","kind","input"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"text.embed","description":"The job kind (the discriminator of the jobs.create body).","examples":["text.embed"]},"input":{"type":"object","description":"The texts to embed.","required":["texts"],"additionalProperties":false,"properties":{"texts":{"type":"array","minItems":1,"maxItems":64,"description":"The texts to embed; the result holds one vector per text, in the same order.","items":{"type":"string","minLength":1,"maxLength":8000,"x-multi-line":true,"description":"One text; tab, LF and CR are allowed, other control characters are refused."},"examples":[["Quarterly revenue grew 14%.","Churn fell to 2.1%."]]}},"examples":[{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"text.embed","input":{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}}],"$id":"https://contract.local/schemas/JobsCreateTextEmbedInput"};
+const schema76 = {"type":"object","description":"The body of jobs.create for a `text.embed` job (1 AI credit): embed the given texts; the job's result holds one vector per text. Takes no `documentId` (the job has no workspace).","required":["organizationId","kind","input"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"text.embed","description":"The job kind (the discriminator of the jobs.create body).","examples":["text.embed"]},"input":{"type":"object","description":"The texts to embed.","required":["texts"],"additionalProperties":false,"properties":{"texts":{"type":"array","minItems":1,"maxItems":64,"description":"The texts to embed; the result holds one vector per text, in the same order.","items":{"type":"string","minLength":1,"maxLength":8000,"x-multi-line":true,"description":"One text; tab, LF and CR are allowed, other control characters are refused."},"examples":[["Quarterly revenue grew 14%.","Churn fell to 2.1%."]]}},"examples":[{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"text.embed","input":{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}}],"$id":"https://contract.local/schemas/JobsCreateTextEmbedInput"};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/JobsCreateTextEmbedInput" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate44.evaluated;
+const evaluated0 = validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2794,17 +3083,17 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
-validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate39.evaluated;
+const evaluated0 = validate41.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2825,7 +3114,7 @@ errors++;
 if(data.kind !== undefined){
 let data0 = data.kind;
 if(!(((data0 === "document.extract") || (data0 === "document.index")) || (data0 === "text.embed"))){
-const err1 = {instancePath:instancePath+"/kind",schemaPath:"#/allOf/0/properties/kind/enum",keyword:"enum",params:{allowedValues: schema66.allOf[0].properties.kind.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/kind",schemaPath:"#/allOf/0/properties/kind/enum",keyword:"enum",params:{allowedValues: schema69.allOf[0].properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2900,8 +3189,8 @@ vErrors = null;
 }
 if(_valid0){
 const _errs9 = errors;
-if(!(validate40(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate40.errors : vErrors.concat(validate40.errors);
+if(!(validate42(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs9 === errors;
@@ -2978,8 +3267,8 @@ vErrors = null;
 }
 if(_valid1){
 const _errs15 = errors;
-if(!(validate42(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
+if(!(validate44(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
 errors = vErrors.length;
 }
 var _valid1 = _errs15 === errors;
@@ -3061,8 +3350,8 @@ vErrors = null;
 }
 if(_valid2){
 const _errs21 = errors;
-if(!(validate44(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
+if(!(validate46(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
 errors = vErrors.length;
 }
 var _valid2 = _errs21 === errors;
@@ -3100,20 +3389,20 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate39.errors = vErrors;
+validate41.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate39.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate41.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.input_jobs_get = validate46;
-const schema75 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.get/input"};
+exports.input_jobs_get = validate48;
+const schema78 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.get/input"};
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate46.evaluated;
+const evaluated0 = validate48.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3146,7 +3435,7 @@ errors++;
 if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
-if(!pattern35.test(data0)){
+if(!pattern36.test(data0)){
 const err2 = {instancePath:instancePath+"/id",schemaPath:"https://contract.local/schemas/JobId/pattern",keyword:"pattern",params:{pattern: "^job_[a-z2-7]{24}$"},message:"must match pattern \""+"^job_[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -3179,20 +3468,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_list = validate47;
-const schema77 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"},"documentId":{"$ref":"https://contract.local/schemas/DocumentId"},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":25,"examples":[25]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]},"includeResult":{"type":"boolean","default":false,"examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.list/input"};
-const schema81 = {"type":"string","description":"A job's state: `queued` until a worker takes it, `running`, then one of the finished states `succeeded`, `failed` or `canceled` (only a queued job can be canceled).","enum":["queued","running","succeeded","failed","canceled"],"examples":["succeeded"],"$id":"https://contract.local/schemas/JobStatus"};
+exports.input_jobs_list = validate49;
+const schema80 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"},"documentId":{"$ref":"https://contract.local/schemas/DocumentId"},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":25,"examples":[25]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]},"includeResult":{"type":"boolean","default":false,"examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.list/input"};
+const schema84 = {"type":"string","description":"A job's state: `queued` until a worker takes it, `running`, then one of the finished states `succeeded`, `failed` or `canceled` (only a queued job can be canceled).","enum":["queued","running","succeeded","failed","canceled"],"examples":["succeeded"],"$id":"https://contract.local/schemas/JobStatus"};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate47.evaluated;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3316,7 +3605,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((((data3 === "queued") || (data3 === "running")) || (data3 === "succeeded")) || (data3 === "failed")) || (data3 === "canceled"))){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/JobStatus/enum",keyword:"enum",params:{allowedValues: schema81.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/JobStatus/enum",keyword:"enum",params:{allowedValues: schema84.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3425,19 +3714,19 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_retry = validate48;
-const schema82 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.retry/input"};
+exports.input_jobs_retry = validate50;
+const schema85 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.retry/input"};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate48.evaluated;
+const evaluated0 = validate50.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3470,7 +3759,7 @@ errors++;
 if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
-if(!pattern35.test(data0)){
+if(!pattern36.test(data0)){
 const err2 = {instancePath:instancePath+"/id",schemaPath:"https://contract.local/schemas/JobId/pattern",keyword:"pattern",params:{pattern: "^job_[a-z2-7]{24}$"},message:"must match pattern \""+"^job_[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -3503,19 +3792,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate48.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
-validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_stream = validate49;
-const schema84 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.stream/input"};
+exports.input_jobs_stream = validate51;
+const schema87 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.stream/input"};
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate49.evaluated;
+const evaluated0 = validate51.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3606,19 +3895,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate49.errors = vErrors;
+validate51.errors = vErrors;
 return errors === 0;
 }
-validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_organizations_auditLog = validate50;
-const schema87 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.auditLog/input"};
+exports.input_organizations_auditLog = validate52;
+const schema90 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.auditLog/input"};
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.auditLog/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate50.evaluated;
+const evaluated0 = validate52.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3765,19 +4054,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate50.errors = vErrors;
+validate52.errors = vErrors;
 return errors === 0;
 }
-validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_organizations_usage = validate51;
-const schema89 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.usage/input"};
+exports.input_organizations_usage = validate53;
+const schema92 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.usage/input"};
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate51.evaluated;
+const evaluated0 = validate53.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3843,19 +4132,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate51.errors = vErrors;
+validate53.errors = vErrors;
 return errors === 0;
 }
-validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_system_authConfig = validate52;
-const schema91 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.authConfig/input"};
+exports.input_system_authConfig = validate54;
+const schema94 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.authConfig/input"};
 
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate52.evaluated;
+const evaluated0 = validate54.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3884,19 +4173,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate52.errors = vErrors;
+validate54.errors = vErrors;
 return errors === 0;
 }
-validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_system_flags = validate53;
-const schema92 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.flags/input"};
+exports.input_system_flags = validate55;
+const schema95 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.flags/input"};
 
-function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate53.evaluated;
+const evaluated0 = validate55.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3952,103 +4241,103 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate53.errors = vErrors;
-return errors === 0;
-}
-validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.input_system_health = validate54;
-const schema94 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.health/input"};
-
-function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.health/input" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate54.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate54.errors = vErrors;
-return errors === 0;
-}
-validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.input_user_me = validate55;
-const schema95 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/user.me/input"};
-
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/user.me/input" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate55.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
 validate55.errors = vErrors;
 return errors === 0;
 }
 validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_create = validate56;
-const schema96 = {"type":"object","description":"The body of workspaces.create.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","name":"Research","slug":"research"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that will own the workspace; the caller needs workspace:create in it."},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the same organization (404 otherwise), or null / absent for none.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Research"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Lowercase letters, digits and inner hyphens; unique within the organization (409 otherwise).","examples":["research"]}},"required":["organizationId","name","slug"],"$id":"https://contract.local/procedures/workspaces.create/input"};
-const schema98 = {"type":"string","pattern":"^team_[a-z2-7]{24}$","description":"A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"],"$id":"https://contract.local/schemas/TeamId"};
-const pattern55 = new RegExp("^team_[a-z2-7]{24}$", "u");
+exports.input_system_health = validate56;
+const schema97 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.health/input"};
 
 function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.create/input" */;
+/*# sourceURL="https://contract.local/procedures/system.health/input" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate56.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate56.errors = vErrors;
+return errors === 0;
+}
+validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.input_user_me = validate57;
+const schema98 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/user.me/input"};
+
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/user.me/input" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate57.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate57.errors = vErrors;
+return errors === 0;
+}
+validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.input_workspaces_create = validate58;
+const schema99 = {"type":"object","description":"The body of workspaces.create.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","name":"Research","slug":"research"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that will own the workspace; the caller needs workspace:create in it."},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the same organization (404 otherwise), or null / absent for none.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Research"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Lowercase letters, digits and inner hyphens; unique within the organization (409 otherwise).","examples":["research"]}},"required":["organizationId","name","slug"],"$id":"https://contract.local/procedures/workspaces.create/input"};
+const schema101 = {"type":"string","pattern":"^team_[a-z2-7]{24}$","description":"A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"],"$id":"https://contract.local/schemas/TeamId"};
+const pattern56 = new RegExp("^team_[a-z2-7]{24}$", "u");
+
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.create/input" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4129,7 +4418,7 @@ const _errs6 = errors;
 let valid2 = false;
 const _errs7 = errors;
 if(typeof data1 === "string"){
-if(!pattern55.test(data1)){
+if(!pattern56.test(data1)){
 const err6 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/TeamId/pattern",keyword:"pattern",params:{pattern: "^team_[a-z2-7]{24}$"},message:"must match pattern \""+"^team_[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -4298,19 +4587,19 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate56.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_delete = validate57;
-const schema99 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.delete/input"};
+exports.input_workspaces_delete = validate59;
+const schema102 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.delete/input"};
 
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate57.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4376,19 +4665,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate57.errors = vErrors;
+validate59.errors = vErrors;
 return errors === 0;
 }
-validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_get = validate58;
-const schema101 = {"type":"object","properties":{"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["research"]},"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["slug","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.get/input"};
+exports.input_workspaces_get = validate60;
+const schema104 = {"type":"object","properties":{"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["research"]},"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["slug","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.get/input"};
 
-function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.get/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate58.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4519,19 +4808,19 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate58.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_list = validate59;
-const schema103 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.list/input"};
+exports.input_workspaces_list = validate61;
+const schema106 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.list/input"};
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4597,19 +4886,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate59.errors = vErrors;
+validate61.errors = vErrors;
 return errors === 0;
 }
-validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_update = validate60;
-const schema105 = {"type":"object","description":"The optional body of workspaces.update. Every field is optional; only the fields present are changed, and an empty or absent body leaves the workspace as it is.","additionalProperties":false,"examples":[{"name":"Research & Development","slug":"research-dev"}],"properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"New display name; one line, no control characters.","examples":["Research & Development"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"New slug; unique within the organization (409 otherwise).","examples":["research-dev"]},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]}},"required":["id"],"$id":"https://contract.local/procedures/workspaces.update/input"};
+exports.input_workspaces_update = validate62;
+const schema108 = {"type":"object","description":"The optional body of workspaces.update. Every field is optional; only the fields present are changed, and an empty or absent body leaves the workspace as it is.","additionalProperties":false,"examples":[{"name":"Research & Development","slug":"research-dev"}],"properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"New display name; one line, no control characters.","examples":["Research & Development"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"New slug; unique within the organization (409 otherwise).","examples":["research-dev"]},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]}},"required":["id"],"$id":"https://contract.local/procedures/workspaces.update/input"};
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4770,7 +5059,7 @@ const _errs10 = errors;
 let valid2 = false;
 const _errs11 = errors;
 if(typeof data3 === "string"){
-if(!pattern55.test(data3)){
+if(!pattern56.test(data3)){
 const err13 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/TeamId/pattern",keyword:"pattern",params:{pattern: "^team_[a-z2-7]{24}$"},message:"must match pattern \""+"^team_[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -4839,8 +5128,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate62.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

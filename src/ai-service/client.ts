@@ -9,11 +9,11 @@
  * caller's own `signal` is not a service failure: it rejects with the signal's reason.
  */
 import {
-  EMBEDDING_DIMENSIONS, isRecord, parseEmbeddings, type ExtractResult, type HealthReport,
+  EMBEDDING_DIMENSIONS, isRecord, parseEmbeddings, type ExtractResult, type HealthReport, type TextHeading,
 } from './protocol.ts';
 
 export { EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL } from './protocol.ts';
-export type { ExtractResult, HealthReport } from './protocol.ts';
+export type { ExtractResult, HealthReport, TextHeading } from './protocol.ts';
 
 export interface AiClientOptions {
   /** AI_URL, e.g. http://127.0.0.1:3001 or https://api.openai.com; a trailing slash is ignored. */
@@ -152,7 +152,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
         if (!isRecord(answer) || typeof answer.text !== 'string') throw new Error('no text');
         const pages = answer.pages;
         if (pages !== null && !(Number.isInteger(pages) && (pages as number) >= 0)) throw new Error('pages is neither null nor a count');
-        return { text: answer.text, pages: pages as number | null };
+        return { text: answer.text, pages: pages as number | null, ...citationsOf(answer, answer.text.length) };
       });
     },
 
@@ -162,6 +162,25 @@ export function createAiClient(options: AiClientOptions): AiClient {
       return { ...report, latencyMs: Math.round(performance.now() - started) };
     },
   };
+}
+
+/**
+ * The optional places in an extraction's text (pageStarts, headings), kept only when well formed:
+ * they serve citations, so a service that sends none or odd ones costs a chunk its page, never the
+ * extraction.
+ */
+function citationsOf(answer: Record<string, unknown>, length: number): Pick<ExtractResult, 'pageStarts' | 'headings'> {
+  const offset = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= length;
+  const { pageStarts, headings } = answer;
+  const result: Pick<ExtractResult, 'pageStarts' | 'headings'> = {};
+  if (Array.isArray(pageStarts) && pageStarts.every(offset) && pageStarts.every((start, i) => i === 0 || start >= (pageStarts[i - 1] as number))) {
+    result.pageStarts = pageStarts;
+  }
+  if (Array.isArray(headings) && headings.every((heading) => isRecord(heading) && offset(heading.start)
+    && Number.isInteger(heading.level) && (heading.level as number) >= 1 && (heading.level as number) <= 6 && typeof heading.text === 'string')) {
+    result.headings = (headings as TextHeading[]).map(({ start, level, text }) => ({ start, level, text }));
+  }
+  return result;
 }
 
 function readHealth(answer: unknown): HealthReport {

@@ -3,14 +3,17 @@
  * `{ text, pages }`.
  *
  * - PDF: the text layer of every page (pdf.js through unpdf), pages separated by a blank line;
- *   `pages` is the page count. A scanned PDF without a text layer gives empty text (no OCR).
+ *   `pages` is the page count, `pageStarts` where each page starts in the text (citations). A
+ *   scanned PDF without a text layer gives empty text (no OCR).
  * - DOCX: the paragraphs' raw text (mammoth); `pages` is null, since Word's page breaks are a
- *   result of layout that the file does not record reliably.
+ *   result of layout that the file does not record reliably; `headings` are the paragraphs of
+ *   heading styles.
  * - PNG, JPEG: OCR (ocr.ts, driven by extractor.ts); `pages` is 1.
- * - HTML: the body's visible text (html-to-text), without scripts, styles, images or link URLs.
+ * - HTML: the body's visible text (html-to-text), without scripts, styles, images or link URLs;
+ *   `headings` says where its h1-h6 are in the text (text-headings.ts).
  * - JSON: the parsed document pretty-printed with two-space indentation, so keys stay next to
  *   their values; text that is not JSON is refused.
- * - Plain text, Markdown, CSV: the text as it is.
+ * - Plain text, Markdown, CSV: the text as it is; Markdown's `headings` are its ATX headings.
  * Text types are read as UTF-8 unless Content-Type names another charset; a byte order mark is
  * dropped. For every type but PDF and images, `pages` is null.
  *
@@ -18,14 +21,19 @@
  * ExtractionLimits; the checks here bound what each reader is handed before it inflates or
  * recurses, and the thread's memory cap and time limit hold whatever gets past them.
  */
+import type { FormatCallback } from 'html-to-text';
+import { createRequire } from 'node:module';
 import type { ExtractionLimits } from '../config.ts';
 import { checkHtmlDepth } from './html-depth.ts';
 import { orderedList, quotation, unorderedList } from './html-lists.ts';
 import { HttpError } from './http-exchange.ts';
 import { checkPdfStreams } from './pdf-inspection.ts';
-import { EXTRACT_CONTENT_TYPES, type ExtractContentType, type ExtractResult } from './protocol.ts';
+import { EXTRACT_CONTENT_TYPES, type ExtractContentType, type ExtractResult, type TextHeading } from './protocol.ts';
 import { refusals, unreadable } from './refusals.ts';
 import { checkZip } from './zip-inspection.ts';
+import { closeMark, markdownHeadings, openMark, takeHeadingMarks, withoutMarks } from './text-headings.ts';
+
+const require = createRequire(import.meta.url);
 
 /** MAX_UPLOAD_BYTES' default (25 MiB) plus room, so every stored document can be read. */
 export const EXTRACT_BODY_LIMIT = 26 * 1024 * 1024;
@@ -58,8 +66,22 @@ export function documentName(type: ExtractContentType): string {
 
 /** The normalised text of a document of any type but an image, within `limits`; rejects with an HttpError (415, 422). */
 export async function readDocument(bytes: Uint8Array, { type, charset }: DocumentType, limits: ExtractionLimits): Promise<ExtractResult> {
-  const { text, pages } = await read(type, bytes, charset, limits);
-  return { text: withinCharacters(normaliseText(text), limits.maxCharacters), pages };
+  const read = await readText(type, bytes, charset, limits);
+  if (type === 'text/html' || type === 'application/vnd.openxmlformats-officedocument.wordprocessingml.document') {
+    // The heading marks survive normaliseText (neither control nor whitespace) and come out after it, so the offsets are final.
+    const { text, headings } = takeHeadingMarks(normaliseText(read.text));
+    return { text: withinCharacters(text, limits.maxCharacters), pages: null, ...someHeadings(headings) };
+  }
+  const text = withinCharacters(normaliseText(read.text), limits.maxCharacters);
+  // readPdf's text is normalised already (page by page, so its page starts hold); normaliseText leaves it as it is.
+  if (read.pageStarts && text.length !== read.text.length) throw new Error('normaliseText changed a PDF text normalised page by page');
+  if (type === 'text/markdown') return { text, pages: null, ...someHeadings(markdownHeadings(text)) };
+  return { text, pages: read.pages, ...(read.pageStarts ? { pageStarts: read.pageStarts } : {}) };
+}
+
+/** `headings` only when there are some: the answer of a document without any stays `{ text, pages }`. */
+function someHeadings(headings: TextHeading[]): { headings?: TextHeading[] } {
+  return headings.length > 0 ? { headings } : {};
 }
 
 /** The text, or a 422 when it is longer than `maxCharacters`: a cut text would silently lose its end. */
@@ -68,7 +90,7 @@ export function withinCharacters(text: string, maxCharacters: number): string {
   return text;
 }
 
-async function read(type: ExtractContentType, bytes: Uint8Array, charset: string | undefined, limits: ExtractionLimits): Promise<ExtractResult> {
+async function readText(type: ExtractContentType, bytes: Uint8Array, charset: string | undefined, limits: ExtractionLimits): Promise<ExtractResult> {
   switch (type) {
     case 'application/pdf': return readPdf(bytes, limits);
     case 'application/vnd.openxmlformats-officedocument.wordprocessingml.document': return readDocx(bytes, limits);
@@ -110,13 +132,32 @@ async function readPdf(bytes: Uint8Array, limits: ExtractionLimits): Promise<Ext
         // Not cancelled: the thread that runs pdf.js is terminated once it answers.
         if (kept > limits.maxCharacters) throw refusals.characters(limits.maxCharacters);
       }
-      texts.push(text.trim());
+      texts.push(normaliseText(text));
       page.cleanup();
     }
   } catch (error) {
     throw error instanceof HttpError ? error : unreadable('The PDF could not be read.', error);
   }
-  return { text: texts.join('\n\n'), pages: document.numPages };
+  return { ...joinPages(texts), pages: document.numPages };
+}
+
+/**
+ * The pages' texts (each normalised already), a blank line between two, and where each starts.
+ * Empty first pages leave the joined text starting with line breaks; they are trimmed, as
+ * normaliseText would, and the starts moved with them, so normaliseText leaves the text as it is
+ * and the starts are offsets into the final text.
+ */
+export function joinPages(pages: string[]): { text: string; pageStarts: number[] } {
+  const starts: number[] = [];
+  let joined = '';
+  for (const [index, page] of pages.entries()) {
+    if (index > 0) joined += '\n\n';
+    starts.push(joined.length);
+    joined += page;
+  }
+  const lead = joined.length - joined.trimStart().length;
+  const text = joined.trim();
+  return { text, pageStarts: starts.map((start) => Math.min(Math.max(start - lead, 0), text.length)) };
 }
 
 /** Characters normaliseText keeps whatever surrounds them (neither whitespace nor control), so the count never refuses too early. */
@@ -131,20 +172,39 @@ function keptLength(text: string): number {
 
 async function readDocx(bytes: Uint8Array, limits: ExtractionLimits): Promise<ExtractResult> {
   await checkZip(bytes, limits.maxInflatedBytes, 'DOCX document');
-  const { default: mammoth } = await import('mammoth');
+  // mammoth's extractRawText is these two steps and a walk (lib/index.js); the walk is done here
+  // (docxText) so heading paragraphs can be marked. Its modules have no `exports` map to forbid it.
+  const { openZip } = require('mammoth/lib/unzip.js') as { openZip(input: { buffer: Buffer }): Promise<unknown> };
+  const { read } = require('mammoth/lib/docx/docx-reader.js') as { read(file: unknown): Promise<{ value: DocxElement }> };
   try {
-    const { value } = await mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
-    return { text: value, pages: null };
+    const { value } = await read(await openZip({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) }));
+    return { text: docxText(value), pages: null };
   } catch (error) {
     throw unreadable('The DOCX document could not be read.', error);
   }
+}
+
+interface DocxElement { type: string; value?: string; styleId?: string | null; styleName?: string | null; children?: DocxElement[] }
+
+/**
+ * mammoth's raw text (lib/raw-text.js, convertElementToRawText: text as it is, a tab for a tab, a
+ * blank line after each paragraph), with a mark before and after the text of each paragraph of a
+ * heading style ("heading 1" to "heading 6", Word's built-in names), as readDocument expects.
+ */
+function docxText(element: DocxElement): string {
+  if (element.type === 'text') return withoutMarks(element.value ?? '');
+  if (element.type === 'tab') return '\t';
+  const inner = (element.children ?? []).map(docxText).join('');
+  if (element.type !== 'paragraph') return inner;
+  const level = Number((/^heading ?([1-6])$/i.exec(element.styleName ?? '') ?? /^heading([1-6])$/i.exec(element.styleId ?? ''))?.[1] ?? 0);
+  return (level > 0 && inner.trim() ? `${openMark(level)}${inner}${closeMark}` : inner) + '\n\n';
 }
 
 async function readHtml(html: string, limits: ExtractionLimits): Promise<string> {
   await checkHtmlDepth(html, limits.maxHtmlDepth);
   const toText = await htmlReader();
   try {
-    return toText(html);
+    return toText(withoutMarks(html));
   } catch (error) {
     throw unreadable('The HTML document could not be read.', error);
   }
@@ -157,7 +217,7 @@ const htmlReader = async () => (await import('html-to-text')).compile({
   limits: { maxInputLength: Number.MAX_SAFE_INTEGER },
   // Its list and quotation formatters re-indent every line at every level, output growing with
   // depth × input before the character limit applies; these write each line once (html-lists.ts).
-  formatters: { unorderedList, orderedList, quotation },
+  formatters: { unorderedList, orderedList, quotation, markedHeading },
   selectors: [
     { selector: 'ul', format: 'unorderedList' },
     { selector: 'ol', format: 'orderedList' },
@@ -169,10 +229,22 @@ const htmlReader = async () => (await import('html-to-text')).compile({
     { selector: 'noscript', format: 'skip' },
     { selector: 'template', format: 'skip' },
     // Keep headings and table headers as written; upper case is the library's e-mail habit.
-    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
+    // and marked, so readDocument can say where they are (text-headings.ts).
+    ...[1, 2, 3, 4, 5, 6].map((level) => ({ selector: `h${level}`, format: 'markedHeading', options: { uppercase: false, level } })),
     { selector: 'table', options: { uppercaseHeaderCells: false } },
   ],
 });
+
+/** html-to-text's heading format (lower case here), with a mark before and after the heading's text. */
+const markedHeading: FormatCallback = (element, walk, builder, options) => {
+  builder.openBlock({ leadingLineBreaks: options.leadingLineBreaks || 2 });
+  // An empty heading writes nothing, as before: its marks alone would make a line of their own.
+  const marked = element.children.length > 0;
+  if (marked) builder.addLiteral(openMark(options.level as number));
+  walk(element.children, builder);
+  if (marked) builder.addLiteral(closeMark);
+  builder.closeBlock({ trailingLineBreaks: options.trailingLineBreaks || 2 });
+};
 
 /** Text in the declared charset (UTF-8 by default); TextDecoder drops a leading byte order mark. */
 function decode(bytes: Uint8Array, charset = 'utf-8'): string {

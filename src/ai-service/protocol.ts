@@ -40,6 +40,20 @@ export type ExtractContentType = (typeof EXTRACT_CONTENT_TYPES)[number];
 export interface ExtractResult {
   text: string;
   pages: number | null;
+  /**
+   * PDF: where each page starts in `text`, one UTF-16 offset (JavaScript string index) per page,
+   * the first 0, never decreasing (an empty page starts where the next one does, less the blank
+   * line). Absent for other types, and from providers that do not extract.
+   */
+  pageStarts?: number[];
+  /** HTML, DOCX and Markdown: the headings of `text` in order, each with where it starts (UTF-16 offset), its level (1-6) and its text. */
+  headings?: TextHeading[];
+}
+
+export interface TextHeading {
+  start: number;
+  level: number;
+  text: string;
 }
 
 /** `GET /health` answers this, always with status 200. */

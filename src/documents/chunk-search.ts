@@ -13,15 +13,19 @@
 import type { components } from '../../generated/types.ts';
 import type { Db } from '../db/db.ts';
 import type { Sql } from '../db/connection.ts';
+import { highlight } from './highlights.ts';
 import { vectorLiteral } from './text-store.ts';
 
 export type SearchHit = components['schemas']['SearchHit'];
+export type Citation = components['schemas']['Citation'];
 export type SearchRanking = 'hybrid' | 'vector' | 'fulltext';
 
 /** How deep each ranking is read before fusion; at least the contract's largest `limit` (50). */
 export const RANKING_DEPTH = 100;
 /** pgvector's candidate list per HNSW scan (see vectorRanking). */
 const EF_SEARCH = 160;
+/** A filter keeping at most this share of a workspace's documents is ranked by an exact scan. */
+const EXACT_SHARE = 0.05;
 /** RRF's constant, the paper's 60: it damps the weight of the very first ranks. */
 const RRF_K = 60;
 /** BM25's parameters as in Anserini's and BEIR's baselines. */
@@ -36,12 +40,15 @@ const MAX_TERMS = 64;
  */
 const MAX_CANDIDATES = 5000;
 
+export type SearchFilters = components['schemas']['SearchFilters'];
+
 export interface SearchQuery {
   workspaceId: string;
   model: string;
   text: string;
   vector: number[];
   limit: number;
+  filters?: SearchFilters;
 }
 
 interface Ranked {
@@ -55,7 +62,7 @@ export async function searchChunks(sql: Sql, query: SearchQuery, ranking: Search
     if (ranking === 'vector') ranked = await vectorRanking(tx, query);
     else if (ranking === 'fulltext') ranked = await textRanking(tx, query);
     else ranked = fuse([await vectorRanking(tx, query), await textRanking(tx, query)]);
-    return describe(tx, ranked.slice(0, query.limit));
+    return describe(tx, query, ranked.slice(0, query.limit));
   }) as Promise<SearchHit[]>;
 }
 
@@ -73,15 +80,60 @@ async function vectorRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
     select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(EF_SEARCH)}, true),
            set_config('plan_cache_mode', 'force_custom_plan', true)`;
   const vector = vectorLiteral(query.vector);
+  const f = filterValues(query);
+  if (await selective(tx, query, f)) {
+    // Exact: the filter's chunks, then their distances. The materialized CTE keeps the planner
+    // off the HNSW index, whose walk past the many non-matching chunks costs more here.
+    return tx<Ranked[]>`
+      with matching as materialized (
+        select c.id, c.embedding from document_chunks c
+        where c.workspace_id = ${query.workspaceId} and c.model = ${query.model}
+          and (not (${f}::text::jsonb ? 'documentIds') or c.document_id = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'documentIds'))))
+          and exists (
+            select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation
+              and (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
+              and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
+              and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz)))
+      select id, (1 - distance)::float8 as score from (
+        select id, embedding <=> ${vector}::vector as distance from matching order by distance, id limit ${RANKING_DEPTH}
+      ) nearest
+      order by distance, id`;
+  }
   return tx<Ranked[]>`
     select id, (1 - distance)::float8 as score from (
-      select id, embedding <=> ${vector}::vector as distance
-      from document_chunks
-      where workspace_id = ${query.workspaceId} and model = ${query.model}
-      order by embedding <=> ${vector}::vector
+      select c.id, c.embedding <=> ${vector}::vector as distance
+      from document_chunks c
+      where c.workspace_id = ${query.workspaceId} and c.model = ${query.model}
+        and (not (${f}::text::jsonb ? 'documentIds') or c.document_id = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'documentIds'))))
+        and exists (
+          select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation
+            and (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
+            and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
+            and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz))
+      order by c.embedding <=> ${vector}::vector
       limit ${RANKING_DEPTH}
     ) nearest
     order by distance, id`;
+}
+
+/**
+ * Whether a filter keeps so few of the workspace's chunks that an exact scan of them beats the
+ * HNSW walk (docs/benchmarks.md, Filtered search: with 1% of the documents the iterative scan
+ * costs 1.5× (PostgreSQL) to 10× (PGlite) the exact scan and misses some; with 10% and more it
+ * wins). Document ids (at most 100 documents) always are; the other filters are judged by the
+ * share of the workspace's documents they keep, one statement on documents, only when given.
+ */
+async function selective(tx: Db, query: SearchQuery, f: string): Promise<boolean> {
+  const { documentIds, contentTypes, createdAfter, createdBefore } = query.filters ?? {};
+  if (documentIds) return true;
+  if (!contentTypes && !createdAfter && !createdBefore) return false;
+  const [row] = await tx<{ matching: number; total: number }[]>`
+    select count(*)::int as total, (count(*) filter (where
+        (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
+        and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
+        and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz)))::int as matching
+    from documents d where d.workspace_id = ${query.workspaceId}`;
+  return row!.matching <= row!.total * EXACT_SHARE;
 }
 
 /**
@@ -94,28 +146,40 @@ async function textRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
     .map((row) => row.lexeme)
     .slice(0, MAX_TERMS);
   if (lexemes.length === 0) return [];
+  const f = filterValues(query);
   const [stats] = await tx<{ chunks: number; averageLength: number }[]>`
     select count(*)::int as chunks, coalesce(avg(search_length), 0)::float8 as "averageLength"
     from document_chunks where workspace_id = ${query.workspaceId} and model = ${query.model}`;
   if (!stats || stats.chunks === 0) return [];
-  const frequencies = await tx<{ lexeme: string; df: number }[]>`
-    select t.lexeme, (
-      select count(*) from document_chunks c
+  // df over the workspace's chunks weighs each term (filters narrow the candidates, they do not
+  // change the scores); df within the filter picks the candidate terms below.
+  const frequencies = await tx<{ lexeme: string; df: number; matching: number }[]>`
+    select t.lexeme, n.df, n.matching
+    from unnest(${lexemes.map(tsqueryTerm)}::text[]) with ordinality as t(lexeme, position)
+    cross join lateral (
+      select count(*)::int as df, (count(*) filter (where
+          (not (${f}::text::jsonb ? 'documentIds') or c.document_id = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'documentIds'))))
+          and exists (
+            select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation
+              and (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
+              and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
+              and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz))))::int as matching
+      from document_chunks c
       where c.workspace_id = ${query.workspaceId} and c.model = ${query.model} and c.search_vector @@ t.lexeme::tsquery
-    )::int as df
-    from unnest(${lexemes.map(tsqueryTerm)}::text[]) as t(lexeme)`;
+    ) n
+    order by t.position`;
   const terms = frequencies
-    .map((row, index) => ({ lexeme: lexemes[index]!, query: row.lexeme, df: row.df }))
-    .filter((term) => term.df > 0)
-    .sort((a, b) => a.df - b.df || (a.lexeme < b.lexeme ? -1 : 1));
+    .map((row, index) => ({ lexeme: lexemes[index]!, query: row.lexeme, df: row.df, matching: row.matching }))
+    .filter((term) => term.matching > 0)
+    .sort((a, b) => a.matching - b.matching || (a.lexeme < b.lexeme ? -1 : 1));
   if (terms.length === 0) return [];
   // The rarest terms pick the candidates (always at least one), up to MAX_CANDIDATES chunks.
   const filter: typeof terms = [];
   let covered = 0;
   for (const term of terms) {
-    if (filter.length > 0 && covered + term.df > MAX_CANDIDATES) break;
+    if (filter.length > 0 && covered + term.matching > MAX_CANDIDATES) break;
     filter.push(term);
-    covered += term.df;
+    covered += term.matching;
   }
   const weights = terms.map((term) => ({ lexeme: term.lexeme, idf: Math.log(1 + (stats.chunks - term.df + 0.5) / (term.df + 0.5)) }));
   const averageLength = Math.max(stats.averageLength, 1);
@@ -125,10 +189,34 @@ async function textRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
     cross join lateral (select lexeme, coalesce(array_length(positions, 1), 1) as tf from unnest(c.search_vector)) u
     join jsonb_to_recordset(${tx.json(weights)}::jsonb) as t(lexeme text, idf float8) on t.lexeme = u.lexeme
     where c.workspace_id = ${query.workspaceId} and c.model = ${query.model}
+      and (not (${f}::text::jsonb ? 'documentIds') or c.document_id = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'documentIds'))))
+      and exists (
+        select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation
+          and (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
+          and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
+          and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz))
       and c.search_vector @@ ${filter.map((term) => term.query).join(' | ')}::tsquery
     group by c.id
     order by score desc, c.id
     limit ${RANKING_DEPTH}`;
+}
+
+/**
+ * The caller's filters, as JSON (absent ones left out). Every ranking statement applies them inside its
+ * WHERE, together with the condition that the chunk is of its document's current generation
+ * (chunks being written by a re-index, or an old generation being deleted, are not searched;
+ * text-store.ts, replaceChunks), so that a filtered ranking still reads RANKING_DEPTH matching
+ * chunks: on the HNSW side pgvector's iterative scan keeps walking the graph past non-matching
+ * chunks (docs/benchmarks.md, Filtered search). The condition is written out in each statement
+ * with parameters rather than built from optional fragments, so every search sends the same
+ * statements, and as one jsonb parameter (bench/query-plan.ts records the statements and EXPLAINs
+ * them with their values written as literals; text, so that postgres.js sends the string as it
+ * is rather than as a JSON string); the searches use custom plans, where
+ * `not ('{}' ? 'documentIds')` folds to true and an absent filter costs nothing.
+ */
+function filterValues(query: SearchQuery): string {
+  const { documentIds, contentTypes, createdAfter, createdBefore } = query.filters ?? {};
+  return JSON.stringify({ documentIds, contentTypes, createdAfter, createdBefore }); // absent ones (undefined) are left out
 }
 
 /** Reciprocal-rank fusion of rankings (best first); ties go to the smaller id. */
@@ -140,18 +228,45 @@ function fuse(rankings: Ranked[][]): Ranked[] {
   return [...scores].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-/** The hits of the ranked chunks, in the ranking's order. */
-async function describe(tx: Db, ranked: Ranked[]): Promise<SearchHit[]> {
+/** The hits of the ranked chunks, in the ranking's order, with their highlights. */
+async function describe(tx: Db, query: SearchQuery, ranked: Ranked[]): Promise<SearchHit[]> {
   if (ranked.length === 0) return [];
-  const rows = await tx<Omit<SearchHit, 'score'>[]>`
-    select c.id as "chunkId", c.document_id as "documentId", d.name as "documentName", c.index, c.text
+  const rows = await tx<(Omit<SearchHit, 'score' | 'highlights' | 'citation'> & CitationColumns)[]>`
+    select c.id as "chunkId", c.document_id as "documentId", d.name as "documentName", c.index, c.text,
+           c.start_offset as "startOffset", c.end_offset as "endOffset", c.first_page as "firstPage", c.last_page as "lastPage",
+           c.heading_path as "headingPath"
     from document_chunks c join documents d on d.id = c.document_id
     where c.id = any(${ranked.map((hit) => hit.id)}::text[])`;
   const byId = new Map(rows.map((row) => [row.chunkId, row]));
-  return ranked.flatMap(({ id, score }) => {
+  const found = ranked.flatMap(({ id, score }) => {
     const row = byId.get(id);
-    return row ? [{ ...row, score }] : []; // deleted since it was ranked
+    if (!row) return []; // deleted since it was ranked
+    const { startOffset, endOffset, firstPage, lastPage, headingPath, ...hit } = row;
+    const citation = citationOf({ startOffset, endOffset, firstPage, lastPage, headingPath });
+    return [{ ...hit, score, ...(citation ? { citation } : {}) }];
   });
+  const highlights = await highlight(tx, query.text, found.map((hit) => hit.text));
+  return found.map((hit, i) => ({ ...hit, highlights: highlights[i]! }));
+}
+
+/** Where a chunk came from (0013_chunk_citations.sql); null on chunks stored before it. */
+interface CitationColumns {
+  startOffset: number | null;
+  endOffset: number | null;
+  firstPage: number | null;
+  lastPage: number | null;
+  headingPath: string[] | null;
+}
+
+/** A hit's `citation`, with only the members that apply; none without the chunk's offsets. */
+export function citationOf(row: CitationColumns): Citation | undefined {
+  if (row.startOffset === null || row.endOffset === null) return undefined;
+  return {
+    start: row.startOffset,
+    end: row.endOffset,
+    ...(row.firstPage !== null ? { pages: { first: row.firstPage, last: row.lastPage ?? row.firstPage } } : {}),
+    ...(row.headingPath !== null && row.headingPath.length > 0 ? { headingPath: row.headingPath } : {}),
+  };
 }
 
 /** A lexeme as a tsquery term taken literally (tsquery's quoting: '' for a quote, \\ for a backslash). */

@@ -14,6 +14,7 @@ import * as store from './store.ts';
 import { UPLOAD_URL_SECONDS } from './store.ts';
 import { search } from './search.ts';
 import { readDocumentText } from './text-store.ts';
+import { checkRange, textRange } from './text-range.ts';
 
 const DOWNLOAD_URL_SECONDS = 5 * 60;
 
@@ -113,9 +114,13 @@ export const documentProcedures = {
     });
   },
 
-  // Text exists once a document.extract job has succeeded; extraction jobs are not built yet,
-  // so no document has any and the answer is null.
-  'documents.text': (_input, ctx) => readDocumentText(ctx.services.db.sql, ctx.row.id),
+  // Text exists once a document.extract (or document.index) job has succeeded; null before.
+  'documents.text': async (input, ctx) => {
+    checkRange(input.start, input.end);
+    const text = await readDocumentText(ctx.services.db.sql, ctx.row.id);
+    if (!text || (input.start === undefined && input.end === undefined)) return text;
+    return textRange(text, input.start, input.end);
+  },
 
   'documents.search': search,
 

@@ -37,7 +37,7 @@ export const search: Handler<'documents.search'> = async (input, ctx) => {
     await services.db.sql.begin((tx) => charge(tx, { organizationId: workspace.organizationId, amount: 1, reason: 'search', jobId: null, now: services.now(), plan }));
   }
   const results = await searchChunks(services.db.sql, {
-    workspaceId: workspace.id, model: embedded.model, text: input.query, vector: embedded.vectors[0]!, limit: input.limit ?? 10,
+    workspaceId: workspace.id, model: embedded.model, text: input.query, vector: embedded.vectors[0]!, limit: input.limit ?? 10, filters: input.filters,
   }, services.config.searchRanking);
   return { model: embedded.model, results };
 };

@@ -156,6 +156,21 @@ export async function setIndexed(tx: Db, id: string, chunkCount: number, now: Da
   await tx`update documents set indexed_at = ${now}, chunk_count = ${chunkCount}, updated_at = ${now} where id = ${id}`;
 }
 
+/**
+ * Makes `generation` the document's chunks (text-store.ts, replaceChunks) and records the index,
+ * unless the document already has a newer generation (a later run of its indexing finished
+ * first); false then, or when the document is gone.
+ */
+export async function setIndexedGeneration(tx: Db, id: string, generation: string, chunkCount: number, now: Date): Promise<boolean> {
+  const rows = await tx`
+    update documents set chunk_generation = ${generation}::bigint, indexed_at = ${now}, chunk_count = ${chunkCount}, updated_at = ${now}
+    where id = ${id} and chunk_generation < ${generation}::bigint
+    returning id`;
+  return rows.length > 0;
+}
+
+export { isForeignKeyViolation };
+
 export async function deleteDocument(sql: Sql, id: string): Promise<void> {
   await sql`delete from documents where id = ${id}`;
 }

@@ -1,5 +1,5 @@
 /**
- * chunkText off the caller's event loop, in a worker thread kept for the next text
+ * chunkSpans (chunkText with each chunk's range) off the caller's event loop, in a worker thread kept for the next text
  * (chunking-thread.ts). The job worker runs inside the API's process on the embedded database
  * (WORKER=inline), so a text chunked there would hold every request for as long as it takes:
  * before chunking was linear (chunking.ts), 2 million characters with no space took ~19 s; now
@@ -17,7 +17,7 @@
  * never keeps a process alive.
  */
 import { Worker } from 'node:worker_threads';
-import { DEFAULT_CHUNKING, type ChunkOptions } from './chunking.ts';
+import { DEFAULT_CHUNKING, type ChunkOptions, type ChunkSpan } from './chunking.ts';
 import type { ChunkingMessage, ChunkingRequest } from './chunking-thread.ts';
 import { JobFailure } from './job-failure.ts';
 
@@ -35,8 +35,8 @@ export interface ChunkingLimits {
 export const CHUNKING_LIMITS: ChunkingLimits = { timeoutMs: 30_000, memoryMb: 256 };
 
 export interface Chunker {
-  /** chunkText(text, options) in the thread; a JobFailure when the thread runs out of time or memory. */
-  chunk(text: string, options?: ChunkOptions): Promise<string[]>;
+  /** chunkSpans(text, options) in the thread; a JobFailure when the thread runs out of time or memory. */
+  chunk(text: string, options?: ChunkOptions): Promise<ChunkSpan[]>;
   /** Fails what is waiting and stops the thread. */
   close(): Promise<void>;
 }
@@ -45,7 +45,7 @@ const THREAD_ENTRY = new URL('./chunking-thread.ts', import.meta.url);
 
 interface Pending {
   request: ChunkingRequest;
-  resolve(chunks: string[]): void;
+  resolve(chunks: ChunkSpan[]): void;
   reject(error: Error): void;
 }
 

@@ -1,10 +1,10 @@
 /**
  * The entry of the worker thread chunker.ts keeps: it chunks each text it is sent and posts the
- * chunks back, one text at a time. chunker.ts terminates it from outside (time limit) and caps its
+ * chunks (with their ranges in the text) back, one text at a time. chunker.ts terminates it from outside (time limit) and caps its
  * heap, without touching anything else.
  */
 import { parentPort } from 'node:worker_threads';
-import { chunkText, type ChunkOptions } from './chunking.ts';
+import { chunkSpans, type ChunkOptions, type ChunkSpan } from './chunking.ts';
 
 export interface ChunkingRequest {
   id: number;
@@ -12,13 +12,13 @@ export interface ChunkingRequest {
   options: ChunkOptions;
 }
 
-export type ChunkingMessage = { id: number; kind: 'done'; chunks: string[] } | { id: number; kind: 'failed'; detail: string };
+export type ChunkingMessage = { id: number; kind: 'done'; chunks: ChunkSpan[] } | { id: number; kind: 'failed'; detail: string };
 
 const port = parentPort;
 if (!port) throw new Error('chunking-thread.ts runs as a worker thread of chunker.ts');
 port.on('message', ({ id, text, options }: ChunkingRequest) => {
   try {
-    port.postMessage({ id, kind: 'done', chunks: chunkText(text, options) } satisfies ChunkingMessage);
+    port.postMessage({ id, kind: 'done', chunks: chunkSpans(text, options) } satisfies ChunkingMessage);
   } catch (error) {
     port.postMessage({ id, kind: 'failed', detail: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies ChunkingMessage);
   }

@@ -10,6 +10,13 @@
  * next chunk's word start up to the end of the text, which on a text with no space read the rest
  * of the text once per chunk (2 million U+0120 characters took ~19 s; the same cuts now take ~10 ms). Still synchronous and CPU-bound: the job kinds run it
  * in a thread of its own (chunker.ts), never on the API's event loop.
+ *
+ * Each chunk also knows its range in the text it was cut from (chunkSpans), for citations: the
+ * chunks are cut from a cleaned copy (line ends unified, runs of spaces and tabs made one space,
+ * more than one blank line made one), so the range is mapped back to the given text. A chunk
+ * starts and ends with a character the cleaning keeps as it is, so `text.slice(start, end)` is
+ * the chunk exactly when the text has no such runs, and the chunk after the same cleaning when it
+ * has them.
  */
 export interface ChunkOptions {
   size: number;
@@ -18,17 +25,31 @@ export interface ChunkOptions {
 
 export const DEFAULT_CHUNKING: ChunkOptions = { size: 1000, overlap: 200 };
 
+/** A chunk and its range [start, end) in the text it was cut from, in UTF-16 code units (JavaScript string indexes). */
+export interface ChunkSpan {
+  text: string;
+  start: number;
+  end: number;
+}
+
 export function chunkText(text: string, options: ChunkOptions = DEFAULT_CHUNKING): string[] {
   return measuredChunks(text, options).chunks;
+}
+
+/** chunkText's chunks with their ranges in `text`. */
+export function chunkSpans(text: string, options: ChunkOptions = DEFAULT_CHUNKING): ChunkSpan[] {
+  return measuredChunks(text, options).spans;
 }
 
 /**
  * chunkText, and how many characters its boundary searches read (`scanned`), the measure of its
  * cost the tests assert linear, since a time on a shared machine proves nothing.
  */
-export function measuredChunks(text: string, options: ChunkOptions = DEFAULT_CHUNKING): { chunks: string[]; scanned: number } {
-  const clean = text.replace(/\r\n?/g, '\n').replace(/[ \t]+/g, ' ').replace(/\n{3,}/g, '\n\n').trim();
+export function measuredChunks(text: string, options: ChunkOptions = DEFAULT_CHUNKING): { chunks: string[]; spans: ChunkSpan[]; scanned: number } {
+  const clean = cleanText(text);
+  const origin = originsOf(clean, text);
   const chunks: string[] = [];
+  const spans: ChunkSpan[] = [];
   let scanned = 0;
   let start = 0;
   while (start < clean.length) {
@@ -38,8 +59,15 @@ export function measuredChunks(text: string, options: ChunkOptions = DEFAULT_CHU
       scanned += end - min;
       end = boundaryBefore(clean, min, end);
     }
-    const chunk = clean.slice(start, end).trim();
-    if (chunk) chunks.push(chunk);
+    const raw = clean.slice(start, end);
+    const chunk = raw.trim();
+    if (chunk) {
+      chunks.push(chunk);
+      // The chunk's first and last characters are not whitespace, so they stand for themselves in `text`.
+      const first = start + (raw.length - raw.trimStart().length);
+      const last = first + chunk.length - 1;
+      spans.push({ text: chunk, start: origin[first]!, end: origin[last]! + 1 });
+    }
     if (end >= clean.length) break;
     // Step back by the overlap, to a word start before `end`, but always move forward.
     let next = Math.max(end - options.overlap, start + 1);
@@ -48,7 +76,36 @@ export function measuredChunks(text: string, options: ChunkOptions = DEFAULT_CHU
     if (space !== -1) next = space + 1;
     start = next;
   }
-  return { chunks, scanned };
+  return { chunks, spans, scanned };
+}
+
+/** The copy of the text the chunks are cut from. */
+export function cleanText(text: string): string {
+  return text.replace(/\r\n?/g, '\n').replace(/[ \t]+/g, ' ').replace(/\n{3,}/g, '\n\n').trim();
+}
+
+/**
+ * Where each character of `clean` (cleanText(text)) is in `text`, exact for every character but
+ * the spaces and line ends the cleaning wrote (those get about where their run starts; no range
+ * starts or ends at one). The cleaning only drops or merges spaces, tabs, CR and LF inside the
+ * text and whitespace at its ends, and keeps every other character in order, so one forward walk
+ * over both finds them: linear. The walk stops at the text's end, so a broken invariant gives a
+ * wrong range, never an endless loop.
+ */
+function originsOf(clean: string, text: string): Int32Array {
+  const origin = new Int32Array(clean.length);
+  let j = 0;
+  for (let i = 0; i < clean.length; i += 1) {
+    const code = clean.charCodeAt(i);
+    if (code === 32 || code === 10) {
+      origin[i] = j;
+      continue;
+    }
+    while (j < text.length && text.charCodeAt(j) !== code) j += 1;
+    origin[i] = j;
+    j += 1;
+  }
+  return origin;
 }
 
 /** The first space in [from, to), or -1: never reads past `to`. */

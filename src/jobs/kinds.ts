@@ -1,7 +1,9 @@
 /**
  * What each job kind does (decisions.md, Jobs). Every kind is idempotent: a run repeated after a
  * lost lease or a retry writes the same rows again (extraction upserts, indexing replaces the
- * document's chunks in one transaction). AI calls happen outside any transaction.
+ * document's chunks with a new generation of them, text-store.ts). AI calls happen outside any
+ * transaction. Indexing stores where each chunk came from (chunk-places.ts) and embeds only the
+ * chunks whose text the document's stored chunks do not already hold (embed-chunks.ts).
  *
  * A document that breaks a limit fails its job at once with a message its owner can act on
  * (JobFailure, or the AI service's refusal): a longer text than MAX_EXTRACTED_CHARACTERS, a text
@@ -15,7 +17,9 @@ import { ApiError } from '../contract/errors.ts';
 import { findDocument, objectKey, type Document } from '../documents/store.ts';
 import type { Chunker } from './chunker.ts';
 import { JobFailure } from './job-failure.ts';
-import { readDocumentText, replaceChunks, saveDocumentText } from '../documents/text-store.ts';
+import { readIndexableText, replaceChunks, saveDocumentText } from '../documents/text-store.ts';
+import { placeChunks, type ChunkPlace } from './chunk-places.ts';
+import { embedChunks } from './embed-chunks.ts';
 import { chargeRunningJob } from './lifecycle.ts';
 import { indexCredits } from '../credits/pricing.ts';
 import type { JobKind, JobRow } from './store.ts';
@@ -34,9 +38,6 @@ export interface KindDeps {
 
 export { JobFailure } from './job-failure.ts';
 
-/** Texts per embeddings request while indexing. */
-const EMBED_BATCH = 32;
-
 export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unknown>> = {
   'document.extract': async (job, deps) => {
     const { characters, pages } = await extract(await documentOf(job, deps), deps);
@@ -45,22 +46,16 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
 
   'document.index': async (job, deps) => {
     const document = await documentOf(job, deps);
-    const stored = await readDocumentText(deps.sql, document.id);
-    const chunks = stored ? await deps.chunker.chunk(stored.text) : (await extract(document, deps)).chunks;
-    // Charged by its chunks (credits/pricing.ts); a re-index the operator asked for is free (credits 0).
+    const stored = await readIndexableText(deps.sql, document.id);
+    const chunks = stored
+      ? placeChunks(await deps.chunker.chunk(stored.text), stored.pageStarts, stored.headings)
+      : (await extract(document, deps)).chunks;
+    // Charged by its chunks (credits/pricing.ts), reused embeddings included; a re-index the operator asked for is free (credits 0).
     const due = job.credits > 0 ? indexCredits(chunks.length) - job.credits : 0;
     if (due > 0) await chargeRest(job, due, chunks.length, deps);
-    const vectors: number[][] = [];
-    let model = '';
-    for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
-      const answer = await deps.ai.embed(chunks.slice(i, i + EMBED_BATCH), { organizationId: job.organizationId });
-      // Vectors of two models must never share a document (a provider switched in the middle):
-      // the run fails as a transient error and the retry starts over with one model.
-      if (model && answer.model !== model) throw new Error(`the embedding model changed from ${model} to ${answer.model} while indexing`);
-      vectors.push(...answer.vectors);
-      model = answer.model;
-    }
-    const replaced = await replaceChunks(deps.sql, document, model, chunks.map((text, index) => ({ text, embedding: vectors[index]! })), deps.now());
+    const { model, vectors, hashes } = await embedChunks(chunks.map((chunk) => chunk.text), document, deps);
+    const rows = chunks.map((chunk, index) => ({ ...chunk, embedding: vectors[index]!, textHash: hashes[index]! }));
+    const replaced = await replaceChunks(deps.sql, document, model, rows, deps.now());
     if (!replaced) throw gone();
     return { chunks: chunks.length, ...(model ? { model } : {}) };
   },
@@ -78,15 +73,15 @@ async function documentOf(job: JobRow, deps: KindDeps): Promise<Document> {
   return document;
 }
 
-async function extract(document: Document, deps: KindDeps): Promise<{ chunks: string[]; characters: number; pages: number | null }> {
+async function extract(document: Document, deps: KindDeps): Promise<{ chunks: ChunkPlace[]; characters: number; pages: number | null }> {
   const bytes = await readAll(await deps.storage.read(objectKey(document)));
-  const { text, pages } = await deps.ai.extract(bytes, document.contentType, { organizationId: document.organizationId });
+  const { text, pages, pageStarts, headings } = await deps.ai.extract(bytes, document.contentType, { organizationId: document.organizationId });
   if (text.length > deps.maxCharacters) {
     throw new JobFailure(`The document's text has more than ${format(deps.maxCharacters)} characters; at most ${format(deps.maxCharacters)} can be stored.`);
   }
-  const chunks = await deps.chunker.chunk(text);
+  const chunks = placeChunks(await deps.chunker.chunk(text), pageStarts ?? null, headings ?? null);
   const plan = await deps.plans.limitsFor(document.organizationId);
-  const saved = await saveDocumentText(deps.sql, document, { text, pages, chunks: chunks.length }, deps.now(), plan?.limits.storageBytes ?? null);
+  const saved = await saveDocumentText(deps.sql, document, { text, pages, chunks: chunks.length, pageStarts, headings }, deps.now(), plan?.limits.storageBytes ?? null);
   if (saved === 'limit') {
     throw new JobFailure(`Storing the document's text would take the organization past its plan's storage of ${format(plan!.limits.storageBytes)} bytes.`);
   }

@@ -27,7 +27,10 @@ export interface ReindexDeps {
 
 /** How many indexed documents have chunks of another model than `model` (admin.system.status). */
 export async function countStaleDocuments(sql: Sql, model: string): Promise<number> {
-  const [row] = await sql<{ count: number }[]>`select count(distinct document_id)::int as count from document_chunks where model <> ${model}`;
+  const [row] = await sql<{ count: number }[]>`
+    select count(distinct c.document_id)::int as count
+    from document_chunks c join documents d on d.id = c.document_id
+    where c.generation = d.chunk_generation and c.model <> ${model}`;
   return row!.count;
 }
 

@@ -207,7 +207,8 @@ export async function documentsToReindex(sql: Sql, model: string, limit: number)
     select d.id, d.organization_id as "organizationId", d.workspace_id as "workspaceId"
     from documents d
     where d.status = 'ready'
-      and exists (select 1 from document_chunks c where c.document_id = d.id and c.model <> ${model})
+      -- The current generation only (text-store.ts replaceChunks): an older one left by a killed run is cleaned up by the next index.
+      and exists (select 1 from document_chunks c where c.document_id = d.id and c.generation = d.chunk_generation and c.model <> ${model})
       and not exists (select 1 from jobs j where j.document_id = d.id and j.kind = 'document.index' and j.status in ('queued', 'running'))
     order by d.id
     limit ${limit}`;

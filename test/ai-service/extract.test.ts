@@ -22,7 +22,10 @@ describe('POST /v1/extract', async () => {
       text: 'Annual report of the Northwind cooperative.\nMembership rose to 4200 households this year.\n\n'
         + 'The solar array produced 310 megawatt hours.\nNext year the board plans a second warehouse.',
       pages: 2,
+      // Where each page starts in the text: page 2 after page 1 and the blank line between them.
+      pageStarts: [0, 91],
     });
+    expect(body.text.slice(body.pageStarts[1])).toMatch(/^The solar array/);
   });
 
   it('reads the paragraphs of a DOCX, runs joined, without pages', async () => {
@@ -57,7 +60,8 @@ describe('POST /v1/extract', async () => {
     { file: 'inventory.csv', type: 'text/csv' },
     { file: 'notes.md', type: 'text/markdown; charset=UTF-8' },
   ])('returns $type as it is', async ({ file, type }) => {
-    expect((await extract(fixture(file), type)).body).toEqual({ text: fixture(file).toString('utf8').trim(), pages: null });
+    const headings = file === 'notes.md' ? { headings: [{ start: 0, level: 1, text: 'Meeting notes' }] } : {};
+    expect((await extract(fixture(file), type)).body).toEqual({ text: fixture(file).toString('utf8').trim(), pages: null, ...headings });
   });
 
   it('pretty-prints JSON, keys next to their values', async () => {

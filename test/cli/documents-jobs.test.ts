@@ -87,10 +87,22 @@ describe('workspaces, documents, jobs and search from the command line', () => {
     expect(result).toMatchObject({ code: 0, stderr: '' });
     const [header, first] = result.stdout.split('\n');
     expect(header).toMatch(/^#\s+SCORE\s+DOCUMENT\s+CHUNK\s+TEXT$/);
-    expect(first).toMatch(/^1\s+\d\.\d{4}\s+harbour-log\.md\s+\d+\s+.*seventeen gulls/);
+    // The words that matched, stems included ("count" matched "counts"), in [brackets].
+    expect(first).toMatch(/^1\s+\d\.\d{4}\s+harbour-log\.md\s+\d+\s+.*The \[lighthouse\] \[keeper\] \[counts\] seventeen \[gulls\] every/);
     const answer = json(await cli('search', workspaceId, 'lamp oil', '--limit', '1', '--json'));
     expect(answer.results).toHaveLength(1);
     expect(answer.results[0]).toMatchObject({ documentId, documentName: 'harbour-log.md' });
+  });
+
+  it('search filters inside the ranking: by document, media type and creation date', async () => {
+    const search = async (...args: string[]) => json(await cli('search', workspaceId, 'lamp', 'oil', '--json', ...args)).results as { documentId: string }[];
+    expect((await search('--type', 'text/markdown', '--type', 'application/pdf')).map((hit) => hit.documentId)).toContain(documentId);
+    expect(await search('--type', 'application/pdf')).toEqual([]);
+    expect((await search('--document', documentId, '--after', '2000-01-01')).map((hit) => hit.documentId)).toContain(documentId);
+    expect(await search('--before', '2000-01-01T00:00:00Z')).toEqual([]);
+    const bad = await cli('search', workspaceId, 'lamp', '--after', 'yesterday');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--after');
   });
 
   it('documents download writes the bytes to a file, or to stdout', async () => {

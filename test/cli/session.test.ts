@@ -143,6 +143,7 @@ describe('errors: code, message and request id on stderr, and the exit code', ()
     [['jobs', 'run', 'document.explode'], /Allowed choices are document\.extract, document\.index, text\.embed/],
     [['search', 'ws', 'x', '--limit', '0'], /expected a whole number from 1 to 50/],
     [['workspaces'], /^Usage: workspace-api workspaces/],
+    [['orgs', 'create'], /required option '--name <name>' not specified/],
     [['whoami', '--url', 'ftp://example.com'], /^Error USAGE: "ftp:\/\/example\.com" is not an http\(s\) address\.\n$/],
   ])('usage error %j: exit 2', async (args, message) => {
     const result = await cli(args, '', { WORKSPACE_API_TOKEN: user.token });
@@ -162,7 +163,7 @@ describe('--help', () => {
 
   it('covers the commands of the issue', () => {
     expect(paths.map((path) => path.join(' '))).toEqual(expect.arrayContaining([
-      'login', 'logout', 'whoami', 'orgs', 'workspaces list', 'workspaces create', 'documents list', 'documents upload',
+      'signup', 'login', 'logout', 'whoami', 'orgs', 'orgs list', 'orgs create', 'orgs use', 'workspaces list', 'workspaces create', 'documents list', 'documents upload',
       'documents download', 'documents text', 'documents delete', 'jobs run', 'jobs follow', 'search',
     ]));
   });

@@ -41,16 +41,52 @@ export async function cliHome(extra: Record<string, string> = {}): Promise<CliHo
 
 /** Runs the CLI with `args`; `input` is written to its stdin (closed either way: no terminal). */
 export function runCli(args: string[], env: Record<string, string>, input = ''): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE, [CLI_ENTRY, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return startCli(args, env, input).done;
+}
+
+/** A CLI process still running: what it wrote so far, and its result once it exits. */
+export interface RunningCli {
+  readonly stdout: string;
+  readonly stderr: string;
+  done: Promise<CliResult>;
+  /** Resolves once stderr contains `text` (rejects if the process exits first). */
+  stderrContains(text: string): Promise<void>;
+}
+
+export function startCli(args: string[], env: Record<string, string>, input = ''): RunningCli {
+  const child = spawn(NODE, [CLI_ENTRY, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const waiting: { text: string; resolve: () => void }[] = [];
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+    for (const waiter of waiting.filter((each) => stderr.includes(each.text))) {
+      waiting.splice(waiting.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  });
+  const done = new Promise<CliResult>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
   });
+  child.stdin.end(input);
+  return {
+    get stdout() {
+      return stdout;
+    },
+    get stderr() {
+      return stderr;
+    },
+    done,
+    stderrContains(text) {
+      if (stderr.includes(text)) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        waiting.push({ text, resolve });
+        done.then((result) => reject(new Error(`the CLI exited (${result.code}) before writing "${text}" on stderr:\n${result.stderr}`)), reject);
+      });
+    },
+  };
 }
 
 /** Every command of the program, as the words that name it (`['documents', 'upload']`), groups included. */

@@ -206,6 +206,6 @@ describe('the packed client package', () => {
 
     const search = await cli(['search', workspace.id, 'lighthouse', 'keeper', 'tide']);
     expect(search.stdout).toContain('notes.txt');
-    expect(search.stdout).toContain('lighthouse keeper');
+    expect(search.stdout).toContain('[lighthouse] [keeper]'); // the matched words, in brackets
   }, 180_000);
 });

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createChunker } from '../../src/jobs/chunker.ts';
-import { chunkText, measuredChunks, type ChunkOptions } from '../../src/jobs/chunking.ts';
+import { chunkSpans, chunkText, cleanText, measuredChunks, type ChunkOptions } from '../../src/jobs/chunking.ts';
 import { JobFailure } from '../../src/jobs/kinds.ts';
 
 /**
@@ -109,14 +109,52 @@ describe('chunkText', () => {
   });
 });
 
+describe('chunkSpans', () => {
+  /** Words with two-byte, three-byte and astral (surrogate pair) characters, one space apart. */
+  const multiByte = Array.from({ length: 3000 }, (_, i) => ['naïve', 'Größe', '東京都', '😀x', '𝔘𝔫𝔦', 'plain.'][i % 6]).join(' ');
+
+  it.each([
+    { given: 'the long report', text: LONG },
+    { given: 'multi-byte and astral characters', text: multiByte },
+    { given: 'astral characters with no space', text: '😀'.repeat(3000) },
+    { given: 'text after leading whitespace', text: '\u00a0\u3000 ' + multiByte },
+    { given: 'shorter than one chunk', text: 'Just one sentence.' },
+  ])('gives ranges whose slice of $given is the chunk', ({ text }) => {
+    const spans = chunkSpans(text);
+    expect(spans.map((span) => span.text)).toEqual(chunkText(text));
+    for (const span of spans) expect(text.slice(span.start, span.end)).toBe(span.text);
+  });
+
+  it.each([
+    { given: 'tabs, CRLF, runs of spaces and blank lines (seed 7)', text: mixedText(7, 80_000) },
+    { given: 'runs of no space (seed 2)', text: mixedText(2, 120_000) },
+    { given: 'leading and trailing whitespace', text: '\r\n\t  ' + mixedText(8, 5_000) + ' \n\n\n' },
+  ])('gives ranges whose slice of $given, cleaned as the chunker cleans, is the chunk', ({ text }) => {
+    const spans = chunkSpans(text);
+    expect(spans.map((span) => span.text)).toEqual(chunkText(text));
+    let previous = -1;
+    for (const span of spans) {
+      expect(cleanText(text.slice(span.start, span.end))).toBe(span.text);
+      // A range starts and ends at the chunk's first and last characters.
+      expect(text.slice(span.start, span.end)).toBe(text.slice(span.start, span.end).trim());
+      expect(span.start).toBeGreaterThan(previous);
+      previous = span.start;
+    }
+  });
+
+  it('is empty for whitespace only', () => {
+    expect(chunkSpans(' \t\r\n\n ')).toEqual([]);
+  });
+});
+
 describe('the chunking thread (createChunker)', () => {
-  it('answers what chunkText answers, text after text on one kept thread', async () => {
+  it('answers what chunkSpans answers, text after text on one kept thread', async () => {
     const chunker = createChunker();
     try {
       const text = mixedText(6, 100_000);
-      expect(await chunker.chunk(text)).toEqual(chunkText(text));
+      expect(await chunker.chunk(text)).toEqual(chunkSpans(text));
       expect(await chunker.chunk('')).toEqual([]);
-      expect(await Promise.all([chunker.chunk(text), chunker.chunk('a b c')])).toEqual([chunkText(text), chunkText('a b c')]);
+      expect(await Promise.all([chunker.chunk(text), chunker.chunk('a b c')])).toEqual([chunkSpans(text), chunkSpans('a b c')]);
     } finally {
       await chunker.close();
     }
@@ -144,7 +182,7 @@ describe('the chunking thread (createChunker)', () => {
       const refused = chunker.chunk('\u0120'.repeat(8_000_000));
       await expect(refused).rejects.toBeInstanceOf(JobFailure);
       await expect(refused).rejects.toThrow(/^Splitting the document's text into chunks needed more than 16 MiB of memory\.$/);
-      expect(await chunker.chunk('one two three')).toEqual(chunkText('one two three'));
+      expect(await chunker.chunk('one two three')).toEqual(chunkSpans('one two three'));
     } finally {
       await chunker.close();
     }

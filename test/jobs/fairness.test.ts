@@ -132,7 +132,7 @@ describe('the cap on an organization\'s queued jobs', () => {
     // The typed client sees the declared error.
     const error = await embed(a).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ApiClientError);
-    expect(error).toMatchObject({ status: 429, code: 'TOO_MANY_REQUESTS', defined: true });
+    expect(error).toMatchObject({ status: 429, code: 'TOO_MANY_REQUESTS', defined: true, retryAfterSeconds: 10 });
 
     // Another organization has its own count.
     await embed(b);

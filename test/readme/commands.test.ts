@@ -14,10 +14,12 @@
  *   copies them from the mail catcher), workspaces and documents, jobs and search (the companion AI
  *   service with the offline model). Each `<PLACEHOLDER>` is filled with the value an earlier
  *   answer gave, as the reader copies it, and each answer is compared with the one the README shows
- *   (its `…` standing for anything).
+ *   (its `…` standing for anything);
+ * - the command-line walkthrough, with `workspace-api` on the PATH running the CLI's source and a
+ *   home of its own for the session signup saves.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +27,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { linkIn, startSmtpReceiver, type SmtpReceiver } from '../support/smtp.ts';
+import { CLI_ENTRY, cliHome } from '../cli/support.ts';
 import { readmeCommands, type ReadmeCommand } from './readme-commands.ts';
 
 const README = new URL('../../README.md', import.meta.url);
@@ -41,7 +44,8 @@ const walkthroughs = {
   accounts: [headingLine('## Walkthrough: accounts and organizations'), headingLine('## Walkthrough: workspaces and documents')],
   documents: [headingLine('## Walkthrough: workspaces and documents'), headingLine('### The same on the S3 driver')],
   s3: [headingLine('### The same on the S3 driver'), headingLine('## Walkthrough: jobs and search')],
-  jobs: [headingLine('## Walkthrough: jobs and search'), headingLine('## Settings')],
+  jobs: [headingLine('## Walkthrough: jobs and search'), headingLine('## Walkthrough: the command-line tool')],
+  cli: [headingLine('## Walkthrough: the command-line tool'), headingLine('## Settings')],
 } as const;
 const inSection = (command: ReadmeCommand, section: keyof typeof walkthroughs) => command.line > walkthroughs[section][0] && command.line < walkthroughs[section][1];
 
@@ -68,6 +72,8 @@ const runHere: Rule[] = [
   { runs: (command) => command.from === 'block' && command.text.startsWith(`curl -s -X POST ${README_ORIGIN}/rpc/system/health `) },
   // The walkthroughs on the local driver: every command of their blocks, but the stream (notRun).
   { runs: (command) => command.from === 'block' && !command.text.startsWith('curl -sN') && (inSection(command, 'accounts') || inSection(command, 'documents') || inSection(command, 'jobs')) && !/make start$|^make install$|^npm run /.test(command.text) },
+  // The command-line walkthrough: `workspace-api` is the CLI's source run by this Node (test/cli/support.ts).
+  { runs: (command) => command.from === 'block' && inSection(command, 'cli') },
 ];
 const reason = (command: ReadmeCommand) => notRun.find(([pattern]) => pattern.test(command.text))?.[1];
 const runsHere = (command: ReadmeCommand) => runHere.some((rule) => rule.runs(command));
@@ -196,7 +202,7 @@ describe('the walkthroughs, command by command', () => {
   /** Links the reader copies from the mail catcher. */
   const links: Record<string, string> = { VERIFY_LINK: 'ada@example.com', GRACE_VERIFY_LINK: 'grace@example.com' };
 
-  async function runAndCompare(command: ReadmeCommand, cwd: string, line = command.text): Promise<void> {
+  async function runAndCompare(command: ReadmeCommand, cwd: string, line = command.text, env?: NodeJS.ProcessEnv): Promise<void> {
     for (const [name, address] of Object.entries(links)) {
       if (!line.includes(`<${name}>`) || values[name]) continue;
       values[name] = linkIn(await verificationMail(address)).href;
@@ -204,7 +210,7 @@ describe('the walkthroughs, command by command', () => {
     const missing = [...line.matchAll(/<([A-Z_]+)>/g)].map((match) => match[1]!).filter((name) => !(name in values));
     if (missing.length > 0) throw new Error(`README line ${command.line}: no value yet for ${missing.join(', ')}`);
     const filled = line.replace(/<([A-Z_]+)>/g, (_whole, name: string) => values[name]!);
-    const { stdout } = await shell(filled, { cwd });
+    const { stdout } = await shell(filled, { cwd, ...(env ? { env } : {}) });
     const output = stdout.replaceAll('\r\n', '\n').trim();
     const headers = /^-s[iD]|-D -|-si /.test(line.replace(/^curl /, ''));
     const body = headers ? output.split('\n').at(-1)! : output;
@@ -279,6 +285,25 @@ describe('the walkthroughs, command by command', () => {
     await runAndCompare(create!, cwd);
     await waitForJob(values.JOB_ID!, values.ADA_TOKEN!);
     for (const command of rest) await runAndCompare(command, cwd);
+  }, 180_000);
+
+  it('the command-line tool: signup, orgs create, workspaces create, documents upload --index, search', async () => {
+    await writeFile(join(cwd, 'handbook.md'), /Save this as `handbook\.md`[\s\S]*?```markdown\n([\s\S]*?)```/.exec(text)![1]!);
+    // `workspace-api` on the PATH, as the package's bin puts it there; a home of its own for the saved session.
+    const home = await cliHome();
+    try {
+      const bin = join(home.dir, 'bin');
+      await mkdir(bin);
+      await writeFile(join(bin, 'workspace-api'), `#!/bin/sh\nexec '${process.execPath}' '${CLI_ENTRY}' "$@"\n`, { mode: 0o755 });
+      const env = { ...home.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` };
+      const steps = commands.filter((command) => inSection(command, 'cli') && runsHere(command));
+      expect(steps.map((command) => command.text.replace(/^printf .*? \| /, '').split(' ').slice(0, 3).join(' '))).toEqual([
+        'workspace-api signup --url', 'workspace-api orgs create', 'workspace-api workspaces create', 'workspace-api documents upload', 'workspace-api search lab-notes',
+      ]);
+      for (const command of steps) await runAndCompare(command, cwd, command.text, env);
+    } finally {
+      await home.remove();
+    }
   }, 180_000);
 
   async function waitForJob(id: string, token: string): Promise<void> {

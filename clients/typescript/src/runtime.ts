@@ -81,14 +81,17 @@ export class ApiClientError extends Error {
   readonly data: unknown;
   readonly defined: boolean;
   readonly requestId: string | undefined;
+  /** The answer's Retry-After in seconds (every 429 and 503 of the service sends one), when it had one. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(init: { code: string; status: number; message: string; data?: unknown; defined?: boolean; requestId?: string; cause?: unknown }) {
+  constructor(init: { code: string; status: number; message: string; data?: unknown; defined?: boolean; requestId?: string; retryAfterSeconds?: number; cause?: unknown }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.code = init.code;
     this.status = init.status;
     this.data = init.data;
     this.defined = init.defined ?? false;
     this.requestId = init.requestId;
+    this.retryAfterSeconds = init.retryAfterSeconds;
   }
 }
 
@@ -280,14 +283,23 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 async function toError(response: Response): Promise<ApiClientError> {
   const requestId = response.headers.get('x-request-id') ?? undefined;
+  const retryAfterSeconds = retryAfter(response.headers.get('retry-after'));
   const body: any = await response.json().catch(() => undefined);
   if (body && typeof body.code === 'string') {
-    return new ApiClientError({ ...body, status: response.status, requestId });
+    return new ApiClientError({ ...body, status: response.status, requestId, retryAfterSeconds });
   }
   // Transport-level errors keep their lowercase identifier ('payload_too_large', 'internal_error'),
   // so they never pass for a procedure's own code; non-JSON answers become HTTP_<status>.
   const code = typeof body?.error === 'string' ? body.error : `HTTP_${response.status}`;
-  return new ApiClientError({ code, status: response.status, message: body?.message ?? response.statusText, requestId });
+  return new ApiClientError({ code, status: response.status, message: body?.message ?? response.statusText, requestId, retryAfterSeconds });
+}
+
+/** Retry-After as whole seconds: the service sends delta-seconds; an HTTP date is read too. */
+function retryAfter(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim());
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 /** What outlives one connection: the last event id (sent back as Last-Event-Id) and the server's `retry:`. */

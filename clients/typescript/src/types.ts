@@ -324,7 +324,12 @@ export interface paths {
          *     by the model that embedded the query are searched (`model` names it): after a model change,
          *     documents not yet re-indexed are left out. Full text stems English; text in other languages
          *     that separates words with spaces matches by exact word. The order never depends on `limit`:
-         *     a smaller limit answers a prefix of a larger one. Needs document:read (every role) in the workspace's
+         *     a smaller limit answers a prefix of a larger one. `filters` (document ids, media types, a
+         *     created-at range) apply inside both rankings, so `limit` hits come back whenever that many
+         *     matching chunks exist. Each hit carries `highlights` (the ranges of its words that match the
+         *     query's, stems included) and, for chunks indexed since citations were recorded, a `citation`
+         *     (its range in the document's text, its PDF pages or its headings; documents.text with
+         *     `start`/`end` shows the passage in context). Needs document:read (every role) in the workspace's
          *     organization. Limited to 30 searches per minute per user (429 TOO_MANY_REQUESTS, message
          *     "Too many searches, try again in a minute."); the embedding has a 10 s timeout. Each search
          *     costs one AI credit unless the embedding provider is `local`; while billing is configured an
@@ -453,6 +458,10 @@ export interface paths {
          * @description Answers the text extracted by the last successful document.extract job, with its character
          *     and page counts, or `null` while no such job has succeeded. Needs document:read (every role)
          *     in the document's organization, derived from the row.
+         *     With `start` and/or `end` (UTF-16 offsets, as a search hit's `citation` gives them; `end`
+         *     exclusive) it answers only that part of the text: `text` is the range's text and `range` the
+         *     offsets used, clamped to the text (a `start` past the end gives an empty range at the end;
+         *     `end` before `start` is a 400). `characters` and `pages` stay the whole text's.
          */
         get: operations["documents.text"];
         put?: never;
@@ -2085,10 +2094,66 @@ export interface components {
             storage: components["schemas"]["StorageUsage"];
         };
         /**
+         * @description A document's id: `doc_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
+         * @example doc_zjli6ufh3reosfhypn5nwk2d
+         */
+        DocumentId: string;
+        /**
+         * @description Narrows documents.search to some of the workspace's documents. The filters apply inside both rankings before they are fused, so a filtered search answers `limit` hits whenever that many matching chunks exist, however many non-matching chunks are nearer the query. Every given filter must hold (and); within `documentIds` or `contentTypes` any listed value matches (or). A filter that no document matches answers no hits.
+         * @example {
+         *       "documentIds": [
+         *         "doc_zjli6ufh3reosfhypn5nwk2d"
+         *       ],
+         *       "contentTypes": [
+         *         "application/pdf"
+         *       ],
+         *       "createdAfter": "2026-11-01T00:00:00.000Z",
+         *       "createdBefore": "2026-12-01T00:00:00.000Z"
+         *     }
+         */
+        SearchFilters: {
+            /**
+             * @description Only chunks of these documents. Ids of documents in other workspaces match nothing.
+             * @example [
+             *       "doc_zjli6ufh3reosfhypn5nwk2d"
+             *     ]
+             */
+            documentIds?: components["schemas"]["DocumentId"][];
+            /**
+             * @description Only chunks of documents of these media types.
+             * @example [
+             *       "application/pdf"
+             *     ]
+             */
+            contentTypes?: components["schemas"]["DocumentContentType"][];
+            /**
+             * Format: date-time
+             * @description Only chunks of documents created at or after this instant (the document's `createdAt`).
+             * @example 2026-11-01T00:00:00.000Z
+             */
+            createdAfter?: Date;
+            /**
+             * Format: date-time
+             * @description Only chunks of documents created before this instant (the document's `createdAt`).
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            createdBefore?: Date;
+        };
+        /**
          * @description The body of documents.search.
          * @example {
          *       "query": "third quarter revenue by region",
          *       "limit": 10
+         *     }
+         * @example {
+         *       "query": "third quarter revenue by region",
+         *       "limit": 10,
+         *       "filters": {
+         *         "contentTypes": [
+         *           "application/pdf"
+         *         ],
+         *         "createdAfter": "2026-11-01T00:00:00.000Z"
+         *       }
          *     }
          */
         DocumentsSearchInput: {
@@ -2103,6 +2168,85 @@ export interface components {
              * @example 10
              */
             limit?: number;
+            filters?: components["schemas"]["SearchFilters"];
+        };
+        /**
+         * @description A range of characters in a text, `start` inclusive and `end` exclusive, counted in UTF-16 code units (JavaScript string indexes: `text.slice(start, end)` is the range's text).
+         * @example {
+         *       "start": 0,
+         *       "end": 7
+         *     }
+         */
+        TextRange: {
+            /**
+             * @description The range's first character.
+             * @example 0
+             */
+            start: number;
+            /**
+             * @description The character after the range's last one; greater than `start`.
+             * @example 7
+             */
+            end: number;
+        };
+        /**
+         * @description The 1-based pages of a PDF that a passage spans, `first` to `last` inclusive.
+         * @example {
+         *       "first": 3,
+         *       "last": 4
+         *     }
+         */
+        PageRange: {
+            /**
+             * @description The page the passage starts on.
+             * @example 3
+             */
+            first: number;
+            /**
+             * @description The page the passage ends on; `first` when it fits on one page.
+             * @example 4
+             */
+            last: number;
+        };
+        /**
+         * @description Where a search hit's chunk comes from in its document. `start` and `end` are the chunk's range in the document's extracted text (documents.text; UTF-16 code units, JavaScript string indexes, `end` exclusive), so `documents.text` with `start` and `end` (widened by some characters on each side) shows the passage in context. `pages` for PDFs, `headingPath` for DOCX, HTML and Markdown documents whose chunk sits under headings; each left out when it does not apply.
+         * @example {
+         *       "start": 5120,
+         *       "end": 5187,
+         *       "pages": {
+         *         "first": 3,
+         *         "last": 3
+         *       }
+         *     }
+         * @example {
+         *       "start": 812,
+         *       "end": 1790,
+         *       "headingPath": [
+         *         "Q3 Report",
+         *         "Revenue"
+         *       ]
+         *     }
+         */
+        Citation: {
+            /**
+             * @description Where the chunk starts in the document's extracted text.
+             * @example 5120
+             */
+            start: number;
+            /**
+             * @description Where the chunk ends in the document's extracted text (exclusive).
+             * @example 5187
+             */
+            end: number;
+            pages?: components["schemas"]["PageRange"];
+            /**
+             * @description The headings the chunk sits under, outermost first.
+             * @example [
+             *       "Q3 Report",
+             *       "Revenue"
+             *     ]
+             */
+            headingPath?: string[];
         };
         /**
          * @description One chunk of an indexed document that matches the query.
@@ -2112,7 +2256,29 @@ export interface components {
          *       "documentName": "q3-report.pdf",
          *       "index": 7,
          *       "text": "Revenue in the third quarter grew 14% year over year, led by EMEA.",
-         *       "score": 0.0325
+         *       "score": 0.0325,
+         *       "highlights": [
+         *         {
+         *           "start": 0,
+         *           "end": 7
+         *         },
+         *         {
+         *           "start": 15,
+         *           "end": 20
+         *         },
+         *         {
+         *           "start": 21,
+         *           "end": 28
+         *         }
+         *       ],
+         *       "citation": {
+         *         "start": 5120,
+         *         "end": 5187,
+         *         "pages": {
+         *           "first": 3,
+         *           "last": 3
+         *         }
+         *       }
          *     }
          */
         SearchHit: {
@@ -2147,6 +2313,26 @@ export interface components {
              * @example 0.0325
              */
             score: number;
+            /**
+             * @description The words of `text` that match a word of the query as full-text search sees them: the same English analyzer as the ranking (PostgreSQL's `english` configuration), so stemmed forms match (a query "running" marks "runs" and "run") and stop words ("the", "of") never do. Ranges into `text`, in order, not overlapping; empty when no word matches (a hit found by meaning alone).
+             * @example [
+             *       {
+             *         "start": 0,
+             *         "end": 7
+             *       },
+             *       {
+             *         "start": 15,
+             *         "end": 20
+             *       },
+             *       {
+             *         "start": 21,
+             *         "end": 28
+             *       }
+             *     ]
+             */
+            highlights: components["schemas"]["TextRange"][];
+            /** @description Where the chunk is in its document: its range in the extracted text, and its pages or the headings it sits under. Left out for chunks indexed before documents recorded it (index the document again to get it). */
+            citation?: components["schemas"]["Citation"];
         };
         /**
          * @description The answer of documents.search; the best hits first.
@@ -2159,7 +2345,29 @@ export interface components {
          *           "documentName": "q3-report.pdf",
          *           "index": 7,
          *           "text": "Revenue in the third quarter grew 14% year over year, led by EMEA.",
-         *           "score": 0.0325
+         *           "score": 0.0325,
+         *           "highlights": [
+         *             {
+         *               "start": 0,
+         *               "end": 7
+         *             },
+         *             {
+         *               "start": 15,
+         *               "end": 20
+         *             },
+         *             {
+         *               "start": 21,
+         *               "end": 28
+         *             }
+         *           ],
+         *           "citation": {
+         *             "start": 5120,
+         *             "end": 5187,
+         *             "pages": {
+         *               "first": 3,
+         *               "last": 3
+         *             }
+         *           }
          *         }
          *       ]
          *     }
@@ -2263,11 +2471,6 @@ export interface components {
             };
         };
         /**
-         * @description A document's id: `doc_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
-         * @example doc_zjli6ufh3reosfhypn5nwk2d
-         */
-        DocumentId: string;
-        /**
          * @description A short-lived presigned GET address of a document's bytes (valid 5 minutes).
          * @example {
          *       "url": "https://api.example.com/uploads/org_pycdybk377oxtzq6svizx3or/doc_zjli6ufh3reosfhypn5nwk2d?expires=1795252800&signature=8c1e5a7b9d0f2e4c6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a0c1e3b5d7f9a",
@@ -2296,10 +2499,19 @@ export interface components {
          *       "pages": 12
          *     }
          * @example null
+         * @example {
+         *       "text": "Revenue in the third quarter grew 14% year over year, led by EMEA.",
+         *       "characters": 18234,
+         *       "pages": 12,
+         *       "range": {
+         *         "start": 5120,
+         *         "end": 5187
+         *       }
+         *     }
          */
         DocumentText: {
             /**
-             * @description The extracted plain text.
+             * @description The extracted plain text; with `start`/`end`, only that part of it (see `range`).
              * @example Q3 Report
              *
              *     Revenue in the third quarter grew 14% year over year, led by EMEA.
@@ -2315,6 +2527,8 @@ export interface components {
              * @example 12
              */
             pages: number | null;
+            /** @description Present when `start` or `end` was given: the offsets of `text` in the whole text, after clamping (`text` is `whole.slice(range.start, range.end)`). */
+            range?: components["schemas"]["TextRange"];
         } | null;
         /**
          * @description A job's state: `queued` until a worker takes it, `running`, then one of the finished states `succeeded`, `failed` or `canceled` (only a queued job can be canceled).
@@ -5394,7 +5608,12 @@ export interface operations {
     };
     "documents.text": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Where the part to answer starts (UTF-16 offset into the text); 0 when left out. */
+                start?: number;
+                /** @description Where the part to answer ends (exclusive); the end of the text when left out. */
+                end?: number;
+            };
             header?: {
                 /**
                  * @description An id of your own for this request, echoed in the response's `X-Request-Id` and written on the service's log lines: 1 to 128 characters from `A-Z a-z 0-9 . _ : = + / -`. A value of another shape is not refused: it is ignored and the service generates a UUID instead.
@@ -5413,7 +5632,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The extracted text, or null before extraction succeeded. */
+            /** @description The extracted text (or the asked part of it), or null before extraction succeeded. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -15,6 +15,8 @@ export interface Credentials {
   url: string;
   token: string;
   user: { id: string; email: string; name: string };
+  /** The organization chosen with `orgs use`, used when neither --org nor WORKSPACE_API_ORG names one. */
+  organization?: { id: string; slug: string };
   savedAt: string;
 }
 

@@ -3,15 +3,18 @@
  * here is a breaking change of the tool.
  */
 export const ExitCode = {
-  /** The command did what it was asked (for `jobs follow`/`jobs run`: the job succeeded). */
+  /** The command did what it was asked (for `jobs follow`/`jobs run`/`documents upload --index`: the job succeeded). */
   ok: 0,
   /** The service answered an error (any but 401 UNAUTHORIZED), e.g. a wrong password at login. */
   apiError: 1,
   /** The command line was wrong: unknown command or option, a missing or malformed argument. */
   usage: 2,
-  /** No token, or the service refused the token (401 UNAUTHORIZED): run `workspace-api login`. */
+  /**
+   * No token, or the service refused the token (401 UNAUTHORIZED): run `workspace-api login`. Also
+   * `signup` on a deployment that requires a verified email address: the account exists, unsigned-in.
+   */
   notSignedIn: 3,
-  /** The job ended `failed` or `canceled`. */
+  /** The job ended `failed` or `canceled` (`jobs run`, `jobs follow`, `documents upload --index`). */
   jobFailed: 4,
   /** The service could not be reached (connection refused, DNS, TLS, reset, timeout). */
   network: 5,

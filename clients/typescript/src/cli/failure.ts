@@ -20,6 +20,13 @@ export interface Failure {
 /** Error codes of Node's network stack that mean "the service could not be reached". */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'ERR_TLS_CERT_ALTNAME_INVALID']);
 
+/** What to do next, for the answers a person meets on a first run. */
+const HINTS: Readonly<Record<string, string>> = {
+  USER_ALREADY_EXISTS: 'An account with this email address exists: sign in with `workspace-api login --email <email>`.',
+  EMAIL_NOT_VERIFIED: 'Open the link in the verification email first (`workspace-api signup` sent it), then sign in again.',
+  TOO_MANY_REQUESTS: 'Try again later: the organization\'s queue of jobs is full, or too many requests came from this address.',
+};
+
 export function describeFailure(error: unknown, url: string | undefined): Failure {
   if (error instanceof CliError) {
     return { exitCode: error.exitCode, code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) };
@@ -37,6 +44,7 @@ export function describeFailure(error: unknown, url: string | undefined): Failur
       ...(error.data === undefined ? {} : { data: error.data }),
     };
     if (refusedToken) failure.hint = 'Sign in with `workspace-api login`, or pass a valid token (--token or WORKSPACE_API_TOKEN).';
+    else if (HINTS[error.code]) failure.hint = HINTS[error.code];
     return failure;
   }
   if (networkCode(error)) return networkFailure(error, url);

@@ -26,10 +26,22 @@ export interface SignInResult {
   user: AuthUser & Record<string, unknown>;
 }
 
+/** What auth.organization.create answers: the organization, with the caller as its one member. */
+export interface CreatedOrganization {
+  id: string;
+  name: string;
+  slug: string;
+  createdAt: string;
+  members: unknown[];
+}
+
 export interface Identity {
+  /** A new account; `token` is null when the deployment requires the email address to be verified first. */
+  signUp(input: { email: string; password: string; name: string }): Promise<SignInResult>;
   signIn(email: string, password: string): Promise<SignInResult>;
   signOut(token: string): Promise<void>;
   organizations(token: string): Promise<OrganizationWithRole[]>;
+  createOrganization(token: string, input: { name: string; slug: string }): Promise<CreatedOrganization>;
 }
 
 export function identity(url: string, doFetch: typeof fetch = globalThis.fetch): Identity {
@@ -61,10 +73,12 @@ export function identity(url: string, doFetch: typeof fetch = globalThis.fetch):
   }
 
   return {
+    signUp: (input) => request<SignInResult>('POST', '/sign-up/email', undefined, input),
     signIn: (email, password) => request<SignInResult>('POST', '/sign-in/email', undefined, { email, password }),
     async signOut(token) {
       await request<unknown>('POST', '/sign-out', token);
     },
     organizations: (token) => request<OrganizationWithRole[]>('GET', '/organization/list', token),
+    createOrganization: (token, input) => request<CreatedOrganization>('POST', '/organization/create', token, input),
   };
 }

@@ -10,26 +10,27 @@ import { registerDocumentCommands } from './commands/documents.ts';
 import { registerJobCommands } from './commands/jobs.ts';
 import { registerOrgCommands } from './commands/orgs.ts';
 import { registerSearchCommand } from './commands/search.ts';
+import { registerSignupCommand } from './commands/signup.ts';
 import { registerWorkspaceCommands } from './commands/workspaces.ts';
 import { ExitCode } from './exit-codes.ts';
 
 const EXIT_CODES = `
 Exit codes:
-  ${ExitCode.ok}  success (jobs run / jobs follow: the job succeeded)
+  ${ExitCode.ok}  success (jobs run / jobs follow / documents upload --index: the job succeeded)
   ${ExitCode.apiError}  the service answered an error
   ${ExitCode.usage}  usage error: unknown command or option, missing or malformed argument
-  ${ExitCode.notSignedIn}  not signed in, or the token was refused (401 UNAUTHORIZED)
+  ${ExitCode.notSignedIn}  not signed in, or the token was refused (401 UNAUTHORIZED); signup awaiting email verification
   ${ExitCode.jobFailed}  the job failed or was canceled
   ${ExitCode.network}  the service could not be reached
   ${ExitCode.localFile}  a local file could not be read or written
 
 Environment: WORKSPACE_API_URL, WORKSPACE_API_TOKEN, WORKSPACE_API_ORG (as the options),
-WORKSPACE_API_EMAIL and WORKSPACE_API_PASSWORD (login). Documentation: docs/cli.md.`;
+WORKSPACE_API_EMAIL and WORKSPACE_API_PASSWORD (signup, login). Documentation: docs/cli.md.`;
 
 export function buildProgram(state: RunState): Command {
   const program = new Command('workspace-api');
   program
-    .description('The command-line tool of the workspace API: sign in, manage workspaces and documents, run and follow jobs, search.')
+    .description('The command-line tool of the workspace API: sign up or sign in, create organizations, manage workspaces and documents, run and follow jobs, search.')
     .version(contractVersion, '-V, --version', 'print the version')
     .helpOption('-h, --help', 'show help for the command')
     .helpCommand(false)
@@ -47,6 +48,7 @@ export function buildProgram(state: RunState): Command {
     .addHelpText('afterAll', EXIT_CODES);
   if (!state.json) program.showHelpAfterError('(add --help for usage)');
 
+  registerSignupCommand(program, state);
   registerAuthCommands(program, state);
   registerOrgCommands(program, state);
   registerWorkspaceCommands(program, state);

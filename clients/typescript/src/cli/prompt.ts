@@ -27,6 +27,12 @@ export async function ask(question: string, options: { hidden?: boolean } = {}):
   }
 }
 
+/** Asks at a terminal; without one there is nobody to ask, and the caller reports what is missing. */
+export async function askIfTerminal(question: string, hidden = false): Promise<string | undefined> {
+  if (!process.stdin.isTTY) return undefined;
+  return ask(question, { hidden });
+}
+
 /** All of stdin, without its final line break (`echo secret | workspace-api login --password-stdin`). */
 export async function readStdin(): Promise<string> {
   return (await text(process.stdin)).replace(/\r?\n$/, '');

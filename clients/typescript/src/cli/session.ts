@@ -6,7 +6,7 @@
  * |---|---|
  * | address | `--url`, `WORKSPACE_API_URL`, the address saved by `login`, `http://127.0.0.1:3000` |
  * | token | `--token`, `WORKSPACE_API_TOKEN`, the token saved by `login` (only for the address it was issued by) |
- * | organization | `--org`, `WORKSPACE_API_ORG` (an id or a slug), else the caller's only organization |
+ * | organization | `--org`, `WORKSPACE_API_ORG` (an id or a slug), the one chosen with `orgs use`, else the caller's only organization |
  */
 import { createClient } from '../index.ts';
 import { readCredentials, type Credentials } from './credentials.ts';
@@ -96,6 +96,8 @@ export async function openSession(options: GlobalOptions, output: Output, env: N
     const wanted = options.org ?? env.WORKSPACE_API_ORG;
     // Slugs are lowercase letters, digits and hyphens, so an `org_` prefix can only be an id.
     if (wanted?.startsWith('org_')) return wanted;
+    // The choice of `orgs use` belongs to the saved sign-in: it counts only with that token.
+    if (!wanted && token?.source === 'login' && credentials?.organization) return credentials.organization.id;
     const organizations = await auth.organizations(session.requireToken());
     const names = organizations.map((organization) => organization.slug).join(', ');
     if (wanted) {

@@ -4,7 +4,7 @@ import { ApiClientError } from '../../index.ts';
 import { withSession, type RunState } from '../command-kit.ts';
 import { credentialsPath, deleteCredentials, writeCredentials } from '../credentials.ts';
 import { CliError, ExitCode, usageError } from '../exit-codes.ts';
-import { ask, readStdin } from '../prompt.ts';
+import { askIfTerminal, readStdin } from '../prompt.ts';
 import type { Session } from '../session.ts';
 
 export function registerAuthCommands(program: Command, state: RunState): void {
@@ -25,7 +25,9 @@ service's address, and is sent to that address only. Examples:
       const signedIn = await session.identity.signIn(email, password);
       if (!signedIn.token) throw new CliError(ExitCode.apiError, 'NO_SESSION', 'The service signed you in without creating a session.');
       const { id, name } = signedIn.user;
-      const path = await writeCredentials({ url: session.url, token: signedIn.token, user: { id, email: signedIn.user.email, name }, savedAt: new Date().toISOString() }, session.env);
+      // Signing in again keeps the organization `orgs use` chose, when it is the same account.
+      const previous = session.credentials?.url === session.url && session.credentials.user.id === id ? session.credentials.organization : undefined;
+      const path = await writeCredentials({ url: session.url, token: signedIn.token, user: { id, email: signedIn.user.email, name }, ...(previous ? { organization: previous } : {}), savedAt: new Date().toISOString() }, session.env);
       session.output.result({ url: session.url, user: signedIn.user, credentialsPath: path }, () => {
         session.output.line(`Signed in to ${session.url} as ${signedIn.user.email}.`);
         session.output.note(`The token is saved in ${path}.`);
@@ -90,8 +92,3 @@ function describeSource(session: Session): string {
   }
 }
 
-/** Asks at a terminal; without one there is nobody to ask, and the caller reports what is missing. */
-async function askIfTerminal(question: string, hidden = false): Promise<string | undefined> {
-  if (!process.stdin.isTTY) return undefined;
-  return ask(question, { hidden });
-}

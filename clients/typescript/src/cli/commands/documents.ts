@@ -1,4 +1,4 @@
-/** `documents list|upload|download|text|delete`. */
+/** `documents list|upload|download|text|delete`; `upload --index` also indexes the file and follows the job. */
 import { createWriteStream } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
@@ -10,6 +10,7 @@ import { wholeNumber, withSession, type RunState } from '../command-kit.ts';
 import { contentTypeOf, KNOWN_EXTENSIONS } from '../content-types.ts';
 import { CliError, ExitCode, usageError } from '../exit-codes.ts';
 import { bytes, date } from '../format.ts';
+import { createJob, finalLine, watchJob } from '../job-watch.ts';
 import { uploadProgress } from '../progress.ts';
 import type { Client } from '../session.ts';
 import { renderTable } from '../table.ts';
@@ -53,13 +54,20 @@ export function registerDocumentCommands(program: Command, state: RunState): voi
 
   documents
     .command('upload')
-    .description('upload a file into a workspace: create the upload, send the bytes (with a progress bar), complete it')
+    .description('upload a file into a workspace: create the upload, send the bytes (with a progress bar), complete it; with --index, index it for search')
     .argument('<workspace>', 'workspace id (ws_...) or slug')
     .argument('<file>', 'the file to upload')
     .option('--name <name>', 'the document\'s name (default: the file\'s name)')
     .option('--content-type <type>', `the media type (default: from the extension, one of ${KNOWN_EXTENSIONS.join(' ')})`)
-    .addHelpText('after', '\nExample (then index it for search):\n  $ workspace-api documents upload research ./q3-report.pdf --json | jq -r .id\n  $ workspace-api jobs run document.index --document doc_...')
-    .action(withSession(state, async (session, workspace: string, file: string, options: { name?: string; contentType?: string }) => {
+    .option('--index', 'then run a document.index job (it extracts the text first) and follow it to its end')
+    .option('--extract', 'then run a document.extract job (the text only, not searchable yet) and follow it to its end')
+    .addHelpText('after', `
+With --index or --extract the exit code is ${ExitCode.jobFailed} when the job fails (the document stays
+uploaded), and --json prints { "document": ..., "job": ... }. Examples:
+  $ workspace-api documents upload research ./q3-report.pdf --index
+  $ workspace-api documents upload research ./q3-report.pdf --json | jq -r .id`)
+    .action(withSession(state, async (session, workspace: string, file: string, options: { name?: string; contentType?: string; index?: boolean; extract?: boolean }) => {
+      if (options.index && options.extract) throw usageError('Pass --index or --extract, not both: indexing extracts the text first.');
       const contentType = options.contentType ?? contentTypeOf(file);
       if (!contentType) throw usageError(`Cannot tell the media type of ${file} from its extension: pass --content-type.`);
       const size = await fileSize(file);
@@ -74,7 +82,15 @@ export function registerDocumentCommands(program: Command, state: RunState): voi
         progress.stop();
       }
       const completed = await client.documents.complete({ id: document.id });
-      session.output.result(completed, () => session.output.line(`Uploaded ${completed.name} (${bytes(completed.size)}) as ${completed.id}.`));
+      const uploaded = `Uploaded ${completed.name} (${bytes(completed.size)}) as ${completed.id}.`;
+      const kind = options.index ? 'document.index' : options.extract ? 'document.extract' : undefined;
+      if (!kind) return session.output.result(completed, () => session.output.line(uploaded));
+      // Said at once: the job may take minutes, and the document is there whatever it ends in.
+      if (!session.output.json) session.output.line(uploaded);
+      const queued = await createJob(session, { organizationId, kind, documentId: completed.id });
+      const job = await watchJob(session, queued.id);
+      session.output.result({ document: completed, job }, () => session.output.line(finalLine(job, session.output.interactive)));
+      if (job.status !== 'succeeded') state.exitCode = ExitCode.jobFailed;
     }));
 
   documents

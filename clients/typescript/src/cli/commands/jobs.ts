@@ -2,9 +2,7 @@
 import { Argument, type Command } from 'commander';
 import { withSession, type RunState } from '../command-kit.ts';
 import { ExitCode, usageError } from '../exit-codes.ts';
-import { duration } from '../format.ts';
-import { followJob, isFinished, type Job } from '../job-follow.ts';
-import { spinner } from '../progress.ts';
+import { createJob, finalLine, watchJob } from '../job-watch.ts';
 import type { Client, Session } from '../session.ts';
 
 type JobsCreateInput = Parameters<Client['jobs']['create']>[0];
@@ -24,7 +22,7 @@ export function registerJobCommands(program: Command, state: RunState): void {
     .addHelpText('after', '\nExamples:\n  $ workspace-api jobs run document.index --document doc_...\n  $ workspace-api jobs run text.embed --text "first text" "second text" --json')
     .action(withSession(state, async (session, kind: (typeof KINDS)[number], options: { document?: string; text?: string[]; follow: boolean }) => {
       const input = jobInput(kind, await session.organization(), options);
-      const job = await session.client().jobs.create(input);
+      const job = await createJob(session, input);
       if (!options.follow) {
         return session.output.result(job, () => session.output.line(`Queued job ${job.id} (${job.kind}). Follow it with: workspace-api jobs follow ${job.id}`));
       }
@@ -49,47 +47,9 @@ function jobInput(kind: (typeof KINDS)[number], organizationId: string, options:
   return { organizationId, kind, documentId: options.document };
 }
 
-/**
- * Follows the job: a spinner with its status for a person, a line per status change in a log, the
- * final job as JSON with --json. Then the final line, and exit code 4 unless it succeeded.
- */
+/** Follows the job to its end; prints it (the final line, or the job as JSON), and exit code 4 unless it succeeded. */
 async function follow(session: Session, state: RunState, id: string): Promise<void> {
-  const { output } = session;
-  const spin = spinner(output, `Job ${id}: connecting`);
-  let job: Job;
-  try {
-    job = await followJob(session.client(), id, (current) => {
-      const text = `Job ${current.id} (${current.kind}): ${current.status}`;
-      spin.text(text);
-      if (!output.interactive && !isFinished(current)) output.note(text);
-    });
-  } finally {
-    spin.stop();
-  }
-  output.result(job, () => output.line(finalLine(job, output.interactive)));
+  const job = await watchJob(session, id);
+  session.output.result(job, () => session.output.line(finalLine(job, session.output.interactive)));
   if (job.status !== 'succeeded') state.exitCode = ExitCode.jobFailed;
 }
-
-function finalLine(job: Job, symbols: boolean): string {
-  const took = job.finishedAt ? new Date(job.finishedAt).getTime() - new Date(job.startedAt ?? job.createdAt).getTime() : undefined;
-  const mark = (ok: boolean) => (symbols ? (ok ? '✔ ' : '✖ ') : '');
-  const title = `Job ${job.id} (${job.kind})`;
-  if (job.status === 'succeeded') {
-    const summary = resultSummary(job);
-    return `${mark(true)}${title} succeeded${took === undefined ? '' : ` in ${duration(took)}`}${summary ? `: ${summary}` : ''}.`;
-  }
-  if (job.status === 'canceled') return `${mark(false)}${title} was canceled.`;
-  return `${mark(false)}${title} failed${took === undefined ? '' : ` after ${duration(took)}`}: ${job.error?.message ?? 'no reason given'}`;
-}
-
-/** The outcome in a few words, from the job's result (its shape depends on the kind). */
-function resultSummary(job: Job): string | undefined {
-  const result = job.result as Record<string, unknown> | undefined;
-  if (!result) return undefined;
-  if (job.kind === 'document.extract') return `${count(result.characters, 'character')}${typeof result.pages === 'number' ? `, ${count(result.pages, 'page')}` : ''}`;
-  if (job.kind === 'document.index') return `${count(result.chunks, 'chunk')}${typeof result.model === 'string' ? ` embedded with ${result.model}` : ''}`;
-  if (job.kind === 'text.embed' && Array.isArray(result.vectors)) return `${count(result.vectors.length, 'vector')}${typeof result.model === 'string' ? ` from ${result.model}` : ''}`;
-  return undefined;
-}
-
-const count = (value: unknown, noun: string) => `${String(value)} ${noun}${value === 1 ? '' : 's'}`;

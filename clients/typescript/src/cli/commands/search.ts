@@ -1,7 +1,40 @@
-/** `search <workspace> <query>`: documents.search, as a table of the best chunks. */
-import type { Command } from 'commander';
+/** `search <workspace> <query>`: documents.search, as a table of the best chunks, the words that matched in [brackets]. */
+import { InvalidArgumentError, type Command } from 'commander';
+import type { components } from '../../types.ts';
 import { wholeNumber, withSession, type RunState } from '../command-kit.ts';
+import { markHighlights } from '../highlight.ts';
 import { renderTable } from '../table.ts';
+
+type SearchFilters = components['schemas']['SearchFilters'];
+
+interface SearchOptions {
+  limit?: number;
+  document?: string[];
+  type?: string[];
+  after?: Date;
+  before?: Date;
+}
+
+/** An instant as the contract takes it (ISO 8601, e.g. 2026-11-01 or 2026-11-01T09:00:00Z). */
+function instant(value: string): Date {
+  const parsed = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(parsed.getTime())) throw new InvalidArgumentError('expected a date or date-time such as 2026-11-01 or 2026-11-01T09:00:00Z.');
+  return parsed;
+}
+
+/** Repeatable options collect into a list. */
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** The options as documents.search's `filters`, or none. */
+function filtersOf(options: SearchOptions): SearchFilters | undefined {
+  const filters: SearchFilters = {
+    ...(options.document ? { documentIds: options.document } : {}),
+    ...(options.type ? { contentTypes: options.type as SearchFilters['contentTypes'] } : {}),
+    ...(options.after ? { createdAfter: options.after } : {}),
+    ...(options.before ? { createdBefore: options.before } : {}),
+  };
+  return Object.keys(filters).length > 0 ? filters : undefined;
+}
 
 export function registerSearchCommand(program: Command, state: RunState): void {
   program
@@ -10,9 +43,16 @@ export function registerSearchCommand(program: Command, state: RunState): void {
     .argument('<workspace>', 'workspace id (ws_...) or slug')
     .argument('<query...>', 'what to look for (several words need no quotes)')
     .option('--limit <n>', 'the most matches to show (1-50, default 10)', wholeNumber(50))
-    .addHelpText('after', '\nExample:\n  $ workspace-api search research third quarter revenue --limit 5')
-    .action(withSession(state, async (session, workspace: string, words: string[], options: { limit?: number }) => {
-      const answer = await session.client().documents.search({ workspaceId: await session.workspace(workspace), query: words.join(' '), ...(options.limit ? { limit: options.limit } : {}) });
+    .option('--document <id>', 'only in this document (repeatable, up to 100)', collect)
+    .option('--type <media-type>', 'only in documents of this media type, e.g. application/pdf (repeatable)', collect)
+    .option('--after <date>', 'only in documents created at or after this date', instant)
+    .option('--before <date>', 'only in documents created before this date', instant)
+    .addHelpText('after', '\nExamples:\n  $ workspace-api search research third quarter revenue --limit 5\n  $ workspace-api search research revenue --type application/pdf --after 2026-11-01')
+    .action(withSession(state, async (session, workspace: string, words: string[], options: SearchOptions) => {
+      const filters = filtersOf(options);
+      const answer = await session.client().documents.search({
+        workspaceId: await session.workspace(workspace), query: words.join(' '), ...(options.limit ? { limit: options.limit } : {}), ...(filters ? { filters } : {}),
+      });
       session.output.result(answer, () => {
         if (answer.results.length === 0) return session.output.note('No matches (only documents indexed by a document.index job are searched).');
         session.output.line(renderTable(answer.results.map((hit, i) => ({ ...hit, rank: i + 1 })), [
@@ -20,7 +60,7 @@ export function registerSearchCommand(program: Command, state: RunState): void {
           { header: 'SCORE', value: (hit) => hit.score.toFixed(4), right: true },
           { header: 'DOCUMENT', value: (hit) => hit.documentName, shrink: true },
           { header: 'CHUNK', value: (hit) => String(hit.index), right: true },
-          { header: 'TEXT', value: (hit) => hit.text, shrink: true },
+          { header: 'TEXT', value: (hit) => markHighlights(hit.text, hit.highlights), shrink: true },
         ], session.output.columns));
       });
     }));

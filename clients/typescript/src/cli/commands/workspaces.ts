@@ -1,8 +1,8 @@
 /** `workspaces list` and `workspaces create`, in the organization of --org (or your only one). */
 import type { Command } from 'commander';
 import { withSession, type RunState } from '../command-kit.ts';
-import { usageError } from '../exit-codes.ts';
 import { date } from '../format.ts';
+import { slugOf } from '../slug.ts';
 import { renderTable } from '../table.ts';
 
 export function registerWorkspaceCommands(program: Command, state: RunState): void {
@@ -38,15 +38,3 @@ export function registerWorkspaceCommands(program: Command, state: RunState): vo
     }));
 }
 
-/** `Q3 Research!` -> `q3-research`; a name with too few letters or digits needs --slug. */
-function slugOf(name: string): string {
-  const slug = name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .slice(0, 48)
-    .replace(/^-+|-+$/g, '');
-  if (slug.length < 2) throw usageError(`Cannot make a slug from "${name}": pass --slug.`);
-  return slug;
-}
