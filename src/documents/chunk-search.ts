@@ -88,12 +88,7 @@ async function vectorRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
       with matching as materialized (
         select c.id, c.embedding from document_chunks c
         where c.workspace_id = ${query.workspaceId} and c.model = ${query.model}
-          and (not (${f}::text::jsonb ? 'documentIds') or c.document_id = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'documentIds'))))
-          and exists (
-            select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation
-              and (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
-              and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
-              and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz)))
+          and ${chunkMatches(tx, f)})
       select id, (1 - distance)::float8 as score from (
         select id, embedding <=> ${vector}::vector as distance from matching order by distance, id limit ${RANKING_DEPTH}
       ) nearest
@@ -104,16 +99,35 @@ async function vectorRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
       select c.id, c.embedding <=> ${vector}::vector as distance
       from document_chunks c
       where c.workspace_id = ${query.workspaceId} and c.model = ${query.model}
-        and (not (${f}::text::jsonb ? 'documentIds') or c.document_id = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'documentIds'))))
-        and exists (
-          select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation
-            and (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
-            and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
-            and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz))
+        and ${chunkMatches(tx, f)}
       order by c.embedding <=> ${vector}::vector
       limit ${RANKING_DEPTH}
     ) nearest
     order by distance, id`;
+}
+
+/**
+ * The filter's conditions on a chunk `c`: its document among `documentIds`, the document's own
+ * conditions (documentMatches), and the document's current generation of chunks (text-store.ts
+ * replaceChunks: a re-index in progress stays invisible). One text for every statement that reads
+ * chunks, so the rankings and the counts never disagree. `f` is filterValues' JSON, one parameter
+ * whatever is given, so every search sends the same statements (custom plans, bench/search.ts).
+ */
+function chunkMatches(tx: Db, f: string) {
+  return tx`(not (${f}::text::jsonb ? 'documentIds') or c.document_id = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'documentIds'))))
+    and exists (select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation and ${documentMatches(tx, f)})`;
+}
+
+/** A chunk `c` of its document's current generation: what BM25's statistics count, filtered or not. */
+function currentGeneration(tx: Db) {
+  return tx`exists (select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation)`;
+}
+
+/** The filter's conditions on a document `d`: its media type and its creation time. */
+function documentMatches(tx: Db, f: string) {
+  return tx`(not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
+    and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
+    and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz)`;
 }
 
 /**
@@ -129,9 +143,7 @@ async function selective(tx: Db, query: SearchQuery, f: string): Promise<boolean
   if (!contentTypes && !createdAfter && !createdBefore) return false;
   const [row] = await tx<{ matching: number; total: number }[]>`
     select count(*)::int as total, (count(*) filter (where
-        (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
-        and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
-        and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz)))::int as matching
+        ${documentMatches(tx, f)}))::int as matching
     from documents d where d.workspace_id = ${query.workspaceId}`;
   return row!.matching <= row!.total * EXACT_SHARE;
 }
@@ -149,7 +161,7 @@ async function textRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
   const f = filterValues(query);
   const [stats] = await tx<{ chunks: number; averageLength: number }[]>`
     select count(*)::int as chunks, coalesce(avg(search_length), 0)::float8 as "averageLength"
-    from document_chunks where workspace_id = ${query.workspaceId} and model = ${query.model}`;
+    from document_chunks c where c.workspace_id = ${query.workspaceId} and c.model = ${query.model} and ${currentGeneration(tx)}`;
   if (!stats || stats.chunks === 0) return [];
   // df over the workspace's chunks weighs each term (filters narrow the candidates, they do not
   // change the scores); df within the filter picks the candidate terms below.
@@ -158,14 +170,9 @@ async function textRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
     from unnest(${lexemes.map(tsqueryTerm)}::text[]) with ordinality as t(lexeme, position)
     cross join lateral (
       select count(*)::int as df, (count(*) filter (where
-          (not (${f}::text::jsonb ? 'documentIds') or c.document_id = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'documentIds'))))
-          and exists (
-            select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation
-              and (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
-              and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
-              and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz))))::int as matching
+          ${chunkMatches(tx, f)}))::int as matching
       from document_chunks c
-      where c.workspace_id = ${query.workspaceId} and c.model = ${query.model} and c.search_vector @@ t.lexeme::tsquery
+      where c.workspace_id = ${query.workspaceId} and c.model = ${query.model} and c.search_vector @@ t.lexeme::tsquery and ${currentGeneration(tx)}
     ) n
     order by t.position`;
   const terms = frequencies
@@ -189,12 +196,7 @@ async function textRanking(tx: Db, query: SearchQuery): Promise<Ranked[]> {
     cross join lateral (select lexeme, coalesce(array_length(positions, 1), 1) as tf from unnest(c.search_vector)) u
     join jsonb_to_recordset(${tx.json(weights)}::jsonb) as t(lexeme text, idf float8) on t.lexeme = u.lexeme
     where c.workspace_id = ${query.workspaceId} and c.model = ${query.model}
-      and (not (${f}::text::jsonb ? 'documentIds') or c.document_id = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'documentIds'))))
-      and exists (
-        select 1 from documents d where d.id = c.document_id and d.chunk_generation = c.generation
-          and (not (${f}::text::jsonb ? 'contentTypes') or d.content_type = any(array(select jsonb_array_elements_text(${f}::text::jsonb -> 'contentTypes'))))
-          and (not (${f}::text::jsonb ? 'createdAfter') or d.created_at >= (${f}::text::jsonb ->> 'createdAfter')::timestamptz)
-          and (not (${f}::text::jsonb ? 'createdBefore') or d.created_at < (${f}::text::jsonb ->> 'createdBefore')::timestamptz))
+      and ${chunkMatches(tx, f)}
       and c.search_vector @@ ${filter.map((term) => term.query).join(' | ')}::tsquery
     group by c.id
     order by score desc, c.id

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../support/server.ts';
-import { startTenantServer, uploadDocument, waitForJob, type Tenant } from './support.ts';
+import { pollHealth, startTenantServer, uploadDocument, waitForJob, type HealthPoll, type Tenant } from './support.ts';
 
 /** 2 million U+0120 (Ġ, 4 MB of UTF-8): no space, and the two-byte text whose search was slowest. */
 const TEXT = '\u0120'.repeat(2_000_000);
@@ -19,25 +19,9 @@ describe('a 2-million-character text with no space', () => {
   afterAll(() => server?.close());
 
   it('is extracted and indexed while /healthz keeps answering throughout', { timeout: 300_000 }, async () => {
-    // Every 100 ms, one /healthz at a time until the jobs are done; one unanswered for 3 s is a failure
-    // (a liveness check, not a timing one: the old chunker held the loop ~19 s; the slowest is printed).
-    const slowest = { ms: 0, answers: 0, failures: [] as string[] };
-    let polling = true;
-    const poll = (async () => {
-      while (polling) {
-        const started = performance.now();
-        try {
-          const health = await server.fetch('/healthz', { signal: AbortSignal.timeout(3_000) });
-          await health.arrayBuffer();
-          if (health.status !== 200) slowest.failures.push(`status ${health.status}`);
-          slowest.answers += 1;
-        } catch (error) {
-          slowest.failures.push(String(error));
-        }
-        slowest.ms = Math.max(slowest.ms, performance.now() - started);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    })();
+    // /healthz polled until the jobs are done: a liveness check (support.ts pollHealth).
+    const poll = pollHealth(server);
+    let health: HealthPoll;
     try {
       const document = await uploadDocument(t, 'no-space.txt', 'text/plain', new TextEncoder().encode(TEXT));
       const extract = await t.client.jobs.create({ organizationId: t.org, kind: 'document.extract', documentId: document.id });
@@ -46,13 +30,12 @@ describe('a 2-million-character text with no space', () => {
       // 1000 characters a chunk, each starting 800 after the last.
       expect(await waitForJob(t, index.id, undefined, 240_000)).toMatchObject({ status: 'succeeded', result: { chunks: 2500 } });
     } finally {
-      polling = false;
-      await poll;
+      health = await poll.stop();
     }
     const [stored] = await server.db.sql<{ chunks: number }[]>`select count(*)::int as chunks from document_chunks`;
     expect(stored!.chunks).toBe(2500);
-    console.info(`2 M characters without a space: slowest /healthz ${Math.round(slowest.ms)} ms of ${slowest.answers}`);
-    expect(slowest.failures).toEqual([]);
-    expect(slowest.answers).toBeGreaterThan(10);
+    console.info(`2 M characters without a space: slowest /healthz ${Math.round(health.slowestMs)} ms of ${health.answers}`);
+    expect(health.failures).toEqual([]);
+    expect(health.answers).toBeGreaterThan(10);
   });
 });

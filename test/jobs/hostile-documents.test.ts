@@ -10,39 +10,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hexOf, jpegHidingItsSize, lzwBomb, pdfOfContent, zeros } from '../ai-service/parser-agreement-documents.ts';
 import type { TestServer } from '../support/server.ts';
 import { docxBomb, DOCX_TYPE, nestedHtml, pdfOfText, pdfStreamBomb, pngHeader } from '../support/hostile-documents.ts';
-import { startTenantServer, uploadDocument, waitForJob, type Tenant } from './support.ts';
+import { pollHealth, startTenantServer, uploadDocument, waitForJob, type Tenant } from './support.ts';
 
 type ContentType = Parameters<typeof uploadDocument>[2];
 
 describe('hostile documents fail their jobs, not the service', () => {
   let server: TestServer;
   let t: Tenant;
-  // One /healthz at a time, every 100 ms, for the whole file: none may go unanswered for 3 s (the
-  // old chunker held the API's loop ~19 s; a check fooled by its file left the thread to its caps).
-  const health = { answers: 0, slowestMs: 0, failures: [] as string[] };
-  let polling = true;
-  let poll: Promise<void> = Promise.resolve();
+  // /healthz polled for the whole file (the old chunker held the API's loop ~19 s; a check fooled
+  // by its file left the thread to its caps).
+  let poll: ReturnType<typeof pollHealth> | undefined;
   beforeAll(async () => {
     ({ server, t } = await startTenantServer());
-    poll = (async () => {
-      while (polling) {
-        const started = performance.now();
-        try {
-          const answer = await server.fetch('/healthz', { signal: AbortSignal.timeout(3_000) });
-          await answer.arrayBuffer();
-          if (answer.status !== 200) health.failures.push(`status ${answer.status}`);
-          health.answers += 1;
-        } catch (error) {
-          health.failures.push(String(error));
-        }
-        health.slowestMs = Math.max(health.slowestMs, performance.now() - started);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    })();
+    poll = pollHealth(server);
   }, 60_000);
   afterAll(async () => {
-    polling = false;
-    await poll;
+    await poll?.stop();
     await server?.close();
   });
 
@@ -75,7 +58,8 @@ describe('hostile documents fail their jobs, not the service', () => {
     expect(await waitForJob(t, next.id)).toMatchObject({ status: 'succeeded', result: { characters: `Read after ${name}.`.length } });
   });
 
-  it('kept /healthz answering throughout', () => {
+  it('kept /healthz answering throughout', async () => {
+    const health = await poll!.stop();
     console.info(`hostile documents: slowest /healthz ${Math.round(health.slowestMs)} ms of ${health.answers}`);
     expect(health.failures).toEqual([]);
     expect(health.answers).toBeGreaterThan(10);

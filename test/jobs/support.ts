@@ -72,3 +72,42 @@ export async function creditsSpent(server: TestServer, org: string): Promise<num
   const [row] = await server.db.sql<{ spent: number }[]>`select coalesce(sum(amount), 0)::int as spent from credit_ledger where organization_id = ${org}`;
   return row!.spent;
 }
+
+export interface HealthPoll {
+  answers: number;
+  slowestMs: number;
+  /** Answers other than 200, and polls unanswered within 3 s. */
+  failures: string[];
+}
+
+/**
+ * Polls /healthz every 100 ms, one request at a time, until `stop()`: a liveness check of the API's
+ * event loop while a test's work runs (none may go unanswered for 3 s), not a timing one; the
+ * slowest answer is reported for the log.
+ */
+export function pollHealth(server: TestServer): { stop(): Promise<HealthPoll> } {
+  const health: HealthPoll = { answers: 0, slowestMs: 0, failures: [] };
+  let polling = true;
+  const poll = (async () => {
+    while (polling) {
+      const started = performance.now();
+      try {
+        const answer = await server.fetch('/healthz', { signal: AbortSignal.timeout(3_000) });
+        await answer.arrayBuffer();
+        if (answer.status !== 200) health.failures.push(`status ${answer.status}`);
+        health.answers += 1;
+      } catch (error) {
+        health.failures.push(String(error));
+      }
+      health.slowestMs = Math.max(health.slowestMs, performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  return {
+    async stop() {
+      polling = false;
+      await poll;
+      return health;
+    },
+  };
+}
