@@ -28,8 +28,8 @@ export function identityLimiter(limitPerMinute: number, limiters: LimiterFactory
   const sensitive = limiters('identity.sensitive', { limit: limitPerMinute, windowMs: 60_000 });
   return async (req, res, next) => {
     const key = addressKey(req.clientIp);
-    // Mounted at /api/auth (app.ts): req.baseUrl is that prefix as the client spelled it.
-    const route = findRoute(req.method, `/api/auth${canonicalPath(req.path)}`);
+    // req.baseUrl is the mount (/api/auth, app.ts) as the client spelled it: made canonical with the rest.
+    const route = findRoute(req.method, canonicalPath(req.baseUrl + req.path));
     const refused = (await refusal(general, key, MESSAGE)) ?? (route && SENSITIVE.includes(route.name) ? await refusal(sensitive, key, MESSAGE) : undefined);
     if (refused) {
       sendError(req, res, refused);

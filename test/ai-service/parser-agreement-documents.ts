@@ -1,6 +1,5 @@
 /** Small generated files for parser-agreement.test.ts: each reads differently to a naive check and to its parser. */
-import { crc32, deflateSync } from 'node:zlib';
-import { pdf, repeatedZlib } from '../support/hostile-documents.ts';
+import { greyPng, pdf, repeatedZlib } from '../support/hostile-documents.ts';
 
 /** ASCIIHex of `data`, ended by `>`. */
 export function hexOf(data: Buffer): Buffer {
@@ -75,26 +74,9 @@ export function jpegHidingItsSize(): Buffer {
 
 /** A white greyscale PNG of `width` × `height` pixels (deflate makes 36 megapixels about 50 KB). */
 export function whitePng(width: number, height: number): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const typed = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(typed));
-    return Buffer.concat([length, typed, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header[8] = 8;
   const rows = Buffer.alloc((width + 1) * height, 255);
   for (let row = 0; row < height; row++) rows[row * (width + 1)] = 0; // filter type 0 for each row
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', deflateSync(rows, { level: 9 })),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
+  return greyPng(width, height, rows);
 }
 
 /** `depth` lists nested in one another's last item, the innermost holding `items` items. */

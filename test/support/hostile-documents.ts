@@ -216,6 +216,11 @@ export function pdfOfText(characters: number): Buffer {
 
 /** A grey PNG header declaring `width` × `height` pixels, with a few bytes of image data. */
 export function pngHeader(width: number, height: number): Buffer {
+  return greyPng(width, height, Buffer.alloc(64));
+}
+
+/** An 8-bit grey PNG of `width` × `height` whose image data is `rows` (filter bytes included), deflated. */
+export function greyPng(width: number, height: number, rows: Buffer): Buffer {
   const chunk = (type: string, data: Buffer) => {
     const length = Buffer.alloc(4);
     length.writeUInt32BE(data.length);
@@ -231,7 +236,7 @@ export function pngHeader(width: number, height: number): Buffer {
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk('IHDR', header),
-    chunk('IDAT', deflateSync(Buffer.alloc(64))),
+    chunk('IDAT', deflateSync(rows, { level: 9 })),
     chunk('IEND', Buffer.alloc(0)),
   ]);
 }
