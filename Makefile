@@ -1,6 +1,6 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
-# Node 24 that the `node` dev dependency puts first on their PATH (see toolchain.md).
-.PHONY: install browser start test test-pg codegen codegen-check contract-diff contract-diff-check contract-release lint deps mock contract-test bench soak ci clean
+# Node 24 that the `node` dev dependency puts first on their PATH (see ../shared/design/toolchain.md).
+.PHONY: install browser start test test-pg codegen codegen-check scaffold contract-diff contract-diff-check contract-release lint deps mock contract-test bench soak ci clean
 
 STAMP := node_modules/.install-stamp
 
@@ -44,6 +44,15 @@ codegen: install
 
 codegen-check: install
 	npm run --silent codegen:check
+
+# A new operation of an existing group, in the house style (docs/adding-an-operation.md):
+#   make scaffold OP=workspaces.archive METHOD=POST PATH=/workspaces/{id}/archive \
+#     ACCESS='{ permission: workspace:update, tenant: row, resource: workspace }'
+# writes the contract, the handler stub and a failing test, then runs codegen. A PATH= given to
+# make also becomes the recipe's own PATH, so node is named by its path here, and only a PATH from
+# the command line is passed on (the environment's would read as the operation's path).
+scaffold: install
+	@node_modules/.bin/node scripts/scaffold.ts OP='$(OP)' METHOD='$(METHOD)' PATH='$(if $(filter command line,$(origin PATH)),$(PATH))' ACCESS='$(ACCESS)'
 
 # Breaking changes never ship by accident (docs/contract-changes.md): the published bundles in
 # generated/ against the released snapshot in openapi/released/, through api-smart-diff. Rewrites the

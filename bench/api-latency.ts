@@ -44,7 +44,7 @@ export interface ApiLatencyResult {
   loaded: Record<string, Window>;
 }
 
-function startProbe() {
+export function startProbe() {
   const child = fork(fileURLToPath(new URL('./latency-probe.ts', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return {
     /** Starts a window; the promise resolves with its result once stop() (or maxMs) ends it. */
@@ -57,7 +57,7 @@ function startProbe() {
   };
 }
 
-const summary = (result: ProbeResult): Record<string, Window> => Object.fromEntries(Object.entries(result.latencies).map(([name, values]) => [
+export const summary = (result: ProbeResult): Record<string, Window> => Object.fromEntries(Object.entries(result.latencies).map(([name, values]) => [
   name, { p50: percentile(values, 50), p99: percentile(values, 99), requests: values.length },
 ]));
 

@@ -4,8 +4,9 @@
  * itself), the embedded database's thread against PGlite on the main thread (embedded-thread.ts),
  * then the jobs, search and document benchmarks on that embedded database and on a throwaway
  * PostgreSQL 15 server with pgvector (pg-server.ts; its rows say why when it cannot be had), the AI
- * service's memory, and last the retrieval quality benchmark when its collection is there
- * (RETRIEVAL_COLLECTION or ../shared/datasets/nfcorpus; about 15 minutes more), then a table of
+ * service's memory, and last the retrieval quality benchmark, unfiltered and on two filtered paths,
+ * when its collection is there (RETRIEVAL_COLLECTION or ../shared/datasets/nfcorpus; about 15
+ * minutes more; RETRIEVAL_SAMPLE=<n> for a small sample: bench/retrieval/run.ts), then a table of
  * each figure beside its aim. A measurement, not a test: nothing fails when a figure misses its
  * aim.
  */
@@ -14,6 +15,7 @@ import { aiMemoryRows, benchAiMemory } from './ai-memory.ts';
 import { apiLatencyRows, benchApiLatency } from './api-latency.ts';
 import { embeddedThreadRows } from './embedded-thread.ts';
 import { benchHealthVsBare, HEALTH_AIM } from './health-vs-bare.ts';
+import { benchEmbedderSweep, sweepRows } from './embedder-sweep.ts';
 import { benchIndexing, indexingRows } from './indexing.ts';
 import { benchJobLatency, latencyRows } from './job-latency.ts';
 import { startRealServer } from './pg-server.ts';
@@ -39,8 +41,11 @@ try {
   // Search, indexing, queue, job latency and API latency while indexing, embedded first, then on a real server.
   console.log('search, 10 000 chunks on the embedded database:');
   const jobRows = searchRows(await benchSearch({ db, where: 'PGlite' }, { size: 10_000 }));
+  console.log('the local model: threads × batch size × niceness, with the API answering (bench/embedder-sweep.ts):');
+  const sweep = await benchEmbedderSweep(db);
+  jobRows.push(...sweepRows(sweep));
   console.log('indexing on the embedded database:');
-  jobRows.push(...indexingRows(await benchIndexing(db, 'PGlite')));
+  jobRows.push(...indexingRows(await benchIndexing(db, 'PGlite'), sweep.best.chunksPerSecond));
   console.log('queue on the embedded database:');
   jobRows.push(...queueRows(await benchQueue(db, 'PGlite')));
   console.log('job create → succeeded on the embedded database:');
@@ -60,7 +65,7 @@ try {
       const search = await real.server.database('bench_search');
       jobRows.push(...searchRows(await benchSearch({ ...search, where }, { size: 100_000 })));
       console.log(`indexing on ${real.server.version}:`);
-      jobRows.push(...indexingRows(await benchIndexing((await real.server.database('bench_indexing')).db, where)));
+      jobRows.push(...indexingRows(await benchIndexing((await real.server.database('bench_indexing')).db, where), sweep.best.chunksPerSecond));
       console.log(`queue on ${real.server.version}:`);
       jobRows.push(...queueRows(await benchQueue((await real.server.database('bench_queue')).db, where, { backlogSize: 20_000 })));
       console.log(`job create → succeeded on ${real.server.version}:`);

@@ -2,7 +2,7 @@
  * Emits the typed RPC client package, clients/typescript/ (`@workspace-api/client`), from the
  * contract: src/client.ts (`createClient({ baseUrl, token?, fetch? })` with one method per
  * procedure, nested by the dotted name: `client.admin.flags.list(input)`), src/types.ts (the
- * contract's types), and the package.json's `version` (the contract's `info.version`).
+ * contract's types), src/enums.ts (its named enums as arrays, codegen/enums.ts), and the package.json's `version` (the contract's `info.version`).
  *
  * The package imports nothing of the service, so the two modules it shares with the server are
  * written into it as verbatim copies, checked by `--check` like every generated file: the RPC wire
@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import type { Operation } from './operations.ts';
 import { dateInputs } from './date-inputs.ts';
 import { deref } from './deref.ts';
+import { buildEnums } from './enums.ts';
 
 type Json = Record<string, any>;
 interface Node { [key: string]: Node | Operation }
@@ -41,6 +42,7 @@ export function buildClientPackage(root: string, doc: Json, operations: Operatio
   const files: Record<string, string> = {
     [`${CLIENT_PACKAGE}/src/client.ts`]: buildClient(doc, operations),
     [`${CLIENT_PACKAGE}/src/types.ts`]: types,
+    [`${CLIENT_PACKAGE}/src/enums.ts`]: buildEnums(doc, 'openapi/'),
     [`${CLIENT_PACKAGE}/package.json`]: packageJson(root, doc.info.version),
   };
   for (const [source, copy] of Object.entries(VERBATIM)) {

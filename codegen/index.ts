@@ -1,9 +1,11 @@
 /**
- * `make codegen`: bundle each contract, then write its types, validators and route table into
- * generated/, plus the typed RPC client package for the procedures (clients/typescript/, see
- * codegen/client.ts). With --check, writes nothing and fails when any generated file is stale.
+ * `make codegen`: bundle each contract, then write its types, validators, route table and named
+ * enums (enums.ts) into generated/, plus the typed RPC client package for the procedures
+ * (clients/typescript/, see codegen/client.ts), docs/operations.md, docs/configuration.md and the
+ * README's list of procedures (between its markers). With --check, writes nothing and fails when
+ * any generated file is stale.
  *
- * Two documents: openapi/openapi.yaml (the 35 procedures, served at /api/v1/openapi.json) and
+ * Two documents: openapi/openapi.yaml (the procedures, served at /api/v1/openapi.json) and
  * openapi/auth.yaml (the identity routes, served at /api/auth/openapi.json).
  */
 import { readFileSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
@@ -17,6 +19,8 @@ import { buildAuthRoutes, buildProcedures } from './procedures.ts';
 import { buildClientPackage } from './client.ts';
 import { buildConfigurationDoc } from './configuration-doc.ts';
 import { buildOperationsDoc } from './operations-doc.ts';
+import { buildEnums } from './enums.ts';
+import { withProcedureList } from './readme-procedures.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const check = process.argv.includes('--check');
@@ -41,6 +45,7 @@ const lists: Record<'procedures' | 'identity', ReturnType<typeof readOperations>
     'validators-input.cjs': validators.input,
     'validators-output.cjs': validators.output,
     'procedures.ts': buildProcedures(operations),
+    'enums.ts': buildEnums(doc, 'openapi/'),
   });
   // The client package, outside generated/ (its paths are from the root, these are from generated/).
   for (const [path, text] of Object.entries(buildClientPackage(root, doc, operations, types))) files[`../${path}`] = text;
@@ -63,6 +68,7 @@ const lists: Record<'procedures' | 'identity', ReturnType<typeof readOperations>
 
 files['../docs/configuration.md'] = buildConfigurationDoc(); // the settings table, from src/config/schema.ts
 files['../docs/operations.md'] = buildOperationsDoc(lists.procedures, lists.identity); // every operation, from the same records as the route tables
+files['../README.md'] = withProcedureList(readFileSync(join(root, 'README.md'), 'utf8'), lists.procedures); // its list of procedures, between markers
 const dir = join(root, 'generated');
 mkdirSync(dir, { recursive: true });
 const stale = Object.entries(files).filter(([name, text]) => {

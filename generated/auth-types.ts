@@ -2718,7 +2718,10 @@ export interface components {
              */
             message: string;
             data: {
-                /** @enum {string} */
+                /**
+                 * @description The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know.
+                 * @enum {string}
+                 */
                 kind: "workspaces" | "members" | "aiCredits" | "storageBytes";
                 /** @description The plan's limit for this kind. */
                 limit: number;

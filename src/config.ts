@@ -6,6 +6,7 @@
  * (codegen/configuration-doc.ts). Here: the rules across settings, and the Config they make.
  */
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { proxyList } from './config/formats.ts';
 import { ConfigError, readSettings, type Env } from './config/read.ts';
@@ -99,6 +100,10 @@ export interface AiSettings {
   provider: 'local' | 'openai';
   /** The OpenAI-compatible provider the companion forwards to when EMBEDDING_PROVIDER is openai. */
   openai: { baseUrl: string; apiKey: string | undefined; model: string };
+  /** How the local model runs (EMBEDDING_THREADS, EMBEDDING_BATCH_SIZE; src/ai-service/embedder.ts). */
+  embedding: { threads: number; batchSize: number };
+  /** AI_THREAD_NICE: the niceness the AI service's embedding and extraction threads give themselves. */
+  threadNice: number;
   /** What one extraction may use and produce (src/ai-service/, docs/ai-service.md "Limits"). */
   extraction: ExtractionLimits;
 }
@@ -251,6 +256,8 @@ function aiSettings(settings: Settings): AiSettings {
     host,
     port,
     provider: settings.EMBEDDING_PROVIDER,
+    embedding: { threads: settings.EMBEDDING_THREADS ?? availableParallelism(), batchSize: settings.EMBEDDING_BATCH_SIZE },
+    threadNice: settings.AI_THREAD_NICE,
     extraction: {
       timeoutMs: settings.EXTRACT_TIMEOUT_SECONDS * 1000,
       memoryMb: settings.EXTRACT_MEMORY_MB,

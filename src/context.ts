@@ -2,6 +2,7 @@
  * What a handler gets besides its input. Handlers know nothing about HTTP: no request, no
  * response, only the caller, the request id for logs, and the services.
  */
+import type { RequestGate } from './db/request-gate.ts';
 import type { Config } from './config.ts';
 import type { Principal } from './auth/principal.ts';
 import type { Database } from './db/connection.ts';
@@ -33,6 +34,8 @@ import type { ResourceRegistry } from './db/resource.ts';
 export interface Services {
   config: Config;
   db: Database;
+  /** The API's requests in flight, which the worker's chunk writes give way to on the embedded database (db/request-gate.ts). */
+  requests: RequestGate;
   logger: Logger;
   memberships: Memberships;
   /** The loaders of by-id operations' rows (composition/resources.ts), read by the binding layer. */
@@ -133,7 +136,12 @@ export type HandlerOf<Input, Access, Answer, Extra = unknown> = (
 
 /** A procedure's handler (openapi/openapi.yaml): answers the contract's output. */
 export type Handler<N extends ProcedureName> = HandlerOf<ProcedureInput<N>, (typeof procedures)[N]['access'], ProcedureOutput<N>>;
+/** A group's handlers (each group module `satisfies` it): any of the procedures. */
 export type Handlers = { [N in ProcedureName]?: Handler<N> };
+/** The procedures that answer once (the streaming ones are StreamHandlers). */
+export type AnsweringProcedureName = { [N in ProcedureName]: (typeof procedures)[N]['produces'] extends 'event-stream' ? never : N }[ProcedureName];
+/** The composition root's table: every answering procedure has its handler, or the build fails. */
+export type CompleteHandlers = { [N in AnsweringProcedureName]: Handler<N> };
 
 /**
  * An identity route's handler (openapi/auth.yaml). Like a procedure it knows nothing about
@@ -142,6 +150,8 @@ export type Handlers = { [N in ProcedureName]?: Handler<N> };
  */
 export type AuthHandler<N extends AuthRouteName> = HandlerOf<AuthRouteInput<N>, (typeof authRoutes)[N]['access'], AuthAnswer<AuthRouteOutput<N>>, AuthExtra>;
 export type AuthHandlers = { [N in AuthRouteName]?: AuthHandler<N> };
+/** The composition root's table of identity routes: every one has its handler, or the build fails. */
+export type CompleteAuthHandlers = { [N in AuthRouteName]: AuthHandler<N> };
 
 /** What identity routes get in their context besides a procedure's. */
 export interface AuthExtra {

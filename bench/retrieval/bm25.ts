@@ -31,7 +31,14 @@ export function idf(documentCount: number, documentFrequency: number): number {
 
 export type Bm25Document = { id: string; title: string; text: string };
 export type Hit = { id: string; score: number };
-export type Bm25 = { search(query: string, k: number): Hit[] };
+export type Bm25 = {
+  /**
+   * The k best documents for `query`; with `only`, only those of its ids (a filtered search: the
+   * statistics stay the whole collection's, as a Lucene filter leaves them and as documents.search
+   * keeps its workspace's BM25 statistics under a filter).
+   */
+  search(query: string, k: number, only?: ReadonlySet<string>): Hit[];
+};
 
 /**
  * Indexes `documents` (title + text as one field) and returns a searcher. `search` scores
@@ -60,7 +67,7 @@ export function createBm25(documents: readonly Bm25Document[]): Bm25 {
   const averageLength = count === 0 ? 0 : lengths.reduce((sum, length) => sum + length, 0) / count;
 
   return {
-    search(query: string, k: number): Hit[] {
+    search(query: string, k: number, only?: ReadonlySet<string>): Hit[] {
       const weights = new Map<string, number>();
       for (const token of tokenize(query)) weights.set(token, (weights.get(token) ?? 0) + 1);
       const scores = new Float64Array(count);
@@ -76,7 +83,7 @@ export function createBm25(documents: readonly Bm25Document[]): Bm25 {
           touched.add(doc);
         });
       }
-      const hits = [...touched].map((doc) => ({ id: documents[doc]?.id ?? '', score: scores[doc] ?? 0 }));
+      const hits = [...touched].map((doc) => ({ id: documents[doc]?.id ?? '', score: scores[doc] ?? 0 })).filter((hit) => only === undefined || only.has(hit.id));
       hits.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       return hits.slice(0, Math.max(0, k));
     },

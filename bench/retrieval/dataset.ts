@@ -79,3 +79,20 @@ export function loadCollection(dir: string): Collection {
 
   return { name: basename(root), documents, queries, qrels };
 }
+
+/**
+ * A small collection for trying the benchmark while developing (RETRIEVAL_SAMPLE): the first
+ * `size` documents in the corpus's order, the judgments on them, and the queries with at least
+ * one relevant document (grade above 0) among them, in their order. Deterministic, so two runs on
+ * one sample compare; its figures are not the collection's.
+ */
+export function sampleCollection(collection: Collection, size: number): Collection {
+  const documents = collection.documents.slice(0, size);
+  const kept = new Set(documents.map((document) => document.id));
+  const qrels: Qrels = new Map();
+  for (const [query, judged] of collection.qrels) {
+    const inside = new Map([...judged].filter(([id]) => kept.has(id)));
+    if ([...inside.values()].some((grade) => grade > 0)) qrels.set(query, inside);
+  }
+  return { name: `${collection.name} (sample of ${documents.length})`, documents, queries: collection.queries.filter((query) => qrels.has(query.id)), qrels };
+}

@@ -21,6 +21,12 @@
  *   removed from what they may send, is breaking; the reverse is not;
  * - wording: the tool calls any parameter that declares `required: false` "required" (it tests
  *   that the key exists, not its value), and an added response header "annotation" or nothing.
+ *
+ * And one rule of ours: open enums (`x-extensible-enum: true`, docs/contract-changes.md). Partners
+ * are told to accept a value of an open enum they do not know, so a value added to one that was
+ * already open in the released snapshot is non-breaking, also in what clients receive. Removing a
+ * value keeps the tool's verdict, and so does adding one to a closed enum, or to an enum opened in
+ * the same change (the snapshot never promised clients that it would grow).
  */
 import {
   apiCompare,
@@ -30,10 +36,14 @@ import {
   requiredMappingResolver,
   resolveRef,
   transformComapreRules,
+  nonBreaking,
   type AnnotateHook,
   type CompareRule,
   type CompareRules,
   type CompareTransformResolver,
+  type ComapreContext,
+  type DiffTypeClassifier,
+  type RuleDiffType,
   type Diff,
   type DiffType,
   type MappingObjectResolver,
@@ -131,7 +141,37 @@ const typesAsSets: CompareTransformResolver = (before, after) => {
   return [asList(before), asList(after)];
 };
 
-type SchemaRule = CompareRule & { '/type'?: CompareRule; '/enum'?: CompareRule };
+/** The marker of an open enum, beside `enum` in the same schema. */
+export const OPEN_ENUM = 'x-extensible-enum';
+
+/**
+ * The `enum` arrays of schemas open on both sides, as the tool compares them: the transform below
+ * sees each schema pair before the tool walks into it, and the classifier of an added enum value
+ * gets that array as its parent. A WeakSet, as each comparison works on fresh copies.
+ */
+const openEnums = new WeakSet<object>();
+
+const markOpenEnums: CompareTransformResolver = (before, after) => {
+  if (isObject(before) && isObject(after) && before[OPEN_ENUM] === true && after[OPEN_ENUM] === true && Array.isArray(after.enum)) {
+    openEnums.add(after.enum);
+  }
+  return [before, after];
+};
+
+/** An added value of an open enum is non-breaking in either direction; anything else keeps the tool's class. */
+function openEnumAdd(rule: CompareRule | undefined): CompareRule {
+  const [add, remove, replace] = (rule?.$ ?? []) as [RuleDiffType?, RuleDiffType?, RuleDiffType?];
+  const added: DiffTypeClassifier = (ctx) => {
+    const values = ctx.after.parent;
+    return typeof values === 'object' && values !== null && openEnums.has(values) ? nonBreaking : classify(add, ctx);
+  };
+  return { ...rule, $: [added, remove ?? 'unclassified', replace ?? 'unclassified'] };
+}
+
+const classify = (rule: RuleDiffType | undefined, ctx: ComapreContext): DiffType =>
+  rule === undefined ? 'unclassified' : typeof rule === 'function' ? rule(ctx) : rule;
+
+type SchemaRule = CompareRule & { '/type'?: CompareRule; '/enum'?: CompareRule & { '/*'?: CompareRule } };
 
 function rules(version: '3.0.x' | '3.1.x'): CompareRules {
   const base = openapi3Rules({ version }) as Record<string, CompareRule>;
@@ -141,9 +181,9 @@ function rules(version: '3.0.x' | '3.1.x'): CompareRules {
     rule['/type']
       ? {
           ...rule,
-          transform: [...(rule.transform ?? []), typesAsSets],
+          transform: [...(rule.transform ?? []), typesAsSets, markOpenEnums],
           '/type': { ...rule['/type'], mapping: requiredMappingResolver },
-          '/enum': { ...rule['/enum'], mapping: requiredMappingResolver },
+          '/enum': { ...rule['/enum'], mapping: requiredMappingResolver, '/*': openEnumAdd(rule['/enum']?.['/*']) },
         }
       : rule,
   );

@@ -152,7 +152,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
         if (!isRecord(answer) || typeof answer.text !== 'string') throw new Error('no text');
         const pages = answer.pages;
         if (pages !== null && !(Number.isInteger(pages) && (pages as number) >= 0)) throw new Error('pages is neither null nor a count');
-        return { text: answer.text, pages: pages as number | null, ...citationsOf(answer, answer.text.length) };
+        return { text: answer.text, pages: pages as number | null, ...citationsOf(answer, answer.text.length), language: languageOf(answer.language) };
       });
     },
 
@@ -181,6 +181,11 @@ function citationsOf(answer: Record<string, unknown>, length: number): Pick<Extr
     result.headings = (headings as TextHeading[]).map(({ start, level, text }) => ({ start, level, text }));
   }
   return result;
+}
+
+/** The answer's language when it is an ISO 639-3 code, else `und`: an older service sends none, and a language only tunes search. */
+function languageOf(language: unknown): string {
+  return typeof language === 'string' && /^[a-z]{3}$/.test(language) ? language : 'und';
 }
 
 function readHealth(answer: unknown): HealthReport {

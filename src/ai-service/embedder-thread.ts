@@ -9,12 +9,16 @@
  * 'Napi::Error'"). So it is asked to `stop` and leaves once its current work is done.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { lowerThreadPriority } from './thread-priority.ts';
 import { mismatchedModelFiles } from './model-files.ts';
 import { loadSentenceEmbedder, type SentenceEmbedder } from './sentence-embedder.ts';
 
 export interface ThreadSetup {
   dir: string;
   threads: number;
+  batchSize: number;
+  /** AI_THREAD_NICE: taken before onnxruntime starts its threads, which inherit it. */
+  nice: number;
 }
 
 /** To the thread. `crash` is for tests: the thread dies of an uncaught error at its next turn. */
@@ -31,10 +35,12 @@ const port = parentPort!;
 const setup = workerData as ThreadSetup;
 const post = (message: ThreadMessage, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
+lowerThreadPriority(setup.nice);
+
 const load = async (): Promise<SentenceEmbedder> => {
   const wrong = await mismatchedModelFiles(setup.dir);
   if (wrong.length > 0) throw new Error(`${wrong.map((file) => file.path).join(', ')} in ${setup.dir} do not match their pinned SHA-256`);
-  return loadSentenceEmbedder(setup.dir, { threads: setup.threads });
+  return loadSentenceEmbedder(setup.dir, { threads: setup.threads, batchSize: setup.batchSize });
 };
 
 const loaded = load();

@@ -5,7 +5,7 @@
  *
  * The local one starts its thread at once (the model loads in 0.1-0.4 s), so the first request
  * does not pay for it. Requests wait in a fair line (fair-queue.ts) and go to the thread
- * BATCH_SIZE texts at a time, taking turns across organizations first (the one served least
+ * EMBEDDING_BATCH_SIZE texts at a time, taking turns across organizations first (the one served least
  * recently), then across the requests of one organization: a search query waits for at most one
  * batch of someone's 2048-text requests, not for all of them. Past EMBEDDINGS_QUEUE_BOUNDS waiting
  * requests a new one is refused with 503 and Retry-After; a request whose caller went away stops
@@ -14,14 +14,13 @@
  * and embed() answer 503, until the files are there (checked again on each call) or, after a load
  * failure, RETRY_MS have passed.
  */
-import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { AiSettings } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { ThreadMessage, ThreadRequest, ThreadSetup } from './embedder-thread.ts';
 import { createFairLine, NO_ORGANIZATION, type QueueStats } from './fair-queue.ts';
 import { HttpError } from './http-exchange.ts';
-import { BATCH_SIZE, DEFAULT_MODEL_DIR, missingModelFiles } from './model-files.ts';
+import { DEFAULT_MODEL_DIR, missingModelFiles } from './model-files.ts';
 import { createOpenAiEmbedder } from './openai-embedder.ts';
 import { EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL, type EmbeddingsResult } from './protocol.ts';
 import type { Embedder } from './embedder-interface.ts';
@@ -29,12 +28,16 @@ import type { Embedder } from './embedder-interface.ts';
 export interface EmbedderOptions {
   /** The local model's folder; default DEFAULT_MODEL_DIR (model-files.ts). */
   modelDir?: string;
-  /**
-   * onnxruntime threads per inference call. Measured on 2 cores: 2 threads nearly double
-   * throughput (41 against 22 chunks/s) but take both cores while a batch runs, so the default
-   * keeps one core for the API: 1 on a 2-core machine, 2 with more.
-   */
-  threads?: number;
+}
+
+/** How the local model runs: settings.embedding and settings.threadNice (config.ts). */
+export interface LocalModelSetup {
+  /** onnxruntime threads per inference call (EMBEDDING_THREADS). */
+  threads: number;
+  /** Texts per inference call and per turn of the queue (EMBEDDING_BATCH_SIZE). */
+  batchSize: number;
+  /** The embedding thread's niceness (AI_THREAD_NICE; thread-priority.ts). */
+  nice: number;
 }
 
 /** After a failed load, embed() answers 503 at once for this long before trying again. */
@@ -43,8 +46,8 @@ const RETRY_MS = 10_000;
 export function createEmbedder(settings: AiSettings, logger: Logger, options: EmbedderOptions = {}): QueuedEmbedder {
   // A provider has queues of its own (and its own 429s, passed on as 503s).
   if (settings.provider === 'openai') return { ...bindEmbedder(createOpenAiEmbedder(settings.openai, logger)), stats: () => null };
-  const threads = options.threads ?? (availableParallelism() > 2 ? 2 : 1);
-  return createLocalEmbedder(options.modelDir ?? DEFAULT_MODEL_DIR, threads, logger.child({ component: 'embedder' }));
+  const setup = { ...settings.embedding, nice: settings.threadNice };
+  return createLocalEmbedder(options.modelDir ?? DEFAULT_MODEL_DIR, setup, logger.child({ component: 'embedder' }));
 }
 
 /** Who asks, for the turns: the organization (X-Organization-Id) and whether the caller is still there. */
@@ -102,7 +105,7 @@ const LOAD_FAILED = 'The embedding model failed to load (the AI service log says
 /** A stopping thread that has not left by then is terminated anyway (a batch takes about a second). */
 const STOP_TIMEOUT_MS = 10_000;
 
-export function createLocalEmbedder(dir: string, threads: number, logger: Logger): LocalEmbedder {
+export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger: Logger): LocalEmbedder {
   /** Requests with texts left to send, in turns; the one being worked on is not in it. */
   const waiting = createFairLine<Request>((request) => request.organization);
   let dropped = 0;
@@ -114,7 +117,7 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
   const unavailable = (message: string, cause?: unknown) => new HttpError(503, message, { cause });
 
   const start = () => {
-    const setup: ThreadSetup = { dir, threads };
+    const setup: ThreadSetup = { dir, ...model };
     const worker = new Worker(new URL('./embedder-thread.ts', import.meta.url), { workerData: setup, name: 'embedder' });
     const started = performance.now();
     const own: Thread = { worker, ready: false, current: null };
@@ -124,7 +127,7 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
       if (message.type === 'ready') {
         own.ready = true;
         failure = null;
-        logger.info({ ms: Math.round(performance.now() - started), threads, dir }, 'embedding model loaded');
+        logger.info({ ms: Math.round(performance.now() - started), ...model, dir }, 'embedding model loaded');
       } else if (message.type === 'failed') {
         // The thread leaves by itself.
         thread = null;
@@ -164,7 +167,7 @@ export function createLocalEmbedder(dir: string, threads: number, logger: Logger
   const pump = () => {
     if (thread?.ready && !thread.current && waiting.size() > 0) {
       const request = waiting.take()!;
-      const indexes = request.order.slice(request.sent, request.sent + BATCH_SIZE);
+      const indexes = request.order.slice(request.sent, request.sent + model.batchSize);
       request.sent += indexes.length;
       thread.current = { request, indexes };
       const job: ThreadRequest = { type: 'embed', texts: indexes.map((index) => request.texts[index]!) };

@@ -5,6 +5,7 @@
  * from outside when it runs over its time or memory.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { lowerThreadPriority } from './thread-priority.ts';
 import type { ExtractionLimits } from '../config.ts';
 import { readDocument, type DocumentType } from './extraction.ts';
 import { HttpError } from './http-exchange.ts';
@@ -14,6 +15,8 @@ export interface ThreadInput extends DocumentType {
   /** Moved to the thread (transferList): the service keeps no copy. */
   bytes: Uint8Array;
   limits: ExtractionLimits;
+  /** AI_THREAD_NICE: a hostile document's parse gives way to the API (thread-priority.ts). */
+  nice: number;
 }
 
 export type ThreadMessage =
@@ -27,7 +30,8 @@ export type ThreadMessage =
 
 const port = parentPort;
 if (!port) throw new Error('extract-thread.ts runs as a worker thread of extractor.ts');
-const { bytes, type, charset, limits } = workerData as ThreadInput;
+const { bytes, type, charset, limits, nice } = workerData as ThreadInput;
+lowerThreadPriority(nice);
 const post = (message: ThreadMessage) => port.postMessage(message);
 
 post({ kind: 'reading' });

@@ -27,6 +27,7 @@ import type { ExtractionLimits } from '../config.ts';
 import { checkHtmlDepth } from './html-depth.ts';
 import { orderedList, quotation, unorderedList } from './html-lists.ts';
 import { HttpError } from './http-exchange.ts';
+import { detectLanguage } from './language.ts';
 import { checkPdfStreams } from './pdf-inspection.ts';
 import { EXTRACT_CONTENT_TYPES, type ExtractContentType, type ExtractResult, type TextHeading } from './protocol.ts';
 import { refusals, unreadable } from './refusals.ts';
@@ -64,8 +65,17 @@ export function documentName(type: ExtractContentType): string {
   }
 }
 
-/** The normalised text of a document of any type but an image, within `limits`; rejects with an HttpError (415, 422). */
-export async function readDocument(bytes: Uint8Array, { type, charset }: DocumentType, limits: ExtractionLimits): Promise<ExtractResult> {
+/**
+ * The normalised text of a document of any type but an image, within `limits`, and its language
+ * (language.ts: a bounded sample, a few milliseconds, in the document's thread or inline with a
+ * small plain text); rejects with an HttpError (415, 422).
+ */
+export async function readDocument(bytes: Uint8Array, type: DocumentType, limits: ExtractionLimits): Promise<ExtractResult> {
+  const result = await readNormalised(bytes, type, limits);
+  return { ...result, language: detectLanguage(result.text) };
+}
+
+async function readNormalised(bytes: Uint8Array, { type, charset }: DocumentType, limits: ExtractionLimits): Promise<ExtractResult> {
   const read = await readText(type, bytes, charset, limits);
   if (type === 'text/html' || type === 'application/vnd.openxmlformats-officedocument.wordprocessingml.document') {
     // The heading marks survive normaliseText (neither control nor whitespace) and come out after it, so the offsets are final.

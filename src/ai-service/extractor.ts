@@ -27,6 +27,7 @@ import { documentName, normaliseText, readDocument, withinCharacters, type Docum
 import { HttpError } from './http-exchange.ts';
 import { createFairQueue, NO_ORGANIZATION, type QueueBounds, type QueueStats } from './fair-queue.ts';
 import { jpegSize, pngSize } from './image-header.ts';
+import { detectLanguage } from './language.ts';
 import { OcrMemoryError, OcrTimeoutError, OcrUnavailableError, createOcrEngine } from './ocr.ts';
 import type { ExtractContentType, ExtractResult } from './protocol.ts';
 import { refusals, unreadable } from './refusals.ts';
@@ -60,6 +61,8 @@ export interface ExtractorOptions {
   logger: Logger;
   /** Documents parsed at once; default THREADS. */
   threads?: number;
+  /** The parsing threads' niceness (AI_THREAD_NICE; thread-priority.ts); default 0. */
+  nice?: number;
   /** Waiting documents (and images) past which a request is refused; default QUEUE_BOUNDS. */
   maxWaiting?: number;
   maxWaitingPerOrganization?: number;
@@ -118,7 +121,9 @@ export function createExtractor(options: ExtractorOptions): Extractor {
       if (error instanceof OcrMemoryError) throw refusals.memory(limits.memoryMb, error);
       throw unreadable(`The ${format} image could not be read.`, error);
     }
-    return { text: withinCharacters(normaliseText(text), limits.maxCharacters), pages: 1 };
+    const recognized = withinCharacters(normaliseText(text), limits.maxCharacters);
+    // On the service's loop, as the normalisation above: an image's text is short and the sample bounded (language.ts).
+    return { text: recognized, pages: 1, language: detectLanguage(recognized) };
   };
 
   const readInThread = (bytes: Uint8Array, type: DocumentType, signal?: AbortSignal): Promise<ExtractResult> => new Promise((resolve, reject) => {
@@ -126,7 +131,7 @@ export function createExtractor(options: ExtractorOptions): Extractor {
     if (signal?.aborted) return reject(signal.reason);
     // A buffer of the thread's own, moved rather than copied again; the request's may be a slice of Node's pool.
     const copy = new Uint8Array(bytes);
-    const input: ThreadInput = { bytes: copy, ...type, limits };
+    const input: ThreadInput = { bytes: copy, ...type, limits, nice: options.nice ?? 0 };
     const worker = new Worker(THREAD_ENTRY, {
       workerData: input,
       transferList: [copy.buffer],

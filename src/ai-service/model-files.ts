@@ -44,13 +44,7 @@ export const MODEL_TOKENIZER_CONFIG = 'tokenizer_config.json';
 /** sentence-transformers' max_seq_length for this model; longer texts are cut, not refused. */
 export const MAX_TOKENS = 256;
 
-/**
- * Texts per inference call, and per turn of the embedder's queue (embedder.ts), here so the
- * service's thread can know it without loading onnxruntime. Measured on 2 cores (bench/ai-memory.ts):
- * 8 runs as fast as 16 and keeps about 290 MiB resident instead of about 400; a smaller turn also
- * lets a search query in sooner.
- */
-export const BATCH_SIZE = 8;
+
 
 /** In node_modules, so `npm ci` clears it with the packages and the install recipe puts it back. */
 export const DEFAULT_MODEL_DIR = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'workspace-api', 'models', 'all-MiniLM-L6-v2');

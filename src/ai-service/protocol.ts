@@ -48,6 +48,11 @@ export interface ExtractResult {
   pageStarts?: number[];
   /** HTML, DOCX and Markdown: the headings of `text` in order, each with where it starts (UTF-16 offset), its level (1-6) and its text. */
   headings?: TextHeading[];
+  /**
+   * The text's language, an ISO 639-3 code (`deu`, `cmn`), `und` when it could not be told
+   * (language.ts). Absent from older services and from providers that do not extract: read as `und`.
+   */
+  language?: string;
 }
 
 export interface TextHeading {

@@ -13,12 +13,20 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import ort from 'onnxruntime-node';
-import { BATCH_SIZE, MAX_TOKENS, MODEL_GRAPH, MODEL_TOKENIZER, MODEL_TOKENIZER_CONFIG } from './model-files.ts';
+import { MAX_TOKENS, MODEL_GRAPH, MODEL_TOKENIZER, MODEL_TOKENIZER_CONFIG } from './model-files.ts';
 import { EMBEDDING_DIMENSIONS } from './protocol.ts';
 
 export interface SentenceEmbedderOptions {
   /** onnxruntime's threads inside one inference call (intraOpNumThreads). */
   threads?: number;
+  /** Texts per inference call; the embedder's queue sends one batch at a time anyway. */
+  batchSize?: number;
+  /**
+   * Whether onnxruntime's pool threads spin while waiting for work between the graph's nodes
+   * (its default). Off, they sleep: on a machine whose cores other work needs, spinning threads
+   * take CPU from it and from each other.
+   */
+  spin?: boolean;
 }
 
 export interface SentenceEmbeddings {
@@ -51,6 +59,7 @@ export async function loadSentenceEmbedder(dir: string, options: SentenceEmbedde
     // The arena keeps the largest batch's memory for good (about 430 MB RSS after batches of
     // 16 x 256 tokens, 230-270 MB without it), for no measurable speed.
     enableCpuMemArena: false,
+    ...(options.spin === false ? { extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } } : {}),
   });
   const expected = ['input_ids', 'attention_mask', 'token_type_ids'];
   if (!expected.every((name) => session.inputNames.includes(name)) || !session.outputNames.includes('last_hidden_state')) {
@@ -88,14 +97,15 @@ export async function loadSentenceEmbedder(dir: string, options: SentenceEmbedde
     }
   };
 
+  const batchSize = options.batchSize ?? 16;
   return {
     async embed(texts) {
       const encoded = texts.map(encode);
       // Longest first, so each batch holds texts of similar length and pads little.
       const order = encoded.map((_, index) => index).sort((a, b) => encoded[b]!.length - encoded[a]!.length);
       const vectors: Float32Array[] = new Array(texts.length);
-      for (let start = 0; start < order.length; start += BATCH_SIZE) {
-        const indexes = order.slice(start, start + BATCH_SIZE);
+      for (let start = 0; start < order.length; start += batchSize) {
+        const indexes = order.slice(start, start + batchSize);
         const pooled = await run(indexes.map((index) => encoded[index]!));
         indexes.forEach((index, position) => { vectors[index] = pooled[position]!; });
       }

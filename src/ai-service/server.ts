@@ -70,7 +70,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
   const { settings, logger: parent } = options;
   const logger = parent.child({ component: 'ai-service' });
   const embedder = createEmbedder(settings, logger);
-  const extractor = createExtractor({ limits: settings.extraction, logger, ...options.extraction });
+  const extractor = createExtractor({ limits: settings.extraction, logger, nice: settings.threadNice, ...options.extraction });
   const maxExtractBytes = options.maxExtractBytes ?? EXTRACT_BODY_LIMIT;
 
   const routes: Record<string, Route> = {

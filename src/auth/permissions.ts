@@ -1,5 +1,5 @@
 /**
- * The role -> permission matrix (design/identity.md), as data: the binding layer and the
+ * The role -> permission matrix (../shared/design/identity.md, "Roles → permissions"), as data: the binding layer and the
  * authorization tests both read this table.
  */
 export const roles = ['owner', 'admin', 'member'] as const;

@@ -1,5 +1,5 @@
 /**
- * Sessions (design/identity.md, after Lucia): created on sign-in, found by the id half of the
+ * Sessions (docs/identity.md, "Sessions and tokens", after Lucia): created on sign-in, found by the id half of the
  * token, verified by the hash of the secret half. A session ends after 7 days without use or 30
  * days after it began (1 hour when an admin impersonates); its last-verified time moves at most
  * hourly, and each move renews the cookie and the set-auth-token header. The SQL is

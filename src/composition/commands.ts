@@ -159,7 +159,22 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   const aiModule = import('../ai-service/child-process.ts');
   for (const loading of [appModule, adminModule, sweeperModule, aiModule]) loading.catch(() => undefined);
 
-  const db = await openDatabaseFor(config, logger, useTemplate);
+  // The companion, in a process of its own, starts while the database opens (it needs no database):
+  // the inline worker calls it as soon as a job is queued, so it is awaited before the app is built.
+  const aiStarting = parts.ai ? aiModule.then((module) => module.startAiChild(config.ai, logger)) : undefined;
+  aiStarting?.catch(() => undefined);
+  // When each part of the start finished, ms since the process started (the `listening` log line; bench/start.ts).
+  const phases: Record<string, number> = {};
+  const done = (phase: string) => (phases[phase] = Math.round(performance.now()));
+  aiStarting?.then(() => done('ai'), () => undefined);
+  let db: Awaited<ReturnType<typeof openDatabaseFor>>;
+  try {
+    db = await openDatabaseFor(config, logger, useTemplate);
+    done('database');
+  } catch (error) {
+    await aiStarting?.then((child) => child.close(), () => undefined);
+    throw error;
+  }
   let server: Server;
   let drain: ReturnType<typeof trackRequests>;
   let sweeper: { stop(): Promise<void> } | undefined;
@@ -167,16 +182,17 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   let stopJobs: (() => Promise<void>) | undefined;
   let worker: { close(): Promise<void> } | undefined;
   try {
-    // The companion first, in a process of its own: the inline worker calls it as soon as a job is queued.
-    if (parts.ai) ai = await (await aiModule).startAiChild(config.ai, logger);
+    if (aiStarting) ai = await aiStarting;
     // AI_PORT=0 takes any free port; the default AI_URL then names the one taken. The client sends
     // the key the child was given (a fresh one when AI_API_KEY is unset).
     if (ai) config = { ...config, ai: { ...config.ai, url: config.ai.port === 0 ? ai.url : config.ai.url, apiKey: ai.apiKey } };
     await migrate(db.sql, { logger });
+    done('migrations');
     await (await adminModule).grantConfiguredAdmins(db.sql, config.adminEmails, logger, new Date());
     // Expired sessions and verification tokens go at start and hourly.
     sweeper = (await sweeperModule).startExpiredSweeper({ sql: db.sql, now: () => new Date(), logger });
     const built = await (await appModule).compose({ config, db, logger });
+    done('app');
     const { app } = built;
     stopJobs = built.stop;
     // WORKER=process (the default on a database server): the worker in a child of its own, with its
@@ -186,6 +202,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
       const { startSupervisedChild } = await import('../process/supervised-child.ts');
       const workerEnv = { ...process.env, AI_URL: config.ai.url, ...(config.ai.apiKey ? { AI_API_KEY: config.ai.apiKey } : {}) };
       worker = await startSupervisedChild({ command: 'worker', name: 'job worker', logger, env: () => workerEnv });
+      done('worker');
     }
     // What Node's HTTP parser refuses by itself (a bad Content-Length, headers too large, an
     // unknown Expect) is answered in the service's error shape too, with an X-Request-Id.
@@ -206,7 +223,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   }
   const { port } = server.address() as AddressInfo;
   logger.info(
-    { url: config.publicUrl, host: config.host, port, database: db.kind, ai: ai?.url ?? config.ai.url, worker: config.worker.mode, startMs: Math.round(performance.now()) },
+    { url: config.publicUrl, host: config.host, port, database: db.kind, ai: ai?.url ?? config.ai.url, worker: config.worker.mode, startMs: Math.round(performance.now()), phases },
     'listening',
   );
   flushCompileCache();

@@ -3,7 +3,7 @@
  * openapi/openapi.yaml (with the streaming ones apart: they write events, not one answer) and the
  * identity routes of openapi/auth.yaml. The only module that imports every group's handlers.
  */
-import type { Handlers, StreamHandlers, AuthHandlers } from '../context.ts';
+import type { CompleteAuthHandlers, CompleteHandlers, StreamHandlers } from '../context.ts';
 import { contactProcedures } from '../contact/procedures.ts';
 import { systemProcedures } from '../system/procedures.ts';
 import { userProcedures } from '../user/procedures.ts';
@@ -25,7 +25,8 @@ import { adminUserRoutes } from '../admin/user-routes.ts';
 import { subscriptionRoutes } from '../billing/subscription-routes.ts';
 import { webhookRoutes } from '../billing/webhook.ts';
 
-export const procedureHandlers: Handlers = {
+/** `satisfies`: a procedure of the contract without a handler here fails the build (test/types/handlers.ts). */
+export const procedureHandlers = {
   ...systemProcedures,
   ...contactProcedures,
   ...userProcedures,
@@ -37,13 +38,13 @@ export const procedureHandlers: Handlers = {
   ...adminOrganizationProcedures,
   ...billingProcedures,
   ...organizationProcedures,
-};
+} satisfies CompleteHandlers;
 
 export const streamHandlers: StreamHandlers = {
   ...jobStreamProcedures,
 };
 
-export const identityHandlers: AuthHandlers = {
+export const identityHandlers = {
   ...sessionRoutes,
   ...accountRoutes,
   ...socialRoutes,
@@ -52,4 +53,4 @@ export const identityHandlers: AuthHandlers = {
   ...adminUserRoutes,
   ...subscriptionRoutes,
   ...webhookRoutes,
-};
+} satisfies CompleteAuthHandlers;

@@ -2,6 +2,7 @@
  * The services of one process, built once: what every handler, the binding layer and the worker
  * get (context.ts, Services). Tests replace parts through `overrides`; the defaults are the real ones.
  */
+import { createRequestGate, OPEN_GATE } from '../db/request-gate.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../context.ts';
 import type { Database } from '../db/connection.ts';
@@ -49,6 +50,8 @@ export async function createServices(options: ServiceOptions): Promise<{ service
   const services: Services = {
     config,
     db,
+    // One connection: the worker's chunk writes wait for the API's requests (db/request-gate.ts).
+    requests: db.kind === 'embedded' ? createRequestGate() : OPEN_GATE,
     logger,
     now,
     // Real time, not the service clock: uptime is about this process, whatever tests do to now().

@@ -201,6 +201,18 @@ export const configSchema = {
       type: 'string', enum: ['local', 'openai'], default: 'local',
       description: "The companion's embedder: `local` (the offline sentence-embedding model all-MiniLM-L6-v2, 384 dimensions, installed with the dependencies; searches cost no credit) or `openai` (forwards to `OPENAI_BASE_URL`). Switching re-indexes every document in the background ([ai-service.md](ai-service.md)).",
     },
+    EMBEDDING_THREADS: {
+      type: 'integer', minimum: 1, maximum: 64, 'x-default': "the machine's cores (`os.availableParallelism()`)",
+      description: "onnxruntime's threads per inference of the local model (`EMBEDDING_PROVIDER=local`). They run at `AI_THREAD_NICE`, so the API's requests come first on a shared machine. See [benchmarks.md](benchmarks.md#embedding-threads-and-batches).",
+    },
+    EMBEDDING_BATCH_SIZE: {
+      type: 'integer', minimum: 1, maximum: 64, default: 16,
+      description: 'Texts per inference of the local model, and per turn of its queue across organizations (texts of similar length go together, so little is padding).',
+    },
+    AI_THREAD_NICE: {
+      type: 'integer', minimum: 0, maximum: 19, default: 10,
+      description: "The scheduling niceness (Linux: per thread) of the AI service's embedding and extraction threads: above the API's 0, so a request to the API is not kept waiting behind the model or a document's parser. `0` gives them the API's priority.",
+    },
     OPENAI_BASE_URL: {
       type: 'string', format: 'http-url', default: 'https://api.openai.com/v1',
       description: 'The OpenAI-compatible provider the companion forwards to with `EMBEDDING_PROVIDER=openai` (asked for 384 dimensions).',

@@ -4,6 +4,8 @@
  * Anything else thrown becomes the generic 500 `{ error: 'internal_error', requestId }`.
  * docs/errors.md lists the same table; a test keeps the two in step.
  */
+import type { components } from '../../generated/types.ts';
+
 export const errorCatalogue = {
   BAD_REQUEST: { status: 400, message: 'Input validation failed.' },
   UNAUTHORIZED: { status: 401, message: 'You must be signed in.' },
@@ -15,7 +17,7 @@ export const errorCatalogue = {
   PRECONDITION_FAILED: { status: 412, message: 'Precondition failed.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large.' },
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests, try again in a minute.' },
-  SERVICE_UNAVAILABLE: { status: 503, message: 'The AI service is unavailable, try again later.' },
+  SERVICE_UNAVAILABLE: { status: 503, message: 'The service is temporarily unavailable, try again later.' },
   // A procedure of the contract whose handler is not built yet: an honest "not yet", not a crash.
   NOT_IMPLEMENTED: { status: 501, message: 'This operation is not available on this deployment yet.' },
   // Identity routes (/api/auth/*)
@@ -37,11 +39,16 @@ export interface ValidationIssue {
   params?: Record<string, unknown>;
 }
 
-/** Data carried by the codes that declare some; the others carry none. */
+/**
+ * Data carried by the codes that declare some; the others carry none. LIMIT_REACHED's and
+ * PAYLOAD_TOO_LARGE's are the contract's own types, so a limit kind is listed once
+ * (openapi/components/schemas/LimitReachedError.yaml). BAD_REQUEST's issues are ValidationIssue
+ * above: `params` carries whatever the validator reports, wider than the contract's example shape.
+ */
 export interface ErrorData {
   BAD_REQUEST: { issues: ValidationIssue[] };
-  LIMIT_REACHED: { kind: 'workspaces' | 'members' | 'aiCredits' | 'storageBytes'; limit: number; plan: string };
-  PAYLOAD_TOO_LARGE: { maxBytes: number };
+  LIMIT_REACHED: components['schemas']['LimitReachedError']['data'];
+  PAYLOAD_TOO_LARGE: components['schemas']['PayloadTooLargeError']['data'];
 }
 
 type ErrorOptions<C extends ErrorCode> = {

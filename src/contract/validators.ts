@@ -1,6 +1,6 @@
 /**
  * The precompiled validators from generated/ (Ajv standalone output is CommonJS, see
- * toolchain.md), and the mapping from Ajv's errors to the specification's `data.issues`.
+ * ../shared/design/toolchain.md), and the mapping from Ajv's errors to the specification's `data.issues`.
  */
 import { createRequire } from 'node:module';
 import { badRequest, type ValidationIssue } from './errors.ts';

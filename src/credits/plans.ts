@@ -7,9 +7,13 @@
 import type { Sql } from '../db/connection.ts';
 import { liveSubscription } from '../billing/subscriptions-store.ts';
 import { calendarMonth, type Period } from './credit-ledger.ts';
+import type { ErrorData } from '../contract/errors.ts';
+import type { components } from '../../generated/types.ts';
 
-export type LimitKind = 'workspaces' | 'members' | 'aiCredits' | 'storageBytes';
-export type PlanName = 'free' | 'pro' | 'team';
+/** The kinds a plan limits: the contract's (LIMIT_REACHED's `data.kind`), so a new kind is added there first. */
+export type LimitKind = ErrorData['LIMIT_REACHED']['kind'];
+/** The contract's plans (Plan, without the null of a deployment without billing). */
+export type PlanName = NonNullable<components['schemas']['Plan']>;
 
 export interface PlanLimits {
   plan: PlanName;

@@ -7,6 +7,7 @@
 import type { Sql } from '../db/connection.ts';
 import { creditsSpent, periodOf, type Period } from './credit-ledger.ts';
 import type { PlanLimits } from './plans.ts';
+import type { components } from '../../generated/types.ts';
 
 export interface UsageCounts {
   workspaces: number;
@@ -28,11 +29,13 @@ export async function usageOf(sql: Sql, organizationId: string, plan: PlanLimits
   return { usage, period };
 }
 
-export interface OverLimit {
-  kind: 'workspaces' | 'members' | 'aiCredits';
-  current: number;
-  limit: number;
-}
+/** The contract's OverLimit, so its kinds are listed once (openapi/components/schemas/OverLimit.yaml). */
+export type OverLimit = components['schemas']['OverLimit'];
+
+/** Every kind OverLimit names, in report order: tsc fails when this list and the contract's differ either way. */
+const OVER_LIMIT_KINDS = ['workspaces', 'members', 'aiCredits'] as const satisfies readonly OverLimit['kind'][];
+type Missing = Exclude<OverLimit['kind'], (typeof OVER_LIMIT_KINDS)[number]>;
+const _everyKind: [Missing] extends [never] ? true : Missing = true;
 
 /**
  * The limits usage is above (after a move to a smaller plan). Members count with the pending
@@ -41,7 +44,7 @@ export interface OverLimit {
 export function overLimits(plan: PlanLimits | null, usage: UsageCounts): OverLimit[] {
   if (!plan) return [];
   const current = { workspaces: usage.workspaces, members: usage.members + usage.pendingInvitations, aiCredits: usage.aiCredits };
-  return (['workspaces', 'members', 'aiCredits'] as const)
+  return OVER_LIMIT_KINDS
     .filter((kind) => current[kind] > plan.limits[kind])
     .map((kind) => ({ kind, current: current[kind], limit: plan.limits[kind] }));
 }

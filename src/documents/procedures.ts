@@ -6,8 +6,8 @@
 import type { Context, Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
-import { deleteObjectsBestEffort } from '../storage/delete-objects.ts';
-import { objectDeletion, refuseWhenStorageDown } from '../storage/unavailable.ts';
+import { deleteObjectsBestEffort, objectDeletion } from '../storage/delete-objects.ts';
+import { refuseWhenStorageDown } from '../storage/unavailable.ts';
 import { decodeCursor, encodeCursor } from '../pagination/cursor.ts';
 import { findWorkspace, workspaceUsage } from '../workspaces/store.ts';
 import * as store from './store.ts';

@@ -30,7 +30,7 @@ export const search: Handler<'documents.search'> = async (input, ctx) => {
   } catch (error: unknown) {
     if (!(error instanceof AiServiceError)) throw error;
     ctx.log.warn({ err: error, detail: error.detail }, 'search query could not be embedded');
-    throw new ApiError('SERVICE_UNAVAILABLE');
+    throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The AI service is unavailable, try again later.' });
   }
   if (embedded.model !== LOCAL_EMBEDDING_MODEL) {
     const plan = await services.plans.limitsFor(workspace.organizationId);

@@ -46,7 +46,7 @@ export async function findDocument(sql: Sql, id: string): Promise<(Document & { 
   return row ? toDocument(row) : null;
 }
 
-/** The loader of `resource: document` operations (src/resources.ts): the contract's Document. */
+/** The loader of `resource: document` operations (src/composition/resources.ts): the contract's Document. */
 export const documentResource: Resource<Document> = {
   load: async (sql, id) => {
     const document = await findDocument(sql, id);

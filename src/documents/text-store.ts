@@ -6,6 +6,7 @@
  */
 import type { Sql } from '../db/connection.ts';
 import type { Db } from '../db/db.ts';
+import { OPEN_GATE, type RequestGate } from '../db/request-gate.ts';
 import { lockOrganization } from '../organizations/store.ts';
 import type postgres from 'postgres';
 import { isForeignKeyViolation, lockDocument, organizationUsage, setExtracted, setIndexed, setIndexedGeneration, type Document } from './store.ts';
@@ -28,11 +29,13 @@ export interface IndexableText {
   text: string;
   pageStarts: number[] | null;
   headings: TextHeading[] | null;
+  /** ISO 639-3, `und` when not detected, null for texts stored before detection (0014_text_search_languages.sql). */
+  language: string | null;
 }
 
 export async function readIndexableText(sql: Db, documentId: string): Promise<IndexableText | null> {
   const [row] = await sql<IndexableText[]>`
-    select text, page_starts as "pageStarts", headings from document_texts where document_id = ${documentId}`;
+    select text, page_starts as "pageStarts", headings, language from document_texts where document_id = ${documentId}`;
   return row ?? null;
 }
 
@@ -50,7 +53,9 @@ export async function readChunkCount(sql: Db, documentId: string): Promise<numbe
  */
 export async function saveDocumentText(
   sql: Sql, document: Pick<Document, 'id' | 'organizationId'>,
-  extracted: { text: string; pages: number | null; chunks: number; pageStarts?: number[] | undefined; headings?: TextHeading[] | undefined }, now: Date,
+  extracted: {
+    text: string; pages: number | null; chunks: number; pageStarts?: number[] | undefined; headings?: TextHeading[] | undefined; language?: string | undefined;
+  }, now: Date,
   limitBytes: number | null = null,
 ): Promise<DocumentText | 'limit' | null> {
   // Characters as a reader counts them (code points), not UTF-16 units.
@@ -67,12 +72,12 @@ export async function saveDocumentText(
     const pageStarts = extracted.pageStarts ?? null;
     const headings = extracted.headings && extracted.headings.length > 0 ? tx.json(extracted.headings as never) : null;
     await tx`
-      insert into document_texts (document_id, organization_id, text, characters, pages, chunks, page_starts, headings, extracted_at)
+      insert into document_texts (document_id, organization_id, text, characters, pages, chunks, page_starts, headings, language, extracted_at)
       values (${document.id}, ${document.organizationId}, ${extracted.text}, ${characters}, ${extracted.pages}, ${extracted.chunks},
-              ${pageStarts}::integer[], ${headings}, ${now})
+              ${pageStarts}::integer[], ${headings}, ${extracted.language ?? 'und'}, ${now})
       on conflict (document_id) do update
         set text = excluded.text, characters = excluded.characters, pages = excluded.pages, chunks = excluded.chunks,
-            page_starts = excluded.page_starts, headings = excluded.headings, extracted_at = excluded.extracted_at`;
+            page_starts = excluded.page_starts, headings = excluded.headings, language = excluded.language, extracted_at = excluded.extracted_at`;
     return { text: extracted.text, characters, pages: extracted.pages };
   }) as Promise<DocumentText | 'limit' | null>;
 }
@@ -93,6 +98,8 @@ export interface StoredChunk {
   headingPath: string[] | null;
   /** sha256 (hex) of the text (embed-chunks.ts): a re-index reuses the embedding of a chunk with the same text and model. */
   textHash: string;
+  /** The text with its CJK words split (documents/search-words.ts), what full text indexes; absent when the text has none. */
+  searchText?: string | undefined;
 }
 
 /**
@@ -111,76 +118,161 @@ export async function storedEmbeddings(sql: Db, documentId: string, model: strin
 }
 
 /**
- * Chunks per insert statement. A chunk costs its HNSW and GIN index entries, about 9 ms on the
- * embedded database on two busy cores, and a request queued on the one connection waits for the
- * statement in progress: with 4 a query's p99 while 300 chunks are stored was 66-70 ms (36-43 ms
- * p50), with 10 130-160 ms, with 50 0.5-0.8 s, and with the one transaction of before 2.2-2.9 s
- * (bench/chunk-storage.ts). The whole store took about 15% longer than in one transaction.
+ * Chunks per insert statement: one. A chunk costs its HNSW and GIN index entries, about 9 ms on
+ * the embedded database on two busy cores (bench/chunk-storage.ts), and a request queued on its
+ * one connection waits for the statement in progress: with 4 rows a statement a query's p99 while
+ * 300 chunks were stored was 66-70 ms (36-43 ms p50), with 10 130-160 ms, with 50 0.5-0.8 s, and
+ * with the one transaction of before 2.2-2.9 s. A statement a row costs about 15% more database
+ * time than one transaction, which the writer hides behind the embedding (ChunkWriter).
  */
-export const CHUNK_BATCH = 4;
+export const CHUNK_BATCH = 1;
 /** Rows per delete statement: a delete only marks rows (the indexes are cleaned by vacuum), so more go at once. */
 const DELETE_BATCH = 100;
 
+/** A chunk as indexing places it, before its embedding. */
+export type PlacedChunk = Omit<StoredChunk, 'embedding'>;
+
+type ChunkDocument = Pick<Document, 'id' | 'organizationId' | 'workspaceId'>;
+
 /**
  * Replaces the document's chunks with these, embedded by `model`; false when the document is gone.
- * A document's chunks are always of one model, and a reader never sees some old and some new.
- *
- * In short statements, not one long transaction: the document's chunks were once written in one
- * transaction, which held the embedded database's only connection for as long as it took (the API
- * waited up to 1.4 s; docs/benchmarks.md). Now the chunks go in under a new generation, CHUNK_BATCH
- * rows per statement (each its own transaction), invisible to search (it reads `generation = documents.chunk_generation`);
- * one short transaction then makes them the document's (setIndexedGeneration); the old generation
- * is deleted DELETE_BATCH rows at a time. Two runs of one document at once: generations are handed
- * out in increasing order and only a newer one replaces the current, so the later run's chunks win
- * and the earlier one deletes its own; each run deletes only older generations than its own, so it
- * never touches the rows of a later run still being written. Rows a killed run left behind are
- * older than the next run's, which deletes them.
+ * The whole run at once: unchangedChunks, then a ChunkWriter given every chunk (tests and benches;
+ * document.index writes as the embeddings arrive, jobs/embed-chunks.ts).
  */
 export async function replaceChunks(
-  sql: Sql, document: Pick<Document, 'id' | 'organizationId' | 'workspaceId'>, model: string, chunks: StoredChunk[], now: Date,
+  sql: Sql, document: ChunkDocument, model: string, chunks: StoredChunk[], now: Date,
+  // The job passes its document's (text-search-config.ts); `english`, search_config's default (0014), otherwise.
+  searchConfig = 'english',
 ): Promise<boolean> {
-  if (await unchanged(sql, document.id, model, chunks)) {
-    // A re-index of the same text: the chunks stored are these already; only the index's time changes.
-    return (await sql.begin(async (tx) => {
-      if (!(await lockDocument(tx, document.id))) return false;
-      await setIndexed(tx, document.id, chunks.length, now);
-      return true;
-    })) as boolean;
-  }
-  const [row] = await sql<{ generation: string }[]>`select nextval('document_chunk_generation')::text as generation`;
-  const generation = row!.generation;
+  if (await unchangedChunks(sql, document.id, model, searchConfig, chunks)) return touchIndexed(sql, document.id, chunks.length, now);
+  const writer = await chunkWriter(sql, document, chunks, searchConfig, now);
   try {
-    for (let i = 0; i < chunks.length; i += CHUNK_BATCH) {
-      const rows = chunks.slice(i, i + CHUNK_BATCH).map((chunk, offset) => chunkRow(document, model, chunk, i + offset, generation, now));
-      await sql`insert into document_chunks ${sql(rows)}`;
-    }
+    if (!(await writer.write(model, chunks.map((_, index) => index), chunks.map((chunk) => chunk.embedding)))) return false;
+    return await writer.finish();
   } catch (error) {
-    // The document was deleted meanwhile (with its chunks, this run's included).
-    if (isForeignKeyViolation(error)) return false;
+    await writer.abandon();
     throw error;
   }
-  const current = await sql.begin(async (tx) => {
-    if (!(await lockDocument(tx, document.id))) return 'gone';
-    return (await setIndexedGeneration(tx, document.id, generation, chunks.length, now)) ? 'current' : 'superseded';
-  });
-  if (current === 'gone') return false;
-  // Superseded: a later run finished first; its chunks stay and this run's go.
-  await deleteChunksInBatches(sql, document.id, current === 'current' ? sql`generation < ${generation}::bigint` : sql`generation = ${generation}::bigint`);
-  return true;
 }
 
-/** Whether the document's current chunks are these, by model, text hash and place, in order (their embeddings follow from model and text). */
-async function unchanged(sql: Sql, documentId: string, model: string, chunks: StoredChunk[]): Promise<boolean> {
+/**
+ * Whether the document's current chunks are these already (same model, configuration, texts and
+ * places): then a re-index embeds and writes nothing (touchIndexed).
+ */
+export async function unchangedChunks(sql: Sql, documentId: string, model: string, searchConfig: string, chunks: readonly PlacedChunk[]): Promise<boolean> {
+  return unchanged(sql, documentId, model, await availableConfig(sql, searchConfig), chunks);
+}
+
+/** A re-index of the same text: only the index's time and count change; false when the document is gone. */
+export async function touchIndexed(sql: Sql, documentId: string, count: number, now: Date): Promise<boolean> {
+  return (await sql.begin(async (tx) => {
+    if (!(await lockDocument(tx, documentId))) return false;
+    await setIndexed(tx, documentId, count, now);
+    return true;
+  })) as boolean;
+}
+
+/**
+ * One indexing run's writes of a document's chunks (issue 24, item 5), in short statements as
+ * their embeddings arrive, so storing overlaps embedding. A document's chunks are always of one
+ * model, and a reader never sees some old and some new: the run writes under a new generation,
+ * CHUNK_BATCH rows per statement (each its own transaction), invisible to search (it reads
+ * `generation = documents.chunk_generation`); finish() makes them the document's in one short
+ * transaction (setIndexedGeneration) and deletes the old generation DELETE_BATCH rows at a time.
+ * Two runs of one document at once: generations are handed out in increasing order and only a
+ * newer one replaces the current, so the later run's chunks win and the earlier one deletes its
+ * own; each run deletes only older generations than its own, so it never touches the rows of a
+ * later run still being written. A run that fails deletes what it wrote (abandon); rows a killed
+ * run left behind are older than the next run's, which deletes them.
+ *
+ * The long transaction this replaced held the embedded database's only connection for as long as
+ * it took (the API waited up to 1.4 s; docs/benchmarks.md).
+ */
+export interface ChunkWriter {
+  /**
+   * Stores the chunks at these positions with these embeddings of `model` (every write of a run
+   * names the same model). Writes run one after another in call order; false when the document
+   * was deleted meanwhile.
+   */
+  write(model: string, indexes: readonly number[], embeddings: readonly number[][]): Promise<boolean>;
+  /** Makes the written chunks the document's (every chunk must have been written); false when the document is gone. */
+  finish(): Promise<boolean>;
+  /** Deletes what this run wrote: it failed. Never throws. */
+  abandon(): Promise<void>;
+}
+
+export async function chunkWriter(
+  sql: Sql, document: ChunkDocument, chunks: readonly PlacedChunk[], searchConfig: string, now: Date, requests: RequestGate = OPEN_GATE,
+): Promise<ChunkWriter> {
+  const config = await availableConfig(sql, searchConfig);
+  const [row] = await sql<{ generation: string }[]>`select nextval('document_chunk_generation')::text as generation`;
+  const generation = row!.generation;
+  let writing: Promise<boolean> = Promise.resolve(true);
+  const store = async (model: string, indexes: readonly number[], embeddings: readonly number[][]): Promise<boolean> => {
+    try {
+      for (let i = 0; i < indexes.length; i += CHUNK_BATCH) {
+        const rows = indexes.slice(i, i + CHUNK_BATCH).map((index, offset) =>
+          chunkRow(document, model, config, { ...chunks[index]!, embedding: embeddings[i + offset]! }, index, generation, now));
+        // After the API's requests in flight, on the embedded database's one connection (db/request-gate.ts).
+        await requests.waitForIdle();
+        await sql`insert into document_chunks ${sql(rows)}`;
+      }
+      return true;
+    } catch (error) {
+      // The document was deleted meanwhile (with its chunks, this run's included).
+      if (isForeignKeyViolation(error)) return false;
+      throw error;
+    }
+  };
+  return {
+    write(model, indexes, embeddings) {
+      const previous = writing;
+      writing = previous.then((alive) => (alive ? store(model, indexes, embeddings) : false));
+      return writing;
+    },
+    async finish() {
+      if (!(await writing)) return false;
+      const current = await sql.begin(async (tx) => {
+        if (!(await lockDocument(tx, document.id))) return 'gone';
+        return (await setIndexedGeneration(tx, document.id, generation, chunks.length, now)) ? 'current' : 'superseded';
+      });
+      if (current === 'gone') return false;
+      // Superseded: a later run finished first; its chunks stay and this run's go.
+      await deleteChunksInBatches(sql, document.id, current === 'current' ? sql`generation < ${generation}::bigint` : sql`generation = ${generation}::bigint`);
+      return true;
+    },
+    async abandon() {
+      await writing.catch(() => undefined);
+      await deleteChunksInBatches(sql, document.id, sql`generation = ${generation}::bigint`).catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * The configuration itself when the server has it, else `simple` (text-search-config.ts: `estonian`
+ * exists on PostgreSQL 16+ only); the name as a regconfig prints it, as search_config is compared.
+ */
+async function availableConfig(sql: Sql, name: string): Promise<string> {
+  const [row] = await sql<{ config: string }[]>`
+    select coalesce((select c.oid::regconfig::text from pg_ts_config c where c.cfgname = ${name} limit 1), 'simple') as config`;
+  return row!.config;
+}
+
+/**
+ * Whether the document's current chunks are these, by model, text search configuration, text hash
+ * and place, in order (their embeddings follow from model and text, their search text from the text).
+ */
+async function unchanged(sql: Sql, documentId: string, model: string, config: string, chunks: readonly PlacedChunk[]): Promise<boolean> {
   if (chunks.length === 0) return false;
-  const rows = await sql<{ model: string; textHash: string | null; start: number | null; end: number | null; firstPage: number | null; lastPage: number | null; headingPath: string[] | null }[]>`
-    select c.model, c.text_hash as "textHash", c.start_offset as start, c.end_offset as "end", c.first_page as "firstPage",
+  const rows = await sql<{ model: string; config: string; textHash: string | null; start: number | null; end: number | null; firstPage: number | null; lastPage: number | null; headingPath: string[] | null }[]>`
+    select c.model, c.search_config::text as config, c.text_hash as "textHash", c.start_offset as start, c.end_offset as "end", c.first_page as "firstPage",
            c.last_page as "lastPage", c.heading_path as "headingPath"
     from document_chunks c join documents d on d.id = c.document_id
     where c.document_id = ${documentId} and c.generation = d.chunk_generation
     order by c.index`;
   return rows.length === chunks.length && rows.every((row, i) => {
     const chunk = chunks[i]!;
-    return row.model === model && row.textHash === chunk.textHash && row.start === chunk.start && row.end === chunk.end
+    return row.model === model && row.config === config && row.textHash === chunk.textHash && row.start === chunk.start && row.end === chunk.end
       && row.firstPage === chunk.firstPage && row.lastPage === chunk.lastPage
       && JSON.stringify(row.headingPath) === JSON.stringify(chunk.headingPath);
   });
@@ -195,7 +287,7 @@ async function deleteChunksInBatches(sql: Sql, documentId: string, which: postgr
   }
 }
 
-function chunkRow(document: Pick<Document, 'id' | 'organizationId' | 'workspaceId'>, model: string, chunk: StoredChunk, index: number, generation: string, now: Date) {
+function chunkRow(document: ChunkDocument, model: string, config: string, chunk: StoredChunk, index: number, generation: string, now: Date) {
   return {
     generation,
     id: newId('chk'),
@@ -213,6 +305,8 @@ function chunkRow(document: Pick<Document, 'id' | 'organizationId' | 'workspaceI
     // postgres.js sends a JS array as a PostgreSQL array (text[] here).
     heading_path: chunk.headingPath,
     text_hash: chunk.textHash,
+    search_config: config,
+    search_text: chunk.searchText ?? null,
     created_at: now,
   };
 }

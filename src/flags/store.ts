@@ -50,7 +50,7 @@ export async function findFlag(sql: Db, key: string): Promise<FeatureFlag | null
   return flag ?? null;
 }
 
-/** The loader of `resource: flag` operations (src/resources.ts). No organizationOf: only platform admins reach flags by key. */
+/** The loader of `resource: flag` operations (src/composition/resources.ts). No organizationOf: only platform admins reach flags by key. */
 export const flagResource: Resource<FeatureFlag> = {
   load: (sql: Sql, key: string) => findFlag(sql, key),
   notFound: 'Feature flag not found.',

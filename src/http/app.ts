@@ -27,6 +27,7 @@ import { operationalRoutes } from './operational-routes.ts';
 import { metricsRoute } from './metrics-route.ts';
 import { callMetrics } from './call-metrics.ts';
 import { createReadinessCheck } from './readiness.ts';
+import { countRequests } from './request-count.ts';
 import { requestId } from './request-id.ts';
 import { restRouter } from './rest-transport.ts';
 import { rpcRouter } from './rpc-transport.ts';
@@ -53,10 +54,12 @@ export function buildHttpApp(options: HttpAppOptions): Express {
   // ETags only where a route sets one (the OpenAPI document); upload PUTs must carry none.
   app.set('etag', false);
   configureTrustProxy(app, config.trustProxy);
+  // Read by error-handler.ts: error answers are checked against the contract where success answers are.
+  app.locals.validateResponses = config.validateResponses;
 
   // A registry per app, not prom-client's global one: tests build many apps in one process.
   const metrics = createMetrics({ sql: db.sql, logger });
-  app.use(clientIp(), requestId(logger), accessLog(), callMetrics(metrics), securityHeaders(), corsPolicy(config), wellEncodedPath());
+  app.use(countRequests(services.requests), clientIp(), requestId(logger), accessLog(), callMetrics(metrics), securityHeaders(), corsPolicy(config), wellEncodedPath());
   // OPTIONS that is not a trusted preflight: 405 or 404 like any undeclared method, before a router answers it.
   app.use(undeclaredOptions());
   // Before the limiters (it is outside them anyway): a scraper polls it all day.

@@ -11,6 +11,8 @@ import { WireError } from '../rpc/wire.ts';
 import { ApiError, badRequest } from '../contract/errors.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { findRoute } from './route-lookup.ts';
+import { outputValidator } from '../contract/validators.ts';
+import type { ProcedureDefinition } from '../../generated/procedures.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -33,7 +35,11 @@ const INPUT_SQLSTATES: Record<string, string> = {
   '54001': 'The input is nested too deeply.',
 };
 
-export function sendError(req: Request, res: Response, error: unknown, declared?: readonly string[]): void {
+/**
+ * Answers an error. `operation` is the one being called (its name and declared codes), when the
+ * transport knows it; errors raised before routing (limiter, body reader) learn it from the path.
+ */
+export function sendError(req: Request, res: Response, error: unknown, operation?: Pick<ProcedureDefinition, 'name' | 'errors'>): void {
   // A body refused before it was read (its type, charset, encoding or length): close the
   // connection after the answer instead of reading the rest.
   if (isBodyError(error) && !req.complete && !res.headersSent) res.setHeader('Connection', 'close');
@@ -44,10 +50,19 @@ export function sendError(req: Request, res: Response, error: unknown, declared?
   }
   const known = toApiError(req, error);
   if (known) {
-    // Errors raised before routing (limiter, body reader) learn the operation from the path.
-    const codes = declared ?? findRoute(req.method, req.originalUrl.split('?')[0]!)?.errors ?? [];
+    const called = operation ?? findRoute(req.method, req.originalUrl.split('?')[0]!);
+    const body = known.toBody(called?.errors ?? []);
+    // Outside production an error answer is checked against the contract like a success answer
+    // (procedure-call.ts checkAnswer): one that breaks it is our bug, answered 500.
+    const broken = called && req.app.locals.validateResponses ? contractBreach(called.name, known.status, body) : undefined;
+    if (broken) {
+      req.log.error({ operation: called!.name, status: known.status, issues: broken }, 'error answer outside the contract');
+      res.locals.errorCode = 'internal_error';
+      res.status(500).json({ error: 'internal_error', requestId: req.id });
+      return;
+    }
     res.locals.errorCode = known.code;
-    res.status(known.status).set(known.headers).json(known.toBody(codes));
+    res.status(known.status).set(known.headers).json(body);
     return;
   }
   if (isBodyError(error) && error.type === 'entity.too.large') {
@@ -57,6 +72,13 @@ export function sendError(req: Request, res: Response, error: unknown, declared?
   req.log.error({ err: error }, 'internal error');
   res.locals.errorCode = 'internal_error';
   res.status(500).json({ error: 'internal_error', requestId: req.id });
+}
+
+/** The issues of an error body its operation's declared response for that status refuses; undefined when it conforms or none is declared. */
+function contractBreach(operation: string, status: number, body: unknown): unknown[] | undefined {
+  const validate = outputValidator(operation, status);
+  if (!validate || validate(body)) return undefined;
+  return validate.errors ?? [];
 }
 
 /**

@@ -49,7 +49,7 @@ export function identityRouter(options: { document: object; handlers: AuthHandle
         });
         respond(route, answer, res, { secure, now: services.now() });
       } catch (error) {
-        sendError(req, res, error, route.errors);
+        sendError(req, res, error, route);
       }
     });
   }

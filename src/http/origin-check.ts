@@ -1,5 +1,5 @@
 /**
- * CSRF (design/identity.md): a state-changing request that carries a Cookie header must come from
+ * CSRF (docs/identity.md, "The CSRF rule"): a state-changing request that carries a Cookie header must come from
  * a trusted origin. Bearer requests skip the check: a browser never attaches a bearer token on its
  * own, so a forged request cannot carry one.
  *

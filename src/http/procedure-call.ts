@@ -66,7 +66,18 @@ export async function invoke<Answer, Extra extends object = {}>(call: Call<Answe
   if (!call.run) throw new ApiError('NOT_IMPLEMENTED');
   const run = call.run;
   const ctx = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services, tenant, row, ...call.extra } as Context<any> & Extra;
-  const work = async (): Promise<Answer> => run(call.revive ? call.revive(input) : input, ctx);
+  const work = async (): Promise<Answer> => {
+    try {
+      return await run(call.revive ? call.revive(input) : input, ctx);
+    } catch (error) {
+      // A handler may throw only the codes its operation declares (generated/: `errors`); outside
+      // production another one is our bug, answered 500 so a test that reaches it fails.
+      if (services.config.validateResponses && error instanceof ApiError && !procedure.errors.includes(error.code)) {
+        throw new Error(`${procedure.name} threw ${error.code}, which its contract does not declare (${procedure.errors.join(', ')})`, { cause: error });
+      }
+      throw error;
+    }
+  };
   // Checked after the idempotent work, not inside it: an answer outside the contract is our bug,
   // and must not hand the key back for a retry to do the work again.
   const answer = key === undefined

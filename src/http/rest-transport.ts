@@ -28,7 +28,7 @@ export function restRouter(handlers: Handlers, streams: StreamHandlers, services
         const output = await invoke<unknown>({ ...call, run: handlers[procedure.name as ProcedureName] });
         res.status(procedure.successStatus).json(output);
       } catch (error) {
-        sendError(req, res, error, procedure.errors);
+        sendError(req, res, error, procedure);
       }
     });
   }

@@ -41,7 +41,7 @@ export function rpcRouter(handlers: Handlers, streams: StreamHandlers, services:
       const output = await invoke<unknown>({ procedure, input, refused, request, services, revive, run: handlers[procedure.name as ProcedureName] });
       res.status(procedure.successStatus).json(encode(output));
     } catch (error) {
-      sendError(req, res, error, procedure?.errors);
+      sendError(req, res, error, procedure);
     }
   });
   return router;

@@ -30,6 +30,11 @@ export interface ChunkSpan {
   text: string;
   start: number;
   end: number;
+  /**
+   * The text as full text indexes it when it has Chinese, Japanese or Korean words to split
+   * (documents/search-words.ts); added by the chunking thread (chunking-thread.ts), absent otherwise.
+   */
+  searchText?: string;
 }
 
 export function chunkText(text: string, options: ChunkOptions = DEFAULT_CHUNKING): string[] {

@@ -47,7 +47,7 @@ export async function findInvitation(db: Db, id: string, options: { lock?: boole
   return row ?? null;
 }
 
-/** The loader of `resource: invitation` routes (src/resources.ts). */
+/** The loader of `resource: invitation` routes (src/composition/resources.ts). */
 export const invitationResource: Resource<InvitationRow> = {
   load: (sql, id) => findInvitation(sql, id),
   organizationOf: (invitation) => invitation.organizationId,

@@ -34,7 +34,7 @@ export async function findOrganization(db: Db, id: string): Promise<Organization
   return row ?? null;
 }
 
-/** The loader of `resource: organization` operations (the platform admin's, src/resources.ts): the row is its own organization. */
+/** The loader of `resource: organization` operations (the platform admin's, src/composition/resources.ts): the row is its own organization. */
 export const organizationResource: Resource<OrganizationRow> = {
   load: (sql, id) => findOrganization(sql, id),
   organizationOf: (organization) => organization.id,

@@ -41,7 +41,7 @@ export async function findTeam(db: Db, id: string): Promise<TeamRow | null> {
   return row ?? null;
 }
 
-/** The loader of `resource: team` routes (src/resources.ts). */
+/** The loader of `resource: team` routes (src/composition/resources.ts). */
 export const teamResource: Resource<TeamRow> = {
   load: (sql, id) => findTeam(sql, id),
   organizationOf: (team) => team.organizationId,

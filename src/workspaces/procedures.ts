@@ -2,7 +2,7 @@
 import type { Context, Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
-import { objectDeletion } from '../storage/unavailable.ts';
+import { objectDeletion } from '../storage/delete-objects.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { teamInOrganization } from '../organizations/teams-store.ts';
 import * as store from './store.ts';

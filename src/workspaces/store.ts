@@ -20,7 +20,7 @@ export async function findWorkspace(sql: Sql, id: string): Promise<Workspace | n
   return row ?? null;
 }
 
-/** The loader of `resource: workspace` operations (src/resources.ts). */
+/** The loader of `resource: workspace` operations (src/composition/resources.ts). */
 export const workspaceResource: Resource<Workspace> = {
   load: findWorkspace,
   organizationOf: (workspace) => workspace.organizationId,

@@ -38,7 +38,7 @@ describe('the AI service with AI_API_KEY', async () => {
   it('serves the client that sends the key, and the client reports a wrong key as a refusal it cannot retry', async () => {
     const client = createAiClient({ url: service.url, apiKey: KEY });
     expect((await client.embed(['hello world'])).vectors[0]).toHaveLength(384);
-    expect(await client.extract(new TextEncoder().encode('Plain words.'), 'text/plain')).toEqual({ text: 'Plain words.', pages: null });
+    expect(await client.extract(new TextEncoder().encode('Plain words.'), 'text/plain')).toEqual({ text: 'Plain words.', pages: null, language: 'und' });
     const wrong = createAiClient({ url: service.url, apiKey: 'wrong' });
     const error = await wrong.embed(['hello']).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(AiServiceError);

@@ -12,13 +12,15 @@ import { DEFAULT_MODEL_DIR, MODEL_FILES } from '../../src/ai-service/model-files
 import { LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/protocol.ts';
 import { logger, settings } from './support.ts';
 
+/** One onnxruntime thread, batches of 16, the default niceness: the model's setup in these tests. */
+const ONE_THREAD = { threads: 1, batchSize: 16, nice: 10 };
 /** About 130 tokens each: a batch of 16 keeps the thread busy for half a second. */
 const long = (index: number) => `Report ${index}. ${'The committee reviewed the annual budget and the staffing plan in detail. '.repeat(10)}`;
 /** Two batches: a full one, then one text. */
 const twoBatches = () => Array.from({ length: 17 }, (_, index) => long(index));
 
 describe('the local embedder', () => {
-  const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, 1, logger);
+  const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, ONE_THREAD, logger);
   afterAll(() => embedder.close());
 
   it('names its model and has no problem', async () => {
@@ -83,7 +85,7 @@ describe('when the embedder cannot serve, or is closed', () => {
     rmSync(config);
     bytes[bytes.length - 2]! ^= 1;
     writeFileSync(config, bytes);
-    const embedder = createLocalEmbedder(dir, 1, logger);
+    const embedder = createLocalEmbedder(dir, ONE_THREAD, logger);
     const error = await embedder.embed(['a']).catch((caught: unknown) => caught);
     expect(error).toMatchObject({ status: 503, message: expect.stringContaining('failed to load') });
     expect(embedder.problem()).toMatch(/failed to load/);
@@ -92,7 +94,7 @@ describe('when the embedder cannot serve, or is closed', () => {
   });
 
   it('answers 503 once closed, and close is safe while work is in flight', async () => {
-    const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, 1, logger);
+    const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, ONE_THREAD, logger);
     const pending = embedder.embed(twoBatches()).catch((caught: unknown) => caught);
     await new Promise((resolve) => setTimeout(resolve, 300));
     await embedder.close();

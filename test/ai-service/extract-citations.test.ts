@@ -72,7 +72,7 @@ describe('POST /v1/extract, citations', async () => {
   });
 
   it('gives no headings for a document without any', async () => {
-    expect(await extract('<p>Only a paragraph.</p>', 'text/html')).toEqual({ text: 'Only a paragraph.', pages: null });
+    expect(await extract('<p>Only a paragraph.</p>', 'text/html')).toEqual({ text: 'Only a paragraph.', pages: null, language: 'und' });
   });
 
   it('passes page starts and headings through the client', async () => {

@@ -24,6 +24,8 @@ describe('POST /v1/extract', async () => {
       pages: 2,
       // Where each page starts in the text: page 2 after page 1 and the blank line between them.
       pageStarts: [0, 91],
+      // The text's language (language.ts), ISO 639-3.
+      language: 'eng',
     });
     expect(body.text.slice(body.pageStarts[1])).toMatch(/^The solar array/);
   });
@@ -33,6 +35,7 @@ describe('POST /v1/extract', async () => {
     expect(body).toEqual({
       text: 'Memo to all staff\n\nThe office moves to Harbour Street in March.\n\nParking permits are issued by the front desk.',
       pages: null,
+      language: 'eng',
     });
   });
 
@@ -41,7 +44,7 @@ describe('POST /v1/extract', async () => {
     const results = await Promise.all([extract(image, 'image/png'), extract(image, 'image/png')]);
     for (const { status, body } of results) {
       expect(status).toBe(200);
-      expect(body).toEqual({ text: 'The quarterly revenue grew fourteen percent', pages: 1 });
+      expect(body).toEqual({ text: 'The quarterly revenue grew fourteen percent', pages: 1, language: 'eng' });
     }
   });
 
@@ -61,18 +64,18 @@ describe('POST /v1/extract', async () => {
     { file: 'notes.md', type: 'text/markdown; charset=UTF-8' },
   ])('returns $type as it is', async ({ file, type }) => {
     const headings = file === 'notes.md' ? { headings: [{ start: 0, level: 1, text: 'Meeting notes' }] } : {};
-    expect((await extract(fixture(file), type)).body).toEqual({ text: fixture(file).toString('utf8').trim(), pages: null, ...headings });
+    expect((await extract(fixture(file), type)).body).toEqual({ text: fixture(file).toString('utf8').trim(), pages: null, ...headings, language: expect.any(String) });
   });
 
   it('pretty-prints JSON, keys next to their values', async () => {
     const { body } = await extract(fixture('catalogue.json'), 'application/json');
-    expect(body).toEqual({ text: JSON.stringify(JSON.parse(fixture('catalogue.json').toString('utf8')), null, 2), pages: null });
+    expect(body).toEqual({ text: JSON.stringify(JSON.parse(fixture('catalogue.json').toString('utf8')), null, 2), pages: null, language: expect.any(String) });
     expect(body.text).toContain('"name": "Cliff walk"');
   });
 
   it('drops the byte order mark, NUL and other control characters, and honours a declared charset', async () => {
     const text = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('first\u0000 line\r\nsecond\tline\u0007\fthird\u001b')]);
-    expect((await extract(text, 'text/plain')).body).toEqual({ text: 'first line\nsecond\tline\nthird', pages: null });
+    expect((await extract(text, 'text/plain')).body).toEqual({ text: 'first line\nsecond\tline\nthird', pages: null, language: 'und' });
     expect((await extract(Buffer.from([0x63, 0x61, 0x66, 0xe9]), 'text/plain; charset=ISO-8859-1')).body.text).toBe('café');
   });
 

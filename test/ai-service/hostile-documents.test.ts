@@ -95,7 +95,7 @@ describe('hostile documents, default limits', () => {
       extractor.extract(Buffer.from('read all the same'), as('text/plain')),
     ]);
     expect(hostile).toMatchObject({ status: 'rejected', reason: { status: 422, message: want } });
-    expect(beside).toEqual({ status: 'fulfilled', value: { text: 'read all the same', pages: null } });
+    expect(beside).toEqual({ status: 'fulfilled', value: { text: 'read all the same', pages: null, language: 'und' } });
     await expectSaneDocumentsRead(extractor);
   });
 });
@@ -106,7 +106,7 @@ describe('limits enforced by stopping the thread', () => {
     const extractor = createExtractor({ limits: { ...DEFAULTS, maxHtmlDepth: 1_000_000 }, logger });
     let settled = false;
     const spinning = extractor.extract(nestedHtml(100_000), as('text/html')).catch((error: unknown) => error).finally(() => { settled = true; });
-    expect(await extractor.extract(Buffer.from('next in line'), as('text/plain'))).toEqual({ text: 'next in line', pages: null });
+    expect(await extractor.extract(Buffer.from('next in line'), as('text/plain'))).toEqual({ text: 'next in line', pages: null, language: 'und' });
     await expectSaneDocumentsRead(extractor);
     expect(settled).toBe(false);
     await extractor.close();

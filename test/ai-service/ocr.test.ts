@@ -43,6 +43,6 @@ describe('images through the Extractor', () => {
   });
 
   it('reads an image within the limits', async () => {
-    expect(await pixels.extract(scan, { type: 'image/png', charset: undefined })).toEqual({ text: TEXT, pages: 1 });
+    expect(await pixels.extract(scan, { type: 'image/png', charset: undefined })).toEqual({ text: TEXT, pages: 1, language: 'eng' });
   });
 });

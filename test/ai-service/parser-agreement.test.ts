@@ -54,7 +54,7 @@ describe('the checks read what the parsers read', () => {
     { given: 'pdf.js decodes LZW', dictionary: '/Filter /LZWDecode', encode: (data: Buffer) => lzwBomb(0, data) },
     { given: 'pdf.js reads a filter name written with #xx escapes', dictionary: '/Filter /Fl#61teDecode', encode: (data: Buffer) => repeatedZlib(data, Buffer.alloc(0), 0, Buffer.alloc(0)).data },
   ])('$given (so the check must count it)', async ({ dictionary, encode }) => {
-    expect(await extractor.extract(pdfOfContent(dictionary, encode(text('Read through the chain'))), as('application/pdf'))).toEqual({ pages: 1, pageStarts: [0], text: 'Read through the chain' });
+    expect(await extractor.extract(pdfOfContent(dictionary, encode(text('Read through the chain'))), as('application/pdf'))).toEqual({ pages: 1, pageStarts: [0], text: 'Read through the chain', language: 'und' });
   });
 
   it.each([
@@ -88,7 +88,7 @@ describe('the checks read what the parsers read', () => {
       FONT,
       { dictionary: '/Type /XObject /Subtype /Image /Width 30000 /Height 30000 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode', stream: jpegHidingItsSize() },
     ]);
-    expect(await extractor.extract(bytes, as('application/pdf'))).toEqual({ pages: 1, pageStarts: [0], text: 'A photograph' });
+    expect(await extractor.extract(bytes, as('application/pdf'))).toEqual({ pages: 1, pageStarts: [0], text: 'A photograph', language: 'und' });
   });
 
   it('a JPEG that shows 1 × 1 behind FF 00 and 30 000 × 30 000 to libjpeg is refused from its real size', async () => {

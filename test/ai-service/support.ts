@@ -8,10 +8,18 @@ import { startAiService, type AiService, type AiServiceOptions } from '../../src
 
 export const logger = createLogger('silent');
 
-/** The defaults (limits included), on a free loopback port, with no API key unless given. */
+/**
+ * The model's setup in the suite: one onnxruntime thread at the API's priority. The suite runs
+ * three files at once on two cores, and the defaults (every core, AI_THREAD_NICE 10) let the
+ * other files' work starve a test's model into its timeout; thread-priority.test.ts tests them.
+ */
+export const SUITE_MODEL = { embedding: { threads: 1, batchSize: 16 }, threadNice: 0 } satisfies Partial<AiSettings>;
+
+/** The defaults (limits included) with SUITE_MODEL, on a free loopback port, with no API key unless given. */
 export function settings(overrides: Partial<AiSettings> = {}): AiSettings {
   return {
     ...loadConfig({}).ai,
+    ...SUITE_MODEL,
     url: 'http://127.0.0.1:1',
     apiKey: undefined,
     host: '127.0.0.1',

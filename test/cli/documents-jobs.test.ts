@@ -2,10 +2,10 @@
  * The working commands of `workspace-api`, each a real process against the real server with its
  * AI service and worker: workspaces create/list, documents upload (the signed PUT and complete),
  * list, text, download and delete, jobs run and jobs follow (exit 0 only for a job that
- * succeeded, 4 for one that failed), and search as a table. --json output is exactly one JSON
+ * succeeded, 4 for one that failed), and search as a table (a PDF hit with its pages). --json output is exactly one JSON
  * document on stdout.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pngHeader } from '../support/hostile-documents.ts';
@@ -33,6 +33,7 @@ beforeAll(async () => {
   home = await cliHome();
   await writeFile(join(home.dir, 'harbour-log.md'), NOTES);
   await writeFile(join(home.dir, 'huge.png'), pngHeader(7000, 7000));
+  await copyFile(new URL('../fixtures/report.pdf', import.meta.url), join(home.dir, 'report.pdf'));
 });
 afterAll(async () => {
   await home?.remove();
@@ -86,9 +87,10 @@ describe('workspaces, documents, jobs and search from the command line', () => {
     const result = await cli('search', 'harbour-notes', 'how', 'many', 'gulls', 'does', 'the', 'lighthouse', 'keeper', 'count');
     expect(result).toMatchObject({ code: 0, stderr: '' });
     const [header, first] = result.stdout.split('\n');
-    expect(header).toMatch(/^#\s+SCORE\s+DOCUMENT\s+CHUNK\s+TEXT$/);
-    // The words that matched, stems included ("count" matched "counts"), in [brackets].
-    expect(first).toMatch(/^1\s+\d\.\d{4}\s+harbour-log\.md\s+\d+\s+.*The \[lighthouse\] \[keeper\] \[counts\] seventeen \[gulls\] every/);
+    expect(header).toMatch(/^#\s+SCORE\s+DOCUMENT\s+CHUNK\s+WHERE\s+TEXT$/);
+    // Where the chunk sits (the Markdown heading above it), then the words that matched, stems
+    // included ("count" matched "counts"), in [brackets].
+    expect(first).toMatch(/^1\s+\d\.\d{4}\s+harbour-log\.md\s+\d+\s+Harbour log\s+.*The \[lighthouse\] \[keeper\] \[counts\] seventeen \[gulls\] every/);
     const answer = json(await cli('search', workspaceId, 'lamp oil', '--limit', '1', '--json'));
     expect(answer.results).toHaveLength(1);
     expect(answer.results[0]).toMatchObject({ documentId, documentName: 'harbour-log.md' });
@@ -103,6 +105,20 @@ describe('workspaces, documents, jobs and search from the command line', () => {
     const bad = await cli('search', workspaceId, 'lamp', '--after', 'yesterday');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--after');
+  });
+
+  it('search shows where a PDF hit is: its page, or pages', { timeout: 120_000 }, async () => {
+    const pdf = json(await cli('documents', 'upload', workspaceId, join(home.dir, 'report.pdf'), '--json'));
+    expect((await cli('jobs', 'run', 'document.index', '--document', pdf.id)).code).toBe(0);
+    const answer = json(await cli('search', workspaceId, 'solar array megawatt hours', '--type', 'application/pdf', '--json'));
+    const hit = answer.results[0];
+    expect(hit).toMatchObject({ documentId: pdf.id, citation: { pages: { first: expect.any(Number), last: 2 } } });
+    const pages = hit.citation.pages.first === 2 ? 'p\\. 2' : `pp\\. ${hit.citation.pages.first}-2`;
+    const result = await cli('search', workspaceId, 'solar', 'array', 'megawatt', 'hours', '--type', 'application/pdf');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    const [header, first] = result.stdout.split('\n');
+    expect(header).toMatch(/^#\s+SCORE\s+DOCUMENT\s+CHUNK\s+WHERE\s+TEXT$/);
+    expect(first).toMatch(new RegExp(`^1\\s+\\d\\.\\d{4}\\s+report\\.pdf\\s+${hit.index}\\s+${pages}\\s+.*\\[solar\\] \\[array\\]`));
   });
 
   it('documents download writes the bytes to a file, or to stdout', async () => {

@@ -96,6 +96,44 @@ describe('contract-diff on changed copies of the released contract', () => {
     expect(judge([diff]).ok).toBe(false);
   });
 
+  it('passes on a kind added to an open enum that clients receive (job kinds), but not on one added to a closed enum', () => {
+    // The released snapshot may predate the marker: mark JobKind open on both sides, as it is from now on.
+    const open = (doc: Json) => (schemas(doc).JobKind['x-extensible-enum'] = true);
+    const before = structuredClone(released['openapi.json']);
+    open(before);
+    const after = structuredClone(before);
+    schemas(after).JobKind.enum.push('audio.transcribe');
+    const added = compareContract('openapi.json', before, after);
+    const jobAnswers = added.changes.filter((change) => change.operationId === 'jobs.get');
+    expect(jobAnswers.length).toBeGreaterThan(0);
+    expect(jobAnswers.every((change) => change.kind === 'non-breaking')).toBe(true);
+    expect(breaking(added)).toEqual([]);
+    expect(judge([added]).ok).toBe(true);
+
+    // The same addition to a closed enum answered to clients (a job status) breaks them.
+    const status = structuredClone(before);
+    schemas(status).JobStatus.enum.push('paused');
+    const closed = compareContract('openapi.json', before, status);
+    expect(breaking(closed).map((change) => change.operationId)).toContain('jobs.get');
+    expect(judge([closed]).ok).toBe(false);
+
+    // Opening an enum and adding a value in one change is breaking: the released contract never said it could grow.
+    const unmarked = structuredClone(released['openapi.json']);
+    delete schemas(unmarked).JobKind['x-extensible-enum'];
+    const openedAndGrown = structuredClone(unmarked);
+    open(openedAndGrown);
+    schemas(openedAndGrown).JobKind.enum.push('audio.transcribe');
+    expect(breaking(compareContract('openapi.json', unmarked, openedAndGrown)).map((change) => change.operationId)).toContain('jobs.get');
+
+    // Removing a value stays breaking where clients send it, open or not (the jobs.list status filter).
+    const openStatus = structuredClone(before);
+    schemas(openStatus).JobStatus['x-extensible-enum'] = true;
+    const fewer = structuredClone(openStatus);
+    schemas(fewer).JobStatus.enum = schemas(fewer).JobStatus.enum.filter((value: string) => value !== 'canceled');
+    const filter = breaking(compareContract('openapi.json', openStatus, fewer)).filter((change) => change.operationId === 'jobs.list' && change.location.startsWith('/parameters/'));
+    expect(filter).toHaveLength(1);
+  });
+
   it('fails on a changed success status and on a response field that became nullable (3.1 type lists)', () => {
     const status = diffAfter((doc) => {
       const responses = doc.paths['/workspaces'].post.responses;
@@ -133,11 +171,12 @@ describe('contract-diff on changed copies of the released contract', () => {
       delete schemas(doc).Workspace.properties.slug;
       doc.info.version = version;
     };
-    expect(judge([diffAfter(removeField('0.2.0'))]).ok).toBe(false);
-    expect(judge([diffAfter(removeField('0.1.1'))]).ok).toBe(false);
+    // The released snapshot is 0.2.0: a minor or patch step does not allow a breaking change.
+    expect(judge([diffAfter(removeField('0.3.0'))]).ok).toBe(false);
+    expect(judge([diffAfter(removeField('0.2.1'))]).ok).toBe(false);
     const major = judge([diffAfter(removeField('1.0.0'))]);
     expect(major.ok).toBe(true);
-    expect(major.report).toContain('allowed by the major step 0.1.0 → 1.0.0');
+    expect(major.report).toContain(`allowed by the major step ${released['openapi.json'].info.version} → 1.0.0`);
   });
 
   it('writes the changelog from the same diff: grouped by kind, each change under its operation', () => {
@@ -206,19 +245,19 @@ describe('the contract-diff command', () => {
   it('releases: the changes become the version\'s entry, the bundles the new snapshot', async () => {
     for (const name of ['openapi.json', 'auth-openapi.json'] as const) {
       const next = structuredClone(released[name]);
-      next.info.version = '0.2.0';
+      next.info.version = '0.3.0';
       if (name === 'openapi.json') next.components.schemas.Workspace.properties.color = { type: 'string' };
       await writeFile(join(dir, 'current', name), JSON.stringify(next));
     }
     await command('--release');
     const snapshot = JSON.parse(await readFile(join(dir, 'released', 'openapi.json'), 'utf8'));
-    expect(snapshot.info.version).toBe('0.2.0');
+    expect(snapshot.info.version).toBe('0.3.0');
     expect(snapshot.components.schemas.Workspace.properties.color).toEqual({ type: 'string' });
     const changelog = await readFile(join(dir, 'changelog.md'), 'utf8');
     const releases = changelog.slice(changelog.indexOf('## Releases'));
-    expect(releases).toMatch(/### 0\.2\.0 \(released \d{4}-\d{2}-\d{2}\)/);
+    expect(releases).toMatch(/### 0\.3\.0 \(released \d{4}-\d{2}-\d{2}\)/);
     expect(releases).toContain('/properties/color');
-    expect(changelog.slice(0, changelog.indexOf('## Releases'))).toContain('0.2.0 → 0.2.0 (no changes)');
+    expect(changelog.slice(0, changelog.indexOf('## Releases'))).toContain('0.3.0 → 0.3.0 (no changes)');
     await command('--check');
   }, 60_000);
 });

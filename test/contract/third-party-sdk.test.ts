@@ -10,7 +10,11 @@ import { promisify } from 'node:util';
 import { createClient as generateSdk } from '@hey-api/openapi-ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import packageJson from '../../package.json' with { type: 'json' };
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
+
+/** system.health answers the package's version (the contract's). */
+const packageVersion = packageJson.version;
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 // Inside the repository (ignored by git) so the generated TypeScript resolves like project code.
@@ -47,7 +51,7 @@ describe('an SDK generated from /api/v1/openapi.json', () => {
 
     const health = await sdk.systemHealth();
     expect(health.response.status).toBe(200);
-    expect(health.data).toMatchObject({ status: 'ok', version: '0.1.0' });
+    expect(health.data).toMatchObject({ status: 'ok', version: packageVersion });
 
     const headers = owner.headers;
     const created = await sdk.workspacesCreate({ body: { organizationId: org, name: 'From the SDK', slug: 'from-sdk' }, headers });

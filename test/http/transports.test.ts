@@ -2,7 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { procedures } from '../../generated/procedures.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { fakeIdentity } from '../support/fake-identity.ts';
+import packageJson from '../../package.json' with { type: 'json' };
 import { procedureHandlers as builtHandlers } from '../../src/composition/handlers.ts';
+
+/** system.health answers the package's version (the contract's). */
+const packageVersion = packageJson.version;
 
 // Ids shaped as the service makes them (the contract's patterns refuse any other).
 const ORG = 'org_pycdybk377oxtzq6svizx3or';
@@ -39,7 +43,7 @@ describe('both transports reach the same handler', () => {
     const response = await server.fetch('/api/v1/health');
     expect(response.status).toBe(200);
     const body = await response.json();
-    expect(body).toMatchObject({ status: 'ok', version: '0.1.0' });
+    expect(body).toMatchObject({ status: 'ok', version: packageVersion });
     expect(new Date(body.time).toISOString()).toBe(body.time);
   });
 
@@ -47,7 +51,7 @@ describe('both transports reach the same handler', () => {
     const response = await server.fetch('/rpc/system/health', json({ json: {} }));
     expect(response.status).toBe(200);
     const body = await response.json();
-    expect(body.json).toMatchObject({ status: 'ok', version: '0.1.0' });
+    expect(body.json).toMatchObject({ status: 'ok', version: packageVersion });
     expect(body.meta).toEqual([['date', ['time']]]);
   });
 

@@ -4,6 +4,8 @@
  * would hide. Every answer still goes through the test server's contract check.
  */
 import { randomUUID } from 'node:crypto';
+import { procedures, type ProcedureName } from '../../generated/procedures.ts';
+import { restRequest } from '../support/example-inputs.ts';
 import type { TestResponse, TestServer } from '../support/server.ts';
 
 export type Transport = 'rest' | 'rpc';
@@ -24,17 +26,6 @@ export interface Answer {
   response: TestResponse;
 }
 
-/** The REST route of each operation the tests call: method, and path from the input. */
-const REST: Record<string, (input: Record<string, any>) => { method: string; path: string; body?: Record<string, unknown> }> = {
-  'workspaces.create': (input) => ({ method: 'POST', path: '/workspaces', body: input }),
-  'workspaces.delete': ({ id }) => ({ method: 'DELETE', path: `/workspaces/${id}` }),
-  'documents.createUpload': (input) => ({ method: 'POST', path: '/documents', body: input }),
-  'documents.complete': ({ id }) => ({ method: 'POST', path: `/documents/${id}/complete` }),
-  'jobs.create': (input) => ({ method: 'POST', path: '/jobs', body: input }),
-  'jobs.retry': ({ id }) => ({ method: 'POST', path: `/jobs/${id}/retry` }),
-  'contact.send': (input) => ({ method: 'POST', path: '/contact', body: input }),
-};
-
 export async function call(server: TestServer, transport: Transport, operation: string, input: Record<string, unknown>, options: CallOptions = {}): Promise<Answer> {
   const headers: Record<string, string> = { ...options.headers, ...(options.key === undefined ? {} : { 'idempotency-key': options.key }) };
   let response: TestResponse;
@@ -45,12 +36,9 @@ export async function call(server: TestServer, transport: Transport, operation: 
       body: JSON.stringify({ json: input }),
     });
   } else {
-    const route = REST[operation]!(input);
-    response = await server.fetch(`/api/v1${route.path}`, {
-      method: route.method,
-      headers: route.body ? { ...headers, 'content-type': 'application/json' } : headers,
-      ...(route.body ? { body: JSON.stringify(route.body) } : {}),
-    });
+    // The route from the generated table, as the REST router registers it.
+    const { path, init } = restRequest(procedures[operation as ProcedureName], input);
+    response = await server.fetch(path, { ...init, headers: { ...headers, ...(init.headers as Record<string, string> | undefined) } });
   }
   const text = await response.text();
   return { status: response.status, text, body: text === '' ? undefined : JSON.parse(text), replayed: response.headers.get('idempotent-replayed'), response };

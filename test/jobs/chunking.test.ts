@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createChunker } from '../../src/jobs/chunker.ts';
 import { chunkSpans, chunkText, cleanText, measuredChunks, type ChunkOptions } from '../../src/jobs/chunking.ts';
 import { JobFailure } from '../../src/jobs/kinds.ts';
+import { searchText } from '../../src/documents/search-words.ts';
 
 /**
  * chunkText as it was before issue 23, kept verbatim as the reference for cut points: it looked for
@@ -149,12 +150,19 @@ describe('chunkSpans', () => {
 
 describe('the chunking thread (createChunker)', () => {
   it('answers what chunkSpans answers, text after text on one kept thread', async () => {
+    // With each chunk's search text when it holds CJK words (mixedText's 東京), as full text indexes it.
+    const searchable = (text: string) => chunkSpans(text).map((span) => {
+      const search = searchText(span.text);
+      return search === null ? span : { ...span, searchText: search };
+    });
     const chunker = createChunker();
     try {
       const text = mixedText(6, 100_000);
-      expect(await chunker.chunk(text)).toEqual(chunkSpans(text));
+      const chunks = await chunker.chunk(text);
+      expect(chunks).toEqual(searchable(text));
+      expect(chunks.some((chunk) => chunk.searchText?.includes(' 東京 '))).toBe(true);
       expect(await chunker.chunk('')).toEqual([]);
-      expect(await Promise.all([chunker.chunk(text), chunker.chunk('a b c')])).toEqual([chunkSpans(text), chunkSpans('a b c')]);
+      expect(await Promise.all([chunker.chunk(text), chunker.chunk('a b c')])).toEqual([searchable(text), chunkSpans('a b c')]);
     } finally {
       await chunker.close();
     }

@@ -15,6 +15,7 @@ import { compose, type ComposeOptions } from '../../src/composition/compose.ts';
 import { answerServerErrors } from '../../src/http/server-errors.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startAiService } from '../../src/ai-service/server.ts';
+import { SUITE_MODEL } from '../ai-service/support.ts';
 import type { Services } from '../../src/context.ts';
 import { createTestDatabase } from './database.ts';
 import { assertMatchesContract } from './contract-check.ts';
@@ -55,7 +56,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const ai = options.aiService === false ? null : await startAiService({ settings: loadConfig({}).ai, host: '127.0.0.1', port: 0, logger: createLogger('silent') });
+  const ai = options.aiService === false ? null : await startAiService({ settings: { ...loadConfig({}).ai, ...SUITE_MODEL }, host: '127.0.0.1', port: 0, logger: createLogger('silent') });
   const config: Config = loadConfig({
     ...(ai ? { AI_URL: ai.url } : {}),
     NODE_ENV: 'test',

@@ -7,7 +7,7 @@
  * - `X-Request-Id` as an optional request header and on every response (src/http/request-id.ts);
  * - `Retry-After` on every 429; 403 on every write (the Origin rule, src/http/origin-check.ts);
  * - `set-auth-token` and the `session` Set-Cookie on every success of a non-public operation
- *   (src/auth/session-middleware.ts renews a session on any request that carries one).
+ *   (src/http/session-middleware.ts renews a session on any request that carries one).
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

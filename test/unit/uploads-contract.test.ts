@@ -51,7 +51,11 @@ describe('the /uploads operations are declared, and are not procedures', () => {
   });
 
   it('codegen leaves them out of the route table, the RPC routes and the client', () => {
-    expect(Object.keys(procedures)).toHaveLength(35);
+    // Every other operation of the document is a procedure: the table is the contract minus these three.
+    const operations = Object.values(doc.paths as Json).flatMap((pathItem: Json) => Object.values(pathItem).filter((op: Json) => typeof op?.operationId === 'string'));
+    const others = operations.filter((op: Json) => op['x-transport'] !== 'uploads').map((op: Json) => op.operationId as string);
+    expect(others.length).toBeGreaterThan(0);
+    expect(Object.keys(procedures).sort()).toEqual(others.sort());
     expect(Object.keys(procedures).filter((name) => name.startsWith('uploads'))).toEqual([]);
     expect(Object.values(procedures).filter((p) => p.path.startsWith('/uploads'))).toEqual([]);
     expect(findRoute('POST', '/rpc/uploads/put')).toBeUndefined();

@@ -4,7 +4,7 @@ import type { OperationInput, OperationOutput } from './procedure-definition.ts'
 import type { operations } from './types.ts';
 
 /** The contract version this client was generated from (its `info.version`, the package's version). */
-export const contractVersion = "0.1.0";
+export const contractVersion = "0.2.0";
 
 /** Every procedure's name: the dotted path of its method on the client. */
 export type ProcedureName =

@@ -1032,7 +1032,10 @@ export interface components {
              */
             message: string;
             data: {
-                /** @enum {string} */
+                /**
+                 * @description The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know.
+                 * @enum {string}
+                 */
                 kind: "workspaces" | "members" | "aiCredits" | "storageBytes";
                 /** @description The plan's limit for this kind. */
                 limit: number;
@@ -1674,7 +1677,7 @@ export interface components {
          */
         OverLimit: {
             /**
-             * @description The limited quantity.
+             * @description The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know.
              * @example workspaces
              * @enum {string}
              */
@@ -2537,7 +2540,7 @@ export interface components {
          */
         JobStatus: "queued" | "running" | "succeeded" | "failed" | "canceled";
         /**
-         * @description What a job does, and the AI credits it costs: `document.extract` (1) extracts a document's text, `document.index` (2) splits it into chunks and embeds them for search (extracting first when no extraction exists), `text.embed` (1) embeds the given texts and answers the vectors in its result.
+         * @description What a job does, and the AI credits it costs: `document.extract` (1) extracts a document's text, `document.index` (2) splits it into chunks and embeds them for search (extracting first when no extraction exists), `text.embed` (1) embeds the given texts and answers the vectors in its result. Open: a later version may add kinds, so clients must accept a kind they do not know.
          * @example document.index
          * @enum {string}
          */

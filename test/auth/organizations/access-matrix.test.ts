@@ -1,7 +1,7 @@
 /**
  * Who may call which organization route: each route with a request that succeeds when allowed,
  * made by the owner, an admin, a member and a signed-in non-member of a fresh organization.
- * The expectations follow the role matrix (src/auth/permissions.ts, design/identity.md).
+ * The expectations follow the role matrix (src/auth/permissions.ts, ../shared/design/identity.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/ids.ts';

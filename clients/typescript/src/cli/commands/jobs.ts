@@ -4,10 +4,12 @@ import { withSession, type RunState } from '../command-kit.ts';
 import { ExitCode, usageError } from '../exit-codes.ts';
 import { createJob, finalLine, watchJob } from '../job-watch.ts';
 import type { Client, Session } from '../session.ts';
+import { jobKindValues } from '../../enums.ts';
 
 type JobsCreateInput = Parameters<Client['jobs']['create']>[0];
 
-const KINDS = ['document.extract', 'document.index', 'text.embed'] as const;
+// The contract's job kinds (generated): a kind added there is a choice here after `make codegen`.
+const KINDS = jobKindValues;
 
 export function registerJobCommands(program: Command, state: RunState): void {
   const jobs = program.command('jobs').helpCommand(false).description('run jobs (extract, index, embed) and follow them live');

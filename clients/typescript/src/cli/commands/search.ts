@@ -1,6 +1,10 @@
-/** `search <workspace> <query>`: documents.search, as a table of the best chunks, the words that matched in [brackets]. */
+/**
+ * `search <workspace> <query>`: documents.search, as a table of the best chunks, where each sits
+ * (its pages, its headings) and the words that matched in [brackets].
+ */
 import { InvalidArgumentError, type Command } from 'commander';
 import type { components } from '../../types.ts';
+import { citationPlace } from '../citation-place.ts';
 import { wholeNumber, withSession, type RunState } from '../command-kit.ts';
 import { markHighlights } from '../highlight.ts';
 import { renderTable } from '../table.ts';
@@ -55,11 +59,15 @@ export function registerSearchCommand(program: Command, state: RunState): void {
       });
       session.output.result(answer, () => {
         if (answer.results.length === 0) return session.output.note('No matches (only documents indexed by a document.index job are searched).');
-        session.output.line(renderTable(answer.results.map((hit, i) => ({ ...hit, rank: i + 1 })), [
+        const rows = answer.results.map((hit, i) => ({ ...hit, rank: i + 1, place: citationPlace(hit.citation) }));
+        // WHERE only when some hit has pages or headings: plain-text answers keep their width for the text.
+        const where = rows.some((hit) => hit.place !== '') ? [{ header: 'WHERE', value: (hit: (typeof rows)[number]) => hit.place, shrink: true }] : [];
+        session.output.line(renderTable(rows, [
           { header: '#', value: (hit) => String(hit.rank), right: true },
           { header: 'SCORE', value: (hit) => hit.score.toFixed(4), right: true },
           { header: 'DOCUMENT', value: (hit) => hit.documentName, shrink: true },
           { header: 'CHUNK', value: (hit) => String(hit.index), right: true },
+          ...where,
           { header: 'TEXT', value: (hit) => markHighlights(hit.text, hit.highlights), shrink: true },
         ], session.output.columns));
       });

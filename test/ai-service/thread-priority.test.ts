@@ -1,0 +1,38 @@
+/**
+ * The AI service's heavy threads give way to the API (thread-priority.ts, AI_THREAD_NICE): the
+ * embedding thread and the pool onnxruntime starts from it run at the configured niceness, the
+ * process's main thread (the service's event loop) at its own. Read from /proc: Linux keeps the
+ * niceness per thread, which is what the service relies on.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLocalEmbedder } from '../../src/ai-service/embedder.ts';
+import { DEFAULT_MODEL_DIR } from '../../src/ai-service/model-files.ts';
+import { loadConfig } from '../../src/config.ts';
+import { logger } from './support.ts';
+
+/** Each thread of this process: its name and niceness (field 19 of /proc/<pid>/task/<tid>/stat). */
+function threads(): { name: string; nice: number }[] {
+  return readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { name: readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim(), nice: Number(fields[16]) };
+  });
+}
+
+describe.runIf(process.platform === 'linux')('the embedding threads\' priority', () => {
+  const defaults = loadConfig({}).ai;
+  const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, { ...defaults.embedding, nice: defaults.threadNice }, logger);
+  afterAll(() => embedder.close());
+
+  it('runs the model at AI_THREAD_NICE (10 by default) with every core, and leaves the event loop at 0', async () => {
+    expect(defaults.threadNice).toBe(10);
+    await embedder.embed(['a text long enough to run the model on every thread of its pool '.repeat(8)]);
+    const all = threads();
+    const model = all.filter((thread) => thread.name === 'embedder');
+    // The worker thread itself, and onnxruntime's pool (one thread fewer than EMBEDDING_THREADS: the caller works too).
+    expect(model.length).toBeGreaterThanOrEqual(defaults.embedding.threads);
+    expect(model.map((thread) => thread.nice)).toEqual(model.map(() => 10));
+    expect(all[0]).toMatchObject({ nice: 0 });
+  });
+});
