@@ -60,6 +60,8 @@ const notRun: [RegExp, string][] = [
   [/^make (codegen|codegen-check|lint|deps|contract-diff|contract-diff-check|contract-release)$/, 'a development step CI runs itself (make ci, .ci/run); test/unit/ and test/contract/contract-diff.test.ts hold their checks'],
   [/^(make mock|npm run (mail-catcher|s3-local))$/, 'a development server that runs until Ctrl-C; the suite starts the same programs on free ports (test/support/prism.ts, smtp.ts, s3.ts)'],
   [/^(\S+=\S+ )*make (bench|soak)$/, 'minutes of load; CI runs the 3-minute soak (make ci)'],
+  [/^node bench\/start\.ts$/, 'starts `serve` ten times to time it, a benchmark (make bench); test/process/ starts the real processes'],
+  [/^make scaffold( .*)?$/, 'writes a new operation into the contract and the code; test/contract/scaffold.test.ts runs it on a throwaway copy'],
   [/^npm run migrate( -- status)?$/, 'changes (or reads) the embedded database in ./.data, which a running `make start` holds; test/db/migrations.test.ts runs the migrations'],
   [/^npm pack$/, "the client package's own test packs and installs it (test/client/package.test.ts)"],
 ];
