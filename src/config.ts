@@ -256,7 +256,7 @@ function aiSettings(settings: Settings): AiSettings {
     host,
     port,
     provider: settings.EMBEDDING_PROVIDER,
-    embedding: { threads: settings.EMBEDDING_THREADS ?? availableParallelism(), batchSize: settings.EMBEDDING_BATCH_SIZE },
+    embedding: { threads: settings.EMBEDDING_THREADS ?? (availableParallelism() > 2 ? 2 : 1), batchSize: settings.EMBEDDING_BATCH_SIZE },
     threadNice: settings.AI_THREAD_NICE,
     extraction: {
       timeoutMs: settings.EXTRACT_TIMEOUT_SECONDS * 1000,

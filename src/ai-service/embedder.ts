@@ -6,8 +6,9 @@
  * The local one starts its thread at once (the model loads in 0.1-0.4 s), so the first request
  * does not pay for it. Requests wait in a fair line (fair-queue.ts) and go to the thread
  * EMBEDDING_BATCH_SIZE texts at a time, taking turns across organizations first (the one served least
- * recently), then across the requests of one organization: a search query waits for at most one
- * batch of someone's 2048-text requests, not for all of them. Past EMBEDDINGS_QUEUE_BOUNDS waiting
+ * recently), then across the requests of one organization; requests of a few texts (search
+ * queries) have a line of their own, served first (QUERY_TEXTS), so a query waits for the batch in
+ * progress, not for every indexing organization's turn. Past EMBEDDINGS_QUEUE_BOUNDS waiting
  * requests a new one is refused with 503 and Retry-After; a request whose caller went away stops
  * being batched. A thread that dies fails the request it was working on (502) and is replaced;
  * the service lives on. Missing model files or a model that fails to load make `problem()` say so
@@ -77,8 +78,20 @@ export interface LocalEmbedder extends QueuedEmbedder {
   crashThread(): void;
 }
 
+/**
+ * Requests of at most this many texts (documents.search embeds one: its query) wait in a line of
+ * their own, served before the documents' batches: a query waits for the batch in progress, not
+ * for a turn behind every organization that is indexing (the soak saw one wait past the search's
+ * 10 s deadline). Their turns across organizations are kept within that line.
+ */
+export const QUERY_TEXTS = 4;
+
+type Line = ReturnType<typeof createFairLine<Request>>;
+
 interface Request {
   organization: string;
+  /** The line it waits in: queries or the rest. */
+  line: Line;
   texts: string[];
   /** Text indexes, longest first, so a batch holds texts of similar length (less padding). */
   order: number[];
@@ -107,7 +120,10 @@ const STOP_TIMEOUT_MS = 10_000;
 
 export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger: Logger): LocalEmbedder {
   /** Requests with texts left to send, in turns; the one being worked on is not in it. */
-  const waiting = createFairLine<Request>((request) => request.organization);
+  const waiting: Line = createFairLine<Request>((request) => request.organization);
+  const queries: Line = createFairLine<Request>((request) => request.organization);
+  const clearLines = () => [...queries.clear(), ...waiting.clear()];
+  const waitingCount = (organization?: string) => queries.size(organization) + waiting.size(organization);
   let dropped = 0;
   let refused = 0;
   let thread: Thread | null = null;
@@ -133,11 +149,11 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
         thread = null;
         failure = { message: LOAD_FAILED, at: Date.now() };
         logger.error({ dir, problem: message.message }, 'embedding model failed to load');
-        for (const request of waiting.clear()) request.reject(unavailable(failure.message));
+        for (const request of clearLines()) request.reject(unavailable(failure.message));
       } else {
         const { request, indexes } = own.current!;
         own.current = null;
-        waiting.finished(request.organization);
+        request.line.finished(request.organization);
         if (message.type === 'done') received(request, indexes, message.vectors, message.tokens);
         else fail(request, new HttpError(502, 'The embedding model failed; try again later.', { cause: new Error(message.message) }));
       }
@@ -150,12 +166,12 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       if (!own.ready) {
         failure = { message: LOAD_FAILED, at: Date.now() };
         logger.error({ dir, code }, 'embedding thread stopped while loading the model');
-        for (const request of waiting.clear()) request.reject(unavailable(failure.message));
+        for (const request of clearLines()) request.reject(unavailable(failure.message));
         return;
       }
       logger.error({ code, working: Boolean(own.current) }, 'embedding thread stopped; starting another');
       if (own.current) {
-        waiting.finished(own.current.request.organization);
+        own.current.request.line.finished(own.current.request.organization);
         fail(own.current.request, new HttpError(502, 'The embedding model stopped; try again later.'));
       }
       start();
@@ -165,8 +181,9 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
 
   /** Sends the next batch of the request whose turn it is. */
   const pump = () => {
-    if (thread?.ready && !thread.current && waiting.size() > 0) {
-      const request = waiting.take()!;
+    const line = queries.size() > 0 ? queries : waiting;
+    if (thread?.ready && !thread.current && line.size() > 0) {
+      const request = line.take()!;
       const indexes = request.order.slice(request.sent, request.sent + model.batchSize);
       request.sent += indexes.length;
       thread.current = { request, indexes };
@@ -179,7 +196,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
   /** The thread keeps the process alive only while there is work, so a forgotten close() cannot hang it. */
   const refresh = () => {
     if (!thread) return;
-    if (thread.current || waiting.size() > 0) thread.worker.ref();
+    if (thread.current || waitingCount() > 0) thread.worker.ref();
     else thread.worker.unref();
   };
 
@@ -195,14 +212,14 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     if (request.sent < request.order.length) {
       // Behind its organization's other requests, and after the other organizations' turns: a
       // short request waits for one batch at most.
-      waiting.push(request.organization, request);
+      request.line.push(request.organization, request);
     } else {
       request.resolve({ vectors: request.vectors, model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: request.tokens, total_tokens: request.tokens } });
     }
   };
 
   const fail = (request: Request, error: Error) => {
-    waiting.remove(request);
+    request.line.remove(request);
     request.reject(error);
   };
 
@@ -245,7 +262,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       if (problem) return Promise.reject(unavailable(problem));
       const organization = call.organization ?? NO_ORGANIZATION;
       const { maxWaiting, maxWaitingPerOrganization, retryAfterSeconds } = EMBEDDINGS_QUEUE_BOUNDS;
-      if (waiting.size() >= maxWaiting || waiting.size(organization) >= maxWaitingPerOrganization) {
+      if (waitingCount() >= maxWaiting || waitingCount(organization) >= maxWaitingPerOrganization) {
         refused += 1;
         return Promise.reject(new HttpError(503, `Too many embeddings requests are waiting; try again in ${retryAfterSeconds} s.`, {
           headers: { 'retry-after': String(retryAfterSeconds) },
@@ -253,7 +270,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       }
       return new Promise<EmbeddingsResult>((resolve, reject) => {
         const order = texts.map((_, index) => index).sort((a, b) => texts[b]!.length - texts[a]!.length);
-        const request: Request = { organization, texts, order, sent: 0, vectors: new Array(texts.length), tokens: 0, cancelled: false, resolve, reject };
+        const request: Request = { organization, line: texts.length <= QUERY_TEXTS ? queries : waiting, texts, order, sent: 0, vectors: new Array(texts.length), tokens: 0, cancelled: false, resolve, reject };
         const signal = call.signal;
         if (signal) {
           const gone = () => {
@@ -267,12 +284,12 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
           request.resolve = (result) => { settle(); resolve(result); };
           request.reject = (error) => { settle(); reject(error); };
         }
-        waiting.push(organization, request);
+        request.line.push(organization, request);
         pump();
       });
     },
     stats() {
-      return { running: thread?.current ? 1 : 0, waiting: waiting.size(), dropped, refused };
+      return { running: thread?.current ? 1 : 0, waiting: waitingCount(), dropped, refused };
     },
     crashThread() {
       const crash: ThreadRequest = { type: 'crash' };
@@ -284,7 +301,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       const current = thread;
       thread = null;
       const stopping = unavailable('The AI service is shutting down.');
-      for (const request of waiting.clear()) request.reject(stopping);
+      for (const request of clearLines()) request.reject(stopping);
       current?.current?.request.reject(stopping);
       if (current) await stop(current);
     },

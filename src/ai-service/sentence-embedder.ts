@@ -97,7 +97,7 @@ export async function loadSentenceEmbedder(dir: string, options: SentenceEmbedde
     }
   };
 
-  const batchSize = options.batchSize ?? 16;
+  const batchSize = options.batchSize ?? 8;
   return {
     async embed(texts) {
       const encoded = texts.map(encode);

@@ -202,16 +202,16 @@ export const configSchema = {
       description: "The companion's embedder: `local` (the offline sentence-embedding model all-MiniLM-L6-v2, 384 dimensions, installed with the dependencies; searches cost no credit) or `openai` (forwards to `OPENAI_BASE_URL`). Switching re-indexes every document in the background ([ai-service.md](ai-service.md)).",
     },
     EMBEDDING_THREADS: {
-      type: 'integer', minimum: 1, maximum: 64, 'x-default': "the machine's cores (`os.availableParallelism()`)",
-      description: "onnxruntime's threads per inference of the local model (`EMBEDDING_PROVIDER=local`). They run at `AI_THREAD_NICE`, so the API's requests come first on a shared machine. See [benchmarks.md](benchmarks.md#embedding-threads-and-batches).",
+      type: 'integer', minimum: 1, maximum: 64, 'x-default': '1 on a machine of 2 cores or fewer, else 2',
+      description: "onnxruntime's threads per inference of the local model (`EMBEDDING_PROVIDER=local`), at `AI_THREAD_NICE`. On two cores 2 threads embed 1.7 times what 1 does, but at the API's priority they halved its requests per second in the soak, and at a lower one they kept searches' queries waiting: so 1 there ([benchmarks.md](benchmarks.md#embedding-threads-and-batches)).",
     },
     EMBEDDING_BATCH_SIZE: {
-      type: 'integer', minimum: 1, maximum: 64, default: 16,
+      type: 'integer', minimum: 1, maximum: 64, default: 8,
       description: 'Texts per inference of the local model, and per turn of its queue across organizations (texts of similar length go together, so little is padding).',
     },
     AI_THREAD_NICE: {
-      type: 'integer', minimum: 0, maximum: 19, default: 10,
-      description: "The scheduling niceness (Linux: per thread) of the AI service's embedding and extraction threads: above the API's 0, so a request to the API is not kept waiting behind the model or a document's parser. `0` gives them the API's priority.",
+      type: 'integer', minimum: 0, maximum: 19, default: 0,
+      description: "The scheduling niceness (Linux: per thread) of the AI service's embedding and extraction threads. Above the API's 0 (e.g. 10) the API's requests come first while the model works, but the model's one thread also embeds documents.search's queries, and on a machine the API keeps busy a query then waits for the CPU: the soak saw one past its 10 s deadline (503). So `0` unless searches matter less than the API's other latency ([benchmarks.md](benchmarks.md#embedding-threads-and-batches)).",
     },
     OPENAI_BASE_URL: {
       type: 'string', format: 'http-url', default: 'https://api.openai.com/v1',

@@ -19,7 +19,7 @@ import { storedEmbeddings } from '../documents/text-store.ts';
  * longest first, so each of the model's batches (EMBEDDING_BATCH_SIZE) holds texts of about one
  * length and pads little (bench/embedder-sweep.ts: 42 against 25 chunks/s on texts of mixed
  * lengths); with two requests in flight the model starts the next batch while this worker reads
- * and stores the last answer. 16, one model batch: an answer of 64 vectors took the embedded
+ * and stores the last answer. 16 texts: an answer of 64 vectors took the embedded
  * worker's event loop (the API's) 20-25 ms to read, 16 a quarter of that (API p99 while
  * indexing 3.7 against 1.9 times idle, bench/api-latency.ts), at the same chunks/s.
  */

@@ -12,7 +12,7 @@ import { DEFAULT_MODEL_DIR, MODEL_FILES } from '../../src/ai-service/model-files
 import { LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/protocol.ts';
 import { logger, settings } from './support.ts';
 
-/** One onnxruntime thread, batches of 16, the default niceness: the model's setup in these tests. */
+/** One onnxruntime thread, batches of 16 (twoBatches below), niceness 10: the model's setup in these tests. */
 const ONE_THREAD = { threads: 1, batchSize: 16, nice: 10 };
 /** About 130 tokens each: a batch of 16 keeps the thread busy for half a second. */
 const long = (index: number) => `Report ${index}. ${'The committee reviewed the annual budget and the staffing plan in detail. '.repeat(10)}`;

@@ -145,6 +145,20 @@ describe('the embeddings queue', async () => {
     expect(finished).toEqual(['org-b', 'org-a', 'org-a', 'org-a']);
   });
 
+  it("serves a search's query before the batches of every organization waiting, not after a turn of each", async () => {
+    const finished: string[] = [];
+    // A's request of two batches (BATCH_SIZE 8) runs; B and C wait with one batch each. Taking
+    // turns, D's query of one text would come after B's and C's batches; in the queries' line
+    // (QUERY_TEXTS) it is answered after the batch in progress, first of all.
+    const texts = (name: string, count: number) => Array.from({ length: count }, (_, index) => `${name} text ${index}: ${'the committee discussed the allotment budget '.repeat(20)}`);
+    const calls = [['org-a', 16], ['org-b', 8], ['org-c', 8]].map(([organization, count]) =>
+      client.embed(texts(organization as string, count as number), { organizationId: organization as string }).then(() => finished.push(organization as string)));
+    await until(service, (stats) => stats.embeddings!.running === 1 && stats.embeddings!.waiting === 2);
+    calls.push(client.embed(['allotment budget'], { organizationId: 'org-d' }).then(() => finished.push('org-d')));
+    await Promise.all(calls);
+    expect(finished[0]).toBe('org-d');
+  });
+
   it('stops batching a request whose caller went away', async () => {
     const controller = new AbortController();
     const texts = Array.from({ length: 64 }, (_, index) => `Abandoned text ${index}: ${'minutes of the meeting '.repeat(30)}`);

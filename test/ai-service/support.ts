@@ -10,10 +10,11 @@ export const logger = createLogger('silent');
 
 /**
  * The model's setup in the suite: one onnxruntime thread at the API's priority. The suite runs
- * three files at once on two cores, and the defaults (every core, AI_THREAD_NICE 10) let the
- * other files' work starve a test's model into its timeout; thread-priority.test.ts tests them.
+ * three files at once on two cores, where every core's thread for each file's model (the
+ * default), or a niceness above 0, let the other files' work starve a test's model into its
+ * timeout; thread-priority.test.ts tests both settings.
  */
-export const SUITE_MODEL = { embedding: { threads: 1, batchSize: 16 }, threadNice: 0 } satisfies Partial<AiSettings>;
+export const SUITE_MODEL = { embedding: { threads: 1, batchSize: 8 }, threadNice: 0 } satisfies Partial<AiSettings>;
 
 /** The defaults (limits included) with SUITE_MODEL, on a free loopback port, with no API key unless given. */
 export function settings(overrides: Partial<AiSettings> = {}): AiSettings {
