@@ -144,8 +144,9 @@ export async function replaceChunks(
   // The job passes its document's (text-search-config.ts); `english`, search_config's default (0014), otherwise.
   searchConfig = 'english',
 ): Promise<boolean> {
-  if (await unchangedChunks(sql, document.id, model, searchConfig, chunks)) return touchIndexed(sql, document.id, chunks.length, now);
-  const writer = await chunkWriter(sql, document, chunks, searchConfig, now);
+  const config = await searchConfigOf(sql, searchConfig);
+  if (await unchangedChunks(sql, document.id, model, config, chunks)) return touchIndexed(sql, document.id, chunks.length, now);
+  const writer = await chunkWriter(sql, document, chunks, config, now);
   try {
     if (!(await writer.write(model, chunks.map((_, index) => index), chunks.map((chunk) => chunk.embedding)))) return false;
     return await writer.finish();
@@ -153,14 +154,6 @@ export async function replaceChunks(
     await writer.abandon();
     throw error;
   }
-}
-
-/**
- * Whether the document's current chunks are these already (same model, configuration, texts and
- * places): then a re-index embeds and writes nothing (touchIndexed).
- */
-export async function unchangedChunks(sql: Sql, documentId: string, model: string, searchConfig: string, chunks: readonly PlacedChunk[]): Promise<boolean> {
-  return unchanged(sql, documentId, model, await availableConfig(sql, searchConfig), chunks);
 }
 
 /** A re-index of the same text: only the index's time and count change; false when the document is gone. */
@@ -202,9 +195,8 @@ export interface ChunkWriter {
 }
 
 export async function chunkWriter(
-  sql: Sql, document: ChunkDocument, chunks: readonly PlacedChunk[], searchConfig: string, now: Date, requests: RequestGate = OPEN_GATE,
+  sql: Sql, document: ChunkDocument, chunks: readonly PlacedChunk[], config: string, now: Date, requests: RequestGate = OPEN_GATE,
 ): Promise<ChunkWriter> {
-  const config = await availableConfig(sql, searchConfig);
   const [row] = await sql<{ generation: string }[]>`select nextval('document_chunk_generation')::text as generation`;
   const generation = row!.generation;
   let writing: Promise<boolean> = Promise.resolve(true);
@@ -249,20 +241,21 @@ export async function chunkWriter(
 }
 
 /**
- * The configuration itself when the server has it, else `simple` (text-search-config.ts: `estonian`
+ * The text search configuration chunks are indexed with (what unchangedChunks and chunkWriter
+ * take): the configuration itself when the server has it, else `simple` (text-search-config.ts: `estonian`
  * exists on PostgreSQL 16+ only); the name as a regconfig prints it, as search_config is compared.
  */
-async function availableConfig(sql: Sql, name: string): Promise<string> {
+export async function searchConfigOf(sql: Sql, name: string): Promise<string> {
   const [row] = await sql<{ config: string }[]>`
     select coalesce((select c.oid::regconfig::text from pg_ts_config c where c.cfgname = ${name} limit 1), 'simple') as config`;
   return row!.config;
 }
 
 /**
- * Whether the document's current chunks are these, by model, text search configuration, text hash
+ * Whether the document's current chunks are these already, by model, text search configuration (searchConfigOf), text hash
  * and place, in order (their embeddings follow from model and text, their search text from the text).
  */
-async function unchanged(sql: Sql, documentId: string, model: string, config: string, chunks: readonly PlacedChunk[]): Promise<boolean> {
+export async function unchangedChunks(sql: Sql, documentId: string, model: string, config: string, chunks: readonly PlacedChunk[]): Promise<boolean> {
   if (chunks.length === 0) return false;
   const rows = await sql<{ model: string; config: string; textHash: string | null; start: number | null; end: number | null; firstPage: number | null; lastPage: number | null; headingPath: string[] | null }[]>`
     select c.model, c.search_config::text as config, c.text_hash as "textHash", c.start_offset as start, c.end_offset as "end", c.first_page as "firstPage",

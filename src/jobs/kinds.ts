@@ -19,7 +19,7 @@ import { findDocument, objectKey, type Document } from '../documents/store.ts';
 import type { Chunker } from './chunker.ts';
 import type { RequestGate } from '../db/request-gate.ts';
 import { JobFailure } from './job-failure.ts';
-import { chunkWriter, readIndexableText, saveDocumentText, touchIndexed, unchangedChunks } from '../documents/text-store.ts';
+import { chunkWriter, readIndexableText, saveDocumentText, searchConfigOf, touchIndexed, unchangedChunks } from '../documents/text-store.ts';
 import { textSearchConfig } from '../documents/text-search-config.ts';
 import { placeChunks, type ChunkPlace } from './chunk-places.ts';
 import { currentModel, embedChunks, textHash } from './embed-chunks.ts';
@@ -61,7 +61,7 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
     const texts = chunks.map((chunk) => chunk.text);
     const hashes = texts.map(textHash);
     const placed = chunks.map((chunk, index) => ({ ...chunk, textHash: hashes[index]! }));
-    const config = textSearchConfig(language);
+    const config = await searchConfigOf(deps.sql, textSearchConfig(language));
     const now = deps.now();
     const known = await currentModel(deps.ai);
     // The same text, places, model and configuration as the stored chunks: nothing to embed or write.
