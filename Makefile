@@ -1,6 +1,6 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
 # Node 24 that the `node` dev dependency puts first on their PATH (see ../shared/design/toolchain.md).
-.PHONY: install browser start test test-pg codegen codegen-check scaffold contract-diff contract-diff-check contract-release lint deps mock contract-test bench soak ci clean
+.PHONY: install browser start test test-pg test-pooler codegen codegen-check scaffold contract-diff contract-diff-check contract-release lint format deps mock contract-test bench soak ci clean
 
 STAMP := node_modules/.install-stamp
 
@@ -39,6 +39,13 @@ test: install browser
 test-pg: install browser
 	scripts/test-pg.sh
 
+# The multi-instance suites (test/concurrency, test/pooler and the other tests that start several
+# instances or processes) through PgBouncer in transaction mode before a throwaway PostgreSQL 15 (both installed
+# from Debian when missing), three API instances and two workers (scripts/test-pooler.sh;
+# docs/deploying.md, "Behind a connection pooler").
+test-pooler: install
+	scripts/test-pooler.sh
+
 codegen: install
 	npm run --silent codegen
 
@@ -71,8 +78,13 @@ contract-diff-check: install
 contract-release: codegen-check
 	node_modules/.bin/node scripts/contract-diff.ts --release
 
+# redocly on the contract and its bundles, tsc, typescript-eslint, Prettier's check and the
+# dependency rules (docs/architecture.md, "Lint and format"). `make format` fixes what Prettier finds.
 lint: install
 	npm run --silent lint
+
+format: install
+	npm run --silent format
 
 # The layering (docs/architecture.md, "Layers"): no import circle, no import that runs upward.
 # Part of `lint`; this target runs it alone.
@@ -99,7 +111,7 @@ bench: install
 soak: install
 	@exec node_modules/.bin/node bench/soak.ts
 
-ci: lint codegen-check contract-diff-check test test-pg
+ci: lint codegen-check contract-diff-check test test-pg test-pooler
 	SOAK_S=180 $(MAKE) soak
 
 clean:

@@ -1,6 +1,7 @@
 /**
  * API latency while a large document is extracted and indexed. The real app on a loopback port
- * with its inline worker, the AI service as its own process (as `serve` runs them); an open-loop
+ * with its worker and the AI service where `serve` runs them (the worker in its own process on a
+ * server, inline on the embedded database; the AI service as its own process); an open-loop
  * probe in a child process (latency-probe.ts) sends `GET /healthz` and an authenticated
  * `GET /api/v1/workspaces` (workspaces.list, REST: session lookup, access check, a query) every
  * 20 ms each. First an idle window (the baseline), then the window from jobs.create of a

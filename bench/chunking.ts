@@ -44,7 +44,10 @@ async function bench(name: string, text: string): Promise<void> {
   for (let i = 0; i < WARM_UP + RUNS; i += 1) {
     const a = await measure(async () => chunkText(text));
     const b = await measure(() => chunker.chunk(text));
-    if (i >= WARM_UP) (inline.push(a), thread.push(b));
+    if (i >= WARM_UP) {
+      inline.push(a);
+      thread.push(b);
+    }
   }
   const med = (rows: { ms: number; heldMs: number }[], key: 'ms' | 'heldMs') => median(rows.map((row) => row[key])).toFixed(1);
   console.log(`${name} (${text.length.toLocaleString('en-US')} characters, ${chunkText(text).length} chunks): ` +

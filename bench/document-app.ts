@@ -1,7 +1,8 @@
 /**
  * What the document benchmarks share (indexing, api-latency, retrieval, ai-memory): the companion
  * AI service as its own process (`main.ts ai`, as `serve` starts it) or in this one, the real app
- * on a loopback port with its inline worker and a data directory of its own (PUBLIC_URL names the
+ * on a loopback port with its worker where `serve` runs it (inline on the embedded database, a
+ * `main.ts worker` process on a server) and a data directory of its own (PUBLIC_URL names the
  * real port, so signed upload addresses work), tenants with signed-in users, and the upload flow.
  */
 import { fork } from 'node:child_process';
@@ -20,6 +21,7 @@ import type { Services } from '../src/context.ts';
 import type { Database } from '../src/db/connection.ts';
 import { compose } from '../src/composition/compose.ts';
 import { newId } from '../src/ids.ts';
+import { startSupervisedChild } from '../src/process/supervised-child.ts';
 import type { Logger } from '../src/logger.ts';
 import { benchEnv, logger as silent } from './support.ts';
 
@@ -76,13 +78,17 @@ export interface DocumentApp {
   url: string;
   config: Config;
   services: Services;
-  /** Stops listening, then the queue and its inline worker (running jobs finish), and removes the data directory. */
+  /** Stops listening, then the queue and its worker (running jobs finish), and removes the data directory. */
   close(): Promise<void>;
 }
 
 /**
- * compose with the bench's production settings, AI_URL and AI_API_KEY pointing at `ai`, the
- * inline worker, and `env` on top (e.g. SEARCH_RANKING); silent unless given a logger.
+ * compose with the bench's production settings, AI_URL and AI_API_KEY pointing at `ai`, and `env`
+ * on top (e.g. SEARCH_RANKING; WORKER=inline keeps the worker in this process on a server too);
+ * silent unless given a logger. The worker runs where `serve` runs it by default: in this process
+ * on the embedded database, and on a server in a `main.ts worker` process of its own
+ * (startSupervisedChild, as `serve` starts it), so the API's event loop does not read the
+ * embeddings and store the chunks.
  */
 export async function startDocumentApp(db: Database, ai: { url: string; apiKey?: string }, env: Record<string, string> = {}, logger: Logger = silent): Promise<DocumentApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'workspace-api-bench-app-'));
@@ -90,11 +96,16 @@ export async function startDocumentApp(db: Database, ai: { url: string; apiKey?:
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const config = loadConfig({
-    ...benchEnv, PUBLIC_URL: url, DATA_DIR: dataDir, WORKER: 'inline', AI_URL: ai.url, ...(ai.apiKey ? { AI_API_KEY: ai.apiKey } : {}), ...env,
-  });
+  const appEnv: Record<string, string> = {
+    ...benchEnv, PUBLIC_URL: url, DATA_DIR: dataDir, AI_URL: ai.url, ...(ai.apiKey ? { AI_API_KEY: ai.apiKey } : {}),
+    ...(db.url ? { DATABASE_URL: db.url } : {}), ...env,
+  };
+  const config = loadConfig(appEnv);
   const { app, services, stop } = await compose({ config, db, logger });
   server.on('request', app);
+  const worker = config.worker.mode === 'process'
+    ? await startSupervisedChild({ command: 'worker', name: 'job worker', logger, env: () => ({ ...process.env, ...appEnv }) })
+    : undefined;
   return {
     url,
     config,
@@ -104,6 +115,7 @@ export async function startDocumentApp(db: Database, ai: { url: string; apiKey?:
       server.close();
       await once(server, 'close');
       try {
+        await worker?.close();
         await stop();
       } finally {
         await rm(dataDir, { recursive: true, force: true });

@@ -42,8 +42,6 @@ export interface SweepResult {
   best: SweepRow;
 }
 
-const INTERVAL_MS = 20;
-
 export async function benchEmbedderSweep(db: Database): Promise<SweepResult> {
   const ai = await forkAiService();
   const app = await startDocumentApp(db, ai);

@@ -2,7 +2,7 @@
  * Indexing throughput against the bare model: chunks per second through a real document.index
  * job, against the same chunks embedded by the same model called directly, in one process.
  *
- * - Job: the real app on a loopback port with its inline worker (startDocumentApp), the AI
+ * - Job: the real app on a loopback port with its worker where `serve` runs it (startDocumentApp), the AI
  *   service as its own process (`main.ts ai`, as `serve` runs it, with an API key). Each round
  *   uploads the document afresh (createUpload, the signed PUT, complete: not timed) so the job
  *   extracts it, then times jobs.create to the job's `succeeded` event on jobs.stream: the queue,

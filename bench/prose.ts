@@ -119,7 +119,7 @@ export function proseDocument(bytes: number, seed = 2026): string {
 }
 
 /** The paragraphs of proseDocument one by one, for callers that wrap them in markup of their own. */
-export function* proseParagraphs(seed = 2026): Generator<{ heading: string | null; text: string }> {
+export function* proseParagraphs(seed = 2026): Generator<{ heading: string | null; text: string }, never> {
   const random = generator(seed);
   for (let section = 1; ; section++) {
     const topic = random.pick(TOPICS);
@@ -149,7 +149,7 @@ export function largeHtmlDocument(pages: number, seed = 2026): string {
       parts.push(`<path d="M${points}" stroke="#36c" fill="none" stroke-width="1.5"/>`);
     }
     parts.push('</svg>', `<img alt="" src="data:image/png;base64,${image}">`, `<script>window.pageMeta=${JSON.stringify({ page, seed: noise.next() })}</script>`);
-    const { heading, text } = paragraphs.next().value!;
+    const { heading, text } = paragraphs.next().value;
     parts.push(heading ? `<h2>${heading}</h2>` : `<h3>Page ${page}</h3>`, `<p>${text}</p>`);
     parts.push('</div>'.repeat(8), '</div>');
   }

@@ -68,7 +68,7 @@ export async function searchVariant(sql: Sql, query: VectorQuery, variant: { efS
   return sql.begin(async (tx) => {
     const rewritten = intercepting((index, { strings, values }) => (tx as Db)(strings, ...((index === 0 ? [String(variant.efSearch)] : values) as never[])));
     return vectorSearch(rewritten, query);
-  }) as Promise<{ chunkId: string }[]>;
+  });
 }
 
 /** The plans of the vector ranking; `indexScans: false` plans it as the exact path does. */
@@ -91,7 +91,7 @@ export async function searchPlans(sql: Sql, query: VectorQuery, { indexScans = t
     const plans = { custom: await explain('force_custom_plan'), generic: await explain('force_generic_plan') };
     await tx.unsafe('deallocate bench_search');
     return plans;
-  }) as Promise<SearchPlans>;
+  });
 }
 
 /**

@@ -15,7 +15,6 @@
  * The app-level middleware (request id, headers, CORS, limiter) is not included: it is measured
  * end to end by health-vs-bare.ts.
  */
-import { readFileSync } from 'node:fs';
 import { parse as parseQuery } from 'node:querystring';
 import type { Context, Handler } from '../src/context.ts';
 import type { Principal } from '../src/auth/principal.ts';
@@ -73,7 +72,7 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
   const routed = () => new Promise<number>((resolve, reject) => {
     const { req, res } = exchange(() => resolve(res.statusCode));
     req.query = parseQuery(req.url.slice(req.url.indexOf('?') + 1));
-    router(req as never, res as never, (error?: unknown) => reject(error ?? new Error(`no route matched ${path}`)));
+    router(req as never, res as never, (error?: unknown) => reject(error instanceof Error ? error : new Error(error === undefined ? `no route matched ${path}` : `the router passed on ${JSON.stringify(error)}`)));
   });
   const direct = () => new Promise<number>((resolve, reject) => {
     const { res } = exchange(() => resolve(res.statusCode));

@@ -74,15 +74,15 @@ export async function createUsers(baseUrl: string, count: number, recorder: Reco
       body: JSON.stringify(body),
     });
     if (response.status !== 200) throw new Error(`POST ${path} answered ${response.status}: ${await response.text()}`);
-    return (await response.json()) as Record<string, any>;
+    return (await response.json()) as { token?: string; id?: string };
   };
   const users: SoakUser[] = [];
   for (let index = 0; index < count; index++) {
     const email = `soak-${run}-${index}@example.com`;
-    const { token } = await post('/api/auth/sign-up/email', { name: `Soak ${index}`, email, password: 'correct horse battery staple' });
+    const { token = '' } = await post('/api/auth/sign-up/email', { name: `Soak ${index}`, email, password: 'correct horse battery staple' });
     const organization = await post('/api/auth/organization/create', { name: `Soak ${index}`, slug: `soak-${run}-${index}` }, token);
     const client = createClient({ baseUrl, token, fetch: recorder.fetch });
-    const organizationId = organization.id as string;
+    const organizationId = organization.id ?? '';
     const home = await client.workspaces.create({ organizationId, name: 'Home', slug: 'home' });
     const scratch = await client.workspaces.create({ organizationId, name: 'Scratch', slug: 'scratch' });
     users.push({
@@ -145,7 +145,7 @@ async function uploadAndIndex(user: SoakUser, recorder: Recorder): Promise<void>
   const { document, upload } = await user.client.documents.createUpload({
     organizationId: user.organizationId, workspaceId: user.homeWorkspaceId, name: 'report.md', contentType: 'text/markdown', size: bytes.byteLength,
   });
-  const put = await recorder.fetch(upload.url, { method: 'PUT', headers: upload.headers, body: bytes as Uint8Array<ArrayBuffer> });
+  const put = await recorder.fetch(upload.url, { method: 'PUT', headers: upload.headers, body: bytes });
   if (put.status !== 200) throw new Refused(`the signed PUT answered ${put.status}`);
   await user.client.documents.complete({ id: document.id });
   const job = await user.client.jobs.create({ organizationId: user.organizationId, kind: 'document.index', documentId: document.id });

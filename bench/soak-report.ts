@@ -179,7 +179,7 @@ export function printFindings(recorder: Recorder, counts: MixCounts, serve: Serv
   const names = new Map(Object.entries({ ...baseline.pids, ...after.pids }).map(([name, pid]) => [pid, name]));
   if (serve.log.errorCount) {
     console.log(`error-level log lines: ${serve.log.errorCount}; the first ${Math.min(10, serve.log.errors.length)}:`);
-    for (const entry of serve.log.errors.slice(0, 10)) console.log(`  [${names.get(entry.pid as number) ?? entry.pid}] ${JSON.stringify(entry).slice(0, 1_000)}`);
+    for (const entry of serve.log.errors.slice(0, 10)) console.log(`  [${names.get(entry.pid as number) ?? String(entry.pid)}] ${JSON.stringify(entry).slice(0, 1_000)}`);
   } else console.log('error-level log lines: none');
   if (serve.log.warnings.size) {
     console.log('warnings by kind:');

@@ -43,7 +43,30 @@ export async function startPostgres(): Promise<Postgres> {
   } catch (error) {
     await stop();
     const said = String((error as { stderr?: string }).stderr ?? '').trim();
-    throw new Error(`scripts/pg-server.sh start failed${said ? `: ${said.split('\n').at(-1)}` : ''}`);
+    throw new Error(`scripts/pg-server.sh start failed${said ? `: ${said.split('\n').at(-1)}` : ''}`, { cause: error });
+  }
+}
+
+/**
+ * SOAK_POOLER=pgbouncer: PgBouncer in transaction mode (scripts/pgbouncer.sh, as `make
+ * test-pooler` starts it; a pool of 20 per database) in front of `serverUrl`, in a new temporary
+ * directory. Answers the settings serve then takes: the pooler as DATABASE_URL, the server as
+ * DATABASE_DIRECT_URL (docs/deploying.md, "Behind a connection pooler").
+ */
+export async function startPooler(serverUrl: string): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+  const script = join(root, 'scripts/pgbouncer.sh');
+  const dir = await mkdtemp(join(tmpdir(), 'workspace-api-soak-pgbouncer-'));
+  const stop = async () => {
+    await run(script, ['stop', dir]).catch(() => rm(dir, { recursive: true, force: true }));
+  };
+  try {
+    const { stdout } = await run(script, ['start', dir, serverUrl], { maxBuffer: 1 << 20 });
+    const url = stdout.trim().split('\n').at(-1)!;
+    return { env: { DATABASE_URL: url, DATABASE_POOL_MODE: 'transaction', DATABASE_DIRECT_URL: serverUrl }, stop };
+  } catch (error) {
+    await stop();
+    const said = String((error as { stderr?: string }).stderr ?? '').trim();
+    throw new Error(`scripts/pgbouncer.sh start failed${said ? `: ${said.split('\n').at(-1)}` : ''}`, { cause: error });
   }
 }
 
@@ -132,7 +155,7 @@ function readLine(log: ServiceLog, line: string): void {
     if (log.errors.length < 50) log.errors.push(entry);
   } else if (level >= 40) {
     const kind = entry.msg === 'request'
-      ? `request ${entry.status} ${entry.code ?? ''} ${String(entry.path).replace(/\/[a-z]+_[a-z0-9]+(?=\/|$)/g, '/{id}')}`
+      ? `request ${String(entry.status)} ${typeof entry.code === 'string' ? entry.code : ''} ${String(entry.path).replace(/\/[a-z]+_[a-z0-9]+(?=\/|$)/g, '/{id}')}`
       : String(entry.msg);
     log.warnings.set(kind, (log.warnings.get(kind) ?? 0) + 1);
   }

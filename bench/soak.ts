@@ -27,6 +27,11 @@
  * connection, serve's), so it reads the jobs from serve's GET /metrics (soak-sample.ts
  * metricsJobs), with a METRICS_TOKEN it generates; only serve's RSS is judged (there is no worker
  * process). The load, the windows and the criteria are the same.
+ *
+ * SOAK_POOLER=pgbouncer puts PgBouncer in transaction mode between serve and the server
+ * (soak-service.ts startPooler): serve and its worker reach the server through the pooler
+ * (DATABASE_POOL_MODE=transaction), the server itself only for migrations and LISTEN
+ * (DATABASE_DIRECT_URL). The same criteria, for the figures beside the direct ones.
  */
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
@@ -35,7 +40,7 @@ import { createUsers, newCounts, runMix } from './soak-mix.ts';
 import { Recorder, type WindowFigures } from './soak-record.ts';
 import { idleRow, judge, LIMITS, othersShare, printFindings, printSummary, rssNames, rssValues, type SoakDatabase, TABLE_HEADER, windowRow } from './soak-report.ts';
 import { childrenOf, type JobSource, metricsJobs, type Sample, sampler, tableJobs } from './soak-sample.ts';
-import { type Serve, startPostgres, startServe } from './soak-service.ts';
+import { type Serve, startPooler, startPostgres, startServe } from './soak-service.ts';
 
 const SOAK_S = setting('SOAK_S', 300);
 const CLIENTS = setting('SOAK_CLIENTS', 16);
@@ -66,6 +71,21 @@ const SERVE_ENV = {
   RATE_LIMIT_PER_MINUTE: '1000000',
   AUTH_RATE_LIMIT_PER_MINUTE: '1000000',
 };
+
+const POOLER = poolerSetting();
+
+function poolerSetting(): 'pgbouncer' | undefined {
+  const value = process.env.SOAK_POOLER || undefined;
+  if (value !== undefined && value !== 'pgbouncer') {
+    console.error(`SOAK_POOLER must be pgbouncer (or unset), got "${value}"`);
+    process.exit(2);
+  }
+  if (value && process.env.SOAK_DATABASE === 'embedded') {
+    console.error('SOAK_POOLER needs the server (SOAK_DATABASE=server): the embedded database serves one connection');
+    process.exit(2);
+  }
+  return value;
+}
 
 function databaseSetting(): SoakDatabase {
   const value = process.env.SOAK_DATABASE || 'server';
@@ -101,7 +121,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 async function main(): Promise<number> {
   const started = new Date();
-  console.log(`soak: ${SOAK_S} s, ${CLIENTS} clients, ${DATABASE === 'server' ? 'PostgreSQL 15 server' : 'embedded database (PGlite, WORKER=inline)'}; ` +
+  console.log(`soak: ${SOAK_S} s, ${CLIENTS} clients, ${DATABASE === 'server' ? `PostgreSQL 15 server${POOLER ? ' through PgBouncer (transaction mode)' : ''}` : 'embedded database (PGlite, WORKER=inline)'}; ` +
     `Node ${process.version}, ${availableParallelism()} CPUs; per ${WINDOW} (${WINDOW_S.toFixed(0)} s)`);
   let jobs: JobSource;
   let serve: Serve;
@@ -113,9 +133,11 @@ async function main(): Promise<number> {
     cleanups.push(() => sql.end({ timeout: 1 }));
     jobs = tableJobs(sql);
     postgresPid = pg.pid;
-    serve = await startServe(pg.url, SERVE_ENV, ['worker', 'ai']);
+    const pooler = POOLER ? await startPooler(pg.url) : undefined;
+    if (pooler) cleanups.push(pooler.stop);
+    serve = await startServe(pooler?.env.DATABASE_URL ?? pg.url, { ...SERVE_ENV, ...pooler?.env }, ['worker', 'ai']);
     cleanups.push(() => serve.stop());
-    console.log(`serve pid ${serve.pid} on ${serve.url}, PostgreSQL on ${pg.url}; children ${JSON.stringify(await childrenOf(serve.pid))}`);
+    console.log(`serve pid ${serve.pid} on ${serve.url}, PostgreSQL on ${pg.url}${pooler ? `, PgBouncer on ${pooler.env.DATABASE_URL}` : ''}; children ${JSON.stringify(await childrenOf(serve.pid))}`);
   } else {
     // WORKER=inline is the default without DATABASE_URL; set, so a WORKER of the environment does not change the mode.
     const metricsToken = randomBytes(24).toString('base64url');
@@ -195,7 +217,7 @@ async function main(): Promise<number> {
   const total = recorder.window(0, SOAK_S);
   printSummary(
     DATABASE,
-    `\`${DATABASE === 'embedded' ? 'SOAK_DATABASE=embedded ' : ''}SOAK_S=${SOAK_S} make soak\`, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${CLIENTS} clients, Node ${process.version}, ` +
+    `\`${DATABASE === 'embedded' ? 'SOAK_DATABASE=embedded ' : ''}${POOLER ? `SOAK_POOLER=${POOLER} ` : ''}SOAK_S=${SOAK_S} make soak\`, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${CLIENTS} clients, Node ${process.version}, ` +
       `${availableParallelism()} CPUs: ${total.requests} requests under load (${total.rps.toFixed(0)}/s, p50 ${total.p50.toFixed(0)} ms, p99 ${total.p99.toFixed(0)} ms), ` +
       `${counts.streamsOpened} job streams opened, ${counts.streamEvents} job events received, ${after.created} jobs (${after.failed} failed), ` +
       `${serve.log.errorCount} error-level log lines. RSS MiB ${rssNames(DATABASE)} after set-up ${rss(setUp)}, ` +

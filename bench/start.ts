@@ -167,7 +167,7 @@ export async function startRows(): Promise<string[][]> {
 /** Each phase's median over the runs, in the order they finish. */
 function medianPhases(runs: Record<string, number>[]): Record<string, number> {
   const names = [...new Set(runs.flatMap((run) => Object.keys(run)))];
-  const medians = names.map((name) => [name, median(runs.flatMap((run) => (run[name] === undefined ? [] : [run[name]!])))] as const);
+  const medians = names.map((name) => [name, median(runs.flatMap((run) => (run[name] === undefined ? [] : [run[name]])))] as const);
   return Object.fromEntries(medians.sort((a, b) => a[1] - b[1]));
 }
 

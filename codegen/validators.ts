@@ -114,7 +114,7 @@ const SCHEMA_LISTS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems']);
 export function toAjvSchema(schema: unknown): unknown {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
   const out: Json = {};
-  for (const [key, child] of Object.entries<any>(discriminated(schema as Json) ?? schema)) {
+  for (const [key, child] of Object.entries<any>(discriminated(schema) ?? schema)) {
     if ((DROPPED_ANNOTATIONS as readonly string[]).includes(key)) continue;
     if (key.startsWith('x-') && !(TEXT_KEYWORDS as readonly string[]).includes(key)) continue;
     if (key === '$ref' && typeof child === 'string') out.$ref = child.replace(/^#\/components\/schemas\//, `${BASE}schemas/`);

@@ -21,7 +21,7 @@ import { DEFAULT_MODEL_DIR, MODEL_FILES, MODEL_PACKAGE, mismatchedModelFiles } f
 
 const run = promisify(execFile);
 const { values } = parseArgs({ options: { dir: { type: 'string', default: DEFAULT_MODEL_DIR } } });
-const target = values.dir!;
+const target = values.dir;
 
 class InstallError extends Error {}
 

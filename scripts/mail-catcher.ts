@@ -14,7 +14,7 @@ import { startSmtpReceiver } from '../test/support/smtp.ts';
 
 const { values } = parseArgs({ options: { port: { type: 'string', default: '2525' }, host: { type: 'string', default: '127.0.0.1' } } });
 const port = Number(values.port);
-const host = values.host!;
+const host = values.host;
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error(`--port must be an integer from 0 to 65535, got "${values.port}"`);
   process.exit(2);

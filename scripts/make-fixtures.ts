@@ -26,7 +26,7 @@ const SCAN_SENTENCE = 'The quarterly revenue grew fourteen percent';
 
 writeFileSync(join(out, 'report.pdf'), pdf(REPORT_PAGES));
 writeFileSync(join(out, 'memo.docx'), await docx(MEMO_PARAGRAPHS));
-writeFileSync(join(out, 'scan.png'), renderLine(loadFont(readFileSync(values.font!)), SCAN_SENTENCE, 48));
+writeFileSync(join(out, 'scan.png'), renderLine(loadFont(readFileSync(values.font)), SCAN_SENTENCE, 48));
 console.log(`wrote report.pdf, memo.docx and scan.png to ${out}`);
 
 /** A minimal PDF 1.4: one Helvetica text line per entry, the xref table's byte offsets computed. */

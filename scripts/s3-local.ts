@@ -25,9 +25,9 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error(`--port must be an integer from 0 to 65535, got "${values.port}"`);
   process.exit(2);
 }
-const host = values.host!;
-const directory = resolve(values.directory!);
-const bucket = values.bucket!;
+const host = values.host;
+const directory = resolve(values.directory);
+const bucket = values.bucket;
 
 // s3rver reports a port in use as an unhandled 'error' event, not as a rejection: look first.
 const problem = await new Promise<NodeJS.ErrnoException | null>((done) => {

@@ -256,7 +256,7 @@ function aiSettings(settings: Settings): AiSettings {
     host,
     port,
     provider: settings.EMBEDDING_PROVIDER,
-    embedding: { threads: settings.EMBEDDING_THREADS ?? (availableParallelism() > 2 ? 2 : 1), batchSize: settings.EMBEDDING_BATCH_SIZE },
+    embedding: { threads: settings.EMBEDDING_THREADS ?? (availableParallelism() > 1 ? 2 : 1), batchSize: settings.EMBEDDING_BATCH_SIZE },
     threadNice: settings.AI_THREAD_NICE,
     extraction: {
       timeoutMs: settings.EXTRACT_TIMEOUT_SECONDS * 1000,
@@ -371,13 +371,29 @@ export interface DatabaseSettings {
   deadlineMs: number;
   /** DB_JOB_DEADLINE_MS: the same for the job worker's calls (its transactions do more, and nobody waits on a socket for them). */
   jobDeadlineMs: number;
+  /**
+   * DATABASE_POOL_MODE: `transaction` when DATABASE_URL is a transaction-mode pooler (no prepared
+   * statements, no startup parameters, timeouts per transaction; src/db/connection.ts).
+   */
+  poolMode: PoolMode;
+  /** DATABASE_DIRECT_URL: the server itself, for what needs a session (migrations, LISTEN); undefined: DATABASE_URL. */
+  directUrl: string | undefined;
 }
+
+export type PoolMode = 'session' | 'transaction';
 
 function databaseSettings(settings: Settings, environment: string): DatabaseSettings {
   const { DB_STATEMENT_TIMEOUT_MS: statementTimeoutMs, DB_DEADLINE_MS: deadlineMs } = settings;
   // The server should cancel a slow statement (and say why) before the client gives up on it.
   if (deadlineMs > 0 && statementTimeoutMs >= deadlineMs) {
     throw new ConfigError(`DB_STATEMENT_TIMEOUT_MS (${statementTimeoutMs}) must be below DB_DEADLINE_MS (${deadlineMs}), or DB_DEADLINE_MS 0`);
+  }
+  // A transaction-mode pooler hands a server connection to a client for one transaction only, and
+  // LISTEN (job streams, revocations, the queue's wake-ups) needs one for good: refuse rather than
+  // start with streams that silently never hear a notification (docs/deploying.md).
+  const poolMode: PoolMode = settings.DATABASE_URL !== undefined && settings.DATABASE_POOL_MODE === 'transaction' ? 'transaction' : 'session';
+  if (poolMode === 'transaction' && settings.DATABASE_DIRECT_URL === undefined) {
+    throw new ConfigError('DATABASE_POOL_MODE is transaction, which needs DATABASE_DIRECT_URL: migrations and LISTEN need a session of their own, which a transaction-mode pooler does not keep. Set DATABASE_DIRECT_URL to the PostgreSQL server itself (not the pooler); docs/deploying.md');
   }
   return {
     statementTimeoutMs,
@@ -386,5 +402,7 @@ function databaseSettings(settings: Settings, environment: string): DatabaseSett
     transactionGuard: environment !== 'production',
     deadlineMs,
     jobDeadlineMs: settings.DB_JOB_DEADLINE_MS,
+    poolMode,
+    directUrl: settings.DATABASE_URL !== undefined ? settings.DATABASE_DIRECT_URL : undefined,
   };
 }

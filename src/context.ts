@@ -206,5 +206,5 @@ export interface EventSink {
   readonly lastEventId: string | undefined;
 }
 
-export type StreamHandler = (input: Record<string, unknown>, ctx: Context<any>, sink: EventSink) => Promise<void>;
+export type StreamHandler = (input: Record<string, unknown>, ctx: Context<unknown>, sink: EventSink) => Promise<void>;
 export type StreamHandlers = Record<string, StreamHandler>;

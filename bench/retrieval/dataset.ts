@@ -42,7 +42,7 @@ export function parseQrels(content: string): Qrels {
       throw new Error(`qrels line ${index + 1}: expected query-id<TAB>corpus-id<TAB>score`);
     }
     let judged = qrels.get(query);
-    if (judged === undefined) qrels.set(query, (judged = new Map()));
+    if (judged === undefined) qrels.set(query, (judged = new Map<string, number>()));
     judged.set(doc, Number.parseInt(score, 10));
   }
   return qrels;

@@ -39,7 +39,7 @@ import { clientFor, createTenant, startDocumentApp, uploadDocument, type Client,
 import { benchEnv, openBenchDatabase } from '../support.ts';
 import { createBm25 } from './bm25.ts';
 import { collectionDir, loadCollection, sampleCollection, type Collection } from './dataset.ts';
-import { filterPaths, SLICES, sliceBounds, type FilterPath, type SearchFilters } from './filtered.ts';
+import { filterPaths, SLICES, sliceBounds, type SearchFilters } from './filtered.ts';
 import { meanOver, ndcgAt, recallAt } from './metrics.ts';
 import { printReport, retrievalRows } from './report.ts';
 import type { FilteredScore, RetrievalOutcome, RetrievalResult, SystemScore } from './result.ts';
@@ -56,7 +56,7 @@ const CONCURRENCY = 8;
 
 /** Runs `work` over `items` with at most `limit` at once, in order of start. */
 async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
+  const results = new Array<R>(items.length);
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) {
@@ -88,7 +88,8 @@ function warningLog() {
       const counts = new Map<string, number>();
       for (const line of lines) {
         const err = line.err as { message?: string } | undefined;
-        const key = `${String(line.msg)}: ${String(line.detail ?? err?.message ?? '')}`.slice(0, 300);
+        const detail = line.detail ?? err?.message ?? '';
+        const key = `${String(line.msg)}: ${typeof detail === 'string' ? detail : JSON.stringify(detail)}`.slice(0, 300);
         counts.set(key, (counts.get(key) ?? 0) + 1);
       }
       return [...counts].sort((a, b) => b[1] - a[1]).map(([key, count]) => `${count} × ${key}`);
@@ -149,7 +150,7 @@ export async function benchRetrieval(db?: Database): Promise<RetrievalOutcome> {
       }
       searchSeconds[ranking] = seconds(started);
       systems.push(score(ranking, collection, rankings));
-      console.log(`  ${ranking}: ${collection.queries.length} searches in ${searchSeconds[ranking]!.toFixed(1)} s`);
+      console.log(`  ${ranking}: ${collection.queries.length} searches in ${searchSeconds[ranking].toFixed(1)} s`);
       for (const path of paths) {
         const pathStarted = performance.now();
         const found: string[][] = [];

@@ -232,8 +232,8 @@ export function compareContract(name: string, released: unknown, current: unknow
   changes.sort((a, b) => compareText(a.operation, b.operation) || compareText(a.location, b.location) || compareText(a.description, b.description));
   return {
     name,
-    releasedVersion: String(before.info?.version ?? ''),
-    currentVersion: String(after.info?.version ?? ''),
+    releasedVersion: versionOf(before),
+    currentVersion: versionOf(after),
     changes,
   };
 }
@@ -258,6 +258,12 @@ function values(diff: Diff): string {
 }
 
 const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** info.version as written; YAML reads an unquoted `1.0` as a number. */
+function versionOf(document: OpenApiDocument): string {
+  const version = document.info?.version;
+  return typeof version === 'string' || typeof version === 'number' ? String(version) : '';
+}
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

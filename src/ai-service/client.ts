@@ -199,8 +199,8 @@ function readHealth(answer: unknown): HealthReport {
     throw new Error('not a health report');
   }
   return {
-    ok: answer.ok, version: answer.version, provider: answer.provider, model: (answer.model ?? null) as string | null,
-    ocr: answer.ocr as string | null, problems: answer.problems as string[],
+    ok: answer.ok, version: answer.version, provider: answer.provider, model: answer.model ?? null,
+    ocr: answer.ocr, problems: answer.problems,
   };
 }
 

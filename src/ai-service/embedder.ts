@@ -3,17 +3,23 @@
  * (sentence-embedder.ts) in a worker thread of this process, or an OpenAI-compatible provider
  * (openai-embedder.ts), as EMBEDDING_PROVIDER says.
  *
- * The local one starts its thread at once (the model loads in 0.1-0.4 s), so the first request
- * does not pay for it. Requests wait in a fair line (fair-queue.ts) and go to the thread
- * EMBEDDING_BATCH_SIZE texts at a time, taking turns across organizations first (the one served least
- * recently), then across the requests of one organization; requests of a few texts (search
- * queries) have a line of their own, served first (QUERY_TEXTS), so a query waits for the batch in
- * progress, not for every indexing organization's turn. Past EMBEDDINGS_QUEUE_BOUNDS waiting
- * requests a new one is refused with 503 and Retry-After; a request whose caller went away stops
- * being batched. A thread that dies fails the request it was working on (502) and is replaced;
- * the service lives on. Missing model files or a model that fails to load make `problem()` say so
- * and embed() answer 503, until the files are there (checked again on each call) or, after a load
- * failure, RETRY_MS have passed.
+ * The local one runs the model in two worker threads, each with its own copy of the model (it
+ * loads in 0.1-0.4 s):
+ * - the documents' thread, at EMBEDDING_THREADS and AI_THREAD_NICE: requests wait in a fair line
+ *   (fair-queue.ts) and go to it EMBEDDING_BATCH_SIZE texts at a time, taking turns across
+ *   organizations first (the one served least recently), then across the requests of one
+ *   organization; it starts with the service, so the first document does not wait for the load;
+ * - the queries' thread, one onnxruntime thread at the API's priority, started by the first
+ *   query (a service that never searches never holds the second copy): requests of a few texts
+ *   (QUERY_TEXTS: a search's query) wait in a line of their own and never behind a document's
+ *   batch. A search waits for the CPU like any other request, so the documents' thread can be
+ *   niced to give the API's requests the cores without making searches wait for indexing (the
+ *   soak saw a query pass its 10 s deadline when one niced thread embedded both).
+ * Past EMBEDDINGS_QUEUE_BOUNDS waiting requests a new one is refused with 503 and Retry-After; a
+ * request whose caller went away stops being batched. A thread that dies fails the request it was
+ * working on (502) and is replaced; the service lives on. Missing model files or a model that
+ * fails to load make `problem()` say so and embed() answer 503, until the files are there (checked
+ * again on each call) or, after a load failure, RETRY_MS have passed.
  */
 import { Worker } from 'node:worker_threads';
 import type { AiSettings } from '../config.ts';
@@ -61,7 +67,7 @@ export interface EmbedCall {
 /** An embedder that takes turns (the local one); a provider's embed() ignores the call. */
 export interface QueuedEmbedder extends Embedder {
   embed(texts: string[], call?: EmbedCall): Promise<EmbeddingsResult>;
-  /** The local model's queue; `running` is 1 while a batch is in the thread. Null for a provider. */
+  /** The local model's queues; `running` counts its threads (queries', documents') with a batch in hand. Null for a provider. */
   stats(): QueueStats | null;
 }
 
@@ -79,19 +85,30 @@ export interface LocalEmbedder extends QueuedEmbedder {
 }
 
 /**
- * Requests of at most this many texts (documents.search embeds one: its query) wait in a line of
- * their own, served before the documents' batches: a query waits for the batch in progress, not
- * for a turn behind every organization that is indexing (the soak saw one wait past the search's
- * 10 s deadline). Their turns across organizations are kept within that line.
+ * Requests of at most this many texts (documents.search embeds one: its query) go to the queries'
+ * thread, in a line of their own: a query never waits for a document's batch or for a turn behind
+ * every organization that is indexing. Their turns across organizations are kept within that line.
  */
 export const QUERY_TEXTS = 4;
 
+/** The queries' thread: one onnxruntime thread (a query is one short text), at the API's priority. */
+const QUERY_MODEL: LocalModelSetup = { threads: 1, batchSize: QUERY_TEXTS, nice: 0 };
+
 type Line = ReturnType<typeof createFairLine<Request>>;
+
+/** A thread of the model and the line of requests it serves. */
+interface Lane {
+  /** The thread's name (`embedder`, `embedder-queries`), as /proc and the logs show it. */
+  name: string;
+  model: LocalModelSetup;
+  line: Line;
+  thread: Thread | null;
+}
 
 interface Request {
   organization: string;
-  /** The line it waits in: queries or the rest. */
-  line: Line;
+  /** The lane it waits in: queries or documents. */
+  lane: Lane;
   texts: string[];
   /** Text indexes, longest first, so a batch holds texts of similar length (less padding). */
   order: number[];
@@ -119,85 +136,90 @@ const LOAD_FAILED = 'The embedding model failed to load (the AI service log says
 const STOP_TIMEOUT_MS = 10_000;
 
 export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger: Logger): LocalEmbedder {
-  /** Requests with texts left to send, in turns; the one being worked on is not in it. */
-  const waiting: Line = createFairLine<Request>((request) => request.organization);
-  const queries: Line = createFairLine<Request>((request) => request.organization);
-  const clearLines = () => [...queries.clear(), ...waiting.clear()];
-  const waitingCount = (organization?: string) => queries.size(organization) + waiting.size(organization);
+  /** Requests with texts left to send, in turns; the one being worked on is not in its line. */
+  const queries: Lane = { name: 'embedder-queries', model: QUERY_MODEL, line: createFairLine<Request>((request) => request.organization), thread: null };
+  const documents: Lane = { name: 'embedder', model, line: createFairLine<Request>((request) => request.organization), thread: null };
+  const lanes = [queries, documents];
+  const clearLines = () => lanes.flatMap((lane) => lane.line.clear());
+  const waitingCount = (organization?: string) => queries.line.size(organization) + documents.line.size(organization);
   let dropped = 0;
   let refused = 0;
-  let thread: Thread | null = null;
   let failure: { message: string; at: number } | null = null;
   let closed = false;
 
   const unavailable = (message: string, cause?: unknown) => new HttpError(503, message, { cause });
 
-  const start = () => {
-    const setup: ThreadSetup = { dir, ...model };
-    const worker = new Worker(new URL('./embedder-thread.ts', import.meta.url), { workerData: setup, name: 'embedder' });
+  /** A load that failed fails every waiting request, in both lanes: they run the same model files. */
+  const loadFailed = (lane: Lane, problem: object) => {
+    failure = { message: LOAD_FAILED, at: Date.now() };
+    logger.error({ dir, thread: lane.name, ...problem }, 'embedding model failed to load');
+    for (const request of clearLines()) request.reject(unavailable(failure.message));
+  };
+
+  const start = (lane: Lane) => {
+    const setup: ThreadSetup = { dir, ...lane.model };
+    const worker = new Worker(new URL('./embedder-thread.ts', import.meta.url), { workerData: setup, name: lane.name });
     const started = performance.now();
     const own: Thread = { worker, ready: false, current: null };
-    thread = own;
+    lane.thread = own;
     worker.on('message', (message: ThreadMessage) => {
-      if (thread !== own) return;
+      if (lane.thread !== own) return;
       if (message.type === 'ready') {
         own.ready = true;
         failure = null;
-        logger.info({ ms: Math.round(performance.now() - started), ...model, dir }, 'embedding model loaded');
+        logger.info({ ms: Math.round(performance.now() - started), thread: lane.name, ...lane.model, dir }, 'embedding model loaded');
       } else if (message.type === 'failed') {
         // The thread leaves by itself.
-        thread = null;
-        failure = { message: LOAD_FAILED, at: Date.now() };
-        logger.error({ dir, problem: message.message }, 'embedding model failed to load');
-        for (const request of clearLines()) request.reject(unavailable(failure.message));
+        lane.thread = null;
+        loadFailed(lane, { problem: message.message });
       } else {
         const { request, indexes } = own.current!;
         own.current = null;
-        request.line.finished(request.organization);
+        lane.line.finished(request.organization);
         if (message.type === 'done') received(request, indexes, message.vectors, message.tokens);
         else fail(request, new HttpError(502, 'The embedding model failed; try again later.', { cause: new Error(message.message) }));
       }
       pump();
     });
-    worker.on('error', (error) => logger.error({ err: error }, 'embedding thread failed'));
+    worker.on('error', (error) => logger.error({ err: error, thread: lane.name }, 'embedding thread failed'));
     worker.on('exit', (code) => {
-      if (thread !== own) return;
-      thread = null;
+      if (lane.thread !== own) return;
+      lane.thread = null;
       if (!own.ready) {
-        failure = { message: LOAD_FAILED, at: Date.now() };
-        logger.error({ dir, code }, 'embedding thread stopped while loading the model');
-        for (const request of clearLines()) request.reject(unavailable(failure.message));
+        loadFailed(lane, { code });
         return;
       }
-      logger.error({ code, working: Boolean(own.current) }, 'embedding thread stopped; starting another');
+      logger.error({ code, thread: lane.name, working: Boolean(own.current) }, 'embedding thread stopped; starting another');
       if (own.current) {
-        own.current.request.line.finished(own.current.request.organization);
+        lane.line.finished(own.current.request.organization);
         fail(own.current.request, new HttpError(502, 'The embedding model stopped; try again later.'));
       }
-      start();
+      start(lane);
     });
-    refresh();
+    refresh(lane);
   };
 
-  /** Sends the next batch of the request whose turn it is. */
+  /** Sends each idle thread the next batch of the request whose turn it is in its line. */
   const pump = () => {
-    const line = queries.size() > 0 ? queries : waiting;
-    if (thread?.ready && !thread.current && line.size() > 0) {
-      const request = line.take()!;
-      const indexes = request.order.slice(request.sent, request.sent + model.batchSize);
-      request.sent += indexes.length;
-      thread.current = { request, indexes };
-      const job: ThreadRequest = { type: 'embed', texts: indexes.map((index) => request.texts[index]!) };
-      thread.worker.postMessage(job);
+    for (const lane of lanes) {
+      const thread = lane.thread;
+      if (thread?.ready && !thread.current && lane.line.size() > 0) {
+        const request = lane.line.take()!;
+        const indexes = request.order.slice(request.sent, request.sent + lane.model.batchSize);
+        request.sent += indexes.length;
+        thread.current = { request, indexes };
+        const job: ThreadRequest = { type: 'embed', texts: indexes.map((index) => request.texts[index]!) };
+        thread.worker.postMessage(job);
+      }
+      refresh(lane);
     }
-    refresh();
   };
 
-  /** The thread keeps the process alive only while there is work, so a forgotten close() cannot hang it. */
-  const refresh = () => {
-    if (!thread) return;
-    if (thread.current || waitingCount() > 0) thread.worker.ref();
-    else thread.worker.unref();
+  /** A thread keeps the process alive only while it has work, so a forgotten close() cannot hang it. */
+  const refresh = (lane: Lane) => {
+    if (!lane.thread) return;
+    if (lane.thread.current || lane.line.size() > 0) lane.thread.worker.ref();
+    else lane.thread.worker.unref();
   };
 
   const received = (request: Request, indexes: number[], flat: Float32Array, tokens: number) => {
@@ -210,26 +232,24 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     });
     request.tokens += tokens;
     if (request.sent < request.order.length) {
-      // Behind its organization's other requests, and after the other organizations' turns: a
-      // short request waits for one batch at most.
-      request.line.push(request.organization, request);
+      // Behind its organization's other requests, and after the other organizations' turns.
+      request.lane.line.push(request.organization, request);
     } else {
       request.resolve({ vectors: request.vectors, model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: request.tokens, total_tokens: request.tokens } });
     }
   };
 
   const fail = (request: Request, error: Error) => {
-    request.line.remove(request);
+    request.lane.line.remove(request);
     request.reject(error);
   };
 
-  /** Why nothing can be embedded now, or null (starting a thread when there is none). */
+  /** Why nothing can be embedded now, or null. */
   const blocked = (): string | null => {
     if (closed) return 'The AI service is shutting down.';
     const missing = missingModelFiles(dir);
     if (missing) return missing;
     if (failure && Date.now() - failure.at < RETRY_MS) return failure.message;
-    if (!thread) start();
     return null;
   };
 
@@ -247,7 +267,9 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     clearTimeout(timer);
   };
 
-  if (!missingModelFiles(dir)) start();
+  // The documents' thread starts at once; the queries' with the first query (a service that never
+  // searches never holds the second copy of the model).
+  if (!missingModelFiles(dir)) start(documents);
 
   return {
     model: LOCAL_EMBEDDING_MODEL,
@@ -270,7 +292,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       }
       return new Promise<EmbeddingsResult>((resolve, reject) => {
         const order = texts.map((_, index) => index).sort((a, b) => texts[b]!.length - texts[a]!.length);
-        const request: Request = { organization, line: texts.length <= QUERY_TEXTS ? queries : waiting, texts, order, sent: 0, vectors: new Array(texts.length), tokens: 0, cancelled: false, resolve, reject };
+        const request: Request = { organization, lane: texts.length <= QUERY_TEXTS ? queries : documents, texts, order, sent: 0, vectors: new Array<number[]>(texts.length), tokens: 0, cancelled: false, resolve, reject };
         const signal = call.signal;
         if (signal) {
           const gone = () => {
@@ -284,26 +306,28 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
           request.resolve = (result) => { settle(); resolve(result); };
           request.reject = (error) => { settle(); reject(error); };
         }
-        request.line.push(organization, request);
+        if (!request.lane.thread) start(request.lane);
+        request.lane.line.push(organization, request);
         pump();
       });
     },
     stats() {
-      return { running: thread?.current ? 1 : 0, waiting: waitingCount(), dropped, refused };
+      const running = lanes.filter((lane) => lane.thread?.current).length;
+      return { running, waiting: waitingCount(), dropped, refused };
     },
     crashThread() {
       const crash: ThreadRequest = { type: 'crash' };
-      thread?.worker.postMessage(crash);
+      documents.thread?.worker.postMessage(crash);
     },
     async close() {
       if (closed) return;
       closed = true;
-      const current = thread;
-      thread = null;
+      const threads = lanes.flatMap((lane) => (lane.thread ? [lane.thread] : []));
+      for (const lane of lanes) lane.thread = null;
       const stopping = unavailable('The AI service is shutting down.');
       for (const request of clearLines()) request.reject(stopping);
-      current?.current?.request.reject(stopping);
-      if (current) await stop(current);
+      for (const thread of threads) thread.current?.request.reject(stopping);
+      await Promise.all(threads.map((thread) => stop(thread)));
     },
   };
 }

@@ -25,7 +25,7 @@ import type { Logger } from '../logger.ts';
 import type { ThreadInput, ThreadMessage } from './extract-thread.ts';
 import { documentName, normaliseText, readDocument, withinCharacters, type DocumentType } from './extraction.ts';
 import { HttpError } from './http-exchange.ts';
-import { createFairQueue, NO_ORGANIZATION, type QueueBounds, type QueueStats } from './fair-queue.ts';
+import { createFairQueue, NO_ORGANIZATION, type QueueStats } from './fair-queue.ts';
 import { jpegSize, pngSize } from './image-header.ts';
 import { detectLanguage } from './language.ts';
 import { OcrMemoryError, OcrTimeoutError, OcrUnavailableError, createOcrEngine } from './ocr.ts';

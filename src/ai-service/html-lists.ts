@@ -34,7 +34,7 @@ export const unorderedList: FormatCallback = (elem, walk, builder, options) =>
   list(() => (options as { itemPrefix?: string }).itemPrefix ?? ' * ')(elem, walk, builder, options);
 
 export const orderedList: FormatCallback = (elem, walk, builder, options) => {
-  const attributes = (elem as Element).attribs ?? {};
+  const attributes = (elem as { attribs?: Record<string, string> }).attribs ?? {};
   const start = Number(attributes.start ?? '1');
   let next = Number.isSafeInteger(start) ? start : 1;
   const type = attributes.type ?? '1';

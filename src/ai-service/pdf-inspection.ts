@@ -24,7 +24,7 @@
  *   linear in the file size and the budget.
  */
 import { ascii85, asciiHex, flate, lzw, runLength, type Chunks, type Stage } from './pdf-decoders.ts';
-import { emptyUses, scanUses, type StreamUses } from './pdf-references.ts';
+import { emptyUses, scanUses } from './pdf-references.ts';
 import { PdfSyntaxError, isRegular, parseSingleObject, type PdfValue } from './pdf-syntax.ts';
 import { refusals } from './refusals.ts';
 

@@ -88,7 +88,7 @@ export interface EmbeddingsResult {
 export function parseEmbeddings(body: unknown, count: number): EmbeddingsResult {
   if (!isRecord(body) || !Array.isArray(body.data)) throw new Error('the answer has no data array');
   if (body.data.length !== count) throw new Error(`the answer has ${body.data.length} embeddings for ${count} inputs`);
-  const vectors: number[][] = new Array(count);
+  const vectors = new Array<number[]>(count);
   for (const item of body.data as unknown[]) {
     if (!isRecord(item) || !Number.isInteger(item.index) || !Array.isArray(item.embedding)) throw new Error('an embedding has no index or no embedding array');
     const index = item.index as number;

@@ -11,7 +11,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Tokenizer } from '@huggingface/tokenizers';
+import { Tokenizer as UntypedTokenizer } from '@huggingface/tokenizers';
 import ort from 'onnxruntime-node';
 import { MAX_TOKENS, MODEL_GRAPH, MODEL_TOKENIZER, MODEL_TOKENIZER_CONFIG } from './model-files.ts';
 import { EMBEDDING_DIMENSIONS } from './protocol.ts';
@@ -41,11 +41,21 @@ export interface SentenceEmbedder {
   close(): Promise<void>;
 }
 
+/**
+ * The part of the tokenizer used here, typed by hand: the package's .d.ts files import each other
+ * without file extensions, which `nodenext` resolution cannot follow, so its own types arrive as `any`.
+ */
+interface WordPieceTokenizer {
+  token_to_id(token: string): number | undefined;
+  encode(text: string, options: { add_special_tokens: boolean }): { ids: number[] };
+}
+const Tokenizer = UntypedTokenizer as unknown as new (tokenizer: unknown, config: unknown) => WordPieceTokenizer;
+
 /** Loads the model folder (model-files.ts); throws when a file is missing or the graph cannot load. */
 export async function loadSentenceEmbedder(dir: string, options: SentenceEmbedderOptions = {}): Promise<SentenceEmbedder> {
   const [tokenizerJson, tokenizerConfig] = await Promise.all([
-    readFile(join(dir, MODEL_TOKENIZER), 'utf8').then(JSON.parse),
-    readFile(join(dir, MODEL_TOKENIZER_CONFIG), 'utf8').then(JSON.parse),
+    readFile(join(dir, MODEL_TOKENIZER), 'utf8').then((text): unknown => JSON.parse(text)),
+    readFile(join(dir, MODEL_TOKENIZER_CONFIG), 'utf8').then((text): unknown => JSON.parse(text)),
   ]);
   const tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
   const cls = tokenizer.token_to_id('[CLS]');
@@ -103,7 +113,7 @@ export async function loadSentenceEmbedder(dir: string, options: SentenceEmbedde
       const encoded = texts.map(encode);
       // Longest first, so each batch holds texts of similar length and pads little.
       const order = encoded.map((_, index) => index).sort((a, b) => encoded[b]!.length - encoded[a]!.length);
-      const vectors: Float32Array[] = new Array(texts.length);
+      const vectors = new Array<Float32Array>(texts.length);
       for (let start = 0; start < order.length; start += batchSize) {
         const indexes = order.slice(start, start + batchSize);
         const pooled = await run(indexes.map((index) => encoded[index]!));

@@ -58,7 +58,8 @@ export interface AiService {
 
 /** Who asks: the organization and a signal that aborts when the caller goes away. */
 type Call = { organization: string | undefined; signal: AbortSignal };
-type Handler = (request: IncomingMessage, call: Call) => Promise<unknown> | unknown;
+/** Answers with a value or a promise of one (`unknown` covers both). */
+type Handler = (request: IncomingMessage, call: Call) => unknown;
 
 interface Route {
   handlers: Record<string, Handler>;

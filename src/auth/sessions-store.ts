@@ -5,7 +5,7 @@
  * connection, after the deletes here.
  */
 import type { Db } from '../db/db.ts';
-import { userFromJson, type User } from './users-store.ts';
+import { userFromJson, type User, type UserJson } from './users-store.ts';
 
 export interface Session {
   id: string;
@@ -44,7 +44,7 @@ export async function findSession(db: Db, id: string): Promise<Session | null> {
 
 /** The session with this id, the hash of its secret and its user, in one read (every authenticated request). */
 export async function findSessionWithUser(db: Db, id: string): Promise<{ session: Session; secretHash: Uint8Array; user: User } | null> {
-  const [row] = await db<(Session & { secretHash: Uint8Array; user: Record<string, any> })[]>`
+  const [row] = await db<(Session & { secretHash: Uint8Array; user: UserJson })[]>`
     select s.*, to_jsonb(u) as user
     from (select ${db.unsafe(SESSION_COLUMNS)}, secret_hash as "secretHash" from sessions where id = ${id}) s
     join users u on u.id = s."userId"`;

@@ -37,8 +37,23 @@ export const USER_COLUMNS =
   'id, email, email_verified as "emailVerified", name, image, role, banned, ban_reason as "banReason", ' +
   'ban_expires_at as "banExpiresAt", created_at as "createdAt", updated_at as "updatedAt"';
 
+/** A users row as `to_jsonb(u)` gives it: the column names, timestamps as strings. */
+export interface UserJson {
+  id: string;
+  email: string;
+  email_verified: boolean;
+  name: string;
+  image: string | null;
+  role: User['role'];
+  banned: boolean;
+  ban_reason: string | null;
+  ban_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 /** A users row read as JSON (`to_jsonb(u)` in a join): timestamps come back as strings. */
-export function userFromJson(row: Record<string, any>): User {
+export function userFromJson(row: UserJson): User {
   return {
     id: row.id,
     email: row.email,

@@ -25,15 +25,14 @@ export function organizationOf(object: { metadata?: Stripe.Metadata | null }): s
 export function subscriptionState(settings: BillingSettings, subscription: Stripe.Subscription, organizationId: string): SubscriptionState {
   const item = subscription.items?.data?.[0];
   const terms = priceTerms(settings, item?.price?.id);
-  const itemPeriod = item as (Stripe.SubscriptionItem & { current_period_start?: number; current_period_end?: number }) | undefined;
   return {
     organizationId,
     paymentSubscriptionId: subscription.id,
     plan: terms?.plan ?? subscription.metadata?.plan ?? 'unknown',
     status: subscription.status as SubscriptionStatus,
     seats: item?.quantity ?? null,
-    periodStart: seconds(itemPeriod?.current_period_start),
-    periodEnd: seconds(itemPeriod?.current_period_end),
+    periodStart: seconds(item?.current_period_start),
+    periodEnd: seconds(item?.current_period_end),
     trialEnd: seconds(subscription.trial_end),
     cancelAtPeriodEnd: subscription.cancel_at_period_end,
     cancelAt: seconds(subscription.cancel_at),

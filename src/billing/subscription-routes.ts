@@ -65,7 +65,7 @@ export const subscriptionRoutes = {
   },
 
   async 'auth.subscription.billingPortal'(input, ctx) {
-    const settings = billingSettings(ctx.services);
+    billingSettings(ctx.services);
     checkRedirectTarget(ctx.services.config, 'returnUrl', input.returnUrl);
     const customer = await customerOf(ctx.services.db.sql, input.organizationId);
     if (!customer) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has no Stripe customer yet: subscribe first.' });

@@ -239,7 +239,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   try {
     logger.info(await drained, 'requests drained');
     await sweeper?.stop();
-    await stopJobs!(); // running jobs finish (a job cut off is picked up again after its lease)
+    await stopJobs(); // running jobs finish (a job cut off is picked up again after its lease)
     await worker?.close(); // it drains its running jobs the same way
     await ai?.close();
     await db.close();

@@ -24,5 +24,5 @@ const resources: { [R in ResourceName]: Resource<ResourceRows[R]> } = {
 };
 
 export const resourceRegistry: ResourceRegistry = {
-  find: (name) => (Object.hasOwn(resources, name) ? (resources[name as ResourceName] as Resource<unknown>) : undefined),
+  find: (name) => (Object.hasOwn(resources, name) ? resources[name as ResourceName] : undefined),
 };

@@ -52,6 +52,14 @@ export const configSchema = {
       type: 'string', format: 'postgres-url', 'x-default': 'unset (embedded PGlite)',
       description: 'URL of a PostgreSQL 15+ server with the pgvector and pgcrypto extensions available. When set, the embedded database is not started.',
     },
+    DATABASE_DIRECT_URL: {
+      type: 'string', format: 'postgres-url', 'x-default': 'unset (everything uses `DATABASE_URL`)', 'x-read-when': { DATABASE_URL: true },
+      description: 'URL of the PostgreSQL server itself, when `DATABASE_URL` points at a connection pooler: migrations and LISTEN (job streams, stream revocations, the job queue\'s wake-ups) use it, as they need a session of their own. Required with `DATABASE_POOL_MODE=transaction` ([deploying.md](deploying.md)).',
+    },
+    DATABASE_POOL_MODE: {
+      type: 'string', enum: ['session', 'transaction'], default: 'session', 'x-read-when': { DATABASE_URL: true },
+      description: '`transaction` when `DATABASE_URL` is a pooler in transaction mode (PgBouncer `pool_mode = transaction`, most managed poolers): prepared statements are off, no startup parameters are sent, and the statement, lock and idle-in-transaction timeouts are set with `SET LOCAL` at the start of each transaction instead of once per connection. Needs `DATABASE_DIRECT_URL`. `session` for a server or a session-mode pooler ([deploying.md](deploying.md)).',
+    },
     DB_STATEMENT_TIMEOUT_MS: {
       type: 'integer', minimum: 0, maximum: MAX_TIMEOUT_MS, default: 8000,
       description: 'Milliseconds a statement may run before the server cancels it; 0 turns it off. Set on every connection; not enforced by the embedded PGlite. Migrations are exempt. Must be below `DB_DEADLINE_MS` (unless that is 0), so a slow statement is cancelled by the server before the client gives up on it.',
@@ -202,16 +210,16 @@ export const configSchema = {
       description: "The companion's embedder: `local` (the offline sentence-embedding model all-MiniLM-L6-v2, 384 dimensions, installed with the dependencies; searches cost no credit) or `openai` (forwards to `OPENAI_BASE_URL`). Switching re-indexes every document in the background ([ai-service.md](ai-service.md)).",
     },
     EMBEDDING_THREADS: {
-      type: 'integer', minimum: 1, maximum: 64, 'x-default': '1 on a machine of 2 cores or fewer, else 2',
-      description: "onnxruntime's threads per inference of the local model (`EMBEDDING_PROVIDER=local`), at `AI_THREAD_NICE`. On two cores 2 threads embed 1.7 times what 1 does, but at the API's priority they halved its requests per second in the soak, and at a lower one they kept searches' queries waiting: so 1 there ([benchmarks.md](benchmarks.md#embedding-threads-and-batches)).",
+      type: 'integer', minimum: 1, maximum: 64, 'x-default': '2, or 1 on a machine of one core',
+      description: "onnxruntime's threads per inference of the local model (`EMBEDDING_PROVIDER=local`) for documents, at `AI_THREAD_NICE`. On two cores 2 threads embed 1.7 times what 1 does ([benchmarks.md](benchmarks.md#embedding-threads-and-batches)). Search queries have a thread of their own (one onnxruntime thread at the API's priority), whatever this says.",
     },
     EMBEDDING_BATCH_SIZE: {
       type: 'integer', minimum: 1, maximum: 64, default: 8,
       description: 'Texts per inference of the local model, and per turn of its queue across organizations (texts of similar length go together, so little is padding).',
     },
     AI_THREAD_NICE: {
-      type: 'integer', minimum: 0, maximum: 19, default: 0,
-      description: "The scheduling niceness (Linux: per thread) of the AI service's embedding and extraction threads. Above the API's 0 (e.g. 10) the API's requests come first while the model works, but the model's one thread also embeds documents.search's queries, and on a machine the API keeps busy a query then waits for the CPU: the soak saw one past its 10 s deadline (503). So `0` unless searches matter less than the API's other latency ([benchmarks.md](benchmarks.md#embedding-threads-and-batches)).",
+      type: 'integer', minimum: 0, maximum: 19, default: 10,
+      description: "The scheduling niceness (Linux: per thread) of the AI service's threads that embed documents and read uploaded files. Above the API's 0 the API's requests get the CPU first while documents are indexed (at 0, two embedding threads halved the API's requests per second in the soak), and indexing takes what is left: under a load that keeps every core busy it falls behind and catches up when the load eases. Search queries are embedded on their own thread at the API's priority, so they do not wait for it. `0` makes indexing share the CPU equally with the API.",
     },
     OPENAI_BASE_URL: {
       type: 'string', format: 'http-url', default: 'https://api.openai.com/v1',

@@ -8,7 +8,8 @@ import { badRequest, type ValidationIssue } from './errors.ts';
 export interface AjvError {
   instancePath: string;
   keyword: string;
-  params: Record<string, any>;
+  /** Ajv sets missingProperty for `required` and additionalProperty for `additionalProperties`. */
+  params: { missingProperty?: string; additionalProperty?: string; [name: string]: unknown };
   message?: string;
 }
 
@@ -61,8 +62,8 @@ export function toIssues(errors: AjvError[]): ValidationIssue[] {
     // Ajv reports the failing branches of a oneOf as well as the oneOf itself; the branches say more.
     if (error.keyword === 'oneOf' || error.keyword === 'anyOf' || error.keyword === 'if') continue;
     const path = pointerToPath(error.instancePath);
-    if (error.keyword === 'required') path.push(error.params.missingProperty);
-    if (error.keyword === 'additionalProperties') path.push(error.params.additionalProperty);
+    if (error.keyword === 'required') path.push(error.params.missingProperty!);
+    if (error.keyword === 'additionalProperties') path.push(error.params.additionalProperty!);
     const message = error.keyword === 'additionalProperties' ? 'is not a known field' : (error.message ?? 'is invalid');
     const key = `${JSON.stringify(path)} ${message}`;
     if (seen.has(key)) continue;

@@ -5,6 +5,7 @@ import type { DatabaseSettings } from '../config.ts';
 import { watchConnections, type ConnectionWatch } from './connection-watch.ts';
 import { withDeadline } from './deadline.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded.ts';
+import { registerSessionClient } from './session-client.ts';
 import { wrapPool } from './transaction-guard.ts';
 
 export type Sql = postgres.Sql;
@@ -14,6 +15,10 @@ export interface Database {
   kind: 'embedded' | 'external';
   /** The external server's URL, for components that keep connections of their own (the job queue); undefined when embedded. */
   url: string | undefined;
+  /** DATABASE_DIRECT_URL: the server itself when `url` is a pooler, for connections that need a session (pg-boss's LISTEN); undefined: `url`. */
+  directUrl: string | undefined;
+  /** `transaction` when `url` is a transaction-mode pooler: no prepared statements, no session state (openServer). */
+  poolMode: DatabaseSettings['poolMode'];
   /** Ends the client (waiting briefly for running queries), then stops the embedded server. Safe to call more than once. */
   close(): Promise<void>;
   /** Resolves when the database answers a query, within PING_DEADLINE_MS. */
@@ -50,6 +55,10 @@ export interface OpenDatabaseOptions {
   deadlineMs?: number;
   /** Pool queries inside an open transaction reject (transaction-guard.ts). Default true; config.database turns it off in production. The protection of lost transactions is always on. */
   transactionGuard?: boolean;
+  /** `transaction`: databaseUrl is a transaction-mode pooler (see openDatabase). Default `session`. */
+  poolMode?: DatabaseSettings['poolMode'];
+  /** The server itself, for what needs a session (LISTEN, migrations: session-client.ts); without it, databaseUrl. */
+  directUrl?: string | undefined;
 }
 
 /** The same defaults as config.ts, for callers (tests, tools) that pass none. */
@@ -60,7 +69,12 @@ export const defaultDatabaseSettings: DatabaseSettings = {
   transactionGuard: true,
   deadlineMs: 10_000,
   jobDeadlineMs: 60_000,
+  poolMode: 'session',
+  directUrl: undefined,
 };
+
+/** The API's pool of connections on DATABASE_URL, per process (docs/deploying.md counts them all). */
+export const POOL_MAX = 10;
 
 /** ping()'s deadline: the readiness bound (specification, /readyz: the database answers within 2 s). */
 export const PING_DEADLINE_MS = 2000;
@@ -122,24 +136,11 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     transactionGuard: options.transactionGuard ?? defaultDatabaseSettings.transactionGuard,
     deadlineMs: options.deadlineMs ?? defaultDatabaseSettings.deadlineMs,
     jobDeadlineMs: defaultDatabaseSettings.jobDeadlineMs, // a scope's business (withDeadline), not the pool's
+    poolMode: options.poolMode ?? defaultDatabaseSettings.poolMode,
+    directUrl: options.directUrl,
   };
 
-  if (options.databaseUrl) {
-    // Deadlines in full: a statement that passes its deadline is cancelled on the server, and a
-    // server that then answers neither it nor a fresh connection has its connections dropped.
-    const watch = watchConnections(options.databaseUrl, options.logger);
-    const sql = postgres(options.databaseUrl, {
-      ...commonOptions,
-      max: 10,
-      backoff: reconnectDelay,
-      connection: connectionParameters(settings, 'external'),
-      socket: watch.socket,
-    } as postgres.Options<{}>);
-    const { hostname, port, pathname } = new URL(options.databaseUrl);
-    options.logger?.info({ kind: 'external', host: hostname, port, database: pathname.slice(1) }, 'database client created');
-    const guarded = wrapPool(sql, { guard: settings.transactionGuard, deadlineMs: settings.deadlineMs, deadlineActions: { cancel: true, suspect: watch.suspect } });
-    return wrap(guarded, 'external', options.databaseUrl, serverListen(guarded), undefined, watch);
-  }
+  if (options.databaseUrl) return openServer(options.databaseUrl, settings, options.logger);
 
   const started = performance.now();
   const embedded = await startEmbeddedDatabase({
@@ -190,8 +191,87 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     onListen?.();
     return () => void channelListeners.delete(listener);
   };
-  return wrap(guarded, 'embedded', undefined, listen, embedded);
+  return wrap(guarded, 'embedded', { url: undefined, directUrl: undefined, poolMode: 'session' }, listen, embedded);
 }
+
+/**
+ * A server, directly or through a pooler. Deadlines in full: a statement that passes its deadline
+ * is cancelled on the server (PgBouncer passes cancel requests on), and a server (or pooler) that
+ * then answers neither it nor a fresh connection has its connections dropped.
+ *
+ * In transaction mode (DATABASE_POOL_MODE=transaction) a server connection is this client's for one
+ * transaction only, so:
+ * - no prepared statements (`prepare: false`): one prepared in a transaction is not on the server
+ *   connection the next one gets (PgBouncer carries them only from 1.21; Debian ships 1.18);
+ * - no pipelining (transaction-guard.ts, `serial`): without prepared statements postgres.js sends a
+ *   query with parameters in two steps (Parse, Describe, Flush; then Bind, Execute, Sync), and when
+ *   that follows another query on the same connection PgBouncer 1.18 hands the server connection
+ *   back at the first query's end, with the second's first step already on it: its answer never
+ *   comes, and the query waits for its deadline (measured: the soak through the pooler answered 503
+ *   after 10 s within seconds of its start). One query at a time per connection, the pool's ten carry
+ *   the rest (postgres.js's own `max_pipeline: 0` would also stop `begin` from reserving its
+ *   connection);
+ * - no startup parameters: PgBouncer refuses any it does not track (startup-refusal.ts), and a
+ *   session setting would leak to whichever client gets that server connection next. The timeouts
+ *   are set with set_config(..., is_local true) as the first statement of each transaction instead
+ *   (transaction-guard.ts, `transactionSettings`), one more round trip per transaction;
+ * - a statement outside any transaction gets no server timeout from us: wrapping each in a
+ *   transaction would cost three round trips instead of one, and a SET before it would outlive it
+ *   on the server connection. It keeps the client deadline (deadline.ts), which cancels it on the
+ *   server when it passes, and the role's own statement_timeout (`ALTER ROLE ... SET
+ *   statement_timeout`, which every server connection the pooler opens starts with) is the
+ *   server-side floor docs/deploying.md asks for.
+ * What needs a session goes to DATABASE_DIRECT_URL (session-client.ts): LISTEN here, migrations in
+ * migrations.ts. Its client opens a connection only when used: one for LISTEN per process, and one
+ * for migrations at start, closed again after IDLE_SESSION_S.
+ */
+function openServer(url: string, settings: DatabaseSettings, logger: DatabaseLogger | undefined): Database {
+  const pooled = settings.poolMode === 'transaction';
+  const parameters = connectionParameters(settings, 'external');
+  const watch = watchConnections(url, logger);
+  const sql = postgres(url, {
+    ...commonOptions,
+    max: POOL_MAX,
+    backoff: reconnectDelay,
+    prepare: !pooled,
+    connection: pooled ? {} : parameters,
+    socket: watch.socket,
+  } as postgres.Options<{}>);
+  const { hostname, port, pathname } = new URL(url);
+  logger?.info({ kind: 'external', host: hostname, port, database: pathname.slice(1), poolMode: settings.poolMode, direct: settings.directUrl !== undefined }, 'database client created');
+  const guarded = wrapPool(sql, {
+    guard: settings.transactionGuard,
+    deadlineMs: settings.deadlineMs,
+    deadlineActions: { cancel: true, suspect: watch.suspect },
+    ...(pooled ? { transactionSettings: parameters, serial: true } : {}),
+  });
+  const addresses = { url, directUrl: settings.directUrl, poolMode: settings.poolMode };
+  if (!settings.directUrl) return wrap(guarded, 'external', addresses, serverListen(guarded), undefined, [watch]);
+
+  const directWatch = watchConnections(settings.directUrl, logger);
+  const direct = postgres(settings.directUrl, {
+    ...commonOptions,
+    max: 1,
+    idle_timeout: IDLE_SESSION_S,
+    backoff: reconnectDelay,
+    connection: parameters,
+    socket: directWatch.socket,
+  } as postgres.Options<{}>);
+  const session = wrapPool(direct, { guard: settings.transactionGuard, deadlineMs: settings.deadlineMs, deadlineActions: { cancel: true, suspect: directWatch.suspect } });
+  // `sql.listen` too (the job event hub calls it on the pool): a LISTEN through a transaction
+  // pooler would be heard by whichever client next got that server connection, or by nobody.
+  const pool = new Proxy(guarded, {
+    get(target, property, receiver): unknown {
+      if (property === 'listen') return session.listen;
+      return Reflect.get(target, property, receiver);
+    },
+  });
+  registerSessionClient(pool, session);
+  return wrap(pool, 'external', addresses, serverListen(session), undefined, [watch, directWatch], session);
+}
+
+/** Seconds an unused connection on DATABASE_DIRECT_URL stays open: the migrations' one closes soon after the start. */
+const IDLE_SESSION_S = 10;
 
 /** A server's LISTEN: postgres.js keeps one connection for it, and listens again when it comes back. */
 function serverListen(sql: Sql): Database['listen'] {
@@ -201,20 +281,20 @@ function serverListen(sql: Sql): Database['listen'] {
   };
 }
 
-function wrap(sql: Sql, kind: Database['kind'], url: string | undefined, listen: Database['listen'], embedded?: EmbeddedDatabase, watch?: ConnectionWatch): Database {
+function wrap(sql: Sql, kind: Database['kind'], addresses: Pick<Database, 'url' | 'directUrl' | 'poolMode'>, listen: Database['listen'], embedded?: EmbeddedDatabase, watches: ConnectionWatch[] = [], session?: Sql): Database {
   let closing: Promise<void> | undefined;
   return {
     sql,
     kind,
-    url,
+    ...addresses,
     listen,
     close() {
       closing ??= (async () => {
         try {
-          await sql.end({ timeout: 5 });
+          await Promise.all([sql.end({ timeout: 5 }), session?.end({ timeout: 5 })]);
         } finally {
           // Connections to a server that does not answer are only half-closed by `end`.
-          watch?.dropAll();
+          for (const watch of watches) watch.dropAll();
           await embedded?.close();
         }
       })();

@@ -152,7 +152,9 @@ function startThread(setup: ThreadSetup): DatabaseThread {
   // listener the 'error' event would also end the process. The thread's sockets close with it, so
   // the client's queries fail and it cannot reconnect.
   let crash: Error | undefined;
-  worker.on('error', (error) => (crash = error));
+  worker.on('error', (error: Error) => {
+    crash = error;
+  });
   worker.on('exit', (code) => {
     gone = stopping
       ? new Error('the embedded database is closed')

@@ -6,6 +6,8 @@
 import type postgres from 'postgres';
 import { NO_DEADLINE, withDeadline } from './deadline.ts';
 import { readMigrationFiles, type MigrationFile } from './migration-files.ts';
+import { sessionClientOf } from './session-client.ts';
+import { explainStartupRefusal } from './startup-refusal.ts';
 
 export { readMigrationFiles, type MigrationFile } from './migration-files.ts';
 
@@ -52,10 +54,14 @@ const lockKey = 7_215_903_418; // arbitrary, but fixed forever: it is the lock's
 /**
  * Applies the pending migrations in order; returns the ones this call applied, as "NNNN_name".
  * Without a client deadline (deadline.ts), like their server timeouts (takeLock): building an
- * index or waiting for another runner can take minutes.
+ * index or waiting for another runner can take minutes. On the server itself when the pool is
+ * behind a pooler with DATABASE_DIRECT_URL (session-client.ts says why). Every command migrates
+ * first, so a pooler that refuses the connection's startup parameters is explained here.
  */
 export function migrate(sql: Sql, options: MigrateOptions = {}): Promise<string[]> {
-  return withDeadline(NO_DEADLINE, () => applyPending(sql, options));
+  return withDeadline(NO_DEADLINE, () => applyPending(sessionClientOf(sql), options)).catch((error: unknown) => {
+    throw explainStartupRefusal(error) ?? error;
+  });
 }
 
 async function applyPending(sql: Sql, options: MigrateOptions): Promise<string[]> {

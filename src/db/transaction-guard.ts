@@ -26,7 +26,12 @@
  *    DatabaseDeadlineError, its later queries are refused with one, and it is rolled back, never
  *    committed, whatever its callback answers.
  *
- * 4. Commit markers (commit-marker.ts): a top-level, writable transaction begun in a marker's scope
+ * 4. Server settings per transaction, when given (`transactionSettings`: a transaction-mode pooler,
+ *    connection.ts openServer): the transaction's first statement sets them with set_config(...,
+ *    is_local true), so they hold for this transaction and end with it, on whichever server
+ *    connection the pooler lent.
+ *
+ * 5. Commit markers (commit-marker.ts): a top-level, writable transaction begun in a marker's scope
  *    writes the marker last, before its COMMIT, so its outcome can be read back when the COMMIT's
  *    answer is lost.
  */
@@ -85,6 +90,14 @@ function describeQuery(query: { strings?: readonly string[] }): string {
  */
 interface PendingQuery extends DeadlineQuery {
   handler: (query: PendingQuery) => unknown;
+  /** postgres.js reads `onexecute` once the query is written: a connection whose query answers false takes no other until it is done. */
+  options?: { onexecute?: (connection: unknown) => boolean };
+}
+
+/** No other query is pipelined behind this one on its connection (WrapPoolOptions.serial); `begin`'s own onexecute (it reserves the connection) is kept. */
+function alone(query: PendingQuery): void {
+  if (query.options?.onexecute) return;
+  query.options = { ...query.options, onexecute: () => false };
 }
 
 /** Runs `check` when the query is sent: an error refuses it; otherwise it goes (`check` may arm its deadline). */
@@ -171,7 +184,8 @@ function wrapTransaction(tx: TransactionSql, state: TransactionState, actions: D
   // callback that catches the failure and sends another query finds `lost` already set.
   const watch = <T>(query: T): T => {
     if (query instanceof Promise) {
-      Promise.prototype.then.call(query, undefined, (error: unknown) => {
+      // A second listener beside the caller's own: its promise never rejects (the handler does not throw).
+      void Promise.prototype.then.call(query, undefined, (error: unknown) => {
         if (endsConnection(error)) state.lost = true;
       });
     }
@@ -189,12 +203,12 @@ function wrapTransaction(tx: TransactionSql, state: TransactionState, actions: D
   };
   return new Proxy(tx, {
     apply(target, thisArg, args: unknown[]) {
-      const made = Reflect.apply(target, thisArg, args);
+      const made: unknown = Reflect.apply(target, thisArg, args);
       return isTemplate(args) ? watch(made) : made;
     },
     get(target, property, receiver) {
       if (Object.hasOwn(replaced, property)) return replaced[property];
-      return Reflect.get(target, property, receiver);
+      return Reflect.get(target, property, receiver) as unknown;
     },
   });
 }
@@ -206,6 +220,26 @@ export interface WrapPoolOptions {
   deadlineMs?: number;
   /** What happens to a query whose deadline passed (deadline.ts). */
   deadlineActions?: DeadlineActions;
+  /** Server parameters (name: value) set for each transaction as its first statement (protection 4). */
+  transactionSettings?: Record<string, string>;
+  /** One query at a time per connection of the pool: none pipelined behind another (connection.ts says why a pooler needs it). */
+  serial?: boolean;
+}
+
+/**
+ * `fn` preceded by one statement setting `settings` for the transaction only. A callback may answer
+ * an array of queries (postgres.js then awaits them all); it is awaited the same way here.
+ */
+function withSettings(fn: AnyFunction, settings: Record<string, string> | undefined): AnyFunction {
+  const entries = Object.entries(settings ?? {});
+  if (entries.length === 0) return fn;
+  const text = `select ${entries.map((_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(', ')}`;
+  const values = entries.flat();
+  return async (tx: unknown) => {
+    await (tx as TransactionSql).unsafe(text, values);
+    const answer = fn(tx);
+    return Array.isArray(answer) ? Promise.all(answer) : answer;
+  };
 }
 
 /**
@@ -217,7 +251,7 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
   const deadline = () => scopedDeadline() ?? options.deadlineMs ?? 0;
   const begin = (...args: unknown[]): Promise<unknown> => {
     if (options.guard && insideTransaction()) return Promise.reject(violation('sql.begin()'));
-    const fn = args.at(-1) as AnyFunction;
+    const fn = withSettings(args.at(-1) as AnyFunction, options.transactionSettings);
     const deadlineMs = deadline();
     const state: TransactionState = {
       open: true,
@@ -272,6 +306,7 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
   const check = (query: PendingQuery) => {
     if (options.guard && insideTransaction()) return violation(`A query (${describeQuery(query)})`);
     armQuery(query, deadline(), () => `A query (${describeQuery(query)})`, actions);
+    if (options.serial) alone(query);
     return null;
   };
   if (options.guard) {
@@ -289,12 +324,12 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
   return new Proxy(sql, {
     // sql`...` makes a query; sql('name') and sql(rows) make helpers, which send nothing.
     apply(target, thisArg, args: unknown[]) {
-      const made = Reflect.apply(target, thisArg, args);
+      const made: unknown = Reflect.apply(target, thisArg, args);
       return isTemplate(args) ? beforeSend(made, check) : made;
     },
     get(target, property, receiver) {
       if (Object.hasOwn(replaced, property)) return replaced[property];
-      return Reflect.get(target, property, receiver);
+      return Reflect.get(target, property, receiver) as unknown;
     },
   });
 }

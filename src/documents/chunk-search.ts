@@ -58,13 +58,13 @@ interface Ranked {
 }
 
 export async function searchChunks(sql: Sql, query: SearchQuery, ranking: SearchRanking): Promise<SearchHit[]> {
-  return sql.begin(async (tx) => {
+  return sql.begin<SearchHit[]>(async (tx) => {
     let ranked: Ranked[];
     if (ranking === 'vector') ranked = await vectorRanking(tx, query);
     else if (ranking === 'fulltext') ranked = await textRanking(tx, query);
     else ranked = fuse([await vectorRanking(tx, query), await textRanking(tx, query)]);
     return describe(tx, query, ranked.slice(0, query.limit));
-  }) as Promise<SearchHit[]>;
+  });
 }
 
 /**

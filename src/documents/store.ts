@@ -87,7 +87,7 @@ export async function insertDocument(
   row: Pick<Document, 'id' | 'organizationId' | 'workspaceId' | 'uploadedBy' | 'name' | 'contentType' | 'size'> & { now: Date; limitBytes: number | null },
 ): Promise<Document | Refusal> {
   try {
-    return await (sql.begin(async (tx) => {
+    return await sql.begin<Document | Refusal>(async (tx) => {
       if (row.limitBytes !== null) {
         await lockOrganization(tx, row.organizationId);
         if ((await organizationUsage(tx, row.organizationId)) + row.size > row.limitBytes) return 'limit';
@@ -97,7 +97,7 @@ export async function insertDocument(
         values (${row.id}, ${row.organizationId}, ${row.workspaceId}, ${row.uploadedBy}, ${row.name}, ${row.contentType}, ${row.size}, 'pending', ${row.now}, ${row.now})
         returning ${tx.unsafe(COLUMNS)}`;
       return publicDocument(toDocument(created!));
-    }) as Promise<Document | Refusal>);
+    });
   } catch (error) {
     if (isForeignKeyViolation(error)) return 'gone';
     throw error;
@@ -123,7 +123,7 @@ export async function completeDocument(sql: Sql, document: Document, size: numbe
       update documents set size = ${size}, status = 'ready', updated_at = ${now}
       where id = ${document.id} returning ${tx.unsafe(COLUMNS)}`;
     return publicDocument(toDocument(row!));
-  }) as Promise<Document | Refusal>;
+  });
 }
 
 /**

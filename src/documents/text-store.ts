@@ -79,7 +79,7 @@ export async function saveDocumentText(
         set text = excluded.text, characters = excluded.characters, pages = excluded.pages, chunks = excluded.chunks,
             page_starts = excluded.page_starts, headings = excluded.headings, language = excluded.language, extracted_at = excluded.extracted_at`;
     return { text: extracted.text, characters, pages: extracted.pages };
-  }) as Promise<DocumentText | 'limit' | null>;
+  });
 }
 
 /** pgvector's text form of a vector. */
@@ -158,11 +158,11 @@ export async function replaceChunks(
 
 /** A re-index of the same text: only the index's time and count change; false when the document is gone. */
 export async function touchIndexed(sql: Sql, documentId: string, count: number, now: Date): Promise<boolean> {
-  return (await sql.begin(async (tx) => {
+  return sql.begin<boolean>(async (tx) => {
     if (!(await lockDocument(tx, documentId))) return false;
     await setIndexed(tx, documentId, count, now);
     return true;
-  })) as boolean;
+  });
 }
 
 /**

@@ -19,7 +19,7 @@ export function createMailer(config: Pick<Config, 'emailProvider' | 'smtpUrl' | 
         },
       };
     case 'smtp': {
-      const transport = nodemailer.createTransport(config.smtpUrl!);
+      const transport = nodemailer.createTransport(config.smtpUrl);
       return {
         async send(message: MailMessage) {
           await transport.sendMail({ from: config.emailFrom, to: message.to, subject: message.subject, text: message.text, ...(message.replyTo ? { replyTo: message.replyTo } : {}) });

@@ -40,7 +40,9 @@ export interface Call<Answer, Extra extends object = {}> {
   request: CallRequest;
   services: Services;
   /** The handler; undefined while the procedure is not built (501, after the access checks). */
-  // Typed loosely on purpose: each transport's table types its own handlers.
+  // Typed loosely on purpose: each transport's table types its own handlers (their inputs and rows
+  // differ per procedure, and no one parameter type accepts them all).
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as said above
   run: ((input: any, ctx: any) => Promise<Answer> | Answer) | undefined;
   /** Context a transport adds for its kind of handler (identity routes: user agent, cookies). */
   extra?: Extra;
@@ -65,14 +67,14 @@ export async function invoke<Answer, Extra extends object = {}>(call: Call<Answe
   const { tenant, row } = await enforceAccess(procedure.access, input, request.principal, services);
   if (!call.run) throw new ApiError('NOT_IMPLEMENTED');
   const run = call.run;
-  const ctx = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services, tenant, row, ...call.extra } as Context<any> & Extra;
+  const ctx = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services, tenant, row, ...call.extra } as Context<unknown> & Extra;
   const work = async (): Promise<Answer> => {
     try {
       return await run(call.revive ? call.revive(input) : input, ctx);
     } catch (error) {
       // A handler may throw only the codes its operation declares (generated/: `errors`); outside
       // production another one is our bug, answered 500 so a test that reaches it fails.
-      if (services.config.validateResponses && error instanceof ApiError && !procedure.errors.includes(error.code)) {
+      if (services.config.validateResponses && error instanceof ApiError && !procedure.errors.includes((error as ApiError).code)) {
         throw new Error(`${procedure.name} threw ${error.code}, which its contract does not declare (${procedure.errors.join(', ')})`, { cause: error });
       }
       throw error;
@@ -111,6 +113,6 @@ export async function invoke<Answer, Extra extends object = {}>(call: Call<Answe
  */
 export function checkAnswer(what: string, validate: ValidateFunction | undefined, body: unknown): void {
   if (!validate) return;
-  const wire = JSON.parse(JSON.stringify(body ?? null));
+  const wire: unknown = JSON.parse(JSON.stringify(body ?? null));
   if (!validate(wire)) throw new Error(`${what} answered outside its contract: ${JSON.stringify(toIssues(validate.errors ?? []))}`);
 }

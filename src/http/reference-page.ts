@@ -15,7 +15,7 @@ import express, { type Router } from 'express';
 const require = createRequire(import.meta.url);
 // The package's own helper for where its files are; its main module would also load the whole
 // Swagger UI bundle into the server (about 0.3 s of every start) for nothing.
-const assets: string = require('swagger-ui-dist/absolute-path.js')();
+const assets = (require('swagger-ui-dist/absolute-path.js') as () => string)();
 
 export const REFERENCE_PAGE_CSP = [
   "default-src 'none'",

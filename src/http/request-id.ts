@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import type { Logger } from '../logger.ts';
 
-const WELL_FORMED = /^[A-Za-z0-9._:=+\/-]{1,128}$/;
+const WELL_FORMED = /^[A-Za-z0-9._:=+/-]{1,128}$/;
 
 /**
  * The id of a request that sent `given` as its X-Request-Id (undefined: none): the same value when

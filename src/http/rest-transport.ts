@@ -71,7 +71,7 @@ export function restInput(procedure: ProcedureDefinition, req: Request): { input
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) {
       throw badRequest([{ path: [], message: 'the request body must be a JSON object' }]);
     }
-    for (const [name, value] of Object.entries(req.body)) {
+    for (const [name, value] of Object.entries(req.body as Record<string, unknown>)) {
       if (procedure.fields.some((f) => f.name === name && f.in !== 'body')) refused.push({ path: [name], message: 'is not a known field' });
       else setOwn(input, name, value);
     }
@@ -95,7 +95,7 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
 }
 
 function hasContent(req: Request): boolean {
-  return req.body !== undefined && !(typeof req.body === 'object' && req.body !== null && Object.keys(req.body).length === 0);
+  return req.body !== undefined && !(typeof req.body === 'object' && req.body !== null && Object.keys(req.body as object).length === 0);
 }
 
 /** Query and path values arrive as strings; the contract says which are numbers or booleans. */

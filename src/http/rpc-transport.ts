@@ -35,7 +35,7 @@ export function rpcRouter(handlers: Handlers, streams: StreamHandlers, services:
       }
       // Validate the JSON form (dates are ISO strings there), then revive Dates where meta says,
       // and only at the paths the contract declares date-time.
-      const meta = req.body?.meta;
+      const meta = (req.body as { meta?: unknown } | undefined)?.meta;
       const refused = metaIssues(procedure, meta);
       const revive = (validated: Record<string, unknown>) => decode({ json: validated, meta }) as Record<string, unknown>;
       const output = await invoke<unknown>({ procedure, input, refused, request, services, revive, run: handlers[procedure.name as ProcedureName] });
@@ -54,7 +54,7 @@ function rpcInput(body: unknown): Record<string, unknown> {
   if (body === null || typeof body !== 'object' || Array.isArray(body) || !('json' in body)) {
     throw badRequest([{ path: [], message: 'the RPC body must be an object { json, meta? }' }]);
   }
-  const { json } = body as { json: unknown };
+  const { json } = body;
   if (json === undefined || json === null) return {};
   if (typeof json !== 'object' || Array.isArray(json)) {
     throw badRequest([{ path: [], message: 'json must be an object holding the procedure input' }]);

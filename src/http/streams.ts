@@ -27,7 +27,7 @@ export async function sendStream(
   await invoke<void>({
     ...call,
     body: () => NO_BODY,
-    run: handler && (async (input, ctx) => {
+    run: handler && (async (input: Record<string, unknown>, ctx: Context<unknown>) => {
       const authorized = () => stillAuthorized(call.procedure, input, ctx);
       const sink = openStream(call.procedure.successStatus, req, res, validate ? checkEvent(call.procedure) : undefined, authorized);
       try {
@@ -83,7 +83,7 @@ async function stillAuthorized(procedure: ProcedureDefinition, input: Record<str
     await enforceAccess(procedure.access, input, principal, services);
     return true;
   } catch (error) {
-    if (error instanceof ApiError && ['UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND'].includes(error.code)) return false;
+    if (error instanceof ApiError && ['UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND'].includes((error as ApiError).code)) return false;
     throw error;
   }
 }

@@ -13,6 +13,7 @@
  * LISTEN (external database); the job lifecycle's announcement on its service's bus (event-bus.ts)
  * wakes the ones in this process at once. Readers also poll, which alone guarantees progress.
  */
+import type postgres from 'postgres';
 import type { Db } from '../db/db.ts';
 import type { Sql } from '../db/connection.ts';
 import { toJob, type Job, type JobRow } from './store.ts';
@@ -37,7 +38,7 @@ export async function appendJobEvent(tx: Db, row: JobRow): Promise<void> {
   await tx`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`;
   await tx`
     insert into job_events (organization_id, workspace_id, job_id, data)
-    values (${row.organizationId}, ${row.workspaceId}, ${row.id}, ${tx.json(JSON.parse(JSON.stringify(job)))})`;
+    values (${row.organizationId}, ${row.workspaceId}, ${row.id}, ${tx.json(JSON.parse(JSON.stringify(job)) as postgres.JSONValue)})`;
   await tx`select pg_notify(${JOB_EVENTS_CHANNEL}, ${row.organizationId})`;
 }
 

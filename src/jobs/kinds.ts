@@ -132,6 +132,6 @@ function format(value: number): string {
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
   const parts: Buffer[] = [];
-  for await (const part of stream) parts.push(Buffer.isBuffer(part) ? part : Buffer.from(part as string));
+  for await (const part of stream) parts.push(Buffer.isBuffer(part) ? part : Buffer.from(part));
   return Buffer.concat(parts);
 }

@@ -42,6 +42,7 @@ import type { Database } from '../db/connection.ts';
 import type { Db } from '../db/db.ts';
 import type { Logger } from '../logger.ts';
 import { bossDb } from './pg-boss-adapter.ts';
+import { SessionListenDb } from './pg-boss-session-listen.ts';
 
 export const JOBS_QUEUE = 'jobs';
 export const HOUSEKEEPING_QUEUE = 'housekeeping';
@@ -119,7 +120,9 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
     // hung or partitioned server gives up and its client is discarded, so the workers stop
     // claiming jobs while the database does not answer and claim again once it does, instead of
     // waiting on a dead socket for the kernel's TCP timeout (db/deadline.ts has ours).
-    ...(external && db.url ? { connectionString: db.url, max: 4, query_timeout: 30_000 } : { db: bossDb(db.sql) }),
+    // Behind a pooler with DATABASE_DIRECT_URL, the pool stays on the pooled address and only its
+    // LISTEN goes to the server (pg-boss-session-listen.ts says why that is all it needs).
+    ...(external && db.url ? bossConnection(db.url, db.directUrl) : { db: bossDb(db.sql) }),
     schema: QUEUE_SCHEMA,
     supervise: worker,
     schedule: worker,
@@ -176,12 +179,29 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
       await boss.work(HOUSEKEEPING_QUEUE, { pollingIntervalSeconds: 30 }, async () => run());
     },
     async stop(timeoutMs = 10_000) {
+      // The workers first, each waiting for its running jobs (within timeoutMs): pg-boss's own
+      // graceful stop polls for them every 500 ms, which made every stop take half a second.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      });
+      await Promise.race([Promise.all([JOBS_QUEUE, HOUSEKEEPING_QUEUE].map((name) => boss.offWork(name, { wait: true }))), late]);
+      clearTimeout(timer);
       await boss.stop({ graceful: true, timeout: timeoutMs, close: false });
     },
   };
 }
 
 export type { BossJob };
+
+/** pg-boss's own pool on a server: BOSS_POOL_MAX connections on `url`, its LISTEN (workers only) on `directUrl` when given. */
+function bossConnection(url: string, directUrl: string | undefined) {
+  const pool = { connectionString: url, max: BOSS_POOL_MAX, query_timeout: 30_000 };
+  return directUrl ? { db: new SessionListenDb(pool, directUrl) } : pool;
+}
+
+/** pg-boss's pool per process on a server (docs/deploying.md counts every connection). */
+export const BOSS_POOL_MAX = 4;
 
 /** The place of a job whose organization's last queued job is at `lastStart`, when the queue is at `now` (Fairness). */
 export function virtualStart(now: number, lastStart: number | null): number {

@@ -46,7 +46,7 @@ export const jobStreamProcedures: StreamHandlers = {
 };
 
 interface StreamCall {
-  ctx: Context<any>;
+  ctx: Context<unknown>;
   sink: EventSink;
   principal: Principal;
   organizationId: string;

@@ -27,7 +27,7 @@ export function decodeCursor(secret: string, cursor: string, scope: string): Cur
   const valid = extra === undefined && payload && signature && given.length === expected.length && timingSafeEqual(given, expected);
   if (valid) {
     try {
-      const [at, id] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+      const [at, id] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown[];
       if (typeof at === 'string' && typeof id === 'string') return { at, id };
     } catch {
       // fall through to the 400

@@ -52,13 +52,14 @@ export function decode(body: unknown): unknown {
 
 function reviveAt(root: unknown, path: WirePath): unknown {
   if (path.length === 0) return toDate(root);
-  let parent: any = root;
+  let parent: unknown = root;
   for (const key of path.slice(0, -1)) {
-    parent = parent?.[key];
+    parent = typeof parent === 'object' && parent !== null ? (parent as Record<string | number, unknown>)[key] : undefined;
   }
   const last = path[path.length - 1]!;
   if (parent === null || typeof parent !== 'object' || !(last in parent)) throw new WireError('meta names a missing value');
-  parent[last] = toDate(parent[last]);
+  const holder = parent as Record<string | number, unknown>;
+  holder[last] = toDate(holder[last]);
   return root;
 }
 

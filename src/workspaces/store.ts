@@ -38,7 +38,7 @@ export async function findWorkspaceBySlug(sql: Sql, organizationId: string, slug
  * the limit stopped it; a taken slug raises the unique violation.
  */
 export async function insertWorkspace(sql: Sql, row: Omit<Workspace, 'createdAt'> & { now: Date; limit: number | null }): Promise<Workspace | null> {
-  return sql.begin(async (tx) => {
+  return sql.begin<Workspace | null>(async (tx) => {
     if (row.limit !== null) {
       // Serializes creates per organization so the count below stays true until commit.
       await lockOrganization(tx, row.organizationId);
@@ -50,7 +50,7 @@ export async function insertWorkspace(sql: Sql, row: Omit<Workspace, 'createdAt'
       values (${row.id}, ${row.organizationId}, ${row.teamId}, ${row.name}, ${row.slug}, ${row.now}, ${row.now})
       returning ${tx.unsafe(COLUMNS)}`;
     return created!;
-  }) as Promise<Workspace | null>;
+  });
 }
 
 export async function updateWorkspace(sql: Sql, id: string, changes: { name?: string; slug?: string; teamId?: string | null }, now: Date): Promise<Workspace> {
@@ -79,11 +79,11 @@ export async function documentKeys(sql: Sql, workspaceId: string): Promise<strin
  * read in the same transaction, so a document created or completed meanwhile is not missed.
  */
 export async function deleteWorkspace(sql: Sql, id: string): Promise<string[]> {
-  return sql.begin(async (tx) => {
+  return sql.begin<string[]>(async (tx) => {
     const rows = await tx<{ organizationId: string; id: string }[]>`select organization_id as "organizationId", id from documents where workspace_id = ${id} for update`;
     await tx`delete from workspaces where id = ${id}`;
     return rows.map((row) => storageKey(row.organizationId, row.id));
-  }) as Promise<string[]>;
+  });
 }
 
 /** The slug is unique per organization: this constraint is the one a taken slug trips. */

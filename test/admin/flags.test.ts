@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../clients/typescript/src/index.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 let server: TestServer;
@@ -20,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const client = (user: TestUser) => createClient({ baseUrl: server.origin, token: user.token, fetch: (url, init) => server.fetch(String(url), init) });
+const client = (user: TestUser) => createClient({ baseUrl: server.origin, token: user.token, fetch: clientFetch(server) });
 const json = (user: TestUser, method: string, path: string, body?: unknown) =>
   server.fetch(`/api/v1${path}`, { method, headers: { ...user.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
 

@@ -9,7 +9,7 @@ import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { newId } from '../../src/ids.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { startStripeStandIn, type StripeStandIn } from '../support/stripe-stand-in.ts';
-import { addMembership, createUser, type TestUser } from '../support/users.ts';
+import { addMembership, createUser } from '../support/users.ts';
 import { clientOf, tenant, uploadDocument } from '../jobs/support.ts';
 import { BILLING_ENV } from '../billing/support.ts';
 

@@ -11,13 +11,13 @@ import { LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { newId } from '../../src/ids.ts';
 import { version } from '../../src/version.ts';
 import { closedPort } from '../support/ports.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 const shipped = readdirSync(new URL('../../sql/', import.meta.url)).filter((name) => /^\d{4}_.*\.sql$/.test(name)).sort();
 
 const status = async (server: TestServer, user: TestUser) =>
-  createClient({ baseUrl: server.origin, token: user.token, fetch: (url, init) => server.fetch(String(url), init) }).admin.system.status({});
+  createClient({ baseUrl: server.origin, token: user.token, fetch: clientFetch(server) }).admin.system.status({});
 
 describe('with the AI service up and billing configured', () => {
   let server: TestServer;

@@ -61,7 +61,7 @@ describe('AI_HOST', () => {
     [{ HOST: '0.0.0.0', AI_HOST: '0.0.0.0', AI_PORT: '4100' }, '0.0.0.0', 'http://127.0.0.1:4100'],
     [{ AI_HOST: '::1' }, '::1', 'http://[::1]:3001'],
   ])('%o: listens on %s, reached at %s', (env, host, url) => {
-    const { ai } = loadConfig(env as Record<string, string>);
+    const { ai } = loadConfig(env);
     expect(ai.host).toBe(host);
     expect(ai.url).toBe(url);
   });

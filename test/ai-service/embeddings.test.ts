@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AiServiceError, createAiClient, EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
@@ -93,13 +93,17 @@ describe('POST /v1/embeddings with the local provider (all-MiniLM-L6-v2)', async
 /** A stand-in for an OpenAI-compatible provider: records requests, answers with `reply`. */
 async function fakeProvider(reply: (body: any) => { status: number; body: unknown }) {
   const requests: Array<{ path: string; authorization: string | undefined; body: any }> = [];
-  const server = createServer(async (request: IncomingMessage, response) => {
+  const answer = async (request: IncomingMessage, response: ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     requests.push({ path: request.url ?? '', authorization: request.headers.authorization, body });
-    const answer = reply(body);
-    response.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body));
+    const { status, body: answerBody } = reply(body);
+    response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(answerBody));
+  };
+  // A request the fake cannot read (not JSON, cut off) gets a 500 the test sees, not an unhandled rejection.
+  const server = createServer((request, response) => {
+    answer(request, response).catch((error: unknown) => response.writeHead(500).end(String(error)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   afterAll(() => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }));

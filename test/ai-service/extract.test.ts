@@ -124,7 +124,7 @@ describe('POST /v1/extract', async () => {
       headers: { 'content-type': 'text/plain' },
       body: new ReadableStream({ pull: (controller) => (chunks.length ? controller.enqueue(chunks.shift()!) : controller.close()) }),
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(streamed.status).toBe(413);
     expect((await json(streamed)).error.message).toContain('1000 bytes');
   });

@@ -25,14 +25,20 @@ describe.runIf(process.platform === 'linux')('the embedding threads\' priority',
   const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, { ...defaults.embedding, nice: defaults.threadNice }, logger);
   afterAll(() => embedder.close());
 
-  it('runs the model\'s threads at AI_THREAD_NICE (here 10), and leaves the event loop at 0', async () => {
+  it('runs the documents\' model threads at AI_THREAD_NICE (here 10), the queries\' thread and the event loop at 0', async () => {
     expect(defaults.threadNice).toBe(10);
-    await embedder.embed(['a text long enough to run the model on every thread of its pool '.repeat(8)]);
+    // More than QUERY_TEXTS texts: the documents' thread. One text: the queries' thread.
+    await embedder.embed(Array.from({ length: 8 }, () => 'a text long enough to run the model on every thread of its pool '.repeat(8)));
+    await embedder.embed(['a search query']);
     const all = threads();
     const model = all.filter((thread) => thread.name === 'embedder');
     // The worker thread itself, and onnxruntime's pool (one thread fewer than EMBEDDING_THREADS: the caller works too).
     expect(model.length).toBeGreaterThanOrEqual(defaults.embedding.threads);
     expect(model.map((thread) => thread.nice)).toEqual(model.map(() => 10));
+    // comm is cut at 15 characters: `embedder-querie`.
+    const queries = all.filter((thread) => thread.name.startsWith('embedder-quer'));
+    expect(queries.length).toBeGreaterThanOrEqual(1);
+    expect(queries.map((thread) => thread.nice)).toEqual(queries.map(() => 0));
     expect(all[0]).toMatchObject({ nice: 0 });
   });
 });

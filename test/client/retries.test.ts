@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClientError, createClient, idempotentProcedures, type ClientOptions } from '../../clients/typescript/src/index.ts';
 import { procedures } from '../../generated/procedures.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { startTestServer, urlOf, type TestServer } from '../support/server.ts';
 import { procedureHandlers } from '../../src/composition/handlers.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
@@ -35,10 +35,10 @@ function flaky(plan: (attempt: number) => 'before' | 'after' | 'pass') {
   const attempts: Attempt[] = [];
   const fetch: typeof globalThis.fetch = async (url, init) => {
     const headers = new Headers(init?.headers);
-    attempts.push({ procedure: new URL(String(url)).pathname.replace(/^\/rpc\//, '').replaceAll('/', '.'), key: headers.get('idempotency-key') });
+    attempts.push({ procedure: new URL(urlOf(url)).pathname.replace(/^\/rpc\//, '').replaceAll('/', '.'), key: headers.get('idempotency-key') });
     const failure = plan(attempts.length - 1);
     if (failure === 'before') throw new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED') });
-    const response = await server.fetch(String(url), init);
+    const response = await server.fetch(urlOf(url), init);
     if (failure === 'after') {
       await response.arrayBuffer();
       throw new TypeError('fetch failed', { cause: new Error('socket hang up') });
@@ -108,7 +108,7 @@ describe('retries after a network failure', () => {
         handlers: {
           'workspaces.create': async (input, ctx) => {
             await new Promise((resolve) => setTimeout(resolve, 300));
-            return procedureHandlers['workspaces.create']!(input, ctx);
+            return procedureHandlers['workspaces.create'](input, ctx);
           },
         },
       },
@@ -117,7 +117,7 @@ describe('retries after a network failure', () => {
       const statuses: number[] = [];
       let first = true;
       const fetch: typeof globalThis.fetch = async (url, init) => {
-        const sent = globalThis.fetch(String(url).replace(server.origin, slow.origin), init);
+        const sent = globalThis.fetch(urlOf(url).replace(server.origin, slow.origin), init);
         if (first) {
           // The request goes out, the connection is cut at once: the service goes on working.
           first = false;
@@ -187,7 +187,7 @@ describe('auth', () => {
     const seen: Headers[] = [];
     const fetch: typeof globalThis.fetch = (url, init) => {
       seen.push(new Headers(init?.headers));
-      return server.fetch(String(url), init);
+      return server.fetch(urlOf(url), init);
     };
     const cookie = createClient({ baseUrl: server.origin, sessionCookie: user.token, fetch, headers: { origin: server.origin } });
     expect(await cookie.user.me()).toMatchObject({ id: user.id });

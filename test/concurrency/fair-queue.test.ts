@@ -2,7 +2,7 @@
  * Fair service and the cap on queued jobs, on a real PostgreSQL (`scripts/test-pg.sh`; skipped on
  * the embedded database, whose suite is test/jobs/fairness.test.ts):
  *
- * - two worker processes (`main.ts worker`, one job at a time each) serve organization A's backlog
+ * - worker processes (`main.ts worker`, one job at a time each; two, or TEST_WORKERS) serve organization A's backlog
  *   of long jobs; B and C then queue one job each, and start right after the next job of A's,
  *   not after A's backlog. Jobs last until the test answers their AI request
  *   (test/jobs/fairness-support.ts), so the assertions are on the order jobs started in.
@@ -16,14 +16,14 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { spawnService, type ServiceProcess } from '../support/processes.ts';
 import { creditsSpent, tenant, type Tenant } from '../jobs/support.ts';
 import { allSucceeded, fetchOrder, heldEmbeddings, queuedCount, serveUntil, type HeldEmbeddings } from '../jobs/fairness-support.ts';
-import { BURST_ENV, burst, clientFor, expectOnly, succeeded } from './support.ts';
+import { BURST_ENV, burst, clientFor, expectOnly, succeeded, workerProcesses } from './support.ts';
 
 const BACKLOG = 20;
-const WORKERS = 2;
+const WORKERS = workerProcesses(2);
 
 const embed = (t: Tenant, label: string) => t.client.jobs.create({ organizationId: t.org, kind: 'text.embed', input: { texts: [label] } });
 
-describe.skipIf(!externalDatabaseUrl)('fair service with two worker processes', () => {
+describe.skipIf(!externalDatabaseUrl)('fair service with several worker processes', () => {
   let server: TestServer;
   let ai: HeldEmbeddings;
   const workers: ServiceProcess[] = [];
@@ -61,15 +61,16 @@ describe.skipIf(!externalDatabaseUrl)('fair service with two worker processes', 
     await serveUntil(ai, () => allSucceeded(server.db, [bJob.id, cJob.id]));
 
     // First come, first served would start them after all BACKLOG of A's. Fair: the fetch order
-    // is A2 B0 C0 A3 A4 ... (B and C tie with A's next job, which was queued first). Two workers
-    // fetch two at a time, and of two jobs fetched at once either request may arrive first, so
-    // each may arrive one place later than fetched.
+    // (with two workers) is A2 B0 C0 A3 A4 ... (B and C tie with A's next job, which was queued
+    // first). WORKERS workers fetch up to WORKERS at a time, and of jobs fetched at once any
+    // request may arrive first, so each may arrive up to WORKERS - 1 places later than fetched.
     const started = ai.arrivals;
-    expect(started.slice(0, WORKERS).sort()).toEqual(['A0', 'A1']);
-    expect(started.indexOf('B0'), started.join(' ')).toBeLessThanOrEqual(WORKERS + 2);
-    expect(started.indexOf('C0'), started.join(' ')).toBeLessThanOrEqual(WORKERS + 3);
-    // A's job two places after them was fetched after both of theirs had run (or not yet).
-    const later = started.indexOf(`A${WORKERS + 3}`);
+    expect(started.slice(0, WORKERS).sort()).toEqual(Array.from({ length: WORKERS }, (_, i) => `A${i}`).sort());
+    expect(started.indexOf('B0'), started.join(' ')).toBeLessThanOrEqual(WORKERS + 1 + (WORKERS - 1));
+    expect(started.indexOf('C0'), started.join(' ')).toBeLessThanOrEqual(WORKERS + 2 + (WORKERS - 1));
+    // A's job WORKERS + 1 places after C0 in the fetch order (A5 with two workers) was fetched
+    // once C0's had run, since each worker runs one job at a time (or was not fetched yet).
+    const later = started.indexOf(`A${2 * WORKERS + 1}`);
     expect(later === -1 || later > started.indexOf('C0')).toBe(true);
     // Both succeeded while most of A's backlog still waits.
     expect(await queuedCount(server.db, a.org)).toBeGreaterThanOrEqual(BACKLOG / 2);

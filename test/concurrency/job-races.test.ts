@@ -1,6 +1,6 @@
 /**
- * Job changes racing each other and the worker, the way production runs: two API instances (each
- * with its own pool on `make test-pg`'s real server) and a worker in one of them, with billing
+ * Job changes racing each other and the worker, the way production runs: API instances (two, or
+ * TEST_API_INSTANCES; each with its own pool on `make test-pg`'s real server) and a worker in one of them, with billing
  * configured (the organization row is locked by every charge) and without. jobs.create, retry and
  * cancel answer 200 or their declared 4xx, never a 500 (a deadlock once answered 500 to most of a
  * burst of creates); a failed job is retried once however many retries race; and afterwards the
@@ -9,28 +9,33 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/connection.ts';
-import { createTestDatabase, externalDatabaseUrl, openSecondClient } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseUrl } from '../support/database.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 import { waitForJob } from '../jobs/support.ts';
-import { BURST_ENV, burst, clientFor, expectOnly, settablePlans, succeeded } from './support.ts';
+import { apiInstances, BURST_ENV, burst, clientFor, expectOnly, instanceClients, settablePlans, succeeded } from './support.ts';
 
 const { plans, limits } = settablePlans();
-let db: Database, secondDb: Database;
-let a: TestServer, b: TestServer;
+let db: Database;
+let clients: Database[] = [];
+const servers: TestServer[] = [];
+/** The first instance, the one with the worker. */
+let a: TestServer;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  secondDb = await openSecondClient(db);
-  // A runs the worker (with the real companion AI service); B only answers requests.
+  clients = await instanceClients(db, apiInstances(2));
+  // A runs the worker (with the real companion AI service); the others only answer requests.
   a = await startTestServer({ db, env: { ...BURST_ENV, WORKER_CONCURRENCY: '4' }, overrides: { plans, queue: { pollingSeconds: 0.5 } } });
-  b = await startTestServer({ db: secondDb, aiService: false, env: { ...BURST_ENV, WORKER: 'off', AI_URL: 'http://127.0.0.1:9' }, overrides: { plans } });
-  if (externalDatabaseUrl) expect(a.db.sql).not.toBe(b.db.sql);
+  servers.push(a);
+  for (const client of clients.slice(1)) {
+    servers.push(await startTestServer({ db: client, aiService: false, env: { ...BURST_ENV, WORKER: 'off', AI_URL: 'http://127.0.0.1:9' }, overrides: { plans } }));
+  }
+  if (externalDatabaseUrl) expect(new Set(servers.map((server) => server.db.sql)).size).toBe(servers.length);
 }, 60_000);
 afterAll(async () => {
-  await a?.close();
-  await b?.close();
-  await secondDb?.close();
+  for (const server of servers) await server.close();
+  for (const client of clients.slice(1)) await client.close();
   await db?.close();
 });
 
@@ -50,8 +55,8 @@ async function organization(billing: boolean): Promise<Org> {
   return { id, owner, workspaceId: workspace.id };
 }
 
-/** The instance a call goes to: even calls to A, odd ones to B. */
-const api = (org: Org, i: number) => clientFor(i % 2 === 0 ? a : b, org.owner);
+/** The instance a call goes to: round-robin over all, call 0 to A. */
+const api = (org: Org, i: number) => clientFor(servers[i % servers.length]!, org.owner);
 
 /** A document whose extraction fails at once, for good (not a PDF), so its job ends `failed`. */
 async function failedJob(org: Org): Promise<string> {
@@ -106,7 +111,7 @@ async function expectLedgerBalances(org: Org): Promise<void> {
 describe.each([
   { billing: true, label: 'billing configured' },
   { billing: false, label: 'billing not configured' },
-])('job changes racing across two instances and a worker ($label)', ({ billing }) => {
+])('job changes racing across instances and a worker ($label)', ({ billing }) => {
   it('30 concurrent creates while the worker runs them: all 200', async () => {
     const org = await organization(billing);
     const outcomes = await burst(range(30).map((i) => () => api(org, i).jobs.create({ organizationId: org.id, kind: 'text.embed', input: { texts: [`race ${i}`] } })));
@@ -140,7 +145,7 @@ describe.each([
     expect(created).toHaveLength(20);
     const calls = [
       ...range(20).map((i) => () => api(org, i).jobs.create({ organizationId: org.id, kind: 'text.embed', input: { texts: [`second ${i}`] } })),
-      // Each queued job cancelled twice, once on each instance: one of the two (at most) refunds.
+      // Each queued job cancelled twice, on two different instances: one of the two (at most) refunds.
       ...created.flatMap((job, i) => [() => api(org, i).jobs.cancel({ id: job.id }), () => api(org, i + 1).jobs.cancel({ id: job.id })]),
       ...failed.flatMap((id) => range(3).map((i) => () => api(org, i).jobs.retry({ id }))),
     ];

@@ -1,8 +1,9 @@
 /**
  * Scale-out on one real PostgreSQL (`make test-pg`; skipped on the embedded database, which one
- * process owns): two `api` processes without a worker and one `worker` process. A stream on either
- * API sees every event of jobs created through either, in the same order, and a client that moves
- * from one API to the other with Last-Event-Id misses nothing and repeats nothing.
+ * process owns): `api` processes without a worker (two, or TEST_API_INSTANCES) and one `worker`
+ * process (or TEST_WORKERS). A stream on any API sees every event of jobs created through any of
+ * them, in the same order, and a client that moves from one API to another with Last-Event-Id
+ * misses nothing and repeats nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
@@ -12,6 +13,7 @@ import { startAiService } from '../../src/ai-service/server.ts';
 import { createTestDatabase, databaseUrlOf, externalDatabaseUrl } from '../support/database.ts';
 import { spawnService, type ServiceProcess } from '../support/processes.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
+import { apiInstances, workerProcesses } from './support.ts';
 
 interface StreamEvent {
   event: string;
@@ -54,7 +56,7 @@ async function until(check: () => boolean, what: string, timeoutMs = 30_000): Pr
   }
 }
 
-describe.skipIf(!externalDatabaseUrl)('two API processes and one worker on one database', () => {
+describe.skipIf(!externalDatabaseUrl)('API processes and worker processes on one database', () => {
   let db: Database;
   let ai: Awaited<ReturnType<typeof startAiService>>;
   const processes: ServiceProcess[] = [];
@@ -66,11 +68,11 @@ describe.skipIf(!externalDatabaseUrl)('two API processes and one worker on one d
     db = await createTestDatabase();
     ai = await startAiService({ settings: loadConfig({}).ai, host: '127.0.0.1', port: 0, logger: createLogger('silent') });
     const env = { DATABASE_URL: databaseUrlOf(db)!, AI_URL: ai.url, SECRET: 'processes-secret-processes-secret!!', RATE_LIMIT_PER_MINUTE: '100000' };
-    const apis = [spawnService('api', { ...env, WORKER: 'off' }), spawnService('api', { ...env, WORKER: 'off' })];
-    const worker = spawnService('worker', env);
-    processes.push(...apis, worker);
-    for (const api of apis) origins.push(`http://127.0.0.1:${(await api.logged('listening')).port}`);
-    await worker.logged('job worker started');
+    const apis = Array.from({ length: apiInstances(2) }, () => spawnService('api', { ...env, WORKER: 'off' }));
+    const workers = Array.from({ length: workerProcesses(1) }, () => spawnService('worker', env));
+    processes.push(...apis, ...workers);
+    for (const api of apis) origins.push(`http://127.0.0.1:${Number((await api.logged('listening')).port)}`);
+    for (const worker of workers) await worker.logged('job worker started');
     user = await createUser(db);
     org = await addMembership(db, user, 'owner');
   }, 60_000);
@@ -92,18 +94,20 @@ describe.skipIf(!externalDatabaseUrl)('two API processes and one worker on one d
   const streamUrl = (origin: string) => `${origin}/api/v1/organizations/${org}/jobs/stream`;
   const succeeded = (events: StreamEvent[], ids: string[]) => ids.every((id) => events.some((e) => e.event === 'job' && e.data.id === id && e.data.status === 'succeeded'));
 
-  it('each stream sees every job event in the same increasing order; resuming on the other API repeats and loses nothing', async () => {
-    const a = openStream(streamUrl(origins[0]!), user.headers);
-    const b = openStream(streamUrl(origins[1]!), user.headers);
-    await until(() => a.events.some((e) => e.event === 'ready') && b.events.some((e) => e.event === 'ready'), 'both streams ready');
+  it('each stream sees every job event in the same increasing order; resuming on another API repeats and loses nothing', async () => {
+    // One stream on each API: A is the first, B the second.
+    const streams = origins.map((origin) => openStream(streamUrl(origin), user.headers));
+    const [a, b] = [streams[0]!, streams[1]!];
+    await until(() => streams.every((stream) => stream.events.some((e) => e.event === 'ready')), 'every stream ready');
 
     const ids: string[] = [];
-    for (let i = 0; i < 6; i++) ids.push(await create(origins[i % 2]!, `text ${i}`));
-    await until(() => succeeded(a.events, ids) && succeeded(b.events, ids), 'every job succeeded on both streams');
+    for (let i = 0; i < 3 * origins.length; i++) ids.push(await create(origins[i % origins.length]!, `text ${i}`));
+    await until(() => streams.every((stream) => succeeded(stream.events, ids)), 'every job succeeded on every stream');
 
     const jobEvents = (events: StreamEvent[]) => events.filter((e) => e.event === 'job');
     const seenA = jobEvents(a.events);
-    expect(seenA.map((e) => e.id)).toEqual(jobEvents(b.events).map((e) => e.id));
+    for (const stream of streams.slice(1)) expect(seenA.map((e) => e.id)).toEqual(jobEvents(stream.events).map((e) => e.id));
+    for (const stream of streams.slice(2)) await stream.close();
     const numbers = seenA.map((e) => Number(e.id));
     expect(numbers).toEqual([...numbers].sort((x, y) => x - y));
     expect(new Set(numbers).size).toBe(numbers.length);
@@ -112,7 +116,8 @@ describe.skipIf(!externalDatabaseUrl)('two API processes and one worker on one d
     // Leave API A after its third job event, and resume on API B from there.
     await a.close();
     const resumeFrom = seenA[2]!.id!;
-    const more = [await create(origins[0]!, 'after'), await create(origins[1]!, 'after 2')];
+    const more: string[] = [];
+    for (const [i, origin] of origins.entries()) more.push(await create(origin, `after ${i}`));
     const resumed = openStream(streamUrl(origins[1]!), { ...user.headers, 'last-event-id': resumeFrom });
     await until(() => succeeded(resumed.events, more), 'the later jobs on the resumed stream');
     await resumed.close();

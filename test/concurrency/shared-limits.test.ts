@@ -1,8 +1,8 @@
 /**
- * Limits hold across API instances: two instances on one database server together allow exactly
- * what one allows (the limiters count in `rate_limits`, src/auth/shared-rate-limit.ts; the stream
- * cap holds leases in `stream_leases`, src/jobs/stream-leases.ts). Each burst is started all at
- * once and split between the instances. Real PostgreSQL only (`make test-pg`): on the embedded
+ * Limits hold across API instances: instances (two, or TEST_API_INSTANCES) on one database server
+ * together allow exactly what one allows (the limiters count in `rate_limits`,
+ * src/auth/shared-rate-limit.ts; the stream cap holds leases in `stream_leases`,
+ * src/jobs/stream-leases.ts). Each burst is started all at once and spread round-robin over the instances. Real PostgreSQL only (`make test-pg`): on the embedded
  * database one process serves everything and keeps the limits in memory (test/http/rate-limit.test.ts,
  * test/jobs/stream-access.test.ts).
  */
@@ -12,10 +12,11 @@ import { EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL } from '../../src/ai-servic
 import type { Database } from '../../src/db/connection.ts';
 import { SEARCH_LIMIT_MESSAGE } from '../../src/documents/search.ts';
 import { MAX_STREAMS_PER_USER } from '../../src/jobs/stream-leases.ts';
-import { createTestDatabase, externalDatabaseUrl, openSecondClient } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseUrl } from '../support/database.ts';
 import type { TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 import { addWorkspace, closeAll, openJobStream, readyOnceFree, startStreamServer, type EventReader } from '../jobs/stream-support.ts';
+import { apiInstances, instanceClients } from './support.ts';
 
 /** Embeds every query as the same vector with the local model (no credit, no AI service). */
 const ai: AiClient = {
@@ -26,39 +27,45 @@ const ai: AiClient = {
 
 const PER_IP_LIMIT = 20;
 
-let db: Database, secondDb: Database;
-/** The per-IP limit is PER_IP_LIMIT on these two. */
-let limitedA: TestServer, limitedB: TestServer;
-/** The per-IP limit is out of the way on these two. */
+let db: Database;
+let clients: Database[] = [];
+/** The per-IP limit is PER_IP_LIMIT on these, one per instance. */
+const limited: TestServer[] = [];
+/** The per-IP limit is out of the way on these, one per instance; `a` is the first, `b` the last. */
+const servers: TestServer[] = [];
 let a: TestServer, b: TestServer;
 const readers: EventReader[] = [];
+/** The instance call `i` of a burst goes to: round-robin. */
+const nth = (list: TestServer[], i: number) => list[i % list.length]!;
 
-describe.skipIf(!externalDatabaseUrl)('limits across two API instances on one database server', () => {
+describe.skipIf(!externalDatabaseUrl)('limits across API instances on one database server', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
-    secondDb = await openSecondClient(db);
-    const limited = { env: { RATE_LIMIT_PER_MINUTE: String(PER_IP_LIMIT), TRUST_PROXY: 'true' }, aiService: false, overrides: { ai } };
-    limitedA = await startStreamServer({ db, ...limited });
-    limitedB = await startStreamServer({ db: secondDb, ...limited });
-    a = await startStreamServer({ db, aiService: false, overrides: { ai } });
-    b = await startStreamServer({ db: secondDb, aiService: false, overrides: { ai } });
-    expect(a.db.sql).not.toBe(b.db.sql);
+    clients = await instanceClients(db, apiInstances(2));
+    const limits = { env: { RATE_LIMIT_PER_MINUTE: String(PER_IP_LIMIT), TRUST_PROXY: 'true' }, aiService: false, overrides: { ai } };
+    for (const client of clients) {
+      limited.push(await startStreamServer({ db: client, ...limits }));
+      servers.push(await startStreamServer({ db: client, aiService: false, overrides: { ai } }));
+    }
+    [a, b] = [servers[0]!, servers.at(-1)!];
+    expect(new Set(servers.map((server) => server.db.sql)).size).toBe(servers.length);
   });
-  afterAll(() => closeAll(readers, limitedA, limitedB, a, b, secondDb, db));
+  afterAll(() => closeAll(readers, ...limited, ...servers, ...clients.slice(1), db));
 
-  it(`the per-IP limit of ${PER_IP_LIMIT} lets exactly ${PER_IP_LIMIT} requests through across both`, async () => {
+  it(`the per-IP limit of ${PER_IP_LIMIT} lets exactly ${PER_IP_LIMIT} requests through across all`, async () => {
     const from = { headers: { 'x-forwarded-for': '203.0.113.20' } };
-    const calls = Array.from({ length: 2 * PER_IP_LIMIT }, (_, i) => (i % 2 ? limitedA : limitedB).fetch('/api/v1/health', from));
+    const calls = Array.from({ length: 2 * PER_IP_LIMIT }, (_, i) => nth(limited, i).fetch('/api/v1/health', from));
     const statuses = (await Promise.all(calls)).map((response) => response.status);
     expect(statuses.filter((status) => status === 200)).toHaveLength(PER_IP_LIMIT);
     expect(statuses.filter((status) => status === 429)).toHaveLength(PER_IP_LIMIT);
-    // Both instances refuse the address now; another address has its own budget.
-    expect((await limitedA.fetch('/rpc/system/health', { method: 'POST', ...from })).status).toBe(429);
-    expect((await limitedB.fetch('/api/v1/health', from)).status).toBe(429);
-    expect((await limitedB.fetch('/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.21' } })).status).toBe(200);
+    // Every instance refuses the address now (over RPC and REST); another address has its own budget.
+    for (const [i, server] of limited.entries()) {
+      expect((await (i % 2 ? server.fetch('/api/v1/health', from) : server.fetch('/rpc/system/health', { method: 'POST', ...from }))).status).toBe(429);
+    }
+    expect((await limited.at(-1)!.fetch('/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.21' } })).status).toBe(200);
   });
 
-  it('one user\'s 31st search in a minute across both answers 429', async () => {
+  it('one user\'s 31st search in a minute across all answers 429', async () => {
     const user = await createUser(db);
     const org = await addMembership(db, user, 'member');
     const workspaceId = await addWorkspace(db, org);
@@ -67,9 +74,9 @@ describe.skipIf(!externalDatabaseUrl)('limits across two API instances on one da
       headers: { ...who.headers, 'content-type': 'application/json' },
       body: JSON.stringify({ query: 'quarterly revenue' }),
     });
-    const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => search(i % 2 ? a : b)));
+    const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => search(nth(servers, i))));
     expect(burst.map((response) => response.status)).toEqual(new Array(30).fill(200));
-    for (const server of [a, b]) {
+    for (const server of servers) {
       const refused = await search(server);
       expect(refused.status).toBe(429);
       expect(await refused.json()).toMatchObject({ code: 'TOO_MANY_REQUESTS', message: SEARCH_LIMIT_MESSAGE });
@@ -81,10 +88,10 @@ describe.skipIf(!externalDatabaseUrl)('limits across two API instances on one da
     expect((await search(a, colleague)).status).toBe(200);
   });
 
-  it(`admits exactly ${MAX_STREAMS_PER_USER} concurrent streams of one user across both, the sixth answering 429 in an error event`, async () => {
+  it(`admits exactly ${MAX_STREAMS_PER_USER} concurrent streams of one user across all, the sixth answering 429 in an error event`, async () => {
     const user = await createUser(db);
     const org = await addMembership(db, user, 'member');
-    const opened = await Promise.all(Array.from({ length: 12 }, (_, i) => open(i % 2 ? a : b, user, org)));
+    const opened = await Promise.all(Array.from({ length: 12 }, (_, i) => open(nth(servers, i), user, org)));
     const firsts = await Promise.all(opened.map(async (reader) => {
       expect(reader.response.status).toBe(200);
       expect(await reader.next()).toEqual({ kind: 'retry', value: 3000 });
@@ -100,9 +107,10 @@ describe.skipIf(!externalDatabaseUrl)('limits across two API instances on one da
     }
     expect(await firstEvent(await open(a, user, org))).toBe('error');
 
-    // A stream closed on one instance frees its slot for the other.
+    // A stream closed on one instance frees its slot for another.
     admitted[0]!.close();
-    await expect(readyOnceFree(() => open(admitted[0]!.url === a.origin ? b : a, user, org))).resolves.toBeDefined();
+    const another = servers.find((server) => server.origin !== admitted[0]!.url)!;
+    await expect(readyOnceFree(() => open(another, user, org))).resolves.toBeDefined();
   });
 
   it('counts the leases of an instance that died until they lapse', async () => {
@@ -115,7 +123,7 @@ describe.skipIf(!externalDatabaseUrl)('limits across two API instances on one da
     expect(await firstEvent(await open(a, user, org))).toBe('error');
     // Nobody refreshes them: they lapse, and count no more.
     await db.sql`update stream_leases set expires_at = now() - interval '1 second' where instance_id = 'api_dead' and user_id = ${user.id}`;
-    const again = await Promise.all(Array.from({ length: MAX_STREAMS_PER_USER }, (_, i) => open(i % 2 ? a : b, user, org)));
+    const again = await Promise.all(Array.from({ length: MAX_STREAMS_PER_USER }, (_, i) => open(nth(servers, i), user, org)));
     expect(await Promise.all(again.map(firstEvent))).toEqual(new Array(MAX_STREAMS_PER_USER).fill('ready'));
     expect(await firstEvent(await open(b, user, org))).toBe('error');
   });

@@ -5,7 +5,9 @@
 import { expect } from 'vitest';
 import { ApiClientError, createClient } from '../../clients/typescript/src/index.ts';
 import type { LimitKind, PlanLookup } from '../../src/credits/plans.ts';
-import type { TestServer } from '../support/server.ts';
+import type { Database } from '../../src/db/connection.ts';
+import { openSecondClient } from '../support/database.ts';
+import { clientFetch, type TestServer } from '../support/server.ts';
 import type { TestUser } from '../support/users.ts';
 
 /** Enough for bursts of a hundred calls from one address. */
@@ -27,7 +29,7 @@ export function settablePlans(): { plans: PlanLookup; limits: Map<string, Partia
 }
 
 export function clientFor(server: TestServer, user: TestUser | { token: string }) {
-  return createClient({ baseUrl: server.origin, token: user.token, fetch: (url, init) => server.fetch(String(url), init) });
+  return createClient({ baseUrl: server.origin, token: user.token, fetch: clientFetch(server) });
 }
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; code: string; status: number };
@@ -51,4 +53,33 @@ export const succeeded = <T>(outcomes: Outcome<T>[]): T[] => outcomes.flatMap((o
 /** Every outcome is a success or one of `codes`. */
 export function expectOnly<T>(outcomes: Outcome<T>[], codes: string[]): void {
   for (const outcome of outcomes) if (!outcome.ok) expect(codes, JSON.stringify(outcome)).toContain(outcome.code);
+}
+
+/**
+ * How many API instances (and worker processes) a multi-instance suite starts: `today` unless
+ * TEST_API_INSTANCES (TEST_WORKERS) says otherwise; `make test-pooler` runs with three and two
+ * (scripts/test-pooler.sh). Never fewer than `today`, so a suite's assertions keep their meaning.
+ */
+export function apiInstances(today: number): number {
+  return countFrom(process.env.TEST_API_INSTANCES, today);
+}
+
+export function workerProcesses(today: number): number {
+  return countFrom(process.env.TEST_WORKERS, today);
+}
+
+function countFrom(value: string | undefined, today: number): number {
+  const n = Number(value);
+  return Number.isInteger(n) && n > today ? n : today;
+}
+
+/**
+ * The database clients of `n` API instances on one test database: `db` itself, then one more
+ * client (on a real server, a pool of its own, as another process has) for each other instance.
+ * Close the extra ones before `db`.
+ */
+export async function instanceClients(db: Database, n: number): Promise<Database[]> {
+  const clients = [db];
+  while (clients.length < n) clients.push(await openSecondClient(db));
+  return clients;
 }

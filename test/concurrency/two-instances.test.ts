@@ -1,33 +1,37 @@
 /**
- * Two API instances (two composed servers) on one database behave as one: what one writes the
- * other sees, sessions work on both, and a quota holds across both under a burst split between
- * them. With TEST_DATABASE_URL (`make test-pg`) each instance has its own pool on the real server,
- * as two processes would; that is the case this file is for. On the embedded database the server
- * takes a single client, so both instances share it: the checks then show only that no state
- * that matters lives in one instance's memory.
+ * API instances (composed servers: two, or TEST_API_INSTANCES) on one database behave as one:
+ * what one writes the others see, sessions work on all, and a quota holds across all under a
+ * burst spread round-robin over them. With TEST_DATABASE_URL (`make test-pg`) each instance has
+ * its own pool on the real server, as separate processes would; that is the case this file is
+ * for. On the embedded database the server takes a single client, so the instances share it: the
+ * checks then show only that no state that matters lives in one instance's memory.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/connection.ts';
-import { createTestDatabase, externalDatabaseUrl, openSecondClient } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseUrl } from '../support/database.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { BURST_ENV, burst, clientFor, expectOnly, settablePlans, succeeded } from './support.ts';
+import { apiInstances, BURST_ENV, burst, clientFor, expectOnly, instanceClients, settablePlans, succeeded } from './support.ts';
 
 const { plans, limits } = settablePlans();
 const env = { ...BURST_ENV, EMAIL_PROVIDER: 'none' };
-let db: Database, secondDb: Database;
+let db: Database;
+let clients: Database[] = [];
+const servers: TestServer[] = [];
+/** The first instance and the last: the roles the checks give a writer and a reader. */
 let a: TestServer, b: TestServer;
+/** Every instance but `a`. */
+const others = () => servers.slice(1);
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  secondDb = await openSecondClient(db);
-  a = await startTestServer({ db, env, overrides: { plans } });
-  b = await startTestServer({ db: secondDb, env, overrides: { plans } });
-  if (externalDatabaseUrl) expect(a.db.sql).not.toBe(b.db.sql);
+  clients = await instanceClients(db, apiInstances(2));
+  for (const client of clients) servers.push(await startTestServer({ db: client, env, overrides: { plans } }));
+  [a, b] = [servers[0]!, servers.at(-1)!];
+  if (externalDatabaseUrl) expect(new Set(servers.map((server) => server.db.sql)).size).toBe(servers.length);
 });
 afterAll(async () => {
-  await a?.close();
-  await b?.close();
-  await secondDb?.close();
+  for (const server of servers) await server.close();
+  for (const client of clients.slice(1)) await client.close();
   await db?.close();
 });
 
@@ -46,23 +50,27 @@ async function signUp(server: TestServer, email: string): Promise<{ token: strin
 
 const me = (server: TestServer, token: string) => server.fetch('/api/v1/me', { headers: { authorization: `Bearer ${token}` } });
 
-describe('two API instances on one database', () => {
-  it('accept a session made on either, and end it on both', async () => {
+describe('API instances on one database', () => {
+  it('accept a session made on any, and end it on all', async () => {
     const email = `two-${Date.now()}@example.com`;
     const { token, userId } = await signUp(a, email);
-    const onB = await me(b, token);
-    expect(onB.status).toBe(200);
-    expect(await onB.json()).toMatchObject({ id: userId, email });
+    for (const server of others()) {
+      const onOther = await me(server, token);
+      expect(onOther.status).toBe(200);
+      expect(await onOther.json()).toMatchObject({ id: userId, email });
+    }
 
     const signIn = await b.fetch('/api/auth/sign-in/email', json({ email, password: 'correct horse battery staple' }));
     expect(signIn.status).toBe(200);
     const second = (await signIn.json()).token as string;
-    expect((await me(a, second)).status).toBe(200);
+    for (const server of servers) expect((await me(server, second)).status).toBe(200);
 
-    // Signed out on A: B refuses the token at once (no session lives in an instance's memory).
+    // Signed out on A: every other instance refuses the token at once (no session lives in an instance's memory).
     expect((await a.fetch('/api/auth/sign-out', json(undefined, token))).status).toBe(200);
-    expect((await me(b, token)).status).toBe(401);
-    expect((await me(b, second)).status).toBe(200);
+    for (const server of others()) {
+      expect((await me(server, token)).status).toBe(401);
+      expect((await me(server, second)).status).toBe(200);
+    }
   });
 
   it('show each other\'s writes: an organization made on B, a workspace made on A', async () => {
@@ -71,25 +79,27 @@ describe('two API instances on one database', () => {
     expect(created.status).toBe(200);
     const org = (await created.json()).id as string;
     const workspace = await clientFor(a, user).workspaces.create({ organizationId: org, name: 'Made on A', slug: 'made-on-a' });
-    expect(await clientFor(b, user).workspaces.get({ organizationId: org, slug: 'made-on-a' })).toMatchObject({ id: workspace.id, name: 'Made on A' });
-    expect((await clientFor(b, user).workspaces.list({ organizationId: org })).map((item) => item.id)).toEqual([workspace.id]);
+    for (const server of others()) {
+      expect(await clientFor(server, user).workspaces.get({ organizationId: org, slug: 'made-on-a' })).toMatchObject({ id: workspace.id, name: 'Made on A' });
+      expect((await clientFor(server, user).workspaces.list({ organizationId: org })).map((item) => item.id)).toEqual([workspace.id]);
+    }
     await clientFor(b, user).workspaces.update({ id: workspace.id, name: 'Renamed on B' });
-    expect(await clientFor(a, user).workspaces.get({ organizationId: org, slug: 'made-on-a' })).toMatchObject({ name: 'Renamed on B' });
+    for (const server of servers.slice(0, -1)) expect(await clientFor(server, user).workspaces.get({ organizationId: org, slug: 'made-on-a' })).toMatchObject({ name: 'Renamed on B' });
   });
 
-  it('hold the workspace limit exactly when a burst of creations is split across both', async () => {
+  it('hold the workspace limit exactly when a burst of creations is spread across all', async () => {
     const user = await signUp(b, `burst-${Date.now()}@example.com`);
     const created = await a.fetch('/api/auth/organization/create', json({ name: 'Limited', slug: `limited-${Date.now()}` }, user.token));
     const org = (await created.json()).id as string;
     limits.set(org, { workspaces: 7 });
     await clientFor(b, user).workspaces.create({ organizationId: org, name: 'First', slug: 'first' });
 
-    const calls = Array.from({ length: 40 }, (_, i) => () => clientFor(i % 2 ? a : b, user).workspaces.create({ organizationId: org, name: `Burst ${i}`, slug: `burst-${i}` }));
+    const calls = Array.from({ length: 40 }, (_, i) => () => clientFor(servers[i % servers.length]!, user).workspaces.create({ organizationId: org, name: `Burst ${i}`, slug: `burst-${i}` }));
     const outcomes = await burst(calls);
     expectOnly(outcomes, ['LIMIT_REACHED']);
     expect(succeeded(outcomes)).toHaveLength(6);
-    const [onA, onB] = await Promise.all([clientFor(a, user).workspaces.list({ organizationId: org }), clientFor(b, user).workspaces.list({ organizationId: org })]);
+    const [onA, ...onOthers] = await Promise.all(servers.map((server) => clientFor(server, user).workspaces.list({ organizationId: org })));
     expect(onA).toHaveLength(7);
-    expect(onB.map((item) => item.id).sort()).toEqual(onA.map((item) => item.id).sort());
+    for (const onOther of onOthers) expect(onOther.map((item) => item.id).sort()).toEqual(onA!.map((item) => item.id).sort());
   });
 });

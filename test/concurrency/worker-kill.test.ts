@@ -1,6 +1,7 @@
 /**
- * A worker process killed (SIGKILL) in the middle of a job: after its lease another worker picks
- * the job up again and finishes it, exactly once, with the credits charged once. Needs a real
+ * A worker process killed (SIGKILL) in the middle of a job: after its lease one of the other
+ * workers (one, or TEST_WORKERS - 1, racing for it) picks the job up again and finishes it,
+ * exactly once, with the credits charged once. Needs a real
  * PostgreSQL that separate processes can share (`make test-pg`); skipped on the embedded database.
  *
  * The AI service is a stand-in HTTP server that speaks the OpenAI embeddings protocol and holds
@@ -14,6 +15,7 @@ import { databaseUrlOf, externalDatabaseUrl } from '../support/database.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { spawnService, type ServiceProcess } from '../support/processes.ts';
 import { clientOf, tenant, waitForJob } from '../jobs/support.ts';
+import { workerProcesses } from './support.ts';
 
 describe.skipIf(!externalDatabaseUrl)('a worker killed mid-job', () => {
   let server: TestServer;
@@ -62,17 +64,18 @@ describe.skipIf(!externalDatabaseUrl)('a worker killed mid-job', () => {
   };
 
   it('is finished once by another worker after the lease, charged once', async () => {
+    // The first worker, then the others once it holds the job (so it is the one to get it).
     const t = await tenant(server);
     const first = worker();
     await first.logged('job worker started');
     const job = await clientOf(server, t.owner).jobs.create({ organizationId: t.org, kind: 'text.embed', input: { texts: ['hello'] } });
     await firstRequest;
     expect((await t.client.jobs.get({ id: job.id })).status).toBe('running');
+    const others = Array.from({ length: workerProcesses(2) - 1 }, () => worker());
+    for (const other of others) await other.logged('job worker started');
     first.child.kill('SIGKILL');
     await first.exited;
 
-    const second = worker();
-    await second.logged('job worker started');
     const done = await waitForJob(t, job.id, ['succeeded', 'failed'], 90_000);
     expect(done).toMatchObject({ status: 'succeeded', attempt: 2, credits: 1 });
     expect(requests).toHaveLength(2);

@@ -31,11 +31,10 @@ const operations = [...Object.values(procedures), ...Object.values(authRoutes)] 
 const publicNames = ['contact.send', 'system.authConfig', 'system.health'];
 
 type RowAccess = { permission: Permission; tenant: 'row'; resource: string; idField?: string };
-type AdminRowAccess = { role: 'platform-admin'; resource: string; idField?: string };
 /** An organization permission on a row. */
 const rowAccess = (p: ProcedureDefinition) => (typeof p.access === 'object' && 'tenant' in p.access && p.access.tenant === 'row' ? (p.access as RowAccess) : null);
 /** A platform admin acting on a row. */
-const adminRowAccess = (p: ProcedureDefinition) => (typeof p.access === 'object' && 'role' in p.access ? (p.access as AdminRowAccess) : null);
+const adminRowAccess = (p: ProcedureDefinition) => (typeof p.access === 'object' && 'role' in p.access ? p.access : null);
 /** The row a by-id operation names, either way. */
 const namedRow = (p: ProcedureDefinition) => rowAccess(p) ?? adminRowAccess(p);
 const adminOnlyAccess = (p: ProcedureDefinition) => p.access === 'platform-admin' || adminRowAccess(p) !== null;

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import newman, { type NewmanRunOptions, type NewmanRunSummary } from 'newman';
+import newman, { type NewmanRunSummary } from 'newman';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { startPrism, type PrismProcess } from '../support/prism.ts';
@@ -56,7 +56,10 @@ let collection: Collection;
 function flatten(generated: Collection, order: string[]): Collection {
   const requests: Item[] = [];
   const walk = (items: Item[]) => {
-    for (const item of items) item.item ? walk(item.item) : requests.push(item);
+    for (const item of items) {
+      if (item.item) walk(item.item);
+      else requests.push(item);
+    }
   };
   walk(generated.item);
   const key = (item: Item) => `[${item.request!.method}]::/${(item.request!.url.path ?? []).map((segment) => segment.replace(/^:(.*)$/, '{$1}')).join('/')}`;
@@ -74,7 +77,7 @@ function run(baseUrl: string, origin: string): Promise<NewmanRunSummary> {
   return new Promise((resolve, reject) => {
     newman.run(
       {
-        collection: collection as unknown as NewmanRunOptions['collection'],
+        collection,
         envVar: [
           { key: 'baseUrl', value: baseUrl },
           { key: 'origin', value: origin },

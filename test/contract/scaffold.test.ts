@@ -5,15 +5,11 @@
  * on the sources and the bundles, tsc), the contract tests and its own test pass. The copy's
  * vitest and tsc are children, the slowest part (about a minute on two cores).
  */
-import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { cp, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { changedPaths, root, throwawayCopy, type Run, type ThrowawayCopy } from '../support/throwaway-copy.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const ARGS = ['OP=workspaces.archive', 'METHOD=POST', 'PATH=/workspaces/{id}/archive', 'ACCESS={ permission: workspace:update, tenant: row, resource: workspace }'];
 /** The files docs/adding-an-operation.md says the scaffold writes by hand, besides codegen's. */
 const WRITTEN = [
@@ -27,43 +23,16 @@ const WRITTEN = [
 // Codegen's: generated/, the client package, the operations table and the README's list of procedures.
 const GENERATED = /^(generated\/|clients\/typescript\/|docs\/operations\.md$|README\.md$)/;
 
-let copy: string;
+let copy: ThrowawayCopy;
 let before: Map<string, string>;
 
-interface Run { code: number; out: string }
-/** A child in the copy, with node's own folder first on PATH (redocly's and vitest's children run `node`). */
-function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const full: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', ...env, PATH: `${dirname(process.execPath)}:${join(copy, 'node_modules/.bin')}:${process.env.PATH ?? ''}` };
-    for (const key of Object.keys(full)) if (full[key] === undefined) delete full[key];
-    execFile(process.execPath, args, { cwd: copy, env: full, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, out: `${stdout}${stderr}` });
-    });
-  });
-}
-const scaffold = (args = ARGS) => run(['scripts/scaffold.ts', ...args]);
-// VITEST* variables of this run would make the child think it is a worker of ours.
-const vitest = (files: string[]) => run(['node_modules/vitest/vitest.mjs', 'run', ...files], Object.fromEntries(Object.keys(process.env).filter((key) => key.startsWith('VITEST')).map((key) => [key, undefined])));
-
-/** Every file of the copy (node_modules aside) with a hash of its content. */
-async function snapshot(): Promise<Map<string, string>> {
-  const files = new Map<string, string>();
-  for (const entry of await readdir(copy, { recursive: true, withFileTypes: true })) {
-    const path = relative(copy, join(entry.parentPath, entry.name));
-    if (!entry.isFile() || path.startsWith('node_modules')) continue;
-    files.set(path, createHash('sha256').update(await readFile(join(copy, path))).digest('hex'));
-  }
-  return files;
-}
+const scaffold = (args = ARGS) => copy.run(['scripts/scaffold.ts', ...args]);
 
 beforeAll(async () => {
-  copy = await mkdtemp(join(tmpdir(), 'scaffold-'));
-  const skip = new Set(['node_modules', '.git', '.data', '.tmp'].map((name) => join(root, name)));
-  await cp(root, copy, { recursive: true, filter: (source) => !skip.has(source.replace(/\/$/, '')) });
-  await symlink(join(root, 'node_modules'), join(copy, 'node_modules'));
-  before = await snapshot();
+  copy = await throwawayCopy('scaffold-');
+  before = await copy.snapshot();
 }, 60_000);
-afterAll(() => (copy ? rm(copy, { recursive: true, force: true }) : undefined));
+afterAll(() => copy?.remove());
 
 describe('make scaffold refuses bad arguments before writing anything', () => {
   it.each([
@@ -80,7 +49,7 @@ describe('make scaffold refuses bad arguments before writing anything', () => {
     const { code, out } = await scaffold(args);
     expect(code, out).toBe(2);
     expect(out).toContain(message);
-    expect(await snapshot()).toEqual(before);
+    expect(await copy.snapshot()).toEqual(before);
   });
 });
 
@@ -92,9 +61,9 @@ describe('make scaffold OP=workspaces.archive on a copy', () => {
 
   it('writes the files the docs list, and codegen\'s', async () => {
     expect(written.code, written.out).toBe(0);
-    const after = await snapshot();
-    const changed = [...after.keys()].filter((path) => after.get(path) !== before.get(path));
-    expect(changed.filter((path) => !GENERATED.test(path)).sort()).toEqual([...WRITTEN].sort());
+    const after = await copy.snapshot();
+    const changed = changedPaths(before, after);
+    expect(changed.filter((path) => !GENERATED.test(path))).toEqual([...WRITTEN].sort());
     expect(changed).toContain('generated/procedures.ts');
     expect([...before.keys()].filter((path) => !after.has(path))).toEqual([]);
     const docs = await readFile(join(root, 'docs/adding-an-operation.md'), 'utf8');
@@ -108,26 +77,29 @@ describe('make scaffold OP=workspaces.archive on a copy', () => {
   });
 
   it('its test fails on the stub, with a 500', async () => {
-    const { code, out } = await vitest(['test/workspaces/archive.test.ts']);
+    const { code, out } = await copy.vitest(['test/workspaces/archive.test.ts']);
     expect(code, out).not.toBe(0);
     expect(out).toContain('expected 500 to be 200');
   }, 120_000);
 
   it('with a one-line handler, lint, the contract tests and its test pass', async () => {
-    const file = join(copy, 'src/workspaces/procedures.ts');
+    const file = join(copy.dir, 'src/workspaces/procedures.ts');
     const source = await readFile(file, 'utf8');
     const stub = /'workspaces\.archive': \(\) => \{\n.*\n {2}\},\n/;
     expect(source).toMatch(stub);
     await writeFile(file, source.replace(stub, "'workspaces.archive': () => ({ done: true }),\n"));
 
     const [redocly, tsc, tests] = await Promise.all([
-      run(['node_modules/@redocly/cli/bin/cli.js', 'lint', '--config', 'openapi/redocly.yaml', 'v1', 'v1-served']),
-      run(['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.']),
-      vitest(['test/workspaces/archive.test.ts', 'test/unit/operation-examples.test.ts', 'test/unit/declared-statuses.test.ts', 'test/contract/access.test.ts']),
+      copy.run(['node_modules/@redocly/cli/bin/cli.js', 'lint', '--config', 'openapi/redocly.yaml', 'v1', 'v1-served']),
+      copy.tsc(),
+      copy.vitest(['test/workspaces/archive.test.ts', 'test/unit/operation-examples.test.ts', 'test/unit/declared-statuses.test.ts', 'test/contract/access.test.ts']),
     ]);
     expect(redocly.code, redocly.out).toBe(0);
     expect(tsc.code, tsc.out).toBe(0);
     expect(tests.code, tests.out).toBe(0);
-    expect((await run(['codegen/index.ts', '--check'])).code).toBe(0);
+    expect((await copy.run(['codegen/index.ts', '--check'])).code).toBe(0);
+    // What it wrote is in the house format (make lint checks it).
+    const prettier = await copy.run(['node_modules/prettier/bin/prettier.cjs', '--check', ...WRITTEN.filter((path) => path.endsWith('.ts'))]);
+    expect(prettier.code, prettier.out).toBe(0);
   }, 240_000);
 });

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { connectionParameters, openDatabase, type Database } from '../../src/db/connection.ts';
 import { DatabaseDeadlineError, scopedDeadline, withDeadline } from '../../src/db/deadline.ts';
+import { explainStartupRefusal } from '../../src/db/startup-refusal.ts';
 import { TransactionGuardError, TransactionLostError } from '../../src/db/transaction-guard.ts';
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { startJobQueue } from '../../src/jobs/queue.ts';
@@ -93,6 +94,36 @@ describe('timeouts on the embedded database', () => {
     } finally {
       await custom.sql`select set_config('statement_timeout', '1234', false)`;
     }
+  });
+});
+
+describe('a transaction-mode pooler (DATABASE_POOL_MODE, DATABASE_DIRECT_URL)', () => {
+  const pooled = 'postgres://u@pooler:6432/app';
+  const direct = 'postgres://u@db:5432/app';
+  const cases: { given: Record<string, string>; want: { poolMode: string; directUrl: string | undefined } | RegExp }[] = [
+    { given: {}, want: { poolMode: 'session', directUrl: undefined } },
+    { given: { DATABASE_URL: pooled }, want: { poolMode: 'session', directUrl: undefined } },
+    { given: { DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct }, want: { poolMode: 'session', directUrl: direct } },
+    { given: { DATABASE_URL: pooled, DATABASE_POOL_MODE: 'transaction', DATABASE_DIRECT_URL: direct }, want: { poolMode: 'transaction', directUrl: direct } },
+    // LISTEN and migrations need a session, which a transaction pooler does not keep.
+    { given: { DATABASE_URL: pooled, DATABASE_POOL_MODE: 'transaction' }, want: /DATABASE_POOL_MODE is transaction, which needs DATABASE_DIRECT_URL/ },
+    { given: { DATABASE_URL: pooled, DATABASE_POOL_MODE: 'statement' }, want: /DATABASE_POOL_MODE/ },
+    { given: { DATABASE_URL: pooled, DATABASE_DIRECT_URL: 'mysql://db/app' }, want: /DATABASE_DIRECT_URL/ },
+    // Read only with DATABASE_URL: the embedded database has no pooler.
+    { given: { DATABASE_POOL_MODE: 'transaction' }, want: { poolMode: 'session', directUrl: undefined } },
+  ];
+  it.each(cases)('$given', ({ given, want }) => {
+    if (want instanceof RegExp) expect(() => loadConfig(given)).toThrow(want);
+    else expect(loadConfig(given).database).toMatchObject(want);
+  });
+
+  it('explains a refused startup parameter with the settings to use, and nothing else', () => {
+    const refused = Object.assign(new Error('unsupported startup parameter: statement_timeout'), { name: 'PostgresError', code: '08P01' });
+    const explained = explainStartupRefusal(refused);
+    expect(explained?.message).toMatch(/refused the startup parameter statement_timeout.*DATABASE_POOL_MODE=transaction.*DATABASE_DIRECT_URL/);
+    expect(explained?.cause).toBe(refused);
+    expect(explainStartupRefusal(new Error('connect ECONNREFUSED 127.0.0.1:6432'))).toBeUndefined();
+    expect(explainStartupRefusal(undefined)).toBeUndefined();
   });
 });
 

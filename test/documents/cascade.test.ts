@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../clients/typescript/src/index.ts';
 import type { StorageDriver } from '../../src/storage/driver.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 let server: TestServer;
@@ -25,7 +25,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const client = () => createClient({ baseUrl: server.origin, token: owner.token, fetch: (url, init) => server.fetch(String(url), init) });
+const client = () => createClient({ baseUrl: server.origin, token: owner.token, fetch: clientFetch(server) });
 
 async function uploaded(organizationId: string, workspaceId: string, name: string) {
   const { document, upload } = await client().documents.createUpload({ organizationId, workspaceId, name, contentType: 'text/plain', size: 5 });

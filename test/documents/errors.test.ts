@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type ApiClientError } from '../../clients/typescript/src/index.ts';
 import type { PlanLookup } from '../../src/credits/plans.ts';
 import { LocalDriver } from '../../src/storage/local-driver.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 const MAX = 1024;
@@ -40,7 +40,7 @@ const plans: PlanLookup = {
   },
 };
 
-const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: (url, init) => server.fetch(String(url), init) });
+const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: clientFetch(server) });
 const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
 const key = (document: { organizationId: string; id: string }) => `${document.organizationId}/${document.id}`;
 
@@ -191,7 +191,7 @@ describe('documents.complete and downloadUrl preconditions', () => {
     // The service restarts on the same data with a lower MAX_UPLOAD_BYTES before complete.
     const restarted = await startTestServer({ db: server.db, env: { DATA_DIR: dataDir, MAX_UPLOAD_BYTES: '512' } });
     try {
-      const later = createClient({ baseUrl: restarted.origin, token: owner.token, fetch: (url, init) => restarted.fetch(String(url), init) });
+      const later = createClient({ baseUrl: restarted.origin, token: owner.token, fetch: clientFetch(restarted) });
       expect(await failure(later.documents.complete({ id: document.id }))).toMatchObject({ status: 413, code: 'PAYLOAD_TOO_LARGE', data: { maxBytes: 512 } });
       expect(await driver.stat(key(document))).toBeNull();
     } finally {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type ApiClientError } from '../../clients/typescript/src/index.ts';
 import { newId } from '../../src/ids.ts';
 import { encodeCursor } from '../../src/pagination/cursor.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 let server: TestServer;
@@ -22,7 +22,7 @@ let slugs = 0;
 // The service's clock: tests move it so documents made through the API get distinct created_at.
 let clock = Date.now();
 
-const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: (url, init) => server.fetch(String(url), init) });
+const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: clientFetch(server) });
 const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
 const workspace = async () => (await client(owner).workspaces.create({ organizationId: org, name: 'Pages', slug: `pages-${++slugs}` })).id;
 

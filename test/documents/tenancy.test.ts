@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type ApiClientError } from '../../clients/typescript/src/index.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 let server: TestServer;
@@ -16,7 +16,7 @@ let dataDir: string;
 let owner: TestUser, admin: TestUser, member: TestUser, stranger: TestUser, outsider: TestUser, expired: TestUser;
 let org: string, otherOrg: string, ws: string, otherWs: string;
 
-const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: (url, init) => server.fetch(String(url), init) });
+const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: clientFetch(server) });
 const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
 const key = (document: { organizationId: string; id: string }) => `${document.organizationId}/${document.id}`;
 
@@ -148,7 +148,7 @@ describe('should require access', () => {
     const kept = await document(owner, Buffer.from('still here'));
     const [before] = await server.db.sql`select count(*)::int as count from documents`;
     const anonymous = client();
-    const badToken = createClient({ baseUrl: server.origin, token: 'not-a-session-token', fetch: (url, init) => server.fetch(String(url), init) });
+    const badToken = createClient({ baseUrl: server.origin, token: 'not-a-session-token', fetch: clientFetch(server) });
     const stale = client(expired);
     for (const [who, c] of [['no session', anonymous], ['bad token', badToken], ['expired session', stale]] as const) {
       for (const [name, call] of calls(c, kept.id)) {

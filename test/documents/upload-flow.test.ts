@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type ApiClientError } from '../../clients/typescript/src/index.ts';
 import { LocalDriver } from '../../src/storage/local-driver.ts';
 import { S3Driver } from '../../src/storage/s3-driver.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 import { parseDisposition } from '../storage/support.ts';
 import { startS3rver } from '../support/s3.ts';
@@ -40,7 +40,7 @@ interface Setup {
 function flowTests(driver: 'local' | 's3', setup: () => Setup) {
   const client = (user?: TestUser) => {
     const { server } = setup();
-    return createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: (url, init) => server.fetch(String(url), init) });
+    return createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: clientFetch(server) });
   };
   let slugs = 0;
   const workspace = async () => {
@@ -267,9 +267,9 @@ describe('upload flow on the S3 driver (s3rver)', () => {
 
   it('has no /uploads routes', async () => {
     const { server, owner, org } = setup;
-    const ws = await createClient({ baseUrl: server.origin, token: owner.token, fetch: (url, init) => server.fetch(String(url), init) })
+    const ws = await createClient({ baseUrl: server.origin, token: owner.token, fetch: clientFetch(server) })
       .workspaces.create({ organizationId: org, name: 'No uploads', slug: 'no-uploads' });
-    const { document } = await createClient({ baseUrl: server.origin, token: owner.token, fetch: (url, init) => server.fetch(String(url), init) })
+    const { document } = await createClient({ baseUrl: server.origin, token: owner.token, fetch: clientFetch(server) })
       .documents.createUpload({ organizationId: org, workspaceId: ws.id, name: 'a.txt', contentType: 'text/plain', size: 5 });
     const path = `/uploads/${org}/${document.id}`;
     const signature = '0'.repeat(64);

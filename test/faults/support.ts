@@ -20,7 +20,7 @@ import { createClient } from '../../clients/typescript/src/index.ts';
 import type { AiClient } from '../../src/ai-service/client.ts';
 import { openDatabase, type Database, type DatabaseLogger } from '../../src/db/connection.ts';
 import { createMigratedDatabase } from '../support/migrated-database.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 const run = promisify(execFile);
@@ -95,9 +95,10 @@ export async function startPrivateServer(): Promise<PrivateServer> {
     },
     async startAgain() {
       // Without a running server, `restart` starts it with the options of its last start (postmaster.opts).
-      await pgCtl(['restart', '-w', '-t', '60', '-s', '-l', join(dir, 'server.log')]).catch((error: { stderr?: string }) => {
+      await pgCtl(['restart', '-w', '-t', '60', '-s', '-l', join(dir, 'server.log')]).catch((error: unknown) => {
         // It says the PID file is missing ("trying to start server anyway") and exits 0; anything else failed.
-        throw new Error(`the server did not start again: ${error.stderr ?? String(error)}`);
+        const { stderr } = error as { stderr?: string };
+        throw new Error(`the server did not start again: ${stderr ?? String(error)}`, { cause: error });
       });
     },
     createDatabase: (name) => createMigratedDatabase(url, name),
@@ -221,7 +222,7 @@ export async function startFaultService(pg: PrivateServer, name: string, ai: AiC
     db, server: started, user, org,
     list: () => fetch(`${started.origin}/api/v1/workspaces?organizationId=${org}`, { headers: user.headers }),
     ready: () => fetch(`${started.origin}/readyz`),
-    client: () => createClient({ baseUrl: started.origin, token: user.token, fetch: (url, init) => started.fetch(String(url), init) }),
+    client: () => createClient({ baseUrl: started.origin, token: user.token, fetch: clientFetch(started) }),
     async close() {
       await started.close();
       await db.close();

@@ -34,7 +34,7 @@ beforeAll(async () => {
         authentications += 1;
         return authenticate(headers);
       },
-      handlers: { 'system.authConfig': (() => authConfigFails(db)) as never },
+      handlers: { 'system.authConfig': (() => authConfigFails(db)) },
     },
   });
   user = await createUser(db);

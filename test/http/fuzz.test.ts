@@ -395,8 +395,8 @@ const DESTRUCTIVE = /delete|remove|ban|revoke|signOut|leave|impersonat|setRole|c
 const FINAL = /removeUser|organization\.delete/;
 const order = (name: string) => (FINAL.test(name) ? 2 : DESTRUCTIVE.test(name) ? 1 : 0);
 const targets: Target[] = [
-  ...Object.values(procedures).flatMap((definition) => (['rest', 'rpc'] as const).map((transport) => ({ transport, definition: definition as ProcedureDefinition, label: `${transport} ${definition.name}` }))),
-  ...Object.values(authRoutes).map((definition) => ({ transport: 'auth' as const, definition: definition as ProcedureDefinition, label: `auth ${definition.name}` })),
+  ...Object.values(procedures).flatMap((definition) => (['rest', 'rpc'] as const).map((transport) => ({ transport, definition, label: `${transport} ${definition.name}` }))),
+  ...Object.values(authRoutes).map((definition) => ({ transport: 'auth' as const, definition, label: `auth ${definition.name}` })),
 ].sort((a, b) => order(a.definition.name) - order(b.definition.name));
 
 describe('fuzzing every operation: no 5xx, error shapes, every request answered', () => {

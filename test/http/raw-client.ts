@@ -99,7 +99,11 @@ export function rawRequest(origin: string, request: RawRequest, timeoutMs = 10_0
       // ECONNRESET/EPIPE while still writing: the server stopped reading; 'close' follows.
     });
 
-    socket.on('connect', async () => {
+    // A failure while writing ends the request with that error instead of an unhandled rejection.
+    socket.on('connect', () => {
+      writeRequest().catch((error: Error) => finish(error));
+    });
+    async function writeRequest() {
       const headers = { host: `${hostname}:${port}`, ...request.headers };
       const head = `${request.method} ${request.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`;
       socket.write(head, 'latin1');
@@ -126,6 +130,6 @@ export function rawRequest(origin: string, request: RawRequest, timeoutMs = 10_0
           }
         }
       }
-    });
+    }
   });
 }

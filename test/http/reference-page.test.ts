@@ -130,7 +130,7 @@ describe.skipIf(!hasChromium)('the reference pages in headless Chromium', () => 
     const opened = [...dom.matchAll(/<div class="opblock opblock-(\w+) is-open" id="([^"]*)"/g)];
     // Swagger UI escapes the operation id for CSS in the element's id.
     expect(opened.map((match) => [match[1], match[2]])).toEqual([['post', 'operations-workspaces-workspaces\\.create']]);
-    const start = opened[0]!.index!;
+    const start = opened[0]!.index;
     const next = dom.indexOf('<div class="opblock opblock-', start + 1);
     const block = dom.slice(start, next < 0 ? undefined : next);
     // The request body is shown as its schema, and so are the answers: model titles and property names.

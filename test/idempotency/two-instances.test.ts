@@ -1,6 +1,6 @@
 /**
- * Concurrent retries with one Idempotency-Key do the work once, proven where it can go wrong: two
- * composed API instances, each with its own pool of connections to one real PostgreSQL server
+ * Concurrent retries with one Idempotency-Key do the work once, proven where it can go wrong:
+ * composed API instances (two, or TEST_API_INSTANCES), each with its own pool of connections to one real PostgreSQL server
  * (`make test-pg`, TEST_DATABASE_URL), so the requests really run in parallel. The race is
  * settled by the database (the primary key of idempotency_keys lets one insert win); no memory of
  * one instance is involved. Skipped without TEST_DATABASE_URL: on the embedded database every
@@ -8,26 +8,30 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/connection.ts';
-import { createTestDatabase, externalDatabaseUrl, openSecondClient } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseUrl } from '../support/database.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
+import { apiInstances, instanceClients } from '../concurrency/support.ts';
 import { call, newKey, payload, slug, type Answer, type Transport } from './support.ts';
 
 const N = 24;
 const env = { RATE_LIMIT_PER_MINUTE: '100000', WORKER: 'off', AI_URL: 'http://127.0.0.1:9', EMAIL_PROVIDER: 'none' };
 
-describe.skipIf(!externalDatabaseUrl)('one Idempotency-Key, N concurrent requests, two API instances on one PostgreSQL', () => {
-  let db: Database, secondDb: Database;
+describe.skipIf(!externalDatabaseUrl)('one Idempotency-Key, N concurrent requests, API instances on one PostgreSQL', () => {
+  let db: Database;
+  let clients: Database[] = [];
+  const servers: TestServer[] = [];
+  /** The first instance and the last. */
   let a: TestServer, b: TestServer;
   let owner: TestUser;
   let org: string, workspaceId: string;
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    secondDb = await openSecondClient(db);
-    a = await startTestServer({ db, aiService: false, env });
-    b = await startTestServer({ db: secondDb, aiService: false, env });
-    expect(a.db.sql).not.toBe(b.db.sql);
+    clients = await instanceClients(db, apiInstances(2));
+    for (const client of clients) servers.push(await startTestServer({ db: client, aiService: false, env }));
+    [a, b] = [servers[0]!, servers.at(-1)!];
+    expect(new Set(servers.map((server) => server.db.sql)).size).toBe(servers.length);
     owner = await createUser(a.db);
     org = await addMembership(a.db, owner, 'owner');
     const created = await call(a, 'rest', 'workspaces.create', { organizationId: org, name: 'Races', slug: slug('races') }, { headers: owner.headers });
@@ -35,14 +39,16 @@ describe.skipIf(!externalDatabaseUrl)('one Idempotency-Key, N concurrent request
     workspaceId = created.body.id;
   }, 60_000);
   afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await secondDb?.close();
+    for (const server of servers) await server.close();
+    for (const client of clients.slice(1)) await client.close();
     await db?.close();
   });
 
-  /** Request i goes to instance A or B and over REST or RPC, alternating both. */
-  const route = (i: number): { server: TestServer; transport: Transport } => ({ server: i % 2 === 0 ? a : b, transport: i % 4 < 2 ? 'rest' : 'rpc' });
+  /**
+   * Request i goes to the instances round-robin, and over REST or RPC alternating in pairs, so
+   * every instance sees both transports.
+   */
+  const route = (i: number): { server: TestServer; transport: Transport } => ({ server: servers[i % servers.length]!, transport: i % 4 < 2 ? 'rest' : 'rpc' });
 
   /**
    * Fires N requests with one key at once; each answer is the work's 200, a replay of it (200 with
@@ -68,8 +74,8 @@ describe.skipIf(!externalDatabaseUrl)('one Idempotency-Key, N concurrent request
     }
     expect(worked).toBe(1);
     for (const item of payloads) expect(item).toEqual(payloads[0]);
-    // Once the work is done, every retry on either instance gets its answer.
-    for (const i of [0, 1, 2, 3]) {
+    // Once the work is done, every retry on any instance gets its answer.
+    for (let i = 0; i < Math.max(4, 2 * servers.length); i++) {
       const retry = await call(route(i).server, route(i).transport, operation, input, { key, headers: owner.headers });
       expect([retry.status, retry.replayed]).toEqual([200, 'true']);
       expect(payload(route(i).transport, retry)).toEqual(payloads[0]);

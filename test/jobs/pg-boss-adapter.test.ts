@@ -36,7 +36,7 @@ describe('parameters', () => {
     { name: 'a json cast on the tenth parameter, not the first', text: 'select $10::json as v, array[$1, $2, $3, $4, $5, $6, $7, $8, $9]::text[] as w', values: ['{}', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', '[1]'], want: [1] },
   ];
   it.each(cases)('$name', async ({ text, values, want }) => {
-    const { rows } = await bossDb(db.sql).executeSql(text, values as never[]);
+    const { rows } = await bossDb(db.sql).executeSql(text, values);
     expect((rows[0] as { v: unknown }).v).toEqual(want);
   });
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../clients/typescript/src/index.ts';
 import { LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { queueReindexing } from '../../src/jobs/reindex.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { createUser } from '../support/users.ts';
 import { creditsSpent, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
 
@@ -23,8 +23,8 @@ describe('re-indexing after a model change', () => {
     const job = await t.client.jobs.create({ organizationId: t.org, kind: 'document.index', documentId });
     expect(await waitForJob(t, job.id)).toMatchObject({ status: 'succeeded' });
     const admin = await createUser(server.db, { role: 'admin' });
-    const client = createClient({ baseUrl: server.origin, token: admin.token, fetch: (url, init) => server.fetch(String(url), init) });
-    status = () => client.admin.system.status({}) as never;
+    const client = createClient({ baseUrl: server.origin, token: admin.token, fetch: clientFetch(server) });
+    status = () => client.admin.system.status({});
   }, 120_000);
   afterAll(() => server?.close());
 

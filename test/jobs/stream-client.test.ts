@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type ProcedureEvent } from '../../clients/typescript/src/index.ts';
-import type { TestServer } from '../support/server.ts';
+import { clientFetch, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 import { closeAll, openJobStream, startStreamServers, writeJob, type EventReader } from './stream-support.ts';
 
@@ -25,7 +25,7 @@ async function signedIn(target: TestServer): Promise<{ user: TestUser; org: stri
 }
 
 const clientOf = (target: TestServer, user: TestUser, baseUrl = target.origin) =>
-  createClient({ baseUrl, token: user.token, ...(baseUrl === target.origin ? { fetch: (url, init) => target.fetch(String(url), init) } : {}) });
+  createClient({ baseUrl, token: user.token, ...(baseUrl === target.origin ? { fetch: clientFetch(target) } : {}) });
 
 /** Reads events (kept in `seen`) until one satisfies `done`. */
 async function readUntil(iterator: AsyncGenerator<Event>, seen: Event[], done: (event: Event) => boolean): Promise<void> {

@@ -4,13 +4,13 @@
  */
 import { expect } from 'vitest';
 import { createClient } from '../../clients/typescript/src/index.ts';
-import { startTestServer, type TestServer, type TestServerOptions } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer, type TestServerOptions } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 export type Client = ReturnType<typeof createClient>;
 
 export function clientOf(server: TestServer, user: TestUser): Client {
-  return createClient({ baseUrl: server.origin, token: user.token, fetch: (url, init) => server.fetch(String(url), init) });
+  return createClient({ baseUrl: server.origin, token: user.token, fetch: clientFetch(server) });
 }
 
 export interface Tenant {

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../clients/typescript/src/index.ts';
 import { writeAudit } from '../../src/audit/store.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 let server: TestServer;
@@ -22,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const client = (user: TestUser) => createClient({ baseUrl: server.origin, token: user.token, fetch: (url, init) => server.fetch(String(url), init) });
+const client = (user: TestUser) => createClient({ baseUrl: server.origin, token: user.token, fetch: clientFetch(server) });
 const auditLog = (user: TestUser, organizationId: string, query = '') => server.fetch(`/api/v1/organizations/${organizationId}/audit-log${query}`, { headers: user.headers });
 
 describe('organizations.auditLog', () => {

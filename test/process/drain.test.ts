@@ -51,7 +51,7 @@ async function rawConnection(port: number): Promise<{ socket: Socket; received()
       if (pattern.test(text)) return Promise.resolve(text);
       return new Promise((resolve, reject) => {
         watchers.push({ pattern, resolve });
-        closed.then(() => reject(new Error(`connection closed before ${pattern}; got: ${text}`)));
+        closed.then(() => reject(new Error(`connection closed before ${pattern}; got: ${text}`)), reject);
       });
     },
   };

@@ -54,10 +54,12 @@ const notRun: [RegExp, string][] = [
   [/^(\S+=\S+ )*make start$|^npm run start$|^node src\/main\.ts (serve|<command>)/, 'starts the service on port 3000 until stopped; the walkthroughs run here against the same app on a free port (test/support/server.ts), and test/process/ starts the real processes'],
   [/^curl -sN /, 'an event stream that stays open until Ctrl-C; test/jobs/stream.test.ts follows the same stream'],
   [/^(make (test|test-pg|ci)|npm test( --.*)?|scripts\/test-pg\.sh( .*)?)$/, 'runs the test suite, which this test is part of'],
+  [/^make test-pooler$/, 'runs the multi-instance suites of the test suite again behind PgBouncer (CI runs it, .ci/run)'],
   [/^make contract-test( BASE=<url>)?$/, 'runs test/contract/black-box.test.ts, part of the suite (with BASE, against a target you name)'],
   [/^(make (install|browser)|npm ci|apt-get install jq|node_modules\/\.bin\/node scripts\/install-model\.ts)$/, 'installs packages or files on the machine; `make test` runs make install and make browser before the suite'],
   [/^make clean$/, 'deletes the local .data and .tmp folders'],
   [/^make (codegen|codegen-check|lint|deps|contract-diff|contract-diff-check|contract-release)$/, 'a development step CI runs itself (make ci, .ci/run); test/unit/ and test/contract/contract-diff.test.ts hold their checks'],
+  [/^(npm run|make) format$/, 'rewrites the source files in place (Prettier); make lint checks that they are formatted'],
   [/^(make mock|npm run (mail-catcher|s3-local))$/, 'a development server that runs until Ctrl-C; the suite starts the same programs on free ports (test/support/prism.ts, smtp.ts, s3.ts)'],
   [/^(\S+=\S+ )*make (bench|soak)$/, 'minutes of load; CI runs the 3-minute soak (make ci)'],
   [/^node bench\/start\.ts$/, 'starts `serve` ten times to time it, a benchmark (make bench); test/process/ starts the real processes'],
@@ -128,7 +130,7 @@ async function shell(command: string, options: { cwd: string; env?: NodeJS.Proce
     return await run('bash', ['-c', line], { cwd: options.cwd, env: options.env ?? process.env, timeout: options.timeout ?? 60_000, maxBuffer: 16 * 1024 * 1024 });
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };
-    throw new Error(`\`${line}\` failed (exit ${failed.code}):\n${failed.stdout ?? ''}\n${failed.stderr ?? ''}`);
+    throw new Error(`\`${line}\` failed (exit ${failed.code}):\n${failed.stdout ?? ''}\n${failed.stderr ?? ''}`, { cause: error });
   }
 }
 

@@ -1,6 +1,9 @@
 // A fresh, already-migrated database for one test file, copied from the template
 // that test/global-setup.ts builds once per run: an embedded PGlite clone, or,
-// with TEST_DATABASE_URL, a database of its own on that server.
+// with TEST_DATABASE_URL, a database of its own on that server. With TEST_POOLER_URL too
+// (`make test-pooler`: PgBouncer in transaction mode in front of that server), the service's
+// clients reach it through the pooler, as DATABASE_URL with DATABASE_POOL_MODE=transaction,
+// and the server itself is their DATABASE_DIRECT_URL; creating and dropping stay on the server.
 import { randomBytes } from 'node:crypto';
 import { openAsBlob } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -16,17 +19,43 @@ export interface TestDatabaseOptions {
    * database itself, or that rely on its single connection (session state such as search_path).
    */
   embedded?: boolean;
+  /** With TEST_DATABASE_URL: through this transaction-mode pooler instead of TEST_POOLER_URL (test/pooler starts its own). */
+  poolerUrl?: string;
 }
 
 /** Set when test databases live on a real server (TEST_DATABASE_URL): several connections, real concurrency. */
 export const externalDatabaseUrl: string | undefined = process.env.TEST_DATABASE_URL || undefined;
 
-/** The URL of each external test database, for second clients on it. */
+/** Set by `make test-pooler` (scripts/test-pooler.sh): a transaction-mode PgBouncer in front of TEST_DATABASE_URL's server. */
+export const poolerUrl: string | undefined = (externalDatabaseUrl && process.env.TEST_POOLER_URL) || undefined;
+
+/**
+ * The settings a service needs for the test database at `url` (DATABASE_URL as databaseUrlOf
+ * answers it): through the pooler, its mode and the server's own address (the same database name
+ * at TEST_DATABASE_URL's host and port) as well.
+ */
+export function databaseEnvFor(url: string): Record<string, string> {
+  if (!externalDatabaseUrl || !poolerHosts.has(new URL(url).host)) return { DATABASE_URL: url };
+  const direct = new URL(url);
+  direct.host = new URL(externalDatabaseUrl).host;
+  return { DATABASE_URL: url, DATABASE_POOL_MODE: 'transaction', DATABASE_DIRECT_URL: direct.toString() };
+}
+
+/** The host:port of every pooler test databases are reached through: TEST_POOLER_URL's, and those passed to createTestDatabase. */
+const poolerHosts = new Set(poolerUrl ? [new URL(poolerUrl).host] : []);
+
+/** openDatabase's options for the test database at `url` (a URL databaseUrlOf answered). */
+function clientOptions(url: string) {
+  const env = databaseEnvFor(url);
+  return { databaseUrl: url, dataDir: inject('testScratchRoot'), ...(env.DATABASE_DIRECT_URL ? { poolMode: 'transaction' as const, directUrl: env.DATABASE_DIRECT_URL } : {}) };
+}
+
+/** The URL of each external test database, for second clients on it (through the pooler under `make test-pooler`). */
 const databaseUrls = new WeakMap<Database, string>();
 
 /** Opens an isolated copy of the migrated template; close() also deletes it. */
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<Database> {
-  if (externalDatabaseUrl && !options.embedded) return createExternalTestDatabase(externalDatabaseUrl);
+  if (externalDatabaseUrl && !options.embedded) return createExternalTestDatabase(externalDatabaseUrl, options.poolerUrl ?? poolerUrl);
   const dataDir = await mkdtemp(join(inject('testScratchRoot'), 'workspace-api-test-'));
   try {
     // PGlite unpacks the tarball into the empty dataDir before starting.
@@ -52,17 +81,18 @@ async function onServer(url: string, statement: string): Promise<void> {
 
 // `CREATE DATABASE ... TEMPLATE` copies the migrated template in a few tens of milliseconds.
 // The name starts with the template's, so the run's teardown finds databases a killed worker left.
-async function createExternalTestDatabase(url: string): Promise<Database> {
+async function createExternalTestDatabase(url: string, pooler: string | undefined): Promise<Database> {
   const template = inject('templateDatabase');
   if (!template) throw new Error('TEST_DATABASE_URL is set, but test/global-setup.ts made no template database (was it set when vitest started?)');
   const name = `${template}_${randomBytes(6).toString('hex')}`;
   await onServer(url, `create database ${quoteIdentifier(name)} template ${quoteIdentifier(template)}`);
-  const target = new URL(url);
+  if (pooler) poolerHosts.add(new URL(pooler).host);
+  const target = new URL(pooler ?? url);
   target.pathname = `/${name}`;
   let db: Database;
   try {
     // The external kind: a pool of several connections, as in production.
-    db = await openDatabase({ databaseUrl: target.toString(), dataDir: inject('testScratchRoot') });
+    db = await openDatabase(clientOptions(target.toString()));
   } catch (error) {
     await onServer(url, `drop database if exists ${quoteIdentifier(name)} with (force)`);
     throw error;
@@ -98,5 +128,5 @@ export function databaseUrlOf(db: Database): string | undefined {
 export async function openSecondClient(db: Database): Promise<Database> {
   const url = databaseUrls.get(db);
   if (!url) return { ...db, close: async () => {} };
-  return openDatabase({ databaseUrl: url, dataDir: inject('testScratchRoot') });
+  return openDatabase(clientOptions(url));
 }

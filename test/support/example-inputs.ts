@@ -10,7 +10,7 @@ import { deref as derefIn, type Json } from './openapi-document.ts';
 
 /** The contract an operation belongs to: the identity routes' (auth.*) or the procedures'. */
 function contractOf(procedure: ProcedureDefinition): Json {
-  return (procedure.name.startsWith('auth.') ? authDocument : document) as Json;
+  return procedure.name.startsWith('auth.') ? authDocument : document;
 }
 
 export function exampleInput(procedure: ProcedureDefinition): Record<string, unknown> {

@@ -38,7 +38,7 @@ async function spawnPrism(args: string[]): Promise<PrismProcess> {
   });
   let output = '';
   const onData = (chunk: Buffer) => {
-    output += chunk;
+    output += chunk.toString('utf8');
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);

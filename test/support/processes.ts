@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { databaseEnvFor } from './database.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -20,10 +21,13 @@ export interface ServiceProcess {
 
 /**
  * `env` is laid over this process's environment; `withoutDatabaseUrl` drops a DATABASE_URL it
- * inherits (`make test-pg` sets one), so the service runs on its embedded database.
+ * inherits (`make test-pg` sets one), so the service runs on its embedded database. A DATABASE_URL
+ * through the test pooler (`make test-pooler`) brings DATABASE_POOL_MODE and DATABASE_DIRECT_URL
+ * along (database.ts, databaseEnvFor), unless `env` names them.
  */
 export function spawnService(command: 'serve' | 'api' | 'worker' | 'ai', env: NodeJS.ProcessEnv, options: { withoutDatabaseUrl?: boolean } = {}): ServiceProcess {
-  const fullEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', NODE_ENV: 'development', HOST: '127.0.0.1', PORT: '0', ...env };
+  const database = env.DATABASE_URL ? databaseEnvFor(env.DATABASE_URL) : {};
+  const fullEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', NODE_ENV: 'development', HOST: '127.0.0.1', PORT: '0', ...database, ...env };
   if (options.withoutDatabaseUrl) delete fullEnv.DATABASE_URL;
   const child = spawn(process.execPath, ['src/main.ts', command], {
     cwd: root,
@@ -35,8 +39,8 @@ export function spawnService(command: 'serve' | 'api' | 'worker' | 'ai', env: No
   const waiters: { msg: string; nth: number; resolve(entry: Record<string, unknown>): void }[] = [];
   const found = (msg: string, nth: number) => entries.filter((entry) => entry.msg === msg)[nth - 1];
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout }).on('line', (line) => {
     let entry: Record<string, unknown>;
     try {
       entry = JSON.parse(line) as Record<string, unknown>;
@@ -58,7 +62,7 @@ export function spawnService(command: 'serve' | 'api' | 'worker' | 'ai', env: No
         const entry = found(msg, nth);
         if (entry) return resolve(entry);
         waiters.push({ msg, nth, resolve });
-        exited.then(([code, signal]) => reject(new Error(`${command} exited (${code ?? signal}) before logging "${msg}" ${nth} time(s): ${stderr.slice(-2000)}`)));
+        exited.then(([code, signal]) => reject(new Error(`${command} exited (${code ?? signal ?? 'unknown'}) before logging "${msg}" ${nth} time(s): ${stderr.slice(-2000)}`)), reject);
       });
     },
     async stop() {

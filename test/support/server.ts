@@ -37,6 +37,19 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/**
+ * The typed client's `fetch` option, sent through a test server's checked fetch. The client
+ * passes a URL string; a URL or a Request is read for its address, never stringified blindly.
+ */
+export function clientFetch(target: Pick<TestServer, 'fetch'>): typeof fetch {
+  return (input, init) => target.fetch(urlOf(input), init);
+}
+
+/** The address a fetch was asked for, whichever of its three forms it came in. */
+export function urlOf(input: string | URL | Request): string {
+  return typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+}
+
 export interface TestServerOptions {
   env?: Record<string, string>;
   overrides?: ComposeOptions['overrides'];

@@ -96,7 +96,9 @@ export async function startSmtpReceiver(options: SmtpReceiverOptions = {}): Prom
         const found = find();
         if (found !== undefined) done(() => resolve(found));
       };
-      const timer = setTimeout(() => done(() => onTimeout().then(resolve, reject)), timeoutMs);
+      const timer = setTimeout(() => done(() => {
+        onTimeout().then(resolve, reject);
+      }), timeoutMs);
       waiters.add(wake);
       wake();
     });

@@ -5,6 +5,7 @@
  * what the contract refuses (ids of the wrong shape, control characters, NUL in metadata, a
  * jobs.create that breaks its kind rules).
  */
+import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import v1Document from '../../generated/openapi.json' with { type: 'json' };
 import authDocument from '../../generated/auth-openapi.json' with { type: 'json' };
@@ -226,7 +227,8 @@ describe('mergeInputSchema with a discriminated union body (jobs.create)', () =>
     oneOf: [{ $ref: '#/components/schemas/A' }, { $ref: '#/components/schemas/B' }],
     discriminator: { propertyName: 'kind', mapping: { a: '#/components/schemas/A', b: '#/components/schemas/B' } },
   };
-  const issues = (validate: ReturnType<ReturnType<typeof createAjv>['compile']>, value: unknown) => {
+  // ValidateFunction, the synchronous kind: ReturnType<compile> would pick the async overload.
+  const issues = (validate: ValidateFunction, value: unknown) => {
     validate(value);
     return (validate.errors ?? []).filter((error) => error.keyword !== 'if').map((error) => [error.instancePath, error.keyword, error.params.additionalProperty ?? error.params.missingProperty ?? '']);
   };
@@ -467,7 +469,7 @@ describe('jobs.stream: the events are typed, and the wire example is valid SSE',
     expect(response.content['text/event-stream'].schema).toEqual({ $ref: '#/components/schemas/JobsStreamMessage' });
     expect(events).toEqual({ ready: 'StreamReadyMessage', job: 'StreamJobMessage', end: 'StreamEndMessage', error: 'StreamErrorMessage' });
     expect(streamEvents(doc, 'jobs.stream', response.content['text/event-stream'].schema)).toEqual(events);
-    const data = Object.fromEntries(Object.entries(events!).map(([event, component]) => [event, doc.components.schemas[component].properties.data.$ref]));
+    const data = Object.fromEntries(Object.entries(events).map(([event, component]) => [event, doc.components.schemas[component].properties.data.$ref]));
     expect(data).toEqual({
       ready: '#/components/schemas/StreamReadyEvent',
       job: '#/components/schemas/JobEvent',

@@ -98,6 +98,7 @@ describe('docs/rate-limits.md', () => {
   const servicesSource = readFileSync(new URL('../../src/composition/services.ts', import.meta.url), 'utf8');
   const fromServices = new Map([...servicesSource.matchAll(/limit\('([^']+)', \{ limit: ([^,]+), windowMs: ([^}]+) \}\)/g)].map(([, name, limit, windowMs]) => {
     // Arithmetic over the settings' defaults (`config.authRateLimitPerMinute * 5`, `15 * 60_000`), from our own source.
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- evaluates arithmetic copied from our own source (above), on purpose
     const evaluate = (expression: string) => Number(new Function('config', `return ${expression.replace(/_/g, '')};`)({ authRateLimitPerMinute: authPerMinute, rateLimitPerMinute: perMinute }));
     return [name!, { limit: evaluate(limit!), windowMs: evaluate(windowMs!) }];
   }));

@@ -16,7 +16,7 @@ const documents = { 'openapi.json': readPublishedDocument('openapi.json'), 'auth
 function marked(node: unknown, at: string, found: Array<{ at: string; schema: Json }> = []): Array<{ at: string; schema: Json }> {
   if (Array.isArray(node)) node.forEach((item, index) => marked(item, `${at}/${index}`, found));
   else if (node !== null && typeof node === 'object') {
-    if ('x-extensible-enum' in node) found.push({ at, schema: node as Json });
+    if ('x-extensible-enum' in node) found.push({ at, schema: node });
     for (const [key, value] of Object.entries(node)) marked(value, `${at}/${key}`, found);
   }
   return found;

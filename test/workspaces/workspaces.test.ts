@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, ApiClientError } from '../../clients/typescript/src/index.ts';
 import { newId } from '../../src/ids.ts';
 import type { PlanLookup } from '../../src/credits/plans.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 let server: TestServer;
@@ -15,7 +15,7 @@ const plans: PlanLookup = {
   limitsFor: async (id) => (limited.has(id) ? { plan: 'free', limits: { workspaces: 2, members: 5, aiCredits: 200, storageBytes: 1024 } } : null),
 };
 
-const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: (url, init) => server.fetch(String(url), init) });
+const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: clientFetch(server) });
 const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
 
 beforeAll(async () => {

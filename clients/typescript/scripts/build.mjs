@@ -9,11 +9,13 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
 const here = fileURLToPath(new URL('..', import.meta.url));
+/** @param {string} name */
 const bin = (name) => {
   const path = join(here, '..', '..', 'node_modules', '.bin', name);
   if (!existsSync(path)) throw new Error(`${path} is missing: run npm install at the repository's root first`);
   return path;
 };
+/** @param {string} tool @param {string[]} args */
 const run = (tool, args) => execFileSync(bin(tool), args, { cwd: here, stdio: 'inherit' });
 
 rmSync(join(here, 'dist'), { recursive: true, force: true });

@@ -203,6 +203,7 @@ export function createCaller(options: ClientOptions, contract: ContractFacts) {
      * One call. `policy` (from the contract, written by codegen) says whether a network failure
      * may be retried, and whether the call carries an Idempotency-Key.
      */
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the generated client (client.ts) types each procedure's answer
     async call(procedure: string, input: unknown, opts: CallOptions = {}, policy: RetryPolicy = 'none'): Promise<any> {
       const headers: Record<string, string> = { ...opts.headers };
       if (policy === 'idempotent') headers['idempotency-key'] = opts.idempotencyKey ?? globalThis.crypto.randomUUID();
@@ -281,17 +282,27 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** An error answer's body, read loosely: a proxy in between may answer anything. */
+interface ErrorBody {
+  code?: unknown;
+  error?: unknown;
+  message?: unknown;
+  data?: unknown;
+  defined?: unknown;
+}
+
 async function toError(response: Response): Promise<ApiClientError> {
   const requestId = response.headers.get('x-request-id') ?? undefined;
   const retryAfterSeconds = retryAfter(response.headers.get('retry-after'));
-  const body: any = await response.json().catch(() => undefined);
+  const body = (await response.json().catch(() => undefined)) as ErrorBody | null | undefined;
+  const message = typeof body?.message === 'string' ? body.message : response.statusText;
   if (body && typeof body.code === 'string') {
-    return new ApiClientError({ ...body, status: response.status, requestId, retryAfterSeconds });
+    return new ApiClientError({ code: body.code, status: response.status, message, data: body.data, defined: body.defined === true, requestId, retryAfterSeconds });
   }
   // Transport-level errors keep their lowercase identifier ('payload_too_large', 'internal_error'),
   // so they never pass for a procedure's own code; non-JSON answers become HTTP_<status>.
   const code = typeof body?.error === 'string' ? body.error : `HTTP_${response.status}`;
-  return new ApiClientError({ code, status: response.status, message: body?.message ?? response.statusText, requestId, retryAfterSeconds });
+  return new ApiClientError({ code, status: response.status, message, requestId, retryAfterSeconds });
 }
 
 /** Retry-After as whole seconds: the service sends delta-seconds; an HTTP date is read too. */

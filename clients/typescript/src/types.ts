@@ -545,8 +545,8 @@ export interface paths {
         put?: never;
         /**
          * Queue a job
-         * @description Queues a job and charges its AI credits: document.extract 1, text.embed 1, and
-         *     document.index 2 per started block of 100 chunks of the document's extracted text (a chunk
+         * @description Queues a job and charges its AI credits, the price JobKind gives for its kind;
+         *     document.index costs 2 per started block of 100 chunks of the document's extracted text (a chunk
          *     is about 1 000 characters, so 2 credits up to roughly 80 000 characters, 4 up to 160 000,
          *     and so on). An index job is priced from the document's last extraction; when the document
          *     has none yet it is charged 2 now and the rest once it has extracted the text itself, against

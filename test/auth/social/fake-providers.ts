@@ -48,12 +48,8 @@ export async function startFakeProviders(): Promise<FakeProviders> {
   let counter = 0;
   let origin = '';
 
-  const server = createServer(async (req, res) => {
-    try {
-      await route(req, res);
-    } catch (error) {
-      json(res, 500, { error: String(error) });
-    }
+  const server = createServer((req, res) => {
+    route(req, res).catch((error: unknown) => json(res, 500, { error: String(error) }));
   });
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {

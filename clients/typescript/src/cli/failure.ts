@@ -77,7 +77,7 @@ function deepestMessage(error: unknown): string {
 
 export function reportFailure(failure: Failure, json: boolean, stderr: NodeJS.WritableStream = process.stderr): void {
   if (json) {
-    const { exitCode, hint, ...error } = failure;
+    const { exitCode, hint: _hint, ...error } = failure;
     stderr.write(`${JSON.stringify({ error: { ...error, exitCode } })}\n`);
     return;
   }
@@ -97,6 +97,7 @@ function issues(data: unknown): string[] {
   if (!Array.isArray(list)) return [];
   return list.map((issue: { path?: unknown; message?: unknown }) => {
     const path = Array.isArray(issue.path) && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-    return `${path}${String(issue.message ?? '')}`;
+    const message = issue.message === undefined || typeof issue.message === 'string' ? (issue.message ?? '') : JSON.stringify(issue.message);
+    return `${path}${message}`;
   });
 }

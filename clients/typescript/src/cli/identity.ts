@@ -62,10 +62,12 @@ export function identity(url: string, doFetch: typeof fetch = globalThis.fetch):
       throw new ApiClientError({ code: 'network_error', status: 0, message: `${method} /api/auth${path}: ${(error as Error).message}`, cause: error });
     }
     const requestId = response.headers.get('x-request-id') ?? undefined;
-    const answer: any = await response.json().catch(() => undefined);
+    const answer: unknown = await response.json().catch(() => undefined);
     if (!response.ok) {
-      if (answer && typeof answer.code === 'string') {
-        throw new ApiClientError({ code: answer.code, status: response.status, message: String(answer.message ?? response.statusText), data: answer.data, defined: answer.defined === true, ...(requestId ? { requestId } : {}) });
+      const error = answer as { code?: unknown; message?: unknown; data?: unknown; defined?: unknown } | null | undefined;
+      if (error && typeof error.code === 'string') {
+        const message = typeof error.message === 'string' ? error.message : response.statusText;
+        throw new ApiClientError({ code: error.code, status: response.status, message, data: error.data, defined: error.defined === true, ...(requestId ? { requestId } : {}) });
       }
       throw new ApiClientError({ code: `HTTP_${response.status}`, status: response.status, message: response.statusText || 'The service answered an error without a body.', ...(requestId ? { requestId } : {}) });
     }

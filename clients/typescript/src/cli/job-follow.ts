@@ -35,7 +35,7 @@ export async function followJob(client: Client, id: string, onChange: (job: Job)
       if (event.event === 'ready') {
         if (seen(await client.jobs.get({ id }))) return job;
       } else if (event.event === 'job' && event.data.id === id) {
-        if (seen(event.data as Job)) return job;
+        if (seen(event.data)) return job;
       }
     }
   } finally {

@@ -9,7 +9,7 @@ import { text } from 'node:stream/consumers';
 export async function ask(question: string, options: { hidden?: boolean } = {}): Promise<string> {
   let muted = false;
   const echo = new Writable({
-    write(chunk, _encoding, done) {
+    write(chunk: Buffer, _encoding, done) {
       if (!muted) process.stderr.write(chunk);
       done();
     },

@@ -45,7 +45,7 @@ service's address, and is sent to that address only. Examples:
       // The session in use and the saved one (they differ when --token or WORKSPACE_API_TOKEN is set).
       const tokens = [...new Set([session.token?.value, saved?.token].filter((token): token is string => Boolean(token)))];
       if (tokens.length === 0) session.requireToken();
-      let unreachable: unknown;
+      let unreachable: ApiClientError | undefined;
       for (const token of tokens) {
         try {
           await session.identity.signOut(token);

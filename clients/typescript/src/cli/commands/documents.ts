@@ -108,9 +108,10 @@ uploaded), and --json prints { "document": ..., "job": ... }. Examples:
         throw new ApiClientError({ code: 'network_error', status: 0, message: `GET the download address: ${(error as Error).message}`, cause: error });
       });
       if (!response.ok || !response.body) {
-        const body: any = await response.json().catch(() => undefined);
+        const body = (await response.json().catch(() => undefined)) as { code?: unknown; message?: unknown } | null | undefined;
         const requestId = response.headers.get('x-request-id') ?? undefined;
-        throw new ApiClientError({ code: typeof body?.code === 'string' ? body.code : `HTTP_${response.status}`, status: response.status, message: body?.message ?? `The download address answered ${response.status}.`, ...(requestId ? { requestId } : {}) });
+        const message = typeof body?.message === 'string' ? body.message : `The download address answered ${response.status}.`;
+        throw new ApiClientError({ code: typeof body?.code === 'string' ? body.code : `HTTP_${response.status}`, status: response.status, message, ...(requestId ? { requestId } : {}) });
       }
       let received = 0;
       const count = new Transform({
