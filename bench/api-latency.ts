@@ -58,9 +58,8 @@ export function startProbe() {
   };
 }
 
-export const summary = (result: ProbeResult): Record<string, Window> => Object.fromEntries(Object.entries(result.latencies).map(([name, values]) => [
-  name, { p50: percentile(values, 50), p99: percentile(values, 99), requests: values.length },
-]));
+export const summary = (result: ProbeResult): Record<string, Window> =>
+  Object.fromEntries(Object.entries(result.latencies).map(([name, values]) => [name, { p50: percentile(values, 50), p99: percentile(values, 99), requests: values.length }]));
 
 export async function benchApiLatency(db: Database, where: string, { pages = 400, idleMs = 15_000, maxLoadedMs = 300_000 } = {}): Promise<ApiLatencyResult> {
   const ai = await forkAiService();
@@ -102,8 +101,10 @@ export async function benchApiLatency(db: Database, where: string, { pages = 400
     };
     for (const { name } of targets) {
       const [before, during] = [result.idle[name]!, result.loaded[name]!];
-      console.log(`  ${name}: idle p50 ${before.p50.toFixed(1)} p99 ${before.p99.toFixed(1)} ms (${before.requests}); `
-        + `while indexing p50 ${during.p50.toFixed(1)} p99 ${during.p99.toFixed(1)} ms (${during.requests}); max ${Math.max(...busy.latencies[name]!).toFixed(0)} ms`);
+      console.log(
+        `  ${name}: idle p50 ${before.p50.toFixed(1)} p99 ${before.p99.toFixed(1)} ms (${before.requests}); ` +
+          `while indexing p50 ${during.p50.toFixed(1)} p99 ${during.p99.toFixed(1)} ms (${during.requests}); max ${Math.max(...busy.latencies[name]!).toFixed(0)} ms`,
+      );
     }
     if (process.env.BENCH_VERBOSE) {
       // Each second of the loaded window: the worst latency of each target, to place the stalls in the job.
@@ -127,9 +128,8 @@ export function apiLatencyRows(result: ApiLatencyResult | { skipped: string; whe
   if ('skipped' in result) return [[`API p99 while indexing, ${result.where}`, `skipped: ${result.skipped}`, '']];
   return Object.keys(result.idle).map((name, i) => {
     const [idle, loaded] = [result.idle[name]!, result.loaded[name]!];
-    const label = i === 0
-      ? `${name} p99 while indexing / idle (${result.where}; ${(result.bytes / 2 ** 20).toFixed(0)} MiB HTML, ${result.chunks} chunks, ${result.jobSeconds.toFixed(0)} s)`
-      : `  ${name} p99, same`;
+    const label =
+      i === 0 ? `${name} p99 while indexing / idle (${result.where}; ${(result.bytes / 2 ** 20).toFixed(0)} MiB HTML, ${result.chunks} chunks, ${result.jobSeconds.toFixed(0)} s)` : `  ${name} p99, same`;
     return [label, `${(loaded.p99 / idle.p99).toFixed(2)}  (${loaded.p99.toFixed(1)} / ${idle.p99.toFixed(1)} ms; p50 ${loaded.p50.toFixed(1)} / ${idle.p50.toFixed(1)})`, `<= ${API_LATENCY_AIM}`];
   });
 }

@@ -24,27 +24,38 @@ await sql`insert into documents (id, organization_id, workspace_id, name, conten
 const document = { id: 'doc_bench', organizationId: 'org_bench', workspaceId: 'wsp_1' };
 
 let seed = 1;
-const random = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 4294967296);
-const chunks = (round: number): StoredChunk[] => Array.from({ length: CHUNKS }, (_, i) => {
-  const text = `Round ${round} chunk ${i}: ${Array.from({ length: 150 }, () => Math.floor(random() * 5000).toString(36)).join(' ')}`;
-  return { text, embedding: Array.from({ length: 384 }, () => random() - 0.5), start: 0, end: text.length, firstPage: null, lastPage: null, headingPath: null, textHash: `h${round}-${i}` };
-});
+const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 4294967296;
+const chunks = (round: number): StoredChunk[] =>
+  Array.from({ length: CHUNKS }, (_, i) => {
+    const text = `Round ${round} chunk ${i}: ${Array.from({ length: 150 }, () => Math.floor(random() * 5000).toString(36)).join(' ')}`;
+    return { text, embedding: Array.from({ length: 384 }, () => random() - 0.5), start: 0, end: text.length, firstPage: null, lastPage: null, headingPath: null, textHash: `h${round}-${i}` };
+  });
 
 /** The former replaceChunks: one transaction for the whole document. */
 async function oneTransaction(round: number): Promise<void> {
   const rows = chunks(round);
   // Without the request deadline, as the worker's jobs run.
-  await withDeadline(NO_DEADLINE, () => sql.begin(async (tx) => {
-    await tx`select 1 from documents where id = ${document.id} for no key update`;
-    await tx`delete from document_chunks where document_id = ${document.id}`;
-    for (let i = 0; i < rows.length; i += 200) {
-      await tx`insert into document_chunks ${tx(rows.slice(i, i + 200).map((chunk, offset) => ({
-        id: `chk_${round}_${i + offset}`, organization_id: document.organizationId, workspace_id: document.workspaceId, document_id: document.id,
-        index: i + offset, text: chunk.text, model: 'bench', embedding: vectorLiteral(chunk.embedding),
-      })))}`;
-    }
-    await tx`update documents set chunk_count = ${rows.length} where id = ${document.id}`;
-  }));
+  await withDeadline(NO_DEADLINE, () =>
+    sql.begin(async (tx) => {
+      await tx`select 1 from documents where id = ${document.id} for no key update`;
+      await tx`delete from document_chunks where document_id = ${document.id}`;
+      for (let i = 0; i < rows.length; i += 200) {
+        await tx`insert into document_chunks ${tx(
+          rows.slice(i, i + 200).map((chunk, offset) => ({
+            id: `chk_${round}_${i + offset}`,
+            organization_id: document.organizationId,
+            workspace_id: document.workspaceId,
+            document_id: document.id,
+            index: i + offset,
+            text: chunk.text,
+            model: 'bench',
+            embedding: vectorLiteral(chunk.embedding),
+          })),
+        )}`;
+      }
+      await tx`update documents set chunk_count = ${rows.length} where id = ${document.id}`;
+    }),
+  );
 }
 
 /** Latencies of the probe query, one after another, until `work` settles. */
@@ -62,7 +73,9 @@ async function probeDuring(work: Promise<unknown>): Promise<number[]> {
 }
 
 const report = (name: string, latencies: number[], ms?: number) =>
-  console.log(`${name}: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(0)} ms (${latencies.length} queries${ms ? `, store ${(ms / 1000).toFixed(1)} s` : ''})`);
+  console.log(
+    `${name}: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(0)} ms (${latencies.length} queries${ms ? `, store ${(ms / 1000).toFixed(1)} s` : ''})`,
+  );
 
 await oneTransaction(0);
 const idle: number[] = [];

@@ -50,8 +50,10 @@ async function bench(name: string, text: string): Promise<void> {
     }
   }
   const med = (rows: { ms: number; heldMs: number }[], key: 'ms' | 'heldMs') => median(rows.map((row) => row[key])).toFixed(1);
-  console.log(`${name} (${text.length.toLocaleString('en-US')} characters, ${chunkText(text).length} chunks): ` +
-    `inline ${med(inline, 'ms')} ms (loop held ${med(inline, 'heldMs')} ms), thread ${med(thread, 'ms')} ms (loop held ${med(thread, 'heldMs')} ms)`);
+  console.log(
+    `${name} (${text.length.toLocaleString('en-US')} characters, ${chunkText(text).length} chunks): ` +
+      `inline ${med(inline, 'ms')} ms (loop held ${med(inline, 'heldMs')} ms), thread ${med(thread, 'ms')} ms (loop held ${med(thread, 'heldMs')} ms)`,
+  );
 }
 
 await bench('typical: prose of bench/indexing.ts', proseDocument(200_000));

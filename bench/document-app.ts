@@ -97,15 +97,18 @@ export async function startDocumentApp(db: Database, ai: { url: string; apiKey?:
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const appEnv: Record<string, string> = {
-    ...benchEnv, PUBLIC_URL: url, DATA_DIR: dataDir, AI_URL: ai.url, ...(ai.apiKey ? { AI_API_KEY: ai.apiKey } : {}),
-    ...(db.url ? { DATABASE_URL: db.url } : {}), ...env,
+    ...benchEnv,
+    PUBLIC_URL: url,
+    DATA_DIR: dataDir,
+    AI_URL: ai.url,
+    ...(ai.apiKey ? { AI_API_KEY: ai.apiKey } : {}),
+    ...(db.url ? { DATABASE_URL: db.url } : {}),
+    ...env,
   };
   const config = loadConfig(appEnv);
   const { app, services, stop } = await compose({ config, db, logger });
   server.on('request', app);
-  const worker = config.worker.mode === 'process'
-    ? await startSupervisedChild({ command: 'worker', name: 'job worker', logger, env: () => ({ ...process.env, ...appEnv }) })
-    : undefined;
+  const worker = config.worker.mode === 'process' ? await startSupervisedChild({ command: 'worker', name: 'job worker', logger, env: () => ({ ...process.env, ...appEnv }) }) : undefined;
   return {
     url,
     config,
@@ -163,7 +166,11 @@ export function clientFor(app: { url: string }, user: BenchUser): Client {
 /** createUpload, the signed PUT, complete: the document's id, ready to index. */
 export async function uploadDocument(client: Client, tenant: Tenant, name: string, contentType: ContentType, bytes: Uint8Array): Promise<string> {
   const { document, upload } = await client.documents.createUpload({
-    organizationId: tenant.organizationId, workspaceId: tenant.workspaceId, name, contentType, size: bytes.byteLength,
+    organizationId: tenant.organizationId,
+    workspaceId: tenant.workspaceId,
+    name,
+    contentType,
+    size: bytes.byteLength,
   });
   const put = await fetch(upload.url, { method: 'PUT', headers: upload.headers, body: bytes as Uint8Array<ArrayBuffer> });
   if (put.status !== 200) throw new Error(`PUT ${upload.url} answered ${put.status}: ${await put.text()}`);

@@ -141,9 +141,11 @@ async function longStatement(sql: Sql): Promise<number> {
 async function pointSelects(sql: Sql, parallel: number): Promise<number> {
   const each = Math.ceil(POINT_SELECTS / parallel);
   const started = performance.now();
-  await Promise.all(Array.from({ length: parallel }, async (_, loop) => {
-    for (let i = 0; i < each; i++) await sql`select note from bench_points where id = ${((loop * each + i) % 1000) + 1}`;
-  }));
+  await Promise.all(
+    Array.from({ length: parallel }, async (_, loop) => {
+      for (let i = 0; i < each; i++) await sql`select note from bench_points where id = ${((loop * each + i) % 1000) + 1}`;
+    }),
+  );
   return (each * parallel) / ((performance.now() - started) / 1000);
 }
 
@@ -250,12 +252,32 @@ export async function embeddedThreadRows(): Promise<string[][]> {
   const ratio = (a: number, b: number) => (a / b).toFixed(a / b < 0.1 ? 3 : 2);
   const ms = (value: number) => value.toFixed(1);
   return [
-    [`request p99 while inserting ${VECTORS} vectors (HNSW), thread / main thread`, `${ratio(thread.inserting.p99, main.inserting.p99)}  (${ms(thread.inserting.p99)} / ${ms(main.inserting.p99)} ms; max ${thread.inserting.max.toFixed(0)} / ${main.inserting.max.toFixed(0)})`, `<= ${EMBEDDED_THREAD_AIM.latency}`],
-    [`  same, during one ${main.longStatementSeconds.toFixed(1)} s statement (${LONG_STATEMENT_ROWS / 1e6}M rows)`, `${ratio(thread.longStatement.p99, main.longStatement.p99)}  (${ms(thread.longStatement.p99)} / ${ms(main.longStatement.p99)} ms)`, `<= ${EMBEDDED_THREAD_AIM.latency}`],
-    ['  thread: p99 while inserting / idle', `${ratio(thread.inserting.p99, thread.idle.p99)}  (${ms(thread.inserting.p99)} / ${ms(thread.idle.p99)} ms; failed probes ${thread.probeErrors} / ${main.probeErrors})`, ''],
+    [
+      `request p99 while inserting ${VECTORS} vectors (HNSW), thread / main thread`,
+      `${ratio(thread.inserting.p99, main.inserting.p99)}  (${ms(thread.inserting.p99)} / ${ms(main.inserting.p99)} ms; max ${thread.inserting.max.toFixed(0)} / ${main.inserting.max.toFixed(0)})`,
+      `<= ${EMBEDDED_THREAD_AIM.latency}`,
+    ],
+    [
+      `  same, during one ${main.longStatementSeconds.toFixed(1)} s statement (${LONG_STATEMENT_ROWS / 1e6}M rows)`,
+      `${ratio(thread.longStatement.p99, main.longStatement.p99)}  (${ms(thread.longStatement.p99)} / ${ms(main.longStatement.p99)} ms)`,
+      `<= ${EMBEDDED_THREAD_AIM.latency}`,
+    ],
+    [
+      '  thread: p99 while inserting / idle',
+      `${ratio(thread.inserting.p99, thread.idle.p99)}  (${ms(thread.inserting.p99)} / ${ms(thread.idle.p99)} ms; failed probes ${thread.probeErrors} / ${main.probeErrors})`,
+      '',
+    ],
     ['  insert time, thread / main thread', `${ratio(thread.insertSeconds, main.insertSeconds)}  (${thread.insertSeconds.toFixed(1)} / ${main.insertSeconds.toFixed(1)} s)`, ''],
-    ['point selects/s one at a time, thread / main thread', `${ratio(thread.selectsSerial, main.selectsSerial)}  (${Math.round(thread.selectsSerial)} / ${Math.round(main.selectsSerial)})`, `>= ${EMBEDDED_THREAD_AIM.throughput}`],
-    ['  8 at a time on the one connection', `${ratio(thread.selectsConcurrent, main.selectsConcurrent)}  (${Math.round(thread.selectsConcurrent)} / ${Math.round(main.selectsConcurrent)})`, `>= ${EMBEDDED_THREAD_AIM.throughput}`],
+    [
+      'point selects/s one at a time, thread / main thread',
+      `${ratio(thread.selectsSerial, main.selectsSerial)}  (${Math.round(thread.selectsSerial)} / ${Math.round(main.selectsSerial)})`,
+      `>= ${EMBEDDED_THREAD_AIM.throughput}`,
+    ],
+    [
+      '  8 at a time on the one connection',
+      `${ratio(thread.selectsConcurrent, main.selectsConcurrent)}  (${Math.round(thread.selectsConcurrent)} / ${Math.round(main.selectsConcurrent)})`,
+      `>= ${EMBEDDED_THREAD_AIM.throughput}`,
+    ],
     ['  start from the template, thread / main thread', `${ratio(thread.startMs, main.startMs)}  (${Math.round(thread.startMs)} / ${Math.round(main.startMs)} ms)`, ''],
   ];
 }
@@ -264,5 +286,11 @@ if (import.meta.main) {
   const rows = [['measure', 'result', 'aim'], ...(await embeddedThreadRows())];
   const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log();
-  for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+  for (const row of rows)
+    console.log(
+      row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    );
 }

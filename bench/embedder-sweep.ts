@@ -49,9 +49,7 @@ export async function benchEmbedderSweep(db: Database): Promise<SweepResult> {
   try {
     const tenant = await createTenant(db, { name: 'Embedder sweep' });
     const owner = tenant.users[0]!;
-    const targets: ProbeTarget[] = [
-      { name: 'workspaces.list', url: `${app.url}/api/v1/workspaces?organizationId=${tenant.organizationId}`, headers: { authorization: `Bearer ${owner.token}` } },
-    ];
+    const targets: ProbeTarget[] = [{ name: 'workspaces.list', url: `${app.url}/api/v1/workspaces?organizationId=${tenant.organizationId}`, headers: { authorization: `Bearer ${owner.token}` } }];
     await probe.window(targets, 2000).result;
     const idleP99 = summary(await probe.window(targets, 8000).result)['workspaces.list']!.p99;
     console.log(`  workspaces.list idle p99 ${idleP99.toFixed(1)} ms`);
@@ -108,7 +106,11 @@ function label(row: SweepRow): string {
 /** Rows for bench/index.ts's table. */
 export function sweepRows(result: SweepResult): string[][] {
   return [
-    ['local model: best setting (prose, sorted)', `${result.best.chunksPerSecond.toFixed(1)} chunks/s (${label(result.best)}); workspaces.list p99 ${(result.best.p99 / result.best.idleP99).toFixed(2)} × idle`, ''],
+    [
+      'local model: best setting (prose, sorted)',
+      `${result.best.chunksPerSecond.toFixed(1)} chunks/s (${label(result.best)}); workspaces.list p99 ${(result.best.p99 / result.best.idleP99).toFixed(2)} × idle`,
+      '',
+    ],
     ...result.rows.map((row) => [`  ${label(row)}`, `${row.chunksPerSecond.toFixed(1)} chunks/s; p99 ${row.p99.toFixed(1)} ms (${(row.p99 / row.idleP99).toFixed(2)} × idle)`, '']),
   ];
 }

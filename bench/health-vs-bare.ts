@@ -27,10 +27,7 @@ export interface HealthResult {
 
 type Target = 'full' | 'bare';
 
-export async function benchHealthVsBare(
-  db: Database,
-  { rounds = 6, connections = 32, warmupMs = 500, durationMs = 2000 } = {},
-): Promise<HealthResult> {
+export async function benchHealthVsBare(db: Database, { rounds = 6, connections = 32, warmupMs = 500, durationMs = 2000 } = {}): Promise<HealthResult> {
   const full = await startFullApp(db);
   const bare = await startBareServer();
   const loader = startLoader();
@@ -80,8 +77,10 @@ if (import.meta.main) {
   const db = await openBenchDatabase();
   try {
     const r = await benchHealthVsBare(db);
-    console.log(`full ${Math.round(r.fullRps)} req/s, bare ${Math.round(r.bareRps)} req/s, ratio ${r.ratio.toFixed(2)} (aim >= ${HEALTH_AIM});`
-      + ` cpu/req full ${r.fullCpuUs.toFixed(0)} µs, bare ${r.bareCpuUs.toFixed(0)} µs, ratio ${(r.bareCpuUs / r.fullCpuUs).toFixed(2)}`);
+    console.log(
+      `full ${Math.round(r.fullRps)} req/s, bare ${Math.round(r.bareRps)} req/s, ratio ${r.ratio.toFixed(2)} (aim >= ${HEALTH_AIM});` +
+        ` cpu/req full ${r.fullCpuUs.toFixed(0)} µs, bare ${r.bareCpuUs.toFixed(0)} µs, ratio ${(r.bareCpuUs / r.fullCpuUs).toFixed(2)}`,
+    );
   } finally {
     await db.close();
   }

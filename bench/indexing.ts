@@ -85,8 +85,10 @@ export async function benchIndexing(db: Database, where: string, { bytes = 160_0
       if (chunks.length !== job.chunks) throw new Error(`the job stored ${job.chunks} chunks, chunkText gives ${chunks.length}`);
       const bareMs = await embedBare(chunks);
       runs.push({ jobMs: job.ms, bareMs, chunks: chunks.length });
-      console.log(`  round ${round}: ${chunks.length} chunks; job ${(job.ms / 1000).toFixed(2)} s (${(chunks.length / (job.ms / 1000)).toFixed(1)} chunks/s), `
-        + `bare model ${(bareMs / 1000).toFixed(2)} s (${(chunks.length / (bareMs / 1000)).toFixed(1)} chunks/s)`);
+      console.log(
+        `  round ${round}: ${chunks.length} chunks; job ${(job.ms / 1000).toFixed(2)} s (${(chunks.length / (job.ms / 1000)).toFixed(1)} chunks/s), ` +
+          `bare model ${(bareMs / 1000).toFixed(2)} s (${(chunks.length / (bareMs / 1000)).toFixed(1)} chunks/s)`,
+      );
     }
     const chunks = runs[0]!.chunks;
     return {
@@ -115,11 +117,14 @@ export async function benchIndexing(db: Database, where: string, { bytes = 160_0
 export function indexingRows(result: IndexingResult | { skipped: string; where: string }, bestChunksPerSecond?: number): string[][] {
   if ('skipped' in result) return [[`indexing, ${result.where}`, `skipped: ${result.skipped}`, '']];
   return [
-    [`indexing chunks/s, document.index job / bare model (${result.where}, ${result.chunks} chunks)`,
+    [
+      `indexing chunks/s, document.index job / bare model (${result.where}, ${result.chunks} chunks)`,
       `${result.ratio.toFixed(2)}  (${result.jobChunksPerSecond.toFixed(1)} / ${result.bareChunksPerSecond.toFixed(1)} chunks/s; ${(result.jobMs / 1000).toFixed(1)} / ${(result.bareMs / 1000).toFixed(1)} s)`,
-      `>= ${INDEXING_AIM}`],
-    ...(bestChunksPerSecond === undefined ? [] : [[`  job / the best setting of the sweep (${bestChunksPerSecond.toFixed(1)} chunks/s)`,
-      (result.jobChunksPerSecond / bestChunksPerSecond).toFixed(2), `>= ${INDEXING_AIM}`]]),
+      `>= ${INDEXING_AIM}`,
+    ],
+    ...(bestChunksPerSecond === undefined
+      ? []
+      : [[`  job / the best setting of the sweep (${bestChunksPerSecond.toFixed(1)} chunks/s)`, (result.jobChunksPerSecond / bestChunksPerSecond).toFixed(2), `>= ${INDEXING_AIM}`]]),
   ];
 }
 

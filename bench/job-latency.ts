@@ -111,7 +111,12 @@ export async function streamWaiter(baseUrl: string, token: string, organizationI
       for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
         buffer += decoder.decode(bytes, { stream: true });
         for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const fields = new Map(buffer.slice(0, end).split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] as const));
+          const fields = new Map(
+            buffer
+              .slice(0, end)
+              .split('\n')
+              .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] as const),
+          );
           buffer = buffer.slice(end + 2);
           if (fields.get('event') === 'ready') ready();
           if (fields.get('event') !== 'job') continue;
@@ -128,15 +133,16 @@ export async function streamWaiter(baseUrl: string, token: string, organizationI
   })();
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([opened, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no ready event within 5 s')), 5000)))]).finally(() => clearTimeout(timer));
-  return (id) => new Promise<number>((resolve, reject) => {
-    const at = seen.get(id);
-    if (at !== undefined) return resolve(at);
-    const timeout = setTimeout(() => reject(new Error(`no succeeded event for ${id} within ${timeoutMs / 1000} s`)), timeoutMs);
-    waiting.set(id, (when) => {
-      clearTimeout(timeout);
-      resolve(when);
+  return (id) =>
+    new Promise<number>((resolve, reject) => {
+      const at = seen.get(id);
+      if (at !== undefined) return resolve(at);
+      const timeout = setTimeout(() => reject(new Error(`no succeeded event for ${id} within ${timeoutMs / 1000} s`)), timeoutMs);
+      waiting.set(id, (when) => {
+        clearTimeout(timeout);
+        resolve(when);
+      });
     });
-  });
 }
 
 async function pollWaiter(client: Client, id: string): Promise<number> {
@@ -153,7 +159,11 @@ async function pollWaiter(client: Client, id: string): Promise<number> {
 export function latencyRows(result: LatencyResult | { skipped: string; where: string }): string[][] {
   if ('skipped' in result) return [[`job create → succeeded, ${result.where}`, `skipped: ${result.skipped}`, '']];
   return [
-    [`job create → succeeded p95 (${result.where}; text.embed, local; via ${result.via})`, `${result.p95.toFixed(0)} ms  (p50 ${result.p50.toFixed(0)}; create answer p50 ${result.createP50.toFixed(0)} ms; ${result.jobs} jobs)`, `<= ${LATENCY_AIM_MS} ms`],
+    [
+      `job create → succeeded p95 (${result.where}; text.embed, local; via ${result.via})`,
+      `${result.p95.toFixed(0)} ms  (p50 ${result.p50.toFixed(0)}; create answer p50 ${result.createP50.toFixed(0)} ms; ${result.jobs} jobs)`,
+      `<= ${LATENCY_AIM_MS} ms`,
+    ],
   ];
 }
 

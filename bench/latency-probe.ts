@@ -37,16 +37,19 @@ function probe(targets: ProbeTarget[], intervalMs: number, maxMs: number) {
   const send = (target: ProbeTarget, due: number) => {
     const request = new Promise<void>((resolve) => {
       get(target.url, { agent, headers: target.headers ?? {} }, (res) => {
-        res.on('end', () => {
-          if (res.statusCode === 200) {
-            latencies[target.name]!.push(performance.now() - due);
-            dueTimes[target.name]!.push(due - started);
-          } else errors++;
-          resolve();
-        }).on('error', () => {
-          errors++;
-          resolve();
-        }).resume();
+        res
+          .on('end', () => {
+            if (res.statusCode === 200) {
+              latencies[target.name]!.push(performance.now() - due);
+              dueTimes[target.name]!.push(due - started);
+            } else errors++;
+            resolve();
+          })
+          .on('error', () => {
+            errors++;
+            resolve();
+          })
+          .resume();
       }).on('error', () => {
         errors++;
         resolve();

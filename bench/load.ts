@@ -37,26 +37,30 @@ async function load({ url, connections, warmupMs, durationMs }: LoadRequest): Pr
   let total = 0;
   let errors = 0;
 
-  const connection = () => new Promise<void>((resolve) => {
-    const next = () => {
-      if (stopping) return resolve();
-      let settled = false;
-      const done = (ok: boolean) => {
-        if (settled) return;
-        settled = true;
-        if (ok) total++;
-        if (measuring) {
-          if (ok) requests++;
-          else errors++;
-        }
-        next();
+  const connection = () =>
+    new Promise<void>((resolve) => {
+      const next = () => {
+        if (stopping) return resolve();
+        let settled = false;
+        const done = (ok: boolean) => {
+          if (settled) return;
+          settled = true;
+          if (ok) total++;
+          if (measuring) {
+            if (ok) requests++;
+            else errors++;
+          }
+          next();
+        };
+        get(url, { agent }, (res) => {
+          res
+            .on('end', () => done(res.statusCode === 200))
+            .on('error', () => done(false))
+            .resume();
+        }).on('error', () => done(false));
       };
-      get(url, { agent }, (res) => {
-        res.on('end', () => done(res.statusCode === 200)).on('error', () => done(false)).resume();
-      }).on('error', () => done(false));
-    };
-    next();
-  });
+      next();
+    });
 
   const running = Array.from({ length: connections }, connection);
   await new Promise((r) => setTimeout(r, warmupMs));

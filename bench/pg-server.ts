@@ -45,7 +45,10 @@ export async function startRealServer(): Promise<RealServerOrSkip> {
     url = stdout.trim().split('\n').at(-1)!;
   } catch (error) {
     await run(script, ['stop', dir]).catch(() => undefined);
-    const said = String((error as { stderr?: string }).stderr ?? (error as Error).message).trim().split('\n').filter(Boolean);
+    const said = String((error as { stderr?: string }).stderr ?? (error as Error).message)
+      .trim()
+      .split('\n')
+      .filter(Boolean);
     return { skipped: said.at(-1) ?? 'scripts/pg-server.sh start failed' };
   }
   const admin = postgres(url, { max: 1, onnotice: () => {} });
@@ -86,11 +89,15 @@ async function vectorVersion(url: string): Promise<string> {
  * A benchmark file run alone (`node bench/<name>.ts [--embedded-only | --real-only]`): its rows on
  * the embedded database, then on a throwaway PostgreSQL 15 (or the row saying why it was skipped).
  */
-export async function runStandalone(what: string, database: string, rows: {
-  embedded(db: Database): Promise<string[][]>;
-  real(db: Database): Promise<string[][]>;
-  skipped(reason: string): string[][];
-}): Promise<void> {
+export async function runStandalone(
+  what: string,
+  database: string,
+  rows: {
+    embedded(db: Database): Promise<string[][]>;
+    real(db: Database): Promise<string[][]>;
+    skipped(reason: string): string[][];
+  },
+): Promise<void> {
   const args = process.argv.slice(2);
   const out: string[][] = [];
   if (!args.includes('--real-only')) {

@@ -107,9 +107,7 @@ export function proseDocument(bytes: number, seed = 2026): string {
     const topic = random.pick(TOPICS);
     const block = [`## ${section}. ${topic.title}`];
     for (let n = 1 + Math.floor(random.next() * 4); n > 0; n--) {
-      block.push(random.next() < 0.15
-        ? Array.from({ length: 3 + Math.floor(random.next() * 3) }, () => `- ${sentence(random, topic)}`).join('\n')
-        : paragraph(random, topic));
+      block.push(random.next() < 0.15 ? Array.from({ length: 3 + Math.floor(random.next() * 3) }, () => `- ${sentence(random, topic)}`).join('\n') : paragraph(random, topic));
     }
     const text = block.join('\n\n');
     parts.push(text);

@@ -48,10 +48,13 @@ function intercepting(send: (index: number, statement: Statement) => Promise<unk
  */
 async function recordSearch(query: VectorQuery): Promise<[Statement, Statement, Statement]> {
   const statements: Statement[] = [];
-  await vectorSearch(intercepting(async (index, statement) => {
-    statements.push(statement);
-    return index === 1 ? [{ id: 'chk_recorded', score: 1 }] : [];
-  }), query);
+  await vectorSearch(
+    intercepting(async (index, statement) => {
+      statements.push(statement);
+      return index === 1 ? [{ id: 'chk_recorded', score: 1 }] : [];
+    }),
+    query,
+  );
   const [settings, ranking, describe] = statements;
   if (statements.length !== 3 || settings!.values.length !== 1 || !ranking!.strings.join('').includes('<=>')) {
     throw new Error(`searchChunks(…, 'vector') sent ${statements.length} statements; the plan check expects a settings one (hnsw.ef_search), the ranking and the describe one: update bench/query-plan.ts`);

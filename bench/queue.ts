@@ -65,9 +65,11 @@ async function fill(db: Database, queue: JobQueue, size: number): Promise<number
   if (missing <= 0) return NaN;
   const started = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next++ < missing) await queue.enqueue(db.sql, newId('job'));
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next++ < missing) await queue.enqueue(db.sql, newId('job'));
+    }),
+  );
   return (missing * 1000) / (performance.now() - started);
 }
 
@@ -85,10 +87,14 @@ async function runBoss(db: Database, { wake, ms }: { wake: boolean; ms: number }
   let open = true;
   try {
     started = performance.now();
-    await queue.work(async () => {
-      if (open) stamps.push(performance.now());
-      if (wake) queue.wake();
-    }, CONCURRENCY, batchSizeFor(db));
+    await queue.work(
+      async () => {
+        if (open) stamps.push(performance.now());
+        if (wake) queue.wake();
+      },
+      CONCURRENCY,
+      batchSizeFor(db),
+    );
     await new Promise((resolve) => setTimeout(resolve, ms - (performance.now() - started)));
     open = false;
   } finally {
@@ -101,17 +107,19 @@ async function runPlain(db: Database, ms: number): Promise<Window> {
   const { sql } = db;
   const stamps: number[] = [];
   const started = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (performance.now() - started < ms) {
-      const [job] = await sql<{ id: string }[]>`
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() - started < ms) {
+        const [job] = await sql<{ id: string }[]>`
         update bench_plain_queue set state = 'active', started_at = now()
         where id = (select id from bench_plain_queue where state = 'created' order by id for update skip locked limit 1)
         returning id, data`;
-      if (!job) throw new Error('the plain backlog ran out; make it larger');
-      await sql`update bench_plain_queue set state = 'completed', completed_at = now() where id = ${job.id}`;
-      if (performance.now() - started < ms) stamps.push(performance.now());
-    }
-  }));
+        if (!job) throw new Error('the plain backlog ran out; make it larger');
+        await sql`update bench_plain_queue set state = 'completed', completed_at = now() where id = ${job.id}`;
+        if (performance.now() - started < ms) stamps.push(performance.now());
+      }
+    }),
+  );
   return rate(stamps, started, ms);
 }
 
@@ -134,7 +142,7 @@ export async function benchQueue(db: Database, where: string, { rounds = 2, back
       await db.sql`insert into bench_plain_queue (data) select jsonb_build_object('jobId', 'job_' || n) from generate_series(1, 100000) n`;
       const filled = await fill(db, producer, backlogSize);
       if (!Number.isNaN(filled)) enqueueRates.push(filled);
-      const order = round % 2 ? ['plain', 'woken'] as const : ['woken', 'plain'] as const;
+      const order = round % 2 ? (['plain', 'woken'] as const) : (['woken', 'plain'] as const);
       for (const name of order) {
         windows[name].push(name === 'plain' ? await runPlain(db, WINDOW_MS) : await runBoss(db, { wake: true, ms: WINDOW_MS }));
       }
@@ -170,8 +178,16 @@ export function queueRows(result: QueueResult | { skipped: string; where: string
   if ('skipped' in result) return [[`queue, ${result.where}`, `skipped: ${result.skipped}`, '']];
   const halves = (w: Window) => `${Math.round(w.halves[0])} → ${Math.round(w.halves[1])}`;
   return [
-    [`queue no-op jobs/s, ${result.concurrency} workers (${result.where}): pg-boss as configured / plain`, `${result.configuredRatio.toFixed(3)}  (${result.configured.jobsPerSecond.toFixed(1)} / ${Math.round(result.plain.jobsPerSecond)})`, `>= ${QUEUE_AIM}`],
-    ['  pg-boss woken after each job / plain', `${result.ratio.toFixed(2)}  (${Math.round(result.woken.jobsPerSecond)} / ${Math.round(result.plain.jobsPerSecond)}; halves ${halves(result.woken)} / ${halves(result.plain)})`, `>= ${QUEUE_AIM}`],
+    [
+      `queue no-op jobs/s, ${result.concurrency} workers (${result.where}): pg-boss as configured / plain`,
+      `${result.configuredRatio.toFixed(3)}  (${result.configured.jobsPerSecond.toFixed(1)} / ${Math.round(result.plain.jobsPerSecond)})`,
+      `>= ${QUEUE_AIM}`,
+    ],
+    [
+      '  pg-boss woken after each job / plain',
+      `${result.ratio.toFixed(2)}  (${Math.round(result.woken.jobsPerSecond)} / ${Math.round(result.plain.jobsPerSecond)}; halves ${halves(result.woken)} / ${halves(result.plain)})`,
+      `>= ${QUEUE_AIM}`,
+    ],
     ['  enqueue (pg-boss send, 8 at a time)', `${Math.round(result.enqueuePerSecond)} jobs/s`, ''],
   ];
 }

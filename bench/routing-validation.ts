@@ -69,18 +69,22 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
   const router = restRouter({ 'documents.list': list }, streamHandlers, services);
   const ctx: Context = { requestId: 'req_1', log: logger, ip: '127.0.0.1', principal, services, tenant: null, row: undefined };
 
-  const routed = () => new Promise<number>((resolve, reject) => {
-    const { req, res } = exchange(() => resolve(res.statusCode));
-    req.query = parseQuery(req.url.slice(req.url.indexOf('?') + 1));
-    router(req as never, res as never, (error?: unknown) => reject(error instanceof Error ? error : new Error(error === undefined ? `no route matched ${path}` : `the router passed on ${JSON.stringify(error)}`)));
-  });
-  const direct = () => new Promise<number>((resolve, reject) => {
-    const { res } = exchange(() => resolve(res.statusCode));
-    (async () => {
-      const output = await list({ workspaceId: 'ws_i5xx2bzn3kir2gshyl7sn5pk', organizationId: 'org_pycdybk377oxtzq6svizx3or', limit: 20 }, ctx);
-      res.status(200).json(output);
-    })().catch(reject);
-  });
+  const routed = () =>
+    new Promise<number>((resolve, reject) => {
+      const { req, res } = exchange(() => resolve(res.statusCode));
+      req.query = parseQuery(req.url.slice(req.url.indexOf('?') + 1));
+      router(req as never, res as never, (error?: unknown) =>
+        reject(error instanceof Error ? error : new Error(error === undefined ? `no route matched ${path}` : `the router passed on ${JSON.stringify(error)}`)),
+      );
+    });
+  const direct = () =>
+    new Promise<number>((resolve, reject) => {
+      const { res } = exchange(() => resolve(res.statusCode));
+      (async () => {
+        const output = await list({ workspaceId: 'ws_i5xx2bzn3kir2gshyl7sn5pk', organizationId: 'org_pycdybk377oxtzq6svizx3or', limit: 20 }, ctx);
+        res.status(200).json(output);
+      })().catch(reject);
+    });
   // Sequential on purpose: latency of one request, not throughput of many interleaved ones.
   const perRequestUs = async (run: () => Promise<number>, n: number) => {
     const started = performance.now();

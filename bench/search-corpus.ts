@@ -37,11 +37,19 @@ const TOPICS = 400;
 
 /** xoshiro128** (Blackman and Vigna): a small, fast, seeded generator. */
 function generator(seed: number) {
-  let a = seed ^ 0x9e3779b9, b = seed ^ 0x243f6a88, c = seed ^ 0xb7e15162, d = seed ^ 0x85a308d3;
+  let a = seed ^ 0x9e3779b9,
+    b = seed ^ 0x243f6a88,
+    c = seed ^ 0xb7e15162,
+    d = seed ^ 0x85a308d3;
   const next = () => {
     const result = Math.imul(rotl(Math.imul(b, 5), 7), 9);
     const t = b << 9;
-    c ^= a; d ^= b; b ^= c; a ^= d; c ^= t; d = rotl(d, 11);
+    c ^= a;
+    d ^= b;
+    b ^= c;
+    a ^= d;
+    c ^= t;
+    d = rotl(d, 11);
     return (result >>> 0) / 4294967296;
   };
   for (let i = 0; i < 16; i++) next();
@@ -178,7 +186,13 @@ export async function loadCorpus(db: Database, corpus: Corpus, url?: string): Pr
     await sql`insert into workspaces (id, organization_id, name, slug) values (${workspace.id}, ${workspace.organizationId}, 'Search', 'search')`;
     for (let i = 0; i < workspace.documents.length; i += 1000) {
       const rows = workspace.documents.slice(i, i + 1000).map((document) => ({
-        id: document.id, organization_id: workspace.organizationId, workspace_id: workspace.id, name: `${document.id}.md`, content_type: 'text/markdown', size: 20_000, status: 'ready',
+        id: document.id,
+        organization_id: workspace.organizationId,
+        workspace_id: workspace.id,
+        name: `${document.id}.md`,
+        content_type: 'text/markdown',
+        size: 20_000,
+        status: 'ready',
       }));
       await sql`insert into documents ${sql(rows)}`;
     }
@@ -217,8 +231,14 @@ async function insertChunks(sql: Database['sql'], corpus: Corpus): Promise<void>
   };
   for (const chunk of corpus.chunks()) {
     batch.push({
-      id: chunk.id, organization_id: chunk.organizationId, workspace_id: chunk.workspaceId, document_id: chunk.documentId,
-      index: chunk.index, text: chunk.text, model: CORPUS_MODEL, embedding: vectorLiteral(Array.from(chunk.embedding)),
+      id: chunk.id,
+      organization_id: chunk.organizationId,
+      workspace_id: chunk.workspaceId,
+      document_id: chunk.documentId,
+      index: chunk.index,
+      text: chunk.text,
+      model: CORPUS_MODEL,
+      embedding: vectorLiteral(Array.from(chunk.embedding)),
     });
     if (batch.length === 250) await flush();
   }

@@ -65,7 +65,7 @@ async function bench(db: Database, url: string | undefined, where: string, size:
   const vectors = corpus.queries(workspace, WARMUP + QUERIES);
   // The exact path: index scans off (a connection of its own on a real server; the embedded
   // database's one session switched for the duration).
-  const exactSql = url ? postgres(url, { max: 1, onnotice: () => {}, connection: { enable_indexscan: 'off' } }) as unknown as Sql : db.sql;
+  const exactSql = url ? (postgres(url, { max: 1, onnotice: () => {}, connection: { enable_indexscan: 'off' } }) as unknown as Sql) : db.sql;
   const rows: string[][] = [];
   try {
     for (const { name, filters } of cases) {
@@ -86,8 +86,16 @@ async function bench(db: Database, url: string | undefined, where: string, size:
       }
       const recall = exact.reduce((sum, truth, i) => sum + (truth.ids.length ? truth.ids.filter((id) => hnsw[i]!.ids.includes(id)).length / truth.ids.length : 1), 0) / exact.length;
       const short = hnsw.filter((run, i) => run.ids.length < exact[i]!.ids.length).length;
-      const p = (runs: { ms: number }[], q: number) => percentile(runs.map((r) => r.ms), q).toFixed(1);
-      const row = [`${where} ${Math.round(size / 1000)}k, filter ${name}`, `searchChunks p50 ${p(hnsw, 50)} p95 ${p(hnsw, 95)} ms; forced exact p50 ${p(exact, 50)} p95 ${p(exact, 95)} ms`, `recall@${LIMIT} vs exact ${recall.toFixed(3)}, short ${short}/${QUERIES}`];
+      const p = (runs: { ms: number }[], q: number) =>
+        percentile(
+          runs.map((r) => r.ms),
+          q,
+        ).toFixed(1);
+      const row = [
+        `${where} ${Math.round(size / 1000)}k, filter ${name}`,
+        `searchChunks p50 ${p(hnsw, 50)} p95 ${p(hnsw, 95)} ms; forced exact p50 ${p(exact, 50)} p95 ${p(exact, 95)} ms`,
+        `recall@${LIMIT} vs exact ${recall.toFixed(3)}, short ${short}/${QUERIES}`,
+      ];
       console.log(`  ${row.join('; ')}`);
       rows.push(row);
     }
@@ -104,7 +112,7 @@ if (import.meta.main) {
   if (!args.includes('--real-only')) {
     const db = await openBenchDatabase();
     try {
-      rows.push(...await bench(db, undefined, 'PGlite', sizeArg >= 0 ? Number(args[sizeArg + 1]) : 10_000));
+      rows.push(...(await bench(db, undefined, 'PGlite', sizeArg >= 0 ? Number(args[sizeArg + 1]) : 10_000)));
     } finally {
       await db.close();
     }
@@ -115,7 +123,7 @@ if (import.meta.main) {
     else {
       try {
         const { db, url } = await real.server.database('bench_search_filters');
-        rows.push(...await bench(db, url, 'PostgreSQL 15', sizeArg >= 0 ? Number(args[sizeArg + 1]) : 50_000));
+        rows.push(...(await bench(db, url, 'PostgreSQL 15', sizeArg >= 0 ? Number(args[sizeArg + 1]) : 50_000)));
       } finally {
         await real.server.stop();
       }

@@ -89,7 +89,16 @@ function exactPath(db: Database, url: string | undefined): ExactPath {
 /** What the benchmark asks: LIMIT chunks of the corpus' model in a workspace, nearest to `vector`. */
 const query = (workspaceId: string, vector: number[]) => ({ workspaceId, model: CORPUS_MODEL, vector, limit: LIMIT });
 
-const ms = (runs: { ms: number }[]) => ({ p50: percentile(runs.map((r) => r.ms), 50), p95: percentile(runs.map((r) => r.ms), 95) });
+const ms = (runs: { ms: number }[]) => ({
+  p50: percentile(
+    runs.map((r) => r.ms),
+    50,
+  ),
+  p95: percentile(
+    runs.map((r) => r.ms),
+    95,
+  ),
+});
 
 async function timed(search: () => Promise<{ chunkId: string }[]>): Promise<{ ms: number; ids: string[] }> {
   const started = performance.now();
@@ -102,10 +111,7 @@ function recallOf(found: string[][], truth: string[][]): number {
   return each.reduce((sum, value) => sum + value, 0) / each.length;
 }
 
-export async function benchSearch(
-  target: { db: Database; url?: string; where: string },
-  { size, queries = 100, warmup = 30 }: { size: number; queries?: number; warmup?: number },
-): Promise<SearchResult> {
+export async function benchSearch(target: { db: Database; url?: string; where: string }, { size, queries = 100, warmup = 30 }: { size: number; queries?: number; warmup?: number }): Promise<SearchResult> {
   const { db, url } = target;
   const corpus = new Corpus(WORKSPACE_SHARES.map((share) => Math.max(LIMIT * 5, Math.round(size * share))));
   console.log(`  loading ${corpus.totalChunks} chunks (${corpus.workspaces.map((w) => w.chunks).join(' + ')}) into ${target.where}`);
@@ -137,7 +143,14 @@ export async function benchSearch(
     for (const efSearch of EF_SWEEP) {
       const runs = [];
       for (const vector of measured) runs.push(await timed(() => searchVariant(db.sql, query(main.id, vector), { efSearch })));
-      efSweep.push({ efSearch, ...ms(runs), recall: recallOf(runs.map((r) => r.ids), truth) });
+      efSweep.push({
+        efSearch,
+        ...ms(runs),
+        recall: recallOf(
+          runs.map((r) => r.ids),
+          truth,
+        ),
+      });
     }
     const result: SearchResult = {
       where: target.where,
@@ -146,11 +159,28 @@ export async function benchSearch(
       totalChunks: corpus.totalChunks,
       hnsw: ms(hnswRuns),
       exact: ms(exactRuns),
-      ratio: percentile(hnswRuns.map((r) => r.ms), 95) / percentile(exactRuns.map((r) => r.ms), 95),
-      recall: recallOf(hnswRuns.map((r) => r.ids), truth),
+      ratio:
+        percentile(
+          hnswRuns.map((r) => r.ms),
+          95,
+        ) /
+        percentile(
+          exactRuns.map((r) => r.ms),
+          95,
+        ),
+      recall: recallOf(
+        hnswRuns.map((r) => r.ids),
+        truth,
+      ),
       recallByKind: {
-        document: recallOf(hnswRuns.filter((_, i) => i % 2 === 0).map((r) => r.ids), truth.filter((_, i) => i % 2 === 0)),
-        topic: recallOf(hnswRuns.filter((_, i) => i % 2 === 1).map((r) => r.ids), truth.filter((_, i) => i % 2 === 1)),
+        document: recallOf(
+          hnswRuns.filter((_, i) => i % 2 === 0).map((r) => r.ids),
+          truth.filter((_, i) => i % 2 === 0),
+        ),
+        topic: recallOf(
+          hnswRuns.filter((_, i) => i % 2 === 1).map((r) => r.ids),
+          truth.filter((_, i) => i % 2 === 1),
+        ),
       },
       efSweep,
       short: hnswRuns.filter((r) => r.ids.length < LIMIT).length,
@@ -159,7 +189,9 @@ export async function benchSearch(
       cache,
       others: [],
     };
-    console.log(`  ${main.chunks} chunks: hnsw p50 ${result.hnsw.p50.toFixed(1)} ms p95 ${result.hnsw.p95.toFixed(1)} ms; exact p50 ${result.exact.p50.toFixed(1)} ms p95 ${result.exact.p95.toFixed(1)} ms; recall@${LIMIT} ${result.recall.toFixed(3)}; short answers ${result.short}/${queries}`);
+    console.log(
+      `  ${main.chunks} chunks: hnsw p50 ${result.hnsw.p50.toFixed(1)} ms p95 ${result.hnsw.p95.toFixed(1)} ms; exact p50 ${result.exact.p50.toFixed(1)} ms p95 ${result.exact.p95.toFixed(1)} ms; recall@${LIMIT} ${result.recall.toFixed(3)}; short answers ${result.short}/${queries}`,
+    );
     printPlans('hnsw ', plans.hnsw);
     console.log(`    recall by query kind: near a document ${result.recallByKind.document.toFixed(3)}, near a topic ${result.recallByKind.topic.toFixed(3)}`);
     console.log(`    with other ef_search: ${efSweep.map((e) => `${e.efSearch}: recall ${e.recall.toFixed(3)} p95 ${e.p95.toFixed(1)} ms`).join('; ')}`);
@@ -175,12 +207,17 @@ export async function benchSearch(
       const check: WorkspaceCheck = {
         chunks: workspace.chunks,
         queries: sample.length,
-        recall: recallOf(found.map((r) => r.ids), truth.map((r) => r.ids)),
+        recall: recallOf(
+          found.map((r) => r.ids),
+          truth.map((r) => r.ids),
+        ),
         short: found.filter((r) => r.ids.length < LIMIT).length,
         plan: await searchPlans(db.sql, query(workspace.id, sample[0]!)),
       };
       result.others.push(check);
-      console.log(`  ${workspace.chunks} chunks: recall@${LIMIT} ${check.recall.toFixed(3)}, short answers ${check.short}/${sample.length}, plan ${check.plan.custom.hnsw ? 'HNSW' : 'no index on embeddings'} (generic: ${check.plan.generic.hnsw ? 'HNSW' : 'no index on embeddings'})`);
+      console.log(
+        `  ${workspace.chunks} chunks: recall@${LIMIT} ${check.recall.toFixed(3)}, short answers ${check.short}/${sample.length}, plan ${check.plan.custom.hnsw ? 'HNSW' : 'no index on embeddings'} (generic: ${check.plan.generic.hnsw ? 'HNSW' : 'no index on embeddings'})`,
+      );
     }
     return result;
   } finally {
@@ -217,11 +254,23 @@ export function searchRows(result: SearchResult | { skipped: string; where: stri
   const short = result.short + result.others.reduce((sum, other) => sum + other.short, 0);
   const asked = result.queries + result.others.reduce((sum, other) => sum + other.queries, 0);
   return [
-    [`search ${scale} chunks (${result.where}) p95 HNSW / exact`, `${result.ratio.toFixed(3)}  (${result.hnsw.p95.toFixed(1)} / ${result.exact.p95.toFixed(1)} ms; p50 ${result.hnsw.p50.toFixed(1)} / ${result.exact.p50.toFixed(1)})`, `<= ${SEARCH_AIM.p95Ratio}`],
-    [`  recall@${LIMIT} vs exact (${result.queries} queries)`, `${result.recall.toFixed(3)}  (near a document ${result.recallByKind.document.toFixed(2)}, near a topic ${result.recallByKind.topic.toFixed(2)})`, `>= ${SEARCH_AIM.recall}`],
+    [
+      `search ${scale} chunks (${result.where}) p95 HNSW / exact`,
+      `${result.ratio.toFixed(3)}  (${result.hnsw.p95.toFixed(1)} / ${result.exact.p95.toFixed(1)} ms; p50 ${result.hnsw.p50.toFixed(1)} / ${result.exact.p50.toFixed(1)})`,
+      `<= ${SEARCH_AIM.p95Ratio}`,
+    ],
+    [
+      `  recall@${LIMIT} vs exact (${result.queries} queries)`,
+      `${result.recall.toFixed(3)}  (near a document ${result.recallByKind.document.toFixed(2)}, near a topic ${result.recallByKind.topic.toFixed(2)})`,
+      `>= ${SEARCH_AIM.recall}`,
+    ],
     [`  recall, p95 at other ef_search (default 160)`, result.efSweep.map((e) => `${e.efSearch}: ${e.recall.toFixed(3)} ${e.p95.toFixed(1)} ms`).join(', '), ''],
     ['  answers short of the limit, all workspaces', `${short} of ${asked}  (recall in smaller ones: ${result.others.map((o) => o.recall.toFixed(2)).join(', ')})`, '0'],
-    ['  plan uses HNSW: custom / generic; exact path', `${yes(result.plans.hnsw.custom.hnsw)} / ${yes(result.plans.hnsw.generic.hnsw)}; ${result.plans.exact.custom.hnsw ? 'HNSW (wrong)' : 'no index on embeddings'}`, 'yes / yes; none'],
+    [
+      '  plan uses HNSW: custom / generic; exact path',
+      `${yes(result.plans.hnsw.custom.hnsw)} / ${yes(result.plans.hnsw.generic.hnsw)}; ${result.plans.exact.custom.hnsw ? 'HNSW (wrong)' : 'no index on embeddings'}`,
+      'yes / yes; none',
+    ],
     [`  generic plans in ${result.cache.custom + result.cache.generic} runs on one connection`, String(result.cache.generic), '0'],
     [`  load ${Math.round(result.totalChunks / 1000)}k rows, then build HNSW and GIN`, `${(result.loadMs / 1000).toFixed(1)} s + ${(result.indexMs / 1000).toFixed(1)} s`, ''],
   ];

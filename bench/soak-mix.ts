@@ -86,7 +86,14 @@ export async function createUsers(baseUrl: string, count: number, recorder: Reco
     const home = await client.workspaces.create({ organizationId, name: 'Home', slug: 'home' });
     const scratch = await client.workspaces.create({ organizationId, name: 'Scratch', slug: 'scratch' });
     users.push({
-      index, token, organizationId, homeWorkspaceId: home.id, scratchWorkspaceId: scratch.id, client, documents: [], renames: 0,
+      index,
+      token,
+      organizationId,
+      homeWorkspaceId: home.id,
+      scratchWorkspaceId: scratch.id,
+      client,
+      documents: [],
+      renames: 0,
       due: { search: 0, job: 0, upload: 0 }, // set by runMix
     });
   }
@@ -111,12 +118,14 @@ export async function runMix(users: SoakUser[], baseUrl: string, recorder: Recor
   const loops = users.map(async (user) => {
     while (!stopped) await guarded(counts, () => step(user, baseUrl, recorder));
   });
-  const streamLoops = users.flatMap((user) => Array.from({ length: STREAMS_PER_USER }, async () => {
-    while (!stopped) {
-      await guarded(counts, () => holdStream(user, counts, streams.signal));
-      if (!stopped) await sleep(between([500, 2_000]));
-    }
-  }));
+  const streamLoops = users.flatMap((user) =>
+    Array.from({ length: STREAMS_PER_USER }, async () => {
+      while (!stopped) {
+        await guarded(counts, () => holdStream(user, counts, streams.signal));
+        if (!stopped) await sleep(between([500, 2_000]));
+      }
+    }),
+  );
   await Promise.all([...loops, ...streamLoops]);
 }
 
@@ -143,7 +152,11 @@ async function step(user: SoakUser, baseUrl: string, recorder: Recorder): Promis
 async function uploadAndIndex(user: SoakUser, recorder: Recorder): Promise<void> {
   const bytes = pick(DOCUMENTS);
   const { document, upload } = await user.client.documents.createUpload({
-    organizationId: user.organizationId, workspaceId: user.homeWorkspaceId, name: 'report.md', contentType: 'text/markdown', size: bytes.byteLength,
+    organizationId: user.organizationId,
+    workspaceId: user.homeWorkspaceId,
+    name: 'report.md',
+    contentType: 'text/markdown',
+    size: bytes.byteLength,
   });
   const put = await recorder.fetch(upload.url, { method: 'PUT', headers: upload.headers, body: bytes });
   if (put.status !== 200) throw new Refused(`the signed PUT answered ${put.status}`);
@@ -171,7 +184,7 @@ async function readOrWrite(user: SoakUser, baseUrl: string, recorder: Recorder):
   };
   if (roll < 0.18) await get(`/api/v1/workspaces?organizationId=${organizationId}`);
   else if (roll < 0.32) await get('/api/v1/me');
-  else if (roll < 0.50) await client.documents.list({ organizationId, workspaceId: user.homeWorkspaceId, limit: 20 });
+  else if (roll < 0.5) await client.documents.list({ organizationId, workspaceId: user.homeWorkspaceId, limit: 20 });
   else if (roll < 0.68) await client.jobs.list({ organizationId, limit: 20 });
   else if (roll < 0.76) {
     const document = user.documents.at(-1);
@@ -211,7 +224,7 @@ async function guarded(counts: MixCounts, action: () => Promise<void>): Promise<
     await action();
   } catch (error) {
     if (error instanceof ApiClientError || error instanceof Refused || isNetworkError(error)) return;
-    if (counts.clientExceptions.length < 20) counts.clientExceptions.push(error instanceof Error ? error.stack ?? error.message : String(error));
+    if (counts.clientExceptions.length < 20) counts.clientExceptions.push(error instanceof Error ? (error.stack ?? error.message) : String(error));
   }
 }
 

@@ -69,7 +69,11 @@ export class Recorder {
     }
     const seconds = to - from;
     return {
-      requests, seconds, rps: requests / seconds, serverErrors, networkErrors,
+      requests,
+      seconds,
+      rps: requests / seconds,
+      serverErrors,
+      networkErrors,
       p50: latencies.length ? percentile(latencies, 50) : NaN,
       p99: latencies.length ? percentile(latencies, 99) : NaN,
     };

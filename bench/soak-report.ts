@@ -38,9 +38,13 @@ const signed = (value: number) => `${value >= 0 ? '+' : ''}${(value * 100).toFix
 
 export const TABLE_HEADER = (window: string, database: SoakDatabase) => {
   const cpu = database === 'server' ? 'serve / worker / AI / PostgreSQL / client / others' : 'serve (main thread / database thread) / AI / client / others';
-  const header = `| ${window} | req/s | p50 ms | p99 ms | 5xx | net err | streams opened | jobs created/s | finished/s | backlog end (max) | ` +
-    `RSS MiB ${rssNames(database)} | CPU % ${cpu} | serve CPU ms/req |`;
-  return `${header}\n|${header.split('|').slice(1, -1).map(() => '---').join('|')}|`;
+  const header =
+    `| ${window} | req/s | p50 ms | p99 ms | 5xx | net err | streams opened | jobs created/s | finished/s | backlog end (max) | ` + `RSS MiB ${rssNames(database)} | CPU % ${cpu} | serve CPU ms/req |`;
+  return `${header}\n|${header
+    .split('|')
+    .slice(1, -1)
+    .map(() => '---')
+    .join('|')}|`;
 };
 
 /** Processes whose CPU is ours (a process that does not run in this mode counts 0). */
@@ -65,9 +69,11 @@ function cpuCells(database: SoakDatabase, from: Sample, to: Sample): string {
 
 export function windowRow(database: SoakDatabase, label: string, figures: WindowFigures, from: Sample, to: Sample, streams: number, maxBacklog: number): string {
   const seconds = (to.at - from.at) / 1000;
-  return `| ${label} | ${figures.rps.toFixed(0)} | ${ms(figures.p50)} | ${ms(figures.p99)} | ${figures.serverErrors} | ${figures.networkErrors} | ${streams} | ` +
+  return (
+    `| ${label} | ${figures.rps.toFixed(0)} | ${ms(figures.p50)} | ${ms(figures.p99)} | ${figures.serverErrors} | ${figures.networkErrors} | ${streams} | ` +
     `${((to.created - from.created) / seconds).toFixed(1)} | ${((to.finished - from.finished) / seconds).toFixed(1)} | ${to.backlog} (${Math.max(maxBacklog, to.backlog)}) | ` +
-    `${rssValues(database, to)} | ${cpuCells(database, from, to)} | ${((to.cpu.serve - from.cpu.serve) * 1000 / figures.requests).toFixed(2)} |`;
+    `${rssValues(database, to)} | ${cpuCells(database, from, to)} | ${(((to.cpu.serve - from.cpu.serve) * 1000) / figures.requests).toFixed(2)} |`
+  );
 }
 
 export function idleRow(database: SoakDatabase, seconds: number, from: Sample, to: Sample): string {
@@ -108,7 +114,8 @@ export function judge(outcome: Outcome, recorder: Recorder, counts: MixCounts, s
     {
       name: 'no request failed',
       pass: recorder.serverErrors === 0 && recorder.networkErrors === 0 && counts.streamFailures.length === 0 && !serve.exit,
-      result: `${recorder.serverErrors} 5xx, ${recorder.networkErrors} network errors, ${counts.streamFailures.length} job streams refused or cut` +
+      result:
+        `${recorder.serverErrors} 5xx, ${recorder.networkErrors} network errors, ${counts.streamFailures.length} job streams refused or cut` +
         `${serve.exit ? `; serve exited (${serve.exit.code ?? serve.exit.signal})` : ''}`,
       limit: '0',
     },
@@ -116,7 +123,8 @@ export function judge(outcome: Outcome, recorder: Recorder, counts: MixCounts, s
       name: `throughput, last ${outcome.window} vs first`,
       pass: decay <= LIMITS.decay || !decayJudged,
       judged: decayJudged,
-      result: `${signed(-decay)} (${first.rps.toFixed(0)} → ${last.rps.toFixed(0)} req/s; other processes' CPU ${outcome.others[0].toFixed(0)}% → ${outcome.others[1].toFixed(0)}%)` +
+      result:
+        `${signed(-decay)} (${first.rps.toFixed(0)} → ${last.rps.toFixed(0)} req/s; other processes' CPU ${outcome.others[0].toFixed(0)}% → ${outcome.others[1].toFixed(0)}%)` +
         (decayJudged ? '' : `; windows under ${LIMITS.decayWindowSeconds} s vary more than the limit (SOAK_S=180 or more judges it)`),
       limit: `at most ${signed(-LIMITS.decay)}`,
     },
@@ -156,8 +164,7 @@ export function printSummary(database: SoakDatabase, opening: string, window: st
 }
 
 /** Everything worth a look that no criterion judges: answers by operation, the service's log, the streams. */
-export function printFindings(recorder: Recorder, counts: MixCounts, serve: Serve, exitCode: number | null, baseline: Sample, after: Sample,
-  failed: { kind: string; message: string; n: number }[]): void {
+export function printFindings(recorder: Recorder, counts: MixCounts, serve: Serve, exitCode: number | null, baseline: Sample, after: Sample, failed: { kind: string; message: string; n: number }[]): void {
   console.log('requests by operation and outcome, whole run (set-up and warm-up included):');
   for (const [op, outcomes] of [...recorder.outcomes].sort(([a], [b]) => a.localeCompare(b))) {
     console.log(`  ${op.padEnd(34)} ${[...outcomes].map(([outcome, n]) => `${outcome}: ${n}`).join(', ')}`);

@@ -65,12 +65,18 @@ export function sampler(jobs: JobSource, servePid: number, postgresPid: number |
     const client = process.cpuUsage();
     const byThread = threads ? await threadCpuSeconds(servePid) : new Map<string, number>();
     return {
-      at: performance.now(), ...counts,
+      at: performance.now(),
+      ...counts,
       rss: { serve: await rssOf(servePid), worker: await rssOf(worker), ai: await rssOf(ai) },
       cpu: {
-        serve: await cpuSeconds(servePid), worker: worker ? await cpuSeconds(worker) : NaN, ai: ai ? await cpuSeconds(ai) : NaN,
-        postgres: postgresPid ? await cpuSeconds(postgresPid, true) : NaN, client: (client.user + client.system) / 1e6, machine: await machineCpuSeconds(),
-        mainThread: byThread.get('MainThread') ?? NaN, databaseThread: byThread.get(DATABASE_THREAD) ?? NaN,
+        serve: await cpuSeconds(servePid),
+        worker: worker ? await cpuSeconds(worker) : NaN,
+        ai: ai ? await cpuSeconds(ai) : NaN,
+        postgres: postgresPid ? await cpuSeconds(postgresPid, true) : NaN,
+        client: (client.user + client.system) / 1e6,
+        machine: await machineCpuSeconds(),
+        mainThread: byThread.get('MainThread') ?? NaN,
+        databaseThread: byThread.get(DATABASE_THREAD) ?? NaN,
       },
       pids: { serve: servePid, ...(worker ? { worker } : {}), ...(ai ? { ai } : {}) },
     };
@@ -174,7 +180,10 @@ async function readStat(pid: number, path = `/proc/${pid}/stat`): Promise<{ ppid
   if (!text) return undefined;
   // The command name is in parentheses and may hold spaces: fields are counted after the last ')'
   // (state, ppid, ..., utime, stime, cutime, cstime: fields 3, 4, 14-17 of proc(5)).
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
+  const fields = text
+    .slice(text.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
   return { ppid: fields[1]!, cpuSeconds: (fields[11]! + fields[12]!) / CLOCK_TICKS, endedChildrenCpuSeconds: (fields[13]! + fields[14]!) / CLOCK_TICKS };
 }
 
@@ -210,7 +219,10 @@ async function threadCpuSeconds(pid: number): Promise<Map<string, number>> {
 /** VmRSS in MiB, NaN once the process is gone. */
 async function rssOf(pid: number | undefined): Promise<number> {
   if (pid === undefined) return NaN;
-  return memoryOf(pid).then((memory) => memory.rss, () => NaN);
+  return memoryOf(pid).then(
+    (memory) => memory.rss,
+    () => NaN,
+  );
 }
 
 /** CPU seconds the whole machine has spent busy (all cores, /proc/stat): with ours subtracted, what other work took. */

@@ -131,7 +131,10 @@ export async function startServe(databaseUrl: string | undefined, env: Record<st
   const deadline = performance.now() + 120_000;
   for (;;) {
     if (serve.exit) throw new Error(`serve exited (${serve.exit.code ?? serve.exit.signal}) during its start: ${stderr.trim() || JSON.stringify(log.errors.at(-1))}`);
-    const ready = await fetch(`${serve.url}/readyz`).then((response) => response.status === 200, () => false);
+    const ready = await fetch(`${serve.url}/readyz`).then(
+      (response) => response.status === 200,
+      () => false,
+    );
     const running = await childrenOf(serve.pid);
     if (ready && children.every((command) => running[command])) return serve;
     if (performance.now() > deadline) {
@@ -154,9 +157,10 @@ function readLine(log: ServiceLog, line: string): void {
     log.errorCount++;
     if (log.errors.length < 50) log.errors.push(entry);
   } else if (level >= 40) {
-    const kind = entry.msg === 'request'
-      ? `request ${String(entry.status)} ${typeof entry.code === 'string' ? entry.code : ''} ${String(entry.path).replace(/\/[a-z]+_[a-z0-9]+(?=\/|$)/g, '/{id}')}`
-      : String(entry.msg);
+    const kind =
+      entry.msg === 'request'
+        ? `request ${String(entry.status)} ${typeof entry.code === 'string' ? entry.code : ''} ${String(entry.path).replace(/\/[a-z]+_[a-z0-9]+(?=\/|$)/g, '/{id}')}`
+        : String(entry.msg);
     log.warnings.set(kind, (log.warnings.get(kind) ?? 0) + 1);
   }
 }

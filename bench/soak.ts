@@ -110,9 +110,10 @@ function setting(name: string, fallback: number): number {
 // their directories deleted.
 const cleanups: (() => Promise<unknown>)[] = [];
 let cleaning: Promise<void> | undefined;
-const cleanUp = () => (cleaning ??= (async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-})());
+const cleanUp = () =>
+  (cleaning ??= (async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  })());
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => void cleanUp().then(() => process.exit(130)));
 }
@@ -121,8 +122,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 async function main(): Promise<number> {
   const started = new Date();
-  console.log(`soak: ${SOAK_S} s, ${CLIENTS} clients, ${DATABASE === 'server' ? `PostgreSQL 15 server${POOLER ? ' through PgBouncer (transaction mode)' : ''}` : 'embedded database (PGlite, WORKER=inline)'}; ` +
-    `Node ${process.version}, ${availableParallelism()} CPUs; per ${WINDOW} (${WINDOW_S.toFixed(0)} s)`);
+  console.log(
+    `soak: ${SOAK_S} s, ${CLIENTS} clients, ${DATABASE === 'server' ? `PostgreSQL 15 server${POOLER ? ' through PgBouncer (transaction mode)' : ''}` : 'embedded database (PGlite, WORKER=inline)'}; ` +
+      `Node ${process.version}, ${availableParallelism()} CPUs; per ${WINDOW} (${WINDOW_S.toFixed(0)} s)`,
+  );
   let jobs: JobSource;
   let serve: Serve;
   let postgresPid: number | undefined;
@@ -165,7 +168,14 @@ async function main(): Promise<number> {
   const rows: string[] = [];
   const windows: { figures: WindowFigures; others: number }[] = [];
   let maxBacklog = 0;
-  const backlogProbe = setInterval(() => void jobs.backlog().then((n) => (maxBacklog = Math.max(maxBacklog, n)), () => undefined), 5_000);
+  const backlogProbe = setInterval(
+    () =>
+      void jobs.backlog().then(
+        (n) => (maxBacklog = Math.max(maxBacklog, n)),
+        () => undefined,
+      ),
+    5_000,
+  );
   let endLoad!: () => void;
   const mix = runMix(users, serve.url, recorder, counts, new Promise<void>((resolve) => (endLoad = resolve)));
   await sleep(RAMP_S * 1000);
@@ -208,10 +218,23 @@ async function main(): Promise<number> {
   rows.push(idleRow(DATABASE, IDLE_S, previous, after));
   console.log(rows.at(-1));
 
-  const criteria = judge({
-    database: DATABASE, window: WINDOW, windowSeconds: WINDOW_S, first: windows[0]!.figures, last: recorder.window(Math.max(0, SOAK_S - WINDOW_S), SOAK_S),
-    others: [windows[0]!.others, windows.at(-1)!.others], drainedAfter, backlogLeft, baseline, after,
-  }, recorder, counts, serve);
+  const criteria = judge(
+    {
+      database: DATABASE,
+      window: WINDOW,
+      windowSeconds: WINDOW_S,
+      first: windows[0]!.figures,
+      last: recorder.window(Math.max(0, SOAK_S - WINDOW_S), SOAK_S),
+      others: [windows[0]!.others, windows.at(-1)!.others],
+      drainedAfter,
+      backlogLeft,
+      baseline,
+      after,
+    },
+    recorder,
+    counts,
+    serve,
+  );
   const failedByKind = after.failed > 0 ? await jobs.failedByKind(users).catch((error: unknown) => [{ kind: '(could not be read)', message: String(error), n: after.failed }]) : [];
   const exitCode = await serve.stop();
   const total = recorder.window(0, SOAK_S);
@@ -222,7 +245,9 @@ async function main(): Promise<number> {
       `${counts.streamsOpened} job streams opened, ${counts.streamEvents} job events received, ${after.created} jobs (${after.failed} failed), ` +
       `${serve.log.errorCount} error-level log lines. RSS MiB ${rssNames(DATABASE)} after set-up ${rss(setUp)}, ` +
       `baseline (after the warm-up) ${rss(baseline)}.`,
-    WINDOW, rows, criteria,
+    WINDOW,
+    rows,
+    criteria,
   );
   printFindings(recorder, counts, serve, exitCode, baseline, after, failedByKind);
 
@@ -230,8 +255,7 @@ async function main(): Promise<number> {
   for (const criterion of failed) console.log(`FAIL: ${criterion.name}: ${criterion.result} (limit ${criterion.limit})`);
   const busier = windows.at(-1)!.others - windows[0]!.others;
   if (failed.some((criterion) => criterion.name.startsWith('throughput')) && busier > 20) {
-    console.log(`  other processes took ${busier.toFixed(0)} points more CPU in the last ${WINDOW} than in the first: ` +
-      'the machine was shared; run again on a quiet machine before blaming the service');
+    console.log(`  other processes took ${busier.toFixed(0)} points more CPU in the last ${WINDOW} than in the first: ` + 'the machine was shared; run again on a quiet machine before blaming the service');
   }
   console.log(failed.length ? `soak failed (${failed.length} of ${criteria.length} criteria)` : 'soak passed');
   return failed.length ? 1 : 0;
@@ -241,7 +265,7 @@ let code = 1;
 try {
   code = await main();
 } catch (error) {
-  console.error(`soak failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+  console.error(`soak failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 } finally {
   await cleanUp();
 }

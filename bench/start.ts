@@ -126,7 +126,10 @@ export async function benchStart({ rounds = 3 } = {}): Promise<StartBenchResult>
       for (const run of round % 2 ? [runFresh, runBaseline] : [runBaseline, runFresh]) await run();
       console.log(
         `  start round ${round}: fresh ${ms(fresh.at(-1)!)}, restart ${ms(restart.at(-1)!)}, ` +
-          `fresh without template ${ms(baseline.at(-1)!)}; stops ${stops.slice(-3).map((s) => `${ms(s.stopMs)} (exit ${s.exitCode})`).join(', ')}`,
+          `fresh without template ${ms(baseline.at(-1)!)}; stops ${stops
+            .slice(-3)
+            .map((s) => `${ms(s.stopMs)} (exit ${s.exitCode})`)
+            .join(', ')}`,
       );
     }
   } finally {
@@ -172,7 +175,9 @@ function medianPhases(runs: Record<string, number>[]): Record<string, number> {
 }
 
 function phaseList(phases: Record<string, number>): string {
-  return Object.entries(phases).map(([name, at]) => `${name} ${ms(at)}`).join(', ');
+  return Object.entries(phases)
+    .map(([name, at]) => `${name} ${ms(at)}`)
+    .join(', ');
 }
 
 function parseLine(line: string): Record<string, unknown> | undefined {
@@ -195,5 +200,11 @@ if (import.meta.main) {
   const rows = [['measure', 'result', 'aim'], ...(await startRows())];
   const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log();
-  for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+  for (const row of rows)
+    console.log(
+      row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    );
 }

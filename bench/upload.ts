@@ -87,13 +87,20 @@ export async function benchUpload({ rounds = 7 } = {}): Promise<UploadBenchResul
   app.use(uploadRoutes({ driver, secret, maxUploadBytes: SIZE, now: () => new Date(), describe: async () => ({ name: 'bench.bin', contentType: 'application/octet-stream', status: 'pending' as const }) }));
 
   let bareFiles = 0;
-  const bare = await listening(createServer((req, res) => {
-    const target = join(dir, `bare-${bareFiles++}.bin`);
-    pipeline(req, createWriteStream(target, { highWaterMark: 2 ** 20 })).then(() => rm(target)).then(() => res.end(), (error: unknown) => {
-      res.statusCode = 500;
-      res.end(String(error));
-    });
-  }).listen(0, '127.0.0.1'));
+  const bare = await listening(
+    createServer((req, res) => {
+      const target = join(dir, `bare-${bareFiles++}.bin`);
+      pipeline(req, createWriteStream(target, { highWaterMark: 2 ** 20 }))
+        .then(() => rm(target))
+        .then(
+          () => res.end(),
+          (error: unknown) => {
+            res.statusCode = 500;
+            res.end(String(error));
+          },
+        );
+    }).listen(0, '127.0.0.1'),
+  );
   const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
 
   const client = startClient();
@@ -148,16 +155,22 @@ export async function benchUpload({ rounds = 7 } = {}): Promise<UploadBenchResul
   const mibps = (m: Measured) => MIB / (m.ms / 1000);
   try {
     for (const path of ['copy', 'bare', 'upload'] as const) await paths[path](0); // untimed warm-up
-    const orders: Path[][] = [['copy', 'bare', 'upload'], ['upload', 'copy', 'bare'], ['bare', 'upload', 'copy']];
+    const orders: Path[][] = [
+      ['copy', 'bare', 'upload'],
+      ['upload', 'copy', 'bare'],
+      ['bare', 'upload', 'copy'],
+    ];
     for (let round = 1; round <= rounds; round++) {
       const got = {} as Record<Path, Measured>;
       for (const path of orders[round % orders.length]!) got[path] = await paths[path](round);
       for (const path of ['upload', 'bare', 'copy'] as const) all[path].push(got[path]);
       ratios.push(got.copy.ms / got.upload.ms);
       ratiosToBare.push(got.bare.ms / got.upload.ms);
-      console.log(`  upload round ${round}: PUT /uploads ${mibps(got.upload).toFixed(0)} MiB/s (server cpu ${(got.upload.cpuMs / MIB).toFixed(2)} ms/MiB, `
-        + `rss +${got.upload.rssGrowthMiB.toFixed(1)} MiB), bare node:http ${mibps(got.bare).toFixed(0)} MiB/s, `
-        + `fs copy ${mibps(got.copy).toFixed(0)} MiB/s (cpu ${(got.copy.cpuMs / MIB).toFixed(2)} ms/MiB); upload/copy ${ratios.at(-1)!.toFixed(2)}`);
+      console.log(
+        `  upload round ${round}: PUT /uploads ${mibps(got.upload).toFixed(0)} MiB/s (server cpu ${(got.upload.cpuMs / MIB).toFixed(2)} ms/MiB, ` +
+          `rss +${got.upload.rssGrowthMiB.toFixed(1)} MiB), bare node:http ${mibps(got.bare).toFixed(0)} MiB/s, ` +
+          `fs copy ${mibps(got.copy).toFixed(0)} MiB/s (cpu ${(got.copy.cpuMs / MIB).toFixed(2)} ms/MiB); upload/copy ${ratios.at(-1)!.toFixed(2)}`,
+      );
     }
   } finally {
     client.close();
@@ -217,15 +230,20 @@ function clientUpload({ url, headers, file }: ClientRequest): Promise<ClientAnsw
 if (import.meta.main && process.argv.includes(CLIENT_FLAG)) {
   const send = process.send!.bind(process);
   process.on('message', (message: ClientRequest) => {
-    clientUpload(message).then((answer) => send(answer), (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    });
+    clientUpload(message).then(
+      (answer) => send(answer),
+      (error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
   });
 } else if (import.meta.main) {
   const r = await benchUpload();
-  console.log(`PUT /uploads ${r.uploadMiBps.toFixed(0)} MiB/s, bare node:http ${r.bareMiBps.toFixed(0)} MiB/s, fs copy ${r.copyMiBps.toFixed(0)} MiB/s; `
-    + `upload/copy ${r.ratio.toFixed(2)} (aim >= ${UPLOAD_AIM.ratio}), upload/bare ${r.ratioToBare.toFixed(2)}; `
-    + `cpu per MiB upload ${r.uploadCpuMsPerMiB.toFixed(2)} ms, copy ${r.copyCpuMsPerMiB.toFixed(2)} ms; `
-    + `server peak RSS growth ${r.peakRssGrowthMiB.toFixed(1)} MiB (aim < ${UPLOAD_AIM.rssGrowthMiB} MiB)`);
+  console.log(
+    `PUT /uploads ${r.uploadMiBps.toFixed(0)} MiB/s, bare node:http ${r.bareMiBps.toFixed(0)} MiB/s, fs copy ${r.copyMiBps.toFixed(0)} MiB/s; ` +
+      `upload/copy ${r.ratio.toFixed(2)} (aim >= ${UPLOAD_AIM.ratio}), upload/bare ${r.ratioToBare.toFixed(2)}; ` +
+      `cpu per MiB upload ${r.uploadCpuMsPerMiB.toFixed(2)} ms, copy ${r.copyCpuMsPerMiB.toFixed(2)} ms; ` +
+      `server peak RSS growth ${r.peakRssGrowthMiB.toFixed(1)} MiB (aim < ${UPLOAD_AIM.rssGrowthMiB} MiB)`,
+  );
 }

@@ -23,7 +23,9 @@ import { deref } from './deref.ts';
 import { buildEnums } from './enums.ts';
 
 type Json = Record<string, any>;
-interface Node { [key: string]: Node | Operation }
+interface Node {
+  [key: string]: Node | Operation;
+}
 
 /** Where the package lives, from the repository's root. */
 export const CLIENT_PACKAGE = 'clients/typescript';

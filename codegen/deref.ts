@@ -6,7 +6,10 @@ export function deref(doc: Json, value: Json): Json {
   while (current && typeof current.$ref === 'string') {
     const ref: string = current.$ref;
     if (!ref.startsWith('#/')) throw new Error(`unexpected external $ref ${ref}`);
-    current = ref.slice(2).split('/').reduce((node: Json, key) => node?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+    current = ref
+      .slice(2)
+      .split('/')
+      .reduce((node: Json, key) => node?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
     if (current === undefined) throw new Error(`unresolved $ref ${ref}`);
   }
   return current;

@@ -72,7 +72,8 @@ export function readOperations(doc: Json): Operation[] {
         if (!(TRANSPORTS as readonly unknown[]).includes(op['x-transport'])) throw new Error(`${op.operationId}: unknown x-transport ${JSON.stringify(op['x-transport'])}`);
         continue;
       }
-      if (!(METHODS as readonly string[]).includes(method)) throw new Error(`${method.toUpperCase()} ${path}: a procedure is GET, PUT, POST, PATCH or DELETE (mark a route the HTTP layer serves itself with x-transport)`);
+      if (!(METHODS as readonly string[]).includes(method))
+        throw new Error(`${method.toUpperCase()} ${path}: a procedure is GET, PUT, POST, PATCH or DELETE (mark a route the HTTP layer serves itself with x-transport)`);
       operations.push(readOperation(doc, path, method, op, item.parameters ?? []));
     }
   }
@@ -187,4 +188,3 @@ function scalarType(schema: Json): InputField['type'] {
   const type = types[0];
   return type === 'integer' || type === 'number' || type === 'boolean' ? type : 'string';
 }
-

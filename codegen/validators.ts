@@ -154,17 +154,16 @@ function discriminated(schema: Json): Json | undefined {
   const picks = (list: string[]) => ({ type: 'object', required: [tag], properties: { [tag]: list.length === 1 ? { const: list[0] } : { enum: list } } });
   return {
     ...rest,
-    allOf: [
-      ...(rest.allOf ?? []),
-      picks(all),
-      ...oneOf.map((branch: Json, i: number) => ({ if: picks(values[i]!), then: branch })),
-    ],
+    allOf: [...(rest.allOf ?? []), picks(all), ...oneOf.map((branch: Json, i: number) => ({ if: picks(values[i]!), then: branch }))],
   };
 }
 
 /** `x-single-line` and `x-multi-line`: refuse control characters with params.reason = control_characters. */
 function addTextKeywords(ajv: Ajv2020): void {
-  for (const [keyword, forbidden] of [['x-single-line', SINGLE_LINE_FORBIDDEN], ['x-multi-line', MULTI_LINE_FORBIDDEN]] as const) {
+  for (const [keyword, forbidden] of [
+    ['x-single-line', SINGLE_LINE_FORBIDDEN],
+    ['x-multi-line', MULTI_LINE_FORBIDDEN],
+  ] as const) {
     ajv.addKeyword({
       keyword,
       type: 'string',

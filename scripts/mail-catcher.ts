@@ -26,17 +26,19 @@ const receiver = await startSmtpReceiver({
   host,
   onMessage(mail) {
     count += 1;
-    process.stdout.write([
-      `=== message ${count} (${new Date().toISOString()}) ===`,
-      `From:    ${mail.fromHeader || mail.from}`,
-      `To:      ${mail.to.join(', ')}`,
-      `Subject: ${mail.subject}`,
-      '',
-      mail.text.trimEnd(),
-      `=== end of message ${count} ===`,
-      '',
-      '',
-    ].join('\n'));
+    process.stdout.write(
+      [
+        `=== message ${count} (${new Date().toISOString()}) ===`,
+        `From:    ${mail.fromHeader || mail.from}`,
+        `To:      ${mail.to.join(', ')}`,
+        `Subject: ${mail.subject}`,
+        '',
+        mail.text.trimEnd(),
+        `=== end of message ${count} ===`,
+        '',
+        '',
+      ].join('\n'),
+    );
   },
 }).catch((error: NodeJS.ErrnoException) => {
   console.error(error.code === 'EADDRINUSE' ? `${host}:${port} is in use; pick another port with -- --port N` : error);

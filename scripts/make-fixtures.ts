@@ -60,21 +60,41 @@ function pdf(pages: string[][]): Buffer {
 async function docx(paragraphs: string[]): Promise<Buffer> {
   const date = new Date('2026-01-01T00:00:00Z');
   const run = (text: string, bold = false) => `<w:r>${bold ? '<w:rPr><w:b/></w:rPr>' : ''}<w:t xml:space="preserve">${text}</w:t></w:r>`;
-  const body = paragraphs.map((text, index) => {
-    const cut = index === 1 ? text.indexOf(' Harbour') : -1;
-    return `<w:p>${cut < 0 ? run(text) : run(text.slice(0, cut)) + run(text.slice(cut), true)}</w:p>`;
-  }).join('');
+  const body = paragraphs
+    .map((text, index) => {
+      const cut = index === 1 ? text.indexOf(' Harbour') : -1;
+      return `<w:p>${cut < 0 ? run(text) : run(text.slice(0, cut)) + run(text.slice(cut), true)}</w:p>`;
+    })
+    .join('');
   const zip = new JSZip();
   const xml = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
-  zip.file('[Content_Types].xml', `${xml}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`, { date, createFolders: false });
-  zip.file('_rels/.rels', `${xml}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`, { date, createFolders: false });
+  zip.file(
+    '[Content_Types].xml',
+    `${xml}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`,
+    { date, createFolders: false },
+  );
+  zip.file(
+    '_rels/.rels',
+    `${xml}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`,
+    { date, createFolders: false },
+  );
   zip.file('word/document.xml', `${xml}<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}</w:body></w:document>`, { date, createFolders: false });
   return zip.generateAsync({ type: 'nodebuffer', compression: 'DEFLATE' });
 }
 
-interface Point { x: number; y: number; on: boolean }
-interface Glyph { advance: number; contours: Point[][] }
-interface Font { unitsPerEm: number; glyph(char: string): Glyph }
+interface Point {
+  x: number;
+  y: number;
+  on: boolean;
+}
+interface Glyph {
+  advance: number;
+  contours: Point[][];
+}
+interface Font {
+  unitsPerEm: number;
+  glyph(char: string): Glyph;
+}
 
 /** Just enough of TrueType (Apple TrueType Reference Manual): head, hhea, hmtx, loca, glyf and a format 4 cmap. */
 function loadFont(file: Buffer): Font {
@@ -118,7 +138,10 @@ function loadFont(file: Buffer): Font {
         let value = 0;
         return flags.map((flag) => {
           if (flag & shortBit) value += (flag & sameBit ? 1 : -1) * file[cursor++]!;
-          else if (!(flag & sameBit)) { value += file.readInt16BE(cursor); cursor += 2; }
+          else if (!(flag & sameBit)) {
+            value += file.readInt16BE(cursor);
+            cursor += 2;
+          }
           return value;
         });
       };
@@ -170,7 +193,11 @@ function flatten(contour: Point[]): Array<[number, number]> {
   const polygon: Array<[number, number]> = [[ring[0]!.x, ring[0]!.y]];
   for (let index = 1; index <= ring.length;) {
     const point = ring[index % ring.length]!;
-    if (point.on) { polygon.push([point.x, point.y]); index++; continue; }
+    if (point.on) {
+      polygon.push([point.x, point.y]);
+      index++;
+      continue;
+    }
     const [x0, y0] = polygon.at(-1)!;
     const end = ring[(index + 1) % ring.length]!;
     for (let step = 1; step <= 8; step++) {
@@ -229,12 +256,7 @@ function renderLine(font: Font, text: string, pixelSize: number): Buffer {
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
   header[8] = 8; // bit depth; colour type 0 (greyscale), compression, filter and interlace stay 0
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    pngChunk('IHDR', header),
-    pngChunk('IDAT', deflateSync(raw, { level: 9 })),
-    pngChunk('IEND', Buffer.alloc(0)),
-  ]);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', header), pngChunk('IDAT', deflateSync(raw, { level: 9 })), pngChunk('IEND', Buffer.alloc(0))]);
 }
 
 function pngChunk(type: string, data: Buffer): Buffer {

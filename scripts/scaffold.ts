@@ -26,7 +26,13 @@ const at = (path: string) => join(root, path);
 const read = (path: string) => readFileSync(at(path), 'utf8');
 
 type Access = string | { permission?: string; tenant?: string; resource?: string; idField?: string; role?: string; optional?: boolean };
-interface Field { name: string; in: 'path' | 'query' | 'body'; example: string; pattern: string; yaml: string }
+interface Field {
+  name: string;
+  in: 'path' | 'query' | 'body';
+  example: string;
+  pattern: string;
+  yaml: string;
+}
 
 function fail(message: string): never {
   console.error(`make scaffold: ${message}`);
@@ -34,7 +40,11 @@ function fail(message: string): never {
 }
 
 function argument(name: string): string {
-  const given = process.argv.slice(2).find((arg) => arg.startsWith(`${name}=`))?.slice(name.length + 1).trim();
+  const given = process.argv
+    .slice(2)
+    .find((arg) => arg.startsWith(`${name}=`))
+    ?.slice(name.length + 1)
+    .trim();
   if (!given) fail(`${name}= is required. Usage: make scaffold OP=workspaces.archive METHOD=POST PATH=/workspaces/{id}/archive ACCESS='{ permission: workspace:update, tenant: row, resource: workspace }'`);
   return given;
 }
@@ -64,7 +74,8 @@ checkAccess(access);
 
 function checkAccess(value: Access): void {
   if (typeof value === 'string') {
-    if (!['public', 'session', 'platform-admin'].includes(value)) fail(`ACCESS=${value}: public, session, platform-admin or a mapping such as '{ permission: workspace:update, tenant: row, resource: workspace }'`);
+    if (!['public', 'session', 'platform-admin'].includes(value))
+      fail(`ACCESS=${value}: public, session, platform-admin or a mapping such as '{ permission: workspace:update, tenant: row, resource: workspace }'`);
     return;
   }
   if (value === null || typeof value !== 'object') fail('ACCESS: public, session, platform-admin or a mapping');
@@ -88,9 +99,7 @@ for (const file of readdirSync(at('openapi/paths'))) {
 }
 const rootDocument = read('openapi/openapi.yaml');
 const existingRef = (parse(rootDocument).paths?.[path] as { $ref?: string } | undefined)?.$ref;
-const [itemFile, itemKey] = existingRef
-  ? [`openapi/${existingRef.split('#/')[0]}`, existingRef.split('#/')[1]!]
-  : [groupFile, `${group.replace(/s$/, '')}-${rest.map(kebab).join('-')}`];
+const [itemFile, itemKey] = existingRef ? [`openapi/${existingRef.split('#/')[0]}`, existingRef.split('#/')[1]!] : [groupFile, `${group.replace(/s$/, '')}-${rest.map(kebab).join('-')}`];
 const itemText = read(itemFile);
 const item = parse(itemText)?.[itemKey] as Record<string, unknown> | undefined;
 if (existingRef && item?.[method.toLowerCase()]) fail(`${method} ${path} already exists (${itemFile}#/${itemKey})`);
@@ -108,8 +117,8 @@ const handlerFile = findHandlerFile();
 /** The handler object whose operations share the longest prefix with the new one (admin.flags.* go beside admin.flags.list). */
 function findHandlerFile(): string {
   let best: { file: string; shared: number } | undefined;
-  const walk = (dir: string): string[] => readdirSync(at(dir), { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? walk(`${dir}/${entry.name}`) : entry.name.endsWith('.ts') ? [`${dir}/${entry.name}`] : []);
+  const walk = (dir: string): string[] =>
+    readdirSync(at(dir), { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? walk(`${dir}/${entry.name}`) : entry.name.endsWith('.ts') ? [`${dir}/${entry.name}`] : []));
   for (const file of walk('src')) {
     const text = read(file);
     if (!text.includes('} satisfies Handlers;')) continue;
@@ -153,11 +162,14 @@ function knownParameter(param: string): Field | undefined {
   return undefined;
 }
 const fields: Field[] = pathParams.map((param) => {
-  const kind = param === 'id' ? resource ?? group.replace(/s$/, '') : param.endsWith('Id') ? param.slice(0, -2) : undefined;
+  const kind = param === 'id' ? (resource ?? group.replace(/s$/, '')) : param.endsWith('Id') ? param.slice(0, -2) : undefined;
   const id = kind ? idSchema(kind) : undefined;
   if (id) {
     return {
-      name: param, in: 'path', example: id.example, pattern: id.pattern,
+      name: param,
+      in: 'path',
+      example: id.example,
+      pattern: id.pattern,
       yaml: `      - name: ${param}\n        in: path\n        required: true\n        description: The ${kind}'s id.\n        schema:\n          $ref: ../components/schemas/${id.ref}\n        example: ${id.example}\n`,
     };
   }
@@ -166,7 +178,10 @@ const fields: Field[] = pathParams.map((param) => {
   // A parameter the contract does not know yet: a kebab-case key. Tighten it by hand.
   const pattern = '^[a-z0-9][a-z0-9-]*$';
   return {
-    name: param, in: 'path', example: 'example', pattern,
+    name: param,
+    in: 'path',
+    example: 'example',
+    pattern,
     yaml: `      - name: ${param}\n        in: path\n        required: true\n        description: The ${param}.\n        schema:\n          type: string\n          minLength: 1\n          maxLength: 64\n          x-single-line: true\n          pattern: '${pattern}'\n          examples: [example]\n        example: example\n`,
   };
 });
@@ -175,7 +190,10 @@ const organization = idSchema('organization')!;
 const needsOrganization = typeof access === 'object' && access.tenant === 'organizationId' && !pathParams.includes('organizationId');
 if (needsOrganization) {
   fields.push({
-    name: 'organizationId', in: takesBody ? 'body' : 'query', example: organization.example, pattern: organization.pattern,
+    name: 'organizationId',
+    in: takesBody ? 'body' : 'query',
+    example: organization.example,
+    pattern: organization.pattern,
     yaml: takesBody ? '' : '      - $ref: ../components/parameters/OrganizationIdQuery.yaml\n',
   });
 }
@@ -189,18 +207,22 @@ const shared = (status: string, response: string) => `      '${status}':\n      
 
 /** The bad input of the operation's 400 example: every field valid but the first, which breaks its pattern. */
 const badInput: Record<string, unknown> = fields.length === 0 ? { verbose: true } : Object.fromEntries(fields.map((field, index) => [field.name, index === 0 ? 'Not Valid!' : field.example]));
-const badRequest = fields.length === 0
-  ? shared('400', 'BadRequest')
-  : `      '400':\n        description: >-\n          The input failed validation, or the request body is not the JSON the operation takes\n          (BAD_REQUEST). The example: a malformed \`${fields[0]!.name}\`.\n${headers('        ')}` +
-    `        content:\n          application/json:\n            schema:\n              $ref: ../components/schemas/BadRequestError.yaml\n            example:\n` +
-    `              defined: true\n              code: BAD_REQUEST\n              status: 400\n              message: Input validation failed.\n              data:\n                issues:\n` +
-    `                  - path: [${fields[0]!.name}]\n                    message: 'must match pattern "${fields[0]!.pattern}"'\n                    params:\n                      pattern: '${fields[0]!.pattern}'\n`;
+const badRequest =
+  fields.length === 0
+    ? shared('400', 'BadRequest')
+    : `      '400':\n        description: >-\n          The input failed validation, or the request body is not the JSON the operation takes\n          (BAD_REQUEST). The example: a malformed \`${fields[0]!.name}\`.\n${headers('        ')}` +
+      `        content:\n          application/json:\n            schema:\n              $ref: ../components/schemas/BadRequestError.yaml\n            example:\n` +
+      `              defined: true\n              code: BAD_REQUEST\n              status: 400\n              message: Input validation failed.\n              data:\n                issues:\n` +
+      `                  - path: [${fields[0]!.name}]\n                    message: 'must match pattern "${fields[0]!.pattern}"'\n                    params:\n                      pattern: '${fields[0]!.pattern}'\n`;
 
 const isPublic = access === 'public';
 const hasRow = typeof access === 'object' && (access.tenant === 'row' || access.tenant === 'workspaceId' || access.role !== undefined);
-const accessYaml = typeof access === 'string'
-  ? `    x-access: ${access}\n${isPublic ? '    security: []\n' : ''}`
-  : `    x-access:\n${Object.entries(access).map(([key, value]) => `      ${key}: ${value}\n`).join('')}`;
+const accessYaml =
+  typeof access === 'string'
+    ? `    x-access: ${access}\n${isPublic ? '    security: []\n' : ''}`
+    : `    x-access:\n${Object.entries(access)
+        .map(([key, value]) => `      ${key}: ${value}\n`)
+        .join('')}`;
 const words = rest.map(kebab).join(' ').replace(/-/g, ' ');
 const operation =
   `  ${method.toLowerCase()}:\n    operationId: ${op}\n    tags: [${group}]\n    summary: ${words[0]!.toUpperCase()}${words.slice(1)} (scaffolded)\n` +
@@ -213,7 +235,10 @@ const operation =
   badRequest +
   (isPublic ? '' : shared('401', 'Unauthorized') + shared('403', 'Forbidden')) +
   (hasRow ? shared('404', 'NotFound') : '') +
-  shared('405', 'MethodNotAllowed') + shared('413', 'RequestTooLarge') + shared('429', 'TooManyRequests') + shared('500', 'InternalError') +
+  shared('405', 'MethodNotAllowed') +
+  shared('413', 'RequestTooLarge') +
+  shared('429', 'TooManyRequests') +
+  shared('500', 'InternalError') +
   (isPublic ? '' : shared('503', 'ServiceUnavailable'));
 
 const result =
@@ -240,20 +265,26 @@ if (existingRef) {
 writeFileSync(at(`openapi/components/schemas/${resultSchema}.yaml`), result);
 if (fields.some((field) => field.in === 'body')) writeFileSync(at(`openapi/components/schemas/${inputSchema}.yaml`), input);
 
-const literal = (value: Record<string, unknown>) => `{ ${Object.entries(value).map(([key, v]) => `${key}: ${typeof v === 'string' ? `'${v}'` : String(v)}`).join(', ')} }`;
+const literal = (value: Record<string, unknown>) =>
+  `{ ${Object.entries(value)
+    .map(([key, v]) => `${key}: ${typeof v === 'string' ? `'${v}'` : String(v)}`)
+    .join(', ')} }`;
 const examples = read('test/unit/operation-examples.test.ts');
 if (!examples.includes('  // auth.yaml\n')) fail('test/unit/operation-examples.test.ts: cannot find "// auth.yaml" in its badInputs table');
 writeFileSync(at('test/unit/operation-examples.test.ts'), examples.replace('  // auth.yaml\n', `  '${op}': ${literal(badInput)},\n  // auth.yaml\n`));
 
 const handlers = read(handlerFile);
 const end = handlers.lastIndexOf('} satisfies Handlers;');
-const stub = `  // Written by make scaffold: the answer is ${resultSchema} (validated), the input and ctx.row are typed.\n` +
+const stub =
+  `  // Written by make scaffold: the answer is ${resultSchema} (validated), the input and ctx.row are typed.\n` +
   `  '${op}': () => {\n    throw new Error('${op}: the handler is not written yet');\n  },\n`;
 writeFileSync(at(handlerFile), handlers.slice(0, end) + stub + handlers.slice(end));
 
 const adminOnly = access === 'platform-admin' || (typeof access === 'object' && access.role !== undefined);
 mkdirSync(dirname(at(testFile)), { recursive: true });
-writeFileSync(at(testFile), `/**
+writeFileSync(
+  at(testFile),
+  `/**
  * ${op} (${method} ${path}), written by make scaffold: it fails until the handler is written.
  * Add the cases of its rules and of every error it declares; the access cases (401, roles, another
  * organization's row, a missing row) are test/contract/access.test.ts's.
@@ -291,7 +322,8 @@ it('answers its example input over REST', async () => {
   expect(response.status).toBe(200);
   expect(await response.json()).toEqual({ done: true });
 });
-`);
+`,
+);
 
 // The TypeScript it wrote, in the house format (.prettierrc.json), so make lint's format check passes.
 for (const file of ['test/unit/operation-examples.test.ts', handlerFile, testFile]) {

@@ -393,7 +393,9 @@ function databaseSettings(settings: Settings, environment: string): DatabaseSett
   // start with streams that silently never hear a notification (docs/deploying.md).
   const poolMode: PoolMode = settings.DATABASE_URL !== undefined && settings.DATABASE_POOL_MODE === 'transaction' ? 'transaction' : 'session';
   if (poolMode === 'transaction' && settings.DATABASE_DIRECT_URL === undefined) {
-    throw new ConfigError('DATABASE_POOL_MODE is transaction, which needs DATABASE_DIRECT_URL: migrations and LISTEN need a session of their own, which a transaction-mode pooler does not keep. Set DATABASE_DIRECT_URL to the PostgreSQL server itself (not the pooler); docs/deploying.md');
+    throw new ConfigError(
+      'DATABASE_POOL_MODE is transaction, which needs DATABASE_DIRECT_URL: migrations and LISTEN need a session of their own, which a transaction-mode pooler does not keep. Set DATABASE_DIRECT_URL to the PostgreSQL server itself (not the pooler); docs/deploying.md',
+    );
   }
   return {
     statementTimeoutMs,

@@ -129,10 +129,7 @@ export type RowOf<A> = A extends { resource: infer R } ? (R extends ResourceName
  * in, its answer out, nothing about HTTP. `Extra` is what a kind of operation adds to the context
  * (identity routes: the user agent, cookies, the raw body).
  */
-export type HandlerOf<Input, Access, Answer, Extra = unknown> = (
-  input: Input,
-  ctx: Context<RowOf<Access>> & Extra,
-) => Promise<Answer> | Answer;
+export type HandlerOf<Input, Access, Answer, Extra = unknown> = (input: Input, ctx: Context<RowOf<Access>> & Extra) => Promise<Answer> | Answer;
 
 /** A procedure's handler (openapi/openapi.yaml): answers the contract's output. */
 export type Handler<N extends ProcedureName> = HandlerOf<ProcedureInput<N>, (typeof procedures)[N]['access'], ProcedureOutput<N>>;

@@ -83,7 +83,6 @@ async function dropRunDatabases(url: string, template: string): Promise<void> {
   }
 }
 
-
 // Writing PGlite's 40 MB of files took this machine's disk about twice as long
 // as tmpfs (a clone: 1.6-2.3 s against 1.0-1.4 s), and test databases need not
 // survive a reboot. Containers often get a 64 MB /dev/shm, too small for a few

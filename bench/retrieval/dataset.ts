@@ -19,11 +19,14 @@ export type Qrels = Map<string, Map<string, number>>;
 export type Collection = { name: string; documents: Document[]; queries: Query[]; qrels: Qrels };
 
 function jsonLines(path: string): Record<string, unknown>[] {
-  return readFileSync(path, 'utf8').split('\n').filter((line) => line.trim() !== '').map((line, index) => {
-    const value: unknown = JSON.parse(line);
-    if (typeof value !== 'object' || value === null) throw new Error(`${path}:${index + 1}: not a JSON object`);
-    return value as Record<string, unknown>;
-  });
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line, index) => {
+      const value: unknown = JSON.parse(line);
+      if (typeof value !== 'object' || value === null) throw new Error(`${path}:${index + 1}: not a JSON object`);
+      return value as Record<string, unknown>;
+    });
 }
 
 function field(row: Record<string, unknown>, name: string, path: string): string {

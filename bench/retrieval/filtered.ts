@@ -57,15 +57,23 @@ export function sliceBounds(count: number, s: number): [number, number] {
  */
 export function filterPaths(collection: Collection, createdAt: ReadonlyMap<string, number>, boundaries: readonly Date[]): FilterPath[] {
   if (boundaries.length !== SLICES + 1) throw new RangeError(`expected ${SLICES + 1} boundaries, got ${boundaries.length}`);
-  const keeping = (after?: Date, before?: Date) => new Set(collection.documents.map((document) => document.id).filter((id) => {
-    const at = createdAt.get(id);
-    return at !== undefined && (after === undefined || at >= after.getTime()) && (before === undefined || at < before.getTime());
-  }));
+  const keeping = (after?: Date, before?: Date) =>
+    new Set(
+      collection.documents
+        .map((document) => document.id)
+        .filter((id) => {
+          const at = createdAt.get(id);
+          return at !== undefined && (after === undefined || at >= after.getTime()) && (before === undefined || at < before.getTime());
+        }),
+    );
   const middle = boundaries[Math.floor(SLICES / 2)]!;
   const half = keeping(middle);
   const slices = Array.from({ length: SLICES }, (_, s) => keeping(boundaries[s], boundaries[s + 1]));
   return [
-    path(collection, 'half', `createdAfter the middle boundary (~${Math.round((100 * half.size) / collection.documents.length)}% of the documents: iterative HNSW scan)`, () => ({ filters: { createdAfter: middle }, inside: half })),
+    path(collection, 'half', `createdAfter the middle boundary (~${Math.round((100 * half.size) / collection.documents.length)}% of the documents: iterative HNSW scan)`, () => ({
+      filters: { createdAfter: middle },
+      inside: half,
+    })),
     path(collection, 'slice', `one slice in ${SLICES} per query (~${(100 / SLICES).toFixed(0)}% of the documents: exact scan)`, (i) => {
       const s = i % SLICES;
       return { filters: { createdAfter: boundaries[s]!, createdBefore: boundaries[s + 1]! }, inside: slices[s]! };

@@ -36,10 +36,14 @@ export function printReport(result: RetrievalResult) {
   printSystems(result.systems);
   const unfiltered = hybridRatio(result.systems);
   for (const path of result.filtered) {
-    console.log(`  filtered ${path.name}: ${path.label}; ${path.queries} queries (${path.skipped} without a relevant document inside skipped), ${path.outside} hits outside the filter${path.queries ? ':' : ''}`);
+    console.log(
+      `  filtered ${path.name}: ${path.label}; ${path.queries} queries (${path.skipped} without a relevant document inside skipped), ${path.outside} hits outside the filter${path.queries ? ':' : ''}`,
+    );
     if (path.queries === 0) continue;
     printSystems(path.systems);
-    console.log(`  hybrid / BM25 filtered ${path.name} ${ratio(hybridRatio(path.systems))} against ${ratio(unfiltered)} unfiltered: ${ratio(hybridRatio(path.systems) / unfiltered)} (aim >= ${FILTERED_AIM}); unfiltered on the same ${path.queries} queries ${ratio(path.sameQueriesRatio)}`);
+    console.log(
+      `  hybrid / BM25 filtered ${path.name} ${ratio(hybridRatio(path.systems))} against ${ratio(unfiltered)} unfiltered: ${ratio(hybridRatio(path.systems) / unfiltered)} (aim >= ${FILTERED_AIM}); unfiltered on the same ${path.queries} queries ${ratio(path.sameQueriesRatio)}`,
+    );
   }
 }
 
@@ -54,11 +58,13 @@ function filteredRows(path: FilteredScore, unfiltered: number): string[][] {
       `${ratio(filtered / unfiltered)}  (${ratio(filtered)} = ${hybridOf(path.systems).ndcg.toFixed(4)} / ${bm25.ndcg.toFixed(4)}; unfiltered on these queries ${ratio(path.sameQueriesRatio)}; ${path.outside} hits outside)`,
       `>= ${FILTERED_AIM}, 0 outside`,
     ],
-    ...path.systems.filter((system) => system.system !== 'hybrid').map((system) => [
-      `    ${system.system} nDCG@${K}, Recall@${K}, / BM25`,
-      `${system.ndcg.toFixed(4)}, ${system.recall.toFixed(4)}, ${ratio(system.ndcg / bm25.ndcg)}`,
-      system === bm25 ? '' : '< hybrid',
-    ]),
+    ...path.systems
+      .filter((system) => system.system !== 'hybrid')
+      .map((system) => [
+        `    ${system.system} nDCG@${K}, Recall@${K}, / BM25`,
+        `${system.ndcg.toFixed(4)}, ${system.recall.toFixed(4)}, ${ratio(system.ndcg / bm25.ndcg)}`,
+        system === bm25 ? '' : '< hybrid',
+      ]),
   ];
 }
 
@@ -68,16 +74,26 @@ export function retrievalRows(result: RetrievalOutcome): string[][] {
   const bm25 = bm25Of(result.systems);
   const hybrid = hybridOf(result.systems);
   const unfiltered = hybridRatio(result.systems);
-  const rows = [[
-    `retrieval ${result.collection} nDCG@${K}, hybrid / BM25 (${result.documents} docs, ${result.queries} queries)`,
-    `${unfiltered.toFixed(3)}  (${hybrid.ndcg.toFixed(4)} / ${bm25.ndcg.toFixed(4)})`,
-    `>= ${RETRIEVAL_AIM}`,
-  ]];
+  const rows = [
+    [
+      `retrieval ${result.collection} nDCG@${K}, hybrid / BM25 (${result.documents} docs, ${result.queries} queries)`,
+      `${unfiltered.toFixed(3)}  (${hybrid.ndcg.toFixed(4)} / ${bm25.ndcg.toFixed(4)})`,
+      `>= ${RETRIEVAL_AIM}`,
+    ],
+  ];
   for (const system of result.systems) {
-    rows.push([`  ${system.system} nDCG@${K}, Recall@${K}, / BM25`, `${system.ndcg.toFixed(4)}, ${system.recall.toFixed(4)}, ${(system.ndcg / bm25.ndcg).toFixed(3)}`, system === hybrid || system === bm25 ? '' : '< hybrid']);
+    rows.push([
+      `  ${system.system} nDCG@${K}, Recall@${K}, / BM25`,
+      `${system.ndcg.toFixed(4)}, ${system.recall.toFixed(4)}, ${(system.ndcg / bm25.ndcg).toFixed(3)}`,
+      system === hybrid || system === bm25 ? '' : '< hybrid',
+    ]);
   }
   for (const path of result.filtered) rows.push(...filteredRows(path, unfiltered));
   const searching = Object.values(result.searchSeconds).reduce((sum, value) => sum + value, 0);
-  rows.push([`  ingest: upload, index (${result.chunks} chunks); all searches`, `${result.uploadSeconds.toFixed(0)} s, ${result.indexSeconds.toFixed(0)} s (${(result.chunks / result.indexSeconds).toFixed(1)} chunks/s; ${result.failedJobs} jobs failed); ${searching.toFixed(0)} s`, '']);
+  rows.push([
+    `  ingest: upload, index (${result.chunks} chunks); all searches`,
+    `${result.uploadSeconds.toFixed(0)} s, ${result.indexSeconds.toFixed(0)} s (${(result.chunks / result.indexSeconds).toFixed(1)} chunks/s; ${result.failedJobs} jobs failed); ${searching.toFixed(0)} s`,
+    '',
+  ]);
   return rows;
 }

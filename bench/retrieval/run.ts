@@ -58,12 +58,14 @@ const CONCURRENCY = 8;
 async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await work(items[index]!, index);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const index = next++;
+        results[index] = await work(items[index]!, index);
+      }
+    }),
+  );
   return results;
 }
 
@@ -129,7 +131,13 @@ export async function benchRetrieval(db?: Database): Promise<RetrievalOutcome> {
     const paths = filterPaths(collection, new Map(created.map((row) => [row.name.replace(/\.txt$/, ''), row.created_at.getTime()])), boundaries);
     for (const path of paths) console.log(`  filtered path ${path.name}: ${path.label}; ${path.queries.length} queries with a relevant document inside, ${path.skipped} skipped`);
     const logged = warnings.summary();
-    if (logged.length) console.log(`  warnings and errors logged while ingesting:\n${logged.slice(0, 15).map((line) => `    ${line}`).join('\n')}`);
+    if (logged.length)
+      console.log(
+        `  warnings and errors logged while ingesting:\n${logged
+          .slice(0, 15)
+          .map((line) => `    ${line}`)
+          .join('\n')}`,
+      );
 
     const searchSeconds: Record<string, number> = {};
     const systems: SystemScore[] = [];
@@ -165,14 +173,26 @@ export async function benchRetrieval(db?: Database): Promise<RetrievalOutcome> {
       }
     }
     const bm25 = createBm25(collection.documents);
-    systems.push(score('BM25 (bm25.ts)', collection, collection.queries.map((query) => bm25.search(query.text, 1000).map((hit) => hit.id))));
+    systems.push(
+      score(
+        'BM25 (bm25.ts)',
+        collection,
+        collection.queries.map((query) => bm25.search(query.text, 1000).map((hit) => hit.id)),
+      ),
+    );
     const filtered = paths.map((path): FilteredScore => {
       const base = { name: path.name, label: path.label, share: path.share, queries: path.queries.length, skipped: path.skipped, outside: outside.get(path.name)! };
       // A small sample may leave a path without a query (there is then nothing to average).
       if (path.queries.length === 0) return { ...base, systems: [], sameQueriesRatio: Number.NaN };
       const judged = path.queries.map((query) => query.judged);
       const bySystem = [...filteredRankings.get(path.name)!].map(([ranking, found]) => scoreRuns(ranking, judged, found));
-      bySystem.push(scoreRuns('BM25 (bm25.ts)', judged, path.queries.map((query) => bm25.search(query.text, 1000, query.inside).map((hit) => hit.id))));
+      bySystem.push(
+        scoreRuns(
+          'BM25 (bm25.ts)',
+          judged,
+          path.queries.map((query) => bm25.search(query.text, 1000, query.inside).map((hit) => hit.id)),
+        ),
+      );
       const unfilteredMean = (name: string) => meanOver(path.queries, (query) => systems.find((system) => system.system.startsWith(name))!.perQuery[query.index]!);
       return { ...base, systems: bySystem, sameQueriesRatio: unfilteredMean('hybrid') / unfilteredMean('BM25') };
     });
@@ -209,10 +229,12 @@ async function ingestCollection(client: Client, tenant: Awaited<ReturnType<typeo
     boundaries.push(new Date());
     await pause();
     const [start, end] = sliceBounds(collection.documents.length, s);
-    documentIds.push(...await pooled(collection.documents.slice(start, end), CONCURRENCY, (document) => {
-      const text = document.title ? `${document.title}\n\n${document.text}` : document.text;
-      return uploadDocument(client, tenant, `${document.id}.txt`, 'text/plain', encoder.encode(text));
-    }));
+    documentIds.push(
+      ...(await pooled(collection.documents.slice(start, end), CONCURRENCY, (document) => {
+        const text = document.title ? `${document.title}\n\n${document.text}` : document.text;
+        return uploadDocument(client, tenant, `${document.id}.txt`, 'text/plain', encoder.encode(text));
+      })),
+    );
   }
   await pause();
   boundaries.push(new Date());
@@ -260,7 +282,11 @@ async function searchDocuments(nextClient: () => Client, workspaceId: string, qu
 }
 
 function score(system: string, collection: Collection, rankings: string[][]): SystemScore {
-  return scoreRuns(system, collection.queries.map((query) => collection.qrels.get(query.id) ?? new Map<string, number>()), rankings);
+  return scoreRuns(
+    system,
+    collection.queries.map((query) => collection.qrels.get(query.id) ?? new Map<string, number>()),
+    rankings,
+  );
 }
 
 /** nDCG@K and Recall@K of `rankings` against `judged`, query by query. */

@@ -136,8 +136,7 @@ function annotateWith(before: OpenApiDocument, after: OpenApiDocument): Annotate
 }
 
 const typesAsSets: CompareTransformResolver = (before, after) => {
-  const asList = (schema: unknown): unknown =>
-    isObject(schema) && typeof schema.type === 'string' ? { ...schema, type: [schema.type] } : schema;
+  const asList = (schema: unknown): unknown => (isObject(schema) && typeof schema.type === 'string' ? { ...schema, type: [schema.type] } : schema);
   return [asList(before), asList(after)];
 };
 
@@ -168,8 +167,7 @@ function openEnumAdd(rule: CompareRule | undefined): CompareRule {
   return { ...rule, $: [added, remove ?? 'unclassified', replace ?? 'unclassified'] };
 }
 
-const classify = (rule: RuleDiffType | undefined, ctx: ComapreContext): DiffType =>
-  rule === undefined ? 'unclassified' : typeof rule === 'function' ? rule(ctx) : rule;
+const classify = (rule: RuleDiffType | undefined, ctx: ComapreContext): DiffType => (rule === undefined ? 'unclassified' : typeof rule === 'function' ? rule(ctx) : rule);
 
 type SchemaRule = CompareRule & { '/type'?: CompareRule; '/enum'?: CompareRule & { '/*'?: CompareRule } };
 
@@ -189,8 +187,7 @@ function rules(version: '3.0.x' | '3.1.x'): CompareRules {
   );
 }
 
-const pointer = (segments: Array<string | number>): string =>
-  `/${segments.map((segment) => String(segment).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+const pointer = (segments: Array<string | number>): string => `/${segments.map((segment) => String(segment).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 
 /**
  * Which changes a client can see. Everything under `components` reaches a client only through an

@@ -52,10 +52,7 @@ export function judge(diffs: ContractDiff[]): Verdict {
     ok = false;
     const released = parseVersion(diff.releasedVersion);
     const next = released ? `${released.major + 1}.0.0` : 'a new major version';
-    lines.push(
-      `  BREAKING, and info.version did not move by a major step: either undo these, or release them as ${next}` +
-        ' (package.json "version", then make codegen; docs/contract-changes.md):',
-    );
+    lines.push(`  BREAKING, and info.version did not move by a major step: either undo these, or release them as ${next}` + ' (package.json "version", then make codegen; docs/contract-changes.md):');
     for (const change of breaking) lines.push(`    ${changeLine(change)}`);
   }
   return { ok, report: lines.join('\n') };

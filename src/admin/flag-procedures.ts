@@ -20,9 +20,7 @@ export const flagProcedures = {
       if (before === null) {
         await writeAudit(tx, audit(ctx, 'flag.created', input.key, { description: after.description, enabled: after.enabled }), now);
       } else {
-        const changes = Object.fromEntries((['description', 'enabled'] as const)
-          .filter((field) => before[field] !== after[field])
-          .map((field) => [field, { from: before[field], to: after[field] }]));
+        const changes = Object.fromEntries((['description', 'enabled'] as const).filter((field) => before[field] !== after[field]).map((field) => [field, { from: before[field], to: after[field] }]));
         if (Object.keys(changes).length > 0) await writeAudit(tx, audit(ctx, 'flag.updated', input.key, { changes }), now);
       }
       return (await findFlag(tx, input.key))!;

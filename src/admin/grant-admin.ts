@@ -9,9 +9,7 @@ import type { Logger } from '../logger.ts';
 import { writeAudit } from '../audit/store.ts';
 import { lockUserByEmail, setUserRole } from '../auth/users-store.ts';
 
-export type GrantResult =
-  | { status: 'granted' | 'already-admin'; userId: string; email: string }
-  | { status: 'no-such-user'; email: string };
+export type GrantResult = { status: 'granted' | 'already-admin'; userId: string; email: string } | { status: 'no-such-user'; email: string };
 
 /** Sets role 'admin' on the user with this email (any case). */
 export async function grantAdmin(sql: Sql, email: string, options: { now: Date; via: 'grant-admin' | 'ADMIN_EMAILS' }): Promise<GrantResult> {
@@ -20,14 +18,18 @@ export async function grantAdmin(sql: Sql, email: string, options: { now: Date; 
     if (!user) return { status: 'no-such-user', email: email.trim() };
     if (user.role === 'admin') return { status: 'already-admin', userId: user.id, email: user.email };
     await setUserRole(tx, user.id, 'admin', options.now);
-    await writeAudit(tx, {
-      organizationId: null,
-      action: 'user.role_changed',
-      actor: null,
-      targetType: 'user',
-      targetId: user.id,
-      metadata: { from: user.role, to: 'admin', via: options.via },
-    }, options.now);
+    await writeAudit(
+      tx,
+      {
+        organizationId: null,
+        action: 'user.role_changed',
+        actor: null,
+        targetType: 'user',
+        targetId: user.id,
+        metadata: { from: user.role, to: 'admin', via: options.via },
+      },
+      options.now,
+    );
     return { status: 'granted', userId: user.id, email: user.email };
   });
 }

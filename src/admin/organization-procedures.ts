@@ -28,7 +28,9 @@ export const adminOrganizationProcedures = {
 
   'admin.organizations.delete': async (input, ctx) => {
     const { deleted, failed } = await deleteOrganizationEverywhere(ctx.services, ctx.log, {
-      organizationId: ctx.row.id, confirmSlug: input.confirmSlug, actor: ctx.principal!,
+      organizationId: ctx.row.id,
+      confirmSlug: input.confirmSlug,
+      actor: ctx.principal!,
     });
     return { organizationId: ctx.row.id, objectsDeleted: deleted, objectsFailed: failed };
   },
@@ -48,14 +50,17 @@ function toSummary(row: SummaryRow, billed: boolean): OrganizationSummary {
     workspaces: row.workspaces,
     plan,
     seats: { billed: live ? row.seats : null, members: row.members },
-    subscription: row.subscriptionId === null ? null : {
-      id: row.subscriptionId,
-      plan: row.subscriptionPlan!,
-      status: row.subscriptionStatus!,
-      seats: row.seats,
-      periodEnd: row.periodEnd,
-      cancelAtPeriodEnd: row.cancelAtPeriodEnd!,
-      paymentSubscriptionId: row.paymentSubscriptionId,
-    },
+    subscription:
+      row.subscriptionId === null
+        ? null
+        : {
+            id: row.subscriptionId,
+            plan: row.subscriptionPlan!,
+            status: row.subscriptionStatus!,
+            seats: row.seats,
+            periodEnd: row.periodEnd,
+            cancelAtPeriodEnd: row.cancelAtPeriodEnd!,
+            paymentSubscriptionId: row.paymentSubscriptionId,
+          },
   };
 }

@@ -99,8 +99,15 @@ async function aiCheck(services: Services) {
     // A database failure is the database check's to report, not the AI service's.
     const staleDocuments = report.model ? await countStaleDocuments(services.db.sql, report.model).catch(() => null) : null;
     return {
-      ...base, ok: report.ok, latencyMs: round(report.latencyMs), error: null, problems: report.problems,
-      provider: report.provider, model: report.model, ocr: report.ocr, staleDocuments,
+      ...base,
+      ok: report.ok,
+      latencyMs: round(report.latencyMs),
+      error: null,
+      problems: report.problems,
+      provider: report.provider,
+      model: report.model,
+      ocr: report.ocr,
+      staleDocuments,
     };
   } catch (error) {
     return { ...base, ok: false, latencyMs: null, error: messageOf(error), problems: [], provider: null, model: null, ocr: null, staleDocuments: null };

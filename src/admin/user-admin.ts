@@ -26,36 +26,41 @@ export async function setUserRole(sql: Sql, options: { userId: string; role: 'ad
       await deleteImpersonationsBy(tx, options.userId);
       await announceRevocation(tx, { kind: 'user', userId: options.userId });
     }
-    await writeAudit(tx, {
-      organizationId: null,
-      action: 'user.role_changed',
-      actor: options.actor,
-      targetType: 'user',
-      targetId: options.userId,
-      metadata: { from: before.role, to: options.role },
-    }, options.now);
+    await writeAudit(
+      tx,
+      {
+        organizationId: null,
+        action: 'user.role_changed',
+        actor: options.actor,
+        targetType: 'user',
+        targetId: options.userId,
+        metadata: { from: before.role, to: options.role },
+      },
+      options.now,
+    );
     return user!;
   });
 }
 
 /** Bans the user and ends every session of theirs (impersonations they run included) in the same transaction. */
-export async function banUser(
-  sql: Sql,
-  options: { userId: string; reason: string | null; expiresAt: Date | null; actor: Actor; now: Date },
-): Promise<{ user: User; sessionsEnded: number } | null> {
+export async function banUser(sql: Sql, options: { userId: string; reason: string | null; expiresAt: Date | null; actor: Actor; now: Date }): Promise<{ user: User; sessionsEnded: number } | null> {
   return sql.begin(async (tx) => {
     if (!(await users.lockUser(tx, options.userId))) return null;
     const user = await users.setBan(tx, options.userId, { reason: options.reason, expiresAt: options.expiresAt }, options.now);
     const sessionsEnded = await deleteSessionsOfUserAndTheirImpersonations(tx, options.userId);
     await announceRevocation(tx, { kind: 'user', userId: options.userId });
-    await writeAudit(tx, {
-      organizationId: null,
-      action: 'user.banned',
-      actor: options.actor,
-      targetType: 'user',
-      targetId: options.userId,
-      metadata: { reason: options.reason, expiresAt: options.expiresAt?.toISOString() ?? null, sessionsEnded },
-    }, options.now);
+    await writeAudit(
+      tx,
+      {
+        organizationId: null,
+        action: 'user.banned',
+        actor: options.actor,
+        targetType: 'user',
+        targetId: options.userId,
+        metadata: { reason: options.reason, expiresAt: options.expiresAt?.toISOString() ?? null, sessionsEnded },
+      },
+      options.now,
+    );
     return { user: user!, sessionsEnded };
   });
 }
@@ -94,14 +99,18 @@ export async function startAuditedSession(
       userAgent: options.userAgent,
       impersonatedBy: options.impersonatedBy,
     });
-    await writeAudit(tx, {
-      organizationId: null,
-      action: options.audit.action,
-      actor: options.audit.actor,
-      targetType: 'user',
-      targetId: options.audit.targetId,
-      metadata: { ...options.audit.metadata, sessionId: created.session.id },
-    }, options.now);
+    await writeAudit(
+      tx,
+      {
+        organizationId: null,
+        action: options.audit.action,
+        actor: options.audit.actor,
+        targetType: 'user',
+        targetId: options.audit.targetId,
+        metadata: { ...options.audit.metadata, sessionId: created.session.id },
+      },
+      options.now,
+    );
     return created;
   });
 }
@@ -112,14 +121,18 @@ export async function revokeUserSessions(sql: Sql, options: { userId: string; ac
     if (!(await users.lockUser(tx, options.userId))) return null;
     const count = await deleteSessionsOfUserAndTheirImpersonations(tx, options.userId);
     await announceRevocation(tx, { kind: 'user', userId: options.userId });
-    await writeAudit(tx, {
-      organizationId: null,
-      action: 'user.sessions_revoked',
-      actor: options.actor,
-      targetType: 'user',
-      targetId: options.userId,
-      metadata: { count },
-    }, options.now);
+    await writeAudit(
+      tx,
+      {
+        organizationId: null,
+        action: 'user.sessions_revoked',
+        actor: options.actor,
+        targetType: 'user',
+        targetId: options.userId,
+        metadata: { count },
+      },
+      options.now,
+    );
     return count;
   });
 }
@@ -136,18 +149,21 @@ export async function removeUser(sql: Sql, options: { userId: string; actor: Act
     const user = await users.lockUser(tx, options.userId);
     if (!user) return { removed: false, reason: 'not_found' } as const;
     const owners = await lockOwnersOfOrganizationsOwnedBy(tx, options.userId);
-    const soleOwned = [...new Set(owners.map((row) => row.organizationId))].filter((organizationId) =>
-      owners.every((row) => row.organizationId !== organizationId || row.userId === options.userId));
+    const soleOwned = [...new Set(owners.map((row) => row.organizationId))].filter((organizationId) => owners.every((row) => row.organizationId !== organizationId || row.userId === options.userId));
     if (soleOwned.length > 0) return { removed: false, reason: 'last_owner', organizationIds: soleOwned } as const;
     // Audited before the deletion; the entry has no foreign key to the user, so it outlives them.
-    await writeAudit(tx, {
-      organizationId: null,
-      action: 'user.removed',
-      actor: options.actor,
-      targetType: 'user',
-      targetId: options.userId,
-      metadata: { email: user.email, name: user.name },
-    }, options.now);
+    await writeAudit(
+      tx,
+      {
+        organizationId: null,
+        action: 'user.removed',
+        actor: options.actor,
+        targetType: 'user',
+        targetId: options.userId,
+        metadata: { email: user.email, name: user.name },
+      },
+      options.now,
+    );
     // Accounts, sessions, memberships, team memberships and tokens go with the row (on delete cascade).
     await users.deleteUser(tx, options.userId);
     await announceRevocation(tx, { kind: 'user', userId: options.userId });

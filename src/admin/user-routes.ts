@@ -122,7 +122,6 @@ export const adminUserRoutes = {
   },
 } satisfies AuthHandlers;
 
-
 function notOnOneself(admin: Principal, userId: string, what: string): void {
   if (admin.userId === userId) throw new ApiError('FORBIDDEN', { message: `You cannot ${what}.` });
 }

@@ -7,10 +7,7 @@ import type { Sql } from '../db/connection.ts';
 import type { Db } from '../db/db.ts';
 import { USER_COLUMNS, type User } from '../auth/users-store.ts';
 
-export async function listUsers(
-  sql: Sql,
-  options: { field: 'email' | 'name'; value: string | undefined; limit: number; offset: number },
-): Promise<{ users: User[]; total: number }> {
+export async function listUsers(sql: Sql, options: { field: 'email' | 'name'; value: string | undefined; limit: number; offset: number }): Promise<{ users: User[]; total: number }> {
   // strpos on lower() is a plain substring test: no LIKE wildcards to escape in the search text.
   const value = options.value ?? '';
   const matches = options.field === 'name' ? sql`strpos(lower(name), lower(${value})) > 0` : sql`strpos(lower(email), lower(${value})) > 0`;

@@ -8,9 +8,7 @@
  * (status, the service's own words, the network error) is for the log. An abort through the
  * caller's own `signal` is not a service failure: it rejects with the signal's reason.
  */
-import {
-  EMBEDDING_DIMENSIONS, isRecord, parseEmbeddings, type ExtractResult, type HealthReport, type TextHeading,
-} from './protocol.ts';
+import { EMBEDDING_DIMENSIONS, isRecord, parseEmbeddings, type ExtractResult, type HealthReport, type TextHeading } from './protocol.ts';
 
 export { EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL } from './protocol.ts';
 export type { ExtractResult, HealthReport, TextHeading } from './protocol.ts';
@@ -127,9 +125,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
     } catch (error) {
       if (error instanceof AiServiceError) throw error;
       if (callOptions.signal?.aborted) throw callOptions.signal.reason;
-      const detail = timeout.aborted
-        ? `${where}: no answer within ${timeoutMs} ms`
-        : `${where}: ${describe(error)}`;
+      const detail = timeout.aborted ? `${where}: no answer within ${timeoutMs} ms` : `${where}: ${describe(error)}`;
       throw new AiServiceError(UNAVAILABLE, { retryable: true, status, detail, cause: error });
     }
   }
@@ -176,8 +172,12 @@ function citationsOf(answer: Record<string, unknown>, length: number): Pick<Extr
   if (Array.isArray(pageStarts) && pageStarts.every(offset) && pageStarts.every((start, i) => i === 0 || start >= (pageStarts[i - 1] as number))) {
     result.pageStarts = pageStarts;
   }
-  if (Array.isArray(headings) && headings.every((heading) => isRecord(heading) && offset(heading.start)
-    && Number.isInteger(heading.level) && (heading.level as number) >= 1 && (heading.level as number) <= 6 && typeof heading.text === 'string')) {
+  if (
+    Array.isArray(headings) &&
+    headings.every(
+      (heading) => isRecord(heading) && offset(heading.start) && Number.isInteger(heading.level) && (heading.level as number) >= 1 && (heading.level as number) <= 6 && typeof heading.text === 'string',
+    )
+  ) {
     result.headings = (headings as TextHeading[]).map(({ start, level, text }) => ({ start, level, text }));
   }
   return result;
@@ -190,17 +190,24 @@ function languageOf(language: unknown): string {
 
 function readHealth(answer: unknown): HealthReport {
   if (
-    !isRecord(answer) || typeof answer.ok !== 'boolean' || typeof answer.version !== 'string'
-    || (answer.provider !== 'local' && answer.provider !== 'openai')
-    || (answer.ocr !== null && typeof answer.ocr !== 'string')
-    || (answer.model !== undefined && answer.model !== null && typeof answer.model !== 'string')
-    || !Array.isArray(answer.problems) || !answer.problems.every((problem) => typeof problem === 'string')
+    !isRecord(answer) ||
+    typeof answer.ok !== 'boolean' ||
+    typeof answer.version !== 'string' ||
+    (answer.provider !== 'local' && answer.provider !== 'openai') ||
+    (answer.ocr !== null && typeof answer.ocr !== 'string') ||
+    (answer.model !== undefined && answer.model !== null && typeof answer.model !== 'string') ||
+    !Array.isArray(answer.problems) ||
+    !answer.problems.every((problem) => typeof problem === 'string')
   ) {
     throw new Error('not a health report');
   }
   return {
-    ok: answer.ok, version: answer.version, provider: answer.provider, model: answer.model ?? null,
-    ocr: answer.ocr, problems: answer.problems,
+    ok: answer.ok,
+    version: answer.version,
+    provider: answer.provider,
+    model: answer.model ?? null,
+    ocr: answer.ocr,
+    problems: answer.problems,
   };
 }
 

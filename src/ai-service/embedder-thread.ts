@@ -25,11 +25,7 @@ export interface ThreadSetup {
 export type ThreadRequest = { type: 'embed'; texts: string[] } | { type: 'stop' } | { type: 'crash' };
 
 /** From the thread. `vectors` is every vector one after the other, EMBEDDING_DIMENSIONS each. */
-export type ThreadMessage =
-  | { type: 'ready' }
-  | { type: 'failed'; message: string }
-  | { type: 'done'; vectors: Float32Array; tokens: number }
-  | { type: 'error'; message: string };
+export type ThreadMessage = { type: 'ready' } | { type: 'failed'; message: string } | { type: 'done'; vectors: Float32Array; tokens: number } | { type: 'error'; message: string };
 
 const port = parentPort!;
 const setup = workerData as ThreadSetup;

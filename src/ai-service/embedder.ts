@@ -259,7 +259,9 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     const stopRequest: ThreadRequest = { type: 'stop' };
     own.worker.postMessage(stopRequest);
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), STOP_TIMEOUT_MS); });
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), STOP_TIMEOUT_MS);
+    });
     if ((await Promise.race([exited, late])) === 'late') {
       logger.error({ ms: STOP_TIMEOUT_MS }, 'embedding thread did not stop; terminating it');
       await own.worker.terminate();
@@ -286,13 +288,26 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       const { maxWaiting, maxWaitingPerOrganization, retryAfterSeconds } = EMBEDDINGS_QUEUE_BOUNDS;
       if (waitingCount() >= maxWaiting || waitingCount(organization) >= maxWaitingPerOrganization) {
         refused += 1;
-        return Promise.reject(new HttpError(503, `Too many embeddings requests are waiting; try again in ${retryAfterSeconds} s.`, {
-          headers: { 'retry-after': String(retryAfterSeconds) },
-        }));
+        return Promise.reject(
+          new HttpError(503, `Too many embeddings requests are waiting; try again in ${retryAfterSeconds} s.`, {
+            headers: { 'retry-after': String(retryAfterSeconds) },
+          }),
+        );
       }
       return new Promise<EmbeddingsResult>((resolve, reject) => {
         const order = texts.map((_, index) => index).sort((a, b) => texts[b]!.length - texts[a]!.length);
-        const request: Request = { organization, lane: texts.length <= QUERY_TEXTS ? queries : documents, texts, order, sent: 0, vectors: new Array<number[]>(texts.length), tokens: 0, cancelled: false, resolve, reject };
+        const request: Request = {
+          organization,
+          lane: texts.length <= QUERY_TEXTS ? queries : documents,
+          texts,
+          order,
+          sent: 0,
+          vectors: new Array<number[]>(texts.length),
+          tokens: 0,
+          cancelled: false,
+          resolve,
+          reject,
+        };
         const signal = call.signal;
         if (signal) {
           const gone = () => {
@@ -303,8 +318,14 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
           };
           signal.addEventListener('abort', gone, { once: true });
           const settle = () => signal.removeEventListener('abort', gone);
-          request.resolve = (result) => { settle(); resolve(result); };
-          request.reject = (error) => { settle(); reject(error); };
+          request.resolve = (result) => {
+            settle();
+            resolve(result);
+          };
+          request.reject = (error) => {
+            settle();
+            reject(error);
+          };
         }
         if (!request.lane.thread) start(request.lane);
         request.lane.line.push(organization, request);
@@ -335,7 +356,9 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
 /** A provider's embedder as a QueuedEmbedder: it takes the call and does not need it. */
 function bindEmbedder(embedder: Embedder): Omit<QueuedEmbedder, 'stats'> {
   return {
-    get model() { return embedder.model; },
+    get model() {
+      return embedder.model;
+    },
     problem: () => embedder.problem(),
     embed: (texts) => embedder.embed(texts),
     close: () => embedder.close(),

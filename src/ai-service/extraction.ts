@@ -55,13 +55,22 @@ export function documentType(header: string | undefined): DocumentType {
 /** What a document of `type` is called in messages: "The PDF could not be read." */
 export function documentName(type: ExtractContentType): string {
   switch (type) {
-    case 'application/pdf': return 'PDF';
-    case 'application/vnd.openxmlformats-officedocument.wordprocessingml.document': return 'DOCX document';
-    case 'image/png': return 'PNG image';
-    case 'image/jpeg': return 'JPEG image';
-    case 'text/html': return 'HTML document';
-    case 'application/json': return 'JSON document';
-    case 'text/plain': case 'text/markdown': case 'text/csv': return 'document';
+    case 'application/pdf':
+      return 'PDF';
+    case 'application/vnd.openxmlformats-officedocument.wordprocessingml.document':
+      return 'DOCX document';
+    case 'image/png':
+      return 'PNG image';
+    case 'image/jpeg':
+      return 'JPEG image';
+    case 'text/html':
+      return 'HTML document';
+    case 'application/json':
+      return 'JSON document';
+    case 'text/plain':
+    case 'text/markdown':
+    case 'text/csv':
+      return 'document';
   }
 }
 
@@ -102,16 +111,27 @@ export function withinCharacters(text: string, maxCharacters: number): string {
 
 async function readText(type: ExtractContentType, bytes: Uint8Array, charset: string | undefined, limits: ExtractionLimits): Promise<ExtractResult> {
   switch (type) {
-    case 'application/pdf': return readPdf(bytes, limits);
-    case 'application/vnd.openxmlformats-officedocument.wordprocessingml.document': return readDocx(bytes, limits);
-    case 'text/html': return { text: await readHtml(decode(bytes, charset), limits), pages: null };
-    case 'application/json': return { text: prettyJson(decode(bytes, charset), limits.maxCharacters), pages: null };
-    case 'text/plain': case 'text/markdown': case 'text/csv': return { text: decode(bytes, charset), pages: null };
-    case 'image/png': case 'image/jpeg': throw new Error('images are read by OCR, not in the extraction thread');
+    case 'application/pdf':
+      return readPdf(bytes, limits);
+    case 'application/vnd.openxmlformats-officedocument.wordprocessingml.document':
+      return readDocx(bytes, limits);
+    case 'text/html':
+      return { text: await readHtml(decode(bytes, charset), limits), pages: null };
+    case 'application/json':
+      return { text: prettyJson(decode(bytes, charset), limits.maxCharacters), pages: null };
+    case 'text/plain':
+    case 'text/markdown':
+    case 'text/csv':
+      return { text: decode(bytes, charset), pages: null };
+    case 'image/png':
+    case 'image/jpeg':
+      throw new Error('images are read by OCR, not in the extraction thread');
   }
 }
 
-interface TextChunk { items: Array<{ str?: string; hasEOL?: boolean }> }
+interface TextChunk {
+  items: Array<{ str?: string; hasEOL?: boolean }>;
+}
 
 async function readPdf(bytes: Uint8Array, limits: ExtractionLimits): Promise<ExtractResult> {
   await checkPdfStreams(bytes, limits.maxInflatedBytes);
@@ -194,7 +214,13 @@ async function readDocx(bytes: Uint8Array, limits: ExtractionLimits): Promise<Ex
   }
 }
 
-interface DocxElement { type: string; value?: string; styleId?: string | null; styleName?: string | null; children?: DocxElement[] }
+interface DocxElement {
+  type: string;
+  value?: string;
+  styleId?: string | null;
+  styleName?: string | null;
+  children?: DocxElement[];
+}
 
 /**
  * mammoth's raw text (lib/raw-text.js, convertElementToRawText: text as it is, a tab for a tab, a
@@ -221,29 +247,30 @@ async function readHtml(html: string, limits: ExtractionLimits): Promise<string>
 }
 
 // The readers load on first use: a thread reads one document, of one type.
-const htmlReader = async () => (await import('html-to-text')).compile({
-  wordwrap: false,
-  // The body limit and the depth check bound the input; the library's own cut would end the text with "...".
-  limits: { maxInputLength: Number.MAX_SAFE_INTEGER },
-  // Its list and quotation formatters re-indent every line at every level, output growing with
-  // depth × input before the character limit applies; these write each line once (html-lists.ts).
-  formatters: { unorderedList, orderedList, quotation, markedHeading },
-  selectors: [
-    { selector: 'ul', format: 'unorderedList' },
-    { selector: 'ol', format: 'orderedList' },
-    { selector: 'blockquote', format: 'quotation' },
-    { selector: 'a', options: { ignoreHref: true } },
-    { selector: 'img', format: 'skip' },
-    { selector: 'script', format: 'skip' },
-    { selector: 'style', format: 'skip' },
-    { selector: 'noscript', format: 'skip' },
-    { selector: 'template', format: 'skip' },
-    // Keep headings and table headers as written; upper case is the library's e-mail habit.
-    // and marked, so readDocument can say where they are (text-headings.ts).
-    ...[1, 2, 3, 4, 5, 6].map((level) => ({ selector: `h${level}`, format: 'markedHeading', options: { uppercase: false, level } })),
-    { selector: 'table', options: { uppercaseHeaderCells: false } },
-  ],
-});
+const htmlReader = async () =>
+  (await import('html-to-text')).compile({
+    wordwrap: false,
+    // The body limit and the depth check bound the input; the library's own cut would end the text with "...".
+    limits: { maxInputLength: Number.MAX_SAFE_INTEGER },
+    // Its list and quotation formatters re-indent every line at every level, output growing with
+    // depth × input before the character limit applies; these write each line once (html-lists.ts).
+    formatters: { unorderedList, orderedList, quotation, markedHeading },
+    selectors: [
+      { selector: 'ul', format: 'unorderedList' },
+      { selector: 'ol', format: 'orderedList' },
+      { selector: 'blockquote', format: 'quotation' },
+      { selector: 'a', options: { ignoreHref: true } },
+      { selector: 'img', format: 'skip' },
+      { selector: 'script', format: 'skip' },
+      { selector: 'style', format: 'skip' },
+      { selector: 'noscript', format: 'skip' },
+      { selector: 'template', format: 'skip' },
+      // Keep headings and table headers as written; upper case is the library's e-mail habit.
+      // and marked, so readDocument can say where they are (text-headings.ts).
+      ...[1, 2, 3, 4, 5, 6].map((level) => ({ selector: `h${level}`, format: 'markedHeading', options: { uppercase: false, level } })),
+      { selector: 'table', options: { uppercaseHeaderCells: false } },
+    ],
+  });
 
 /** html-to-text's heading format (lower case here), with a mark before and after the heading's text. */
 const markedHeading: FormatCallback = (element, walk, builder, options) => {

@@ -126,75 +126,91 @@ export function createExtractor(options: ExtractorOptions): Extractor {
     return { text: recognized, pages: 1, language: detectLanguage(recognized) };
   };
 
-  const readInThread = (bytes: Uint8Array, type: DocumentType, signal?: AbortSignal): Promise<ExtractResult> => new Promise((resolve, reject) => {
-    if (closed) return reject(shuttingDown());
-    if (signal?.aborted) return reject(signal.reason);
-    // A buffer of the thread's own, moved rather than copied again; the request's may be a slice of Node's pool.
-    const copy = new Uint8Array(bytes);
-    const input: ThreadInput = { bytes: copy, ...type, limits, nice: options.nice ?? 0 };
-    const worker = new Worker(THREAD_ENTRY, {
-      workerData: input,
-      transferList: [copy.buffer],
-      resourceLimits: {
-        maxOldGenerationSizeMb: limits.memoryMb,
-        maxYoungGenerationSizeMb: Math.max(8, Math.min(64, Math.round(limits.memoryMb / 16))),
-        stackSizeMb: 4,
-      },
-    });
-    running.add(worker);
-    let reading = false;
-    let settled = false;
-    // Answers once, after the thread is gone, so its memory is free before the slot is.
-    const finish = (outcome: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      clearInterval(memoryCheck);
-      signal?.removeEventListener('abort', callerGone);
-      void worker.terminate().catch(() => {}).then(() => {
-        running.delete(worker);
-        outcome();
+  const readInThread = (bytes: Uint8Array, type: DocumentType, signal?: AbortSignal): Promise<ExtractResult> =>
+    new Promise((resolve, reject) => {
+      if (closed) return reject(shuttingDown());
+      if (signal?.aborted) return reject(signal.reason);
+      // A buffer of the thread's own, moved rather than copied again; the request's may be a slice of Node's pool.
+      const copy = new Uint8Array(bytes);
+      const input: ThreadInput = { bytes: copy, ...type, limits, nice: options.nice ?? 0 };
+      const worker = new Worker(THREAD_ENTRY, {
+        workerData: input,
+        transferList: [copy.buffer],
+        resourceLimits: {
+          maxOldGenerationSizeMb: limits.memoryMb,
+          maxYoungGenerationSizeMb: Math.max(8, Math.min(64, Math.round(limits.memoryMb / 16))),
+          stackSizeMb: 4,
+        },
       });
-    };
-    const name = documentName(type.type);
-    const crashed = (cause: unknown) => {
-      // Before the thread ran, the service is broken (its entry failed to load): a 500.
-      if (!reading) return reject(new Error('the extraction thread failed to start', { cause }));
-      reject(unreadable(`The ${name} could not be read.`, cause));
-    };
+      running.add(worker);
+      let reading = false;
+      let settled = false;
+      // Answers once, after the thread is gone, so its memory is free before the slot is.
+      const finish = (outcome: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        clearInterval(memoryCheck);
+        signal?.removeEventListener('abort', callerGone);
+        void worker
+          .terminate()
+          .catch(() => {})
+          .then(() => {
+            running.delete(worker);
+            outcome();
+          });
+      };
+      const name = documentName(type.type);
+      const crashed = (cause: unknown) => {
+        // Before the thread ran, the service is broken (its entry failed to load): a 500.
+        if (!reading) return reject(new Error('the extraction thread failed to start', { cause }));
+        reject(unreadable(`The ${name} could not be read.`, cause));
+      };
 
-    const timer = setTimeout(() => {
-      finish(() => reject(refusals.time('document', limits.timeoutMs, new Error(`the extraction thread ran over ${limits.timeoutMs} ms and was terminated`))));
-    }, limits.timeoutMs);
-    const memoryCheck = setInterval(() => {
-      worker.getHeapStatistics().then((heap) => {
-        if (heap.used_heap_size + heap.external_memory <= limits.memoryMb * MIB) return;
-        const used = `heap ${Math.round(heap.used_heap_size / MIB)} MiB, buffers ${Math.round(heap.external_memory / MIB)} MiB`;
-        finish(() => reject(refusals.memory(limits.memoryMb, new Error(`the extraction thread used ${used}`))));
-      }, () => {});
-    }, MEMORY_CHECK_MS);
+      const timer = setTimeout(() => {
+        finish(() => reject(refusals.time('document', limits.timeoutMs, new Error(`the extraction thread ran over ${limits.timeoutMs} ms and was terminated`))));
+      }, limits.timeoutMs);
+      const memoryCheck = setInterval(() => {
+        worker.getHeapStatistics().then(
+          (heap) => {
+            if (heap.used_heap_size + heap.external_memory <= limits.memoryMb * MIB) return;
+            const used = `heap ${Math.round(heap.used_heap_size / MIB)} MiB, buffers ${Math.round(heap.external_memory / MIB)} MiB`;
+            finish(() => reject(refusals.memory(limits.memoryMb, new Error(`the extraction thread used ${used}`))));
+          },
+          () => {},
+        );
+      }, MEMORY_CHECK_MS);
 
-    // Nobody will read the text: the thread's core and memory go to the next document at once.
-    const callerGone = () => finish(() => {
-      logger.info({ type: type.type, bytes: bytes.byteLength }, 'extraction thread terminated: the caller went away');
-      reject(signal!.reason);
-    });
-    signal?.addEventListener('abort', callerGone, { once: true });
+      // Nobody will read the text: the thread's core and memory go to the next document at once.
+      const callerGone = () =>
+        finish(() => {
+          logger.info({ type: type.type, bytes: bytes.byteLength }, 'extraction thread terminated: the caller went away');
+          reject(signal!.reason);
+        });
+      signal?.addEventListener('abort', callerGone, { once: true });
 
-    worker.on('message', (message: ThreadMessage) => {
-      switch (message.kind) {
-        case 'reading': reading = true; break;
-        case 'done': finish(() => resolve(message.result)); break;
-        case 'refused': finish(() => reject(new HttpError(message.status, message.message, { cause: message.detail === null ? undefined : threadError(message.detail) }))); break;
-        case 'failed': finish(() => reject(new Error('the extraction thread failed', { cause: threadError(message.detail) }))); break;
-      }
+      worker.on('message', (message: ThreadMessage) => {
+        switch (message.kind) {
+          case 'reading':
+            reading = true;
+            break;
+          case 'done':
+            finish(() => resolve(message.result));
+            break;
+          case 'refused':
+            finish(() => reject(new HttpError(message.status, message.message, { cause: message.detail === null ? undefined : threadError(message.detail) })));
+            break;
+          case 'failed':
+            finish(() => reject(new Error('the extraction thread failed', { cause: threadError(message.detail) })));
+            break;
+        }
+      });
+      worker.on('error', (error: Error & { code?: string }) => {
+        if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') finish(() => reject(refusals.memory(limits.memoryMb, error)));
+        else finish(() => crashed(error));
+      });
+      worker.on('exit', (code) => finish(() => (closed ? reject(shuttingDown()) : crashed(new Error(`the thread exited with code ${code}`)))));
     });
-    worker.on('error', (error: Error & { code?: string }) => {
-      if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') finish(() => reject(refusals.memory(limits.memoryMb, error)));
-      else finish(() => crashed(error));
-    });
-    worker.on('exit', (code) => finish(() => (closed ? reject(shuttingDown()) : crashed(new Error(`the thread exited with code ${code}`)))));
-  });
 
   return {
     async extract(bytes, type, call = {}) {

@@ -182,8 +182,14 @@ export function createFairQueue(bounds: QueueBounds, what: string): FairQueue {
           };
           signal?.addEventListener('abort', gone, { once: true });
           // The listener must not outlive the wait: a long-lived signal would keep every waiter.
-          waiter.go = () => { signal?.removeEventListener('abort', gone); go(); };
-          waiter.cancel = (reason) => { signal?.removeEventListener('abort', gone); cancel(reason); };
+          waiter.go = () => {
+            signal?.removeEventListener('abort', gone);
+            go();
+          };
+          waiter.cancel = (reason) => {
+            signal?.removeEventListener('abort', gone);
+            cancel(reason);
+          };
           line.push(group, waiter);
         });
       }

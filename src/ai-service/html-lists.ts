@@ -23,15 +23,14 @@ function list(nextMarker: () => string): FormatCallback {
       if (child.type === 'text' && /^\s*$/.test((child as { data?: string }).data ?? '')) continue;
       builder.openBlock({ leadingLineBreaks: 1 });
       if ((child as Element).name === 'li') builder.addInline(nested ? nextMarker().trimStart() : nextMarker(), { noWordTransform: true });
-      walk((child as Element).name === 'li' ? child.children ?? [] : [child], builder);
+      walk((child as Element).name === 'li' ? (child.children ?? []) : [child], builder);
       builder.closeBlock({ trailingLineBreaks: 1 });
     }
     builder.closeBlock({ trailingLineBreaks: nested ? 1 : 2 });
   };
 }
 
-export const unorderedList: FormatCallback = (elem, walk, builder, options) =>
-  list(() => (options as { itemPrefix?: string }).itemPrefix ?? ' * ')(elem, walk, builder, options);
+export const unorderedList: FormatCallback = (elem, walk, builder, options) => list(() => (options as { itemPrefix?: string }).itemPrefix ?? ' * ')(elem, walk, builder, options);
 
 export const orderedList: FormatCallback = (elem, walk, builder, options) => {
   const attributes = (elem as { attribs?: Record<string, string> }).attribs ?? {};
@@ -62,7 +61,21 @@ function marker(index: number, type: string): string {
 }
 
 function toRoman(value: number): string {
-  const numerals: Array<[number, string]> = [[1000, 'M'], [900, 'CM'], [500, 'D'], [400, 'CD'], [100, 'C'], [90, 'XC'], [50, 'L'], [40, 'XL'], [10, 'X'], [9, 'IX'], [5, 'V'], [4, 'IV'], [1, 'I']];
+  const numerals: Array<[number, string]> = [
+    [1000, 'M'],
+    [900, 'CM'],
+    [500, 'D'],
+    [400, 'CD'],
+    [100, 'C'],
+    [90, 'XC'],
+    [50, 'L'],
+    [40, 'XL'],
+    [10, 'X'],
+    [9, 'IX'],
+    [5, 'V'],
+    [4, 'IV'],
+    [1, 'I'],
+  ];
   let text = '';
   for (const [amount, numeral] of numerals) for (; value >= amount; value -= amount) text += numeral;
   return text;

@@ -10,7 +10,10 @@
  * converts BMP ("BM") before Leptonica, which neither signature can start with.
  */
 
-export interface ImageSize { width: number; height: number }
+export interface ImageSize {
+  width: number;
+  height: number;
+}
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 

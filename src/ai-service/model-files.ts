@@ -44,8 +44,6 @@ export const MODEL_TOKENIZER_CONFIG = 'tokenizer_config.json';
 /** sentence-transformers' max_seq_length for this model; longer texts are cut, not refused. */
 export const MAX_TOKENS = 256;
 
-
-
 /** In node_modules, so `npm ci` clears it with the packages and the install recipe puts it back. */
 export const DEFAULT_MODEL_DIR = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'workspace-api', 'models', 'all-MiniLM-L6-v2');
 

@@ -18,14 +18,23 @@ import { createRequire } from 'node:module';
 import { parentPort } from 'node:worker_threads';
 import { OCR_MEMORY_REFUSAL } from './ocr-memory.ts';
 
-interface Packet { workerId?: unknown; jobId?: unknown; action?: unknown; status?: unknown; data?: unknown }
+interface Packet {
+  workerId?: unknown;
+  jobId?: unknown;
+  action?: unknown;
+  status?: unknown;
+  data?: unknown;
+}
 
 const port = parentPort;
-if (!port) throw new Error('ocr-thread.ts runs as tesseract.js\'s worker thread');
+if (!port) throw new Error("ocr-thread.ts runs as tesseract.js's worker thread");
 const cap = (globalThis as { ocrMemoryBytes?: number }).ocrMemoryBytes ?? Number.POSITIVE_INFINITY;
 
 /** The part of WebAssembly.Memory used here (the project's TypeScript libraries do not declare WebAssembly). */
-interface WasmMemory { readonly buffer: ArrayBuffer; grow(delta: number): number }
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(delta: number): number;
+}
 const memoryPrototype = (globalThis as unknown as { WebAssembly: { Memory: { prototype: WasmMemory } } }).WebAssembly.Memory.prototype;
 
 let refused: string | null = null;

@@ -87,7 +87,10 @@ export function createOcrEngine(logger: Logger, options: OcrEngineOptions = {}):
     try {
       return await Promise.race([created, gaveUp]);
     } catch (error) {
-      void created.then((late) => late.terminate(), () => {});
+      void created.then(
+        (late) => late.terminate(),
+        () => {},
+      );
       throw error;
     } finally {
       clearTimeout(timer);
@@ -118,9 +121,8 @@ export function createOcrEngine(logger: Logger, options: OcrEngineOptions = {}):
       return (await Promise.race([job, stopped])).data.text;
     } catch (raw) {
       // The thread replaces its job's answer by this refusal once memory past the cap was asked for.
-      const error = typeof raw === 'string' && raw.startsWith(OCR_MEMORY_REFUSAL)
-        ? new OcrMemoryError(`recognition needed more than ${memoryMb} MiB`, { cause: new Error(raw.slice(OCR_MEMORY_REFUSAL.length)) })
-        : raw;
+      const error =
+        typeof raw === 'string' && raw.startsWith(OCR_MEMORY_REFUSAL) ? new OcrMemoryError(`recognition needed more than ${memoryMb} MiB`, { cause: new Error(raw.slice(OCR_MEMORY_REFUSAL.length)) }) : raw;
       // A terminated worker's job never settles; an unreadable image's rejection is handled here.
       job.catch(() => {});
       // The worker survives an unreadable image, but a fresh one costs a fraction of a second and

@@ -117,7 +117,10 @@ export const ascii85: Stage = synchronous(() => {
       if (group.length === 5) {
         let value = 0;
         for (const code of group) value = value * 85 + (code - 33);
-        emit((value >>> 24) & 255); emit((value >>> 16) & 255); emit((value >>> 8) & 255); emit(value & 255);
+        emit((value >>> 24) & 255);
+        emit((value >>> 16) & 255);
+        emit((value >>> 8) & 255);
+        emit(value & 255);
         group.length = 0;
       }
       return true;

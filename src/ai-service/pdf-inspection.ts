@@ -31,7 +31,15 @@ import { refusals } from './refusals.ts';
 const STREAM = Buffer.from('stream');
 const ENDSTREAM = Buffer.from('endstream');
 const OBJ = Buffer.from('obj');
-const IMAGE_CODECS = new Map([['DCT', 'DCTDecode'], ['DCTDecode', 'DCTDecode'], ['JPX', 'JPXDecode'], ['JPXDecode', 'JPXDecode'], ['JBIG2Decode', 'JBIG2Decode'], ['CCF', 'CCITTFaxDecode'], ['CCITTFaxDecode', 'CCITTFaxDecode']]);
+const IMAGE_CODECS = new Map([
+  ['DCT', 'DCTDecode'],
+  ['DCTDecode', 'DCTDecode'],
+  ['JPX', 'JPXDecode'],
+  ['JPXDecode', 'JPXDecode'],
+  ['JBIG2Decode', 'JBIG2Decode'],
+  ['CCF', 'CCITTFaxDecode'],
+  ['CCITTFaxDecode', 'CCITTFaxDecode'],
+]);
 /** What a decoded stream's end is searched again with, for a reference cut by a chunk boundary. */
 const CARRY = 4096;
 
@@ -58,13 +66,14 @@ export async function checkPdfStreams(bytes: Uint8Array, maxInflatedBytes: numbe
     const chain = stages(stream);
     if (chain.stages.length === 0) continue;
     let size = 0;
-    const counted = (source: Chunks): Chunks => (async function* () {
-      for await (const chunk of source) {
-        size += chunk.length;
-        if (total + size > maxInflatedBytes) throw new OverBudget();
-        yield chunk;
-      }
-    })();
+    const counted = (source: Chunks): Chunks =>
+      (async function* () {
+        for await (const chunk of source) {
+          size += chunk.length;
+          if (total + size > maxInflatedBytes) throw new OverBudget();
+          yield chunk;
+        }
+      })();
     let pipeline: Chunks = input(buffer, stream, (length) => {
       consumed += length;
       if (consumed > maxInflatedBytes) throw new OverBudget();
@@ -196,17 +205,31 @@ function stages(stream: FoundStream): { stages: Stage[]; imageCodec: string | nu
       return predictor;
     };
     switch (item.name) {
-      case 'Fl': case 'FlateDecode': result.push(predicted(flate)); break;
-      case 'LZW': case 'LZWDecode': {
+      case 'Fl':
+      case 'FlateDecode':
+        result.push(predicted(flate));
+        break;
+      case 'LZW':
+      case 'LZWDecode': {
         const early = entries?.get('EarlyChange');
         result.push(predicted(lzw(early?.kind === 'number' ? early.value : 1)));
         break;
       }
-      case 'AHx': case 'ASCIIHexDecode': result.push(asciiHex); break;
-      case 'A85': case 'ASCII85Decode': result.push(ascii85); break;
-      case 'RL': case 'RunLengthDecode': result.push(runLength); break;
+      case 'AHx':
+      case 'ASCIIHexDecode':
+        result.push(asciiHex);
+        break;
+      case 'A85':
+      case 'ASCII85Decode':
+        result.push(ascii85);
+        break;
+      case 'RL':
+      case 'RunLengthDecode':
+        result.push(runLength);
+        break;
       // pdf.js passes a stream through a filter it does not know (Crypt included).
-      default: break;
+      default:
+        break;
     }
   }
   return { stages: result, imageCodec: null };
@@ -226,7 +249,7 @@ function predictorRows(parameters: Map<string, PdfValue> | null): Stage | null {
   };
   const predictor = number('Predictor', 1);
   if (predictor <= 1) return null;
-  const rowBytes = Math.max(1, Math.floor((number('Columns', 1) * number('Colors', 1) * (number('BitsPerComponent', 8)) + 7) / 8));
+  const rowBytes = Math.max(1, Math.floor((number('Columns', 1) * number('Colors', 1) * number('BitsPerComponent', 8) + 7) / 8));
   const png = predictor >= 10;
   const zeros = new Uint8Array(64 * 1024);
   return async function* (source) {

@@ -98,9 +98,10 @@ export function parseEmbeddings(body: unknown, count: number): EmbeddingsResult 
     if (!embedding.every((value) => typeof value === 'number' && Number.isFinite(value))) throw new Error(`embedding ${index} holds a value that is not a finite number`);
     vectors[index] = embedding as number[];
   }
-  const usage = isRecord(body.usage) && Number.isInteger(body.usage.prompt_tokens) && Number.isInteger(body.usage.total_tokens)
-    ? { prompt_tokens: body.usage.prompt_tokens as number, total_tokens: body.usage.total_tokens as number }
-    : null;
+  const usage =
+    isRecord(body.usage) && Number.isInteger(body.usage.prompt_tokens) && Number.isInteger(body.usage.total_tokens)
+      ? { prompt_tokens: body.usage.prompt_tokens as number, total_tokens: body.usage.total_tokens as number }
+      : null;
   return { vectors, model: typeof body.model === 'string' ? body.model : '', usage };
 }
 

@@ -22,8 +22,7 @@ export const refusals = {
   pages: (pages: number, limit: number) => unreadable(`The PDF has ${count(pages)} pages; at most ${count(limit)} can be read.`),
   depth: (limit: number) => unreadable(`The HTML document nests elements more than ${count(limit)} deep; at most ${count(limit)} levels can be read.`),
   characters: (limit: number) => unreadable(`The document's text has more than ${count(limit)} characters; at most ${count(limit)} can be stored.`),
-  pixels: (width: number, height: number, limit: number) =>
-    unreadable(`The image is ${count(width)} × ${count(height)} pixels (${megapixels(width * height)}); at most ${megapixels(limit)} can be read.`),
+  pixels: (width: number, height: number, limit: number) => unreadable(`The image is ${count(width)} × ${count(height)} pixels (${megapixels(width * height)}); at most ${megapixels(limit)} can be read.`),
   time: (what: string, ms: number, cause?: unknown) => unreadable(`Reading the ${what} took longer than ${seconds(ms)}.`, cause),
   memory: (megabytes: number, cause?: unknown) => unreadable(`Reading the document needed more than ${megabytes} MiB of memory; at most ${megabytes} MiB can be used.`, cause),
 };

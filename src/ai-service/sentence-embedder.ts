@@ -87,10 +87,12 @@ export async function loadSentenceEmbedder(dir: string, options: SentenceEmbedde
     const size = batch.length * length;
     const inputIds = new BigInt64Array(size);
     const mask = new BigInt64Array(size);
-    batch.forEach((ids, row) => ids.forEach((id, column) => {
-      inputIds[row * length + column] = BigInt(id);
-      mask[row * length + column] = 1n;
-    }));
+    batch.forEach((ids, row) =>
+      ids.forEach((id, column) => {
+        inputIds[row * length + column] = BigInt(id);
+        mask[row * length + column] = 1n;
+      }),
+    );
     const dims = [batch.length, length];
     const feeds = {
       input_ids: new ort.Tensor('int64', inputIds, dims),
@@ -117,7 +119,9 @@ export async function loadSentenceEmbedder(dir: string, options: SentenceEmbedde
       for (let start = 0; start < order.length; start += batchSize) {
         const indexes = order.slice(start, start + batchSize);
         const pooled = await run(indexes.map((index) => encoded[index]!));
-        indexes.forEach((index, position) => { vectors[index] = pooled[position]!; });
+        indexes.forEach((index, position) => {
+          vectors[index] = pooled[position]!;
+        });
       }
       return { vectors, tokens: encoded.reduce((sum, ids) => sum + ids.length, 0) };
     },

@@ -113,8 +113,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       sendJson(response, 200, answer);
     } catch (caught) {
       // A caller gone while its body was still arriving breaks the read: that is not our failure.
-      const error = signal?.aborted ? signal.reason as HttpError
-        : caught instanceof HttpError ? caught : new HttpError(500, 'The AI service failed; try again later.', { cause: caught });
+      const error = signal?.aborted ? (signal.reason as HttpError) : caught instanceof HttpError ? caught : new HttpError(500, 'The AI service failed; try again later.', { cause: caught });
       status = error.status;
       if (status === CALLER_GONE) {
         logger.info({ method: request.method, path, organization: request.headers['x-organization-id'], ms: Math.round(performance.now() - started) }, 'ai request dropped: the caller went away');

@@ -85,16 +85,22 @@ export function addressKey(address: string): string {
   const normal = normalizeAddress(address);
   if (isIP(normal) !== 6) return normal;
   const groups = expandIPv6(normal);
-  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(':')}::/64`;
 }
 
 /** The eight 16-bit groups of a valid IPv6 address. */
 function expandIPv6(address: string): number[] {
   // An IPv4 tail (::ffff:1.2.3.4, 64:ff9b::1.2.3.4) is two groups written in decimal.
-  const text = address.replace(/(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/, (_all, a, b, c, d) =>
-    `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`);
+  const text = address.replace(/(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/, (_all, a, b, c, d) => `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`);
   const [head = '', rest] = text.split('::');
-  const groups = (part: string) => part.split(':').filter(Boolean).map((group) => parseInt(group, 16));
+  const groups = (part: string) =>
+    part
+      .split(':')
+      .filter(Boolean)
+      .map((group) => parseInt(group, 16));
   const left = groups(head);
   if (rest === undefined) return left;
   const right = groups(rest);

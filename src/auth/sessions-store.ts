@@ -54,11 +54,7 @@ export async function findSessionWithUser(db: Db, id: string): Promise<{ session
 }
 
 /** What decides whether the user's session is still valid (its expiry, its user's ban); null when it is gone. */
-export async function findSessionValidity(
-  db: Db,
-  sessionId: string,
-  userId: string,
-): Promise<(Pick<Session, 'lastVerifiedAt' | 'expiresAt'> & Pick<User, 'banned' | 'banExpiresAt'>) | null> {
+export async function findSessionValidity(db: Db, sessionId: string, userId: string): Promise<(Pick<Session, 'lastVerifiedAt' | 'expiresAt'> & Pick<User, 'banned' | 'banExpiresAt'>) | null> {
   const [row] = await db<(Pick<Session, 'lastVerifiedAt' | 'expiresAt'> & Pick<User, 'banned' | 'banExpiresAt'>)[]>`
     select s.last_verified_at as "lastVerifiedAt", s.expires_at as "expiresAt", u.banned, u.ban_expires_at as "banExpiresAt"
     from sessions s join users u on u.id = s.user_id

@@ -57,15 +57,19 @@ function createSharedRateLimiter(name: string, limit: RateLimit, options: Limite
       try {
         // A short deadline of its own: while the database hangs, this process's count decides after a
         // second, leaving the rest of the request's deadline to the work that needs the database.
-        [row] = await withDeadline(LIMITER_DEADLINE_MS, async () => await sql<{ count: number; resets_at: Date }[]>`
+        [row] = await withDeadline(
+          LIMITER_DEADLINE_MS,
+          async () =>
+            await sql<{ count: number; resets_at: Date }[]>`
           insert into rate_limits as r (limiter, key, count, resets_at)
           values (${name}, ${key}, 1, ${new Date(time + limit.windowMs)})
           on conflict (limiter, key) do update set
             count = case when r.resets_at <= ${now} then 1 else r.count + 1 end,
             resets_at = case when r.resets_at <= ${now} then excluded.resets_at else r.resets_at end
-          returning count, resets_at`);
+          returning count, resets_at`,
+        );
       } catch (error) {
-        options.logger.warn({ err: error, limiter: name, allowed: local.allowed }, 'rate limit not counted in the database: this process\'s count decides');
+        options.logger.warn({ err: error, limiter: name, allowed: local.allowed }, "rate limit not counted in the database: this process's count decides");
         return local;
       }
       if (row!.count <= limit.limit) return { allowed: true };

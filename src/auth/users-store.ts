@@ -34,8 +34,7 @@ export interface UserWithPassword extends User {
  * stores that read users (admin/users-store.ts) select with it too.
  */
 export const USER_COLUMNS =
-  'id, email, email_verified as "emailVerified", name, image, role, banned, ban_reason as "banReason", ' +
-  'ban_expires_at as "banExpiresAt", created_at as "createdAt", updated_at as "updatedAt"';
+  'id, email, email_verified as "emailVerified", name, image, role, banned, ban_reason as "banReason", ' + 'ban_expires_at as "banExpiresAt", created_at as "createdAt", updated_at as "updatedAt"';
 
 /** A users row as `to_jsonb(u)` gives it: the column names, timestamps as strings. */
 export interface UserJson {
@@ -111,10 +110,7 @@ export async function findUserByAccount(db: Db, provider: string, providerAccoun
 }
 
 /** Creates the user and its password in one transaction; a taken email (any case) is 422. */
-export async function insertUserWithPassword(
-  sql: Sql,
-  user: { name: string; email: string; role: string; passwordHash: string; now: Date },
-): Promise<User> {
+export async function insertUserWithPassword(sql: Sql, user: { name: string; email: string; role: string; passwordHash: string; now: Date }): Promise<User> {
   try {
     return await sql.begin(async (tx) => {
       const id = newId('usr');
@@ -138,10 +134,7 @@ export async function insertUserWithPassword(
  * A user whose email a provider vouches for (verified from the start); null when a user with the
  * email (any case) exists already, a concurrent sign-in's perhaps.
  */
-export async function insertVerifiedUserUnlessEmailTaken(
-  db: Db,
-  user: { email: string; name: string; image: string | null; role: string | null; now: Date },
-): Promise<User | null> {
+export async function insertVerifiedUserUnlessEmailTaken(db: Db, user: { email: string; name: string; image: string | null; role: string | null; now: Date }): Promise<User | null> {
   const [row] = await db<User[]>`
     insert into users (id, email, email_verified, name, image, role, created_at, updated_at)
     values (${newId('usr')}, ${user.email}, true, ${user.name}, ${user.image}, ${user.role}, ${user.now}, ${user.now})

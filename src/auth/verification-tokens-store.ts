@@ -17,10 +17,7 @@ export interface VerificationToken {
   expiresAt: Date;
 }
 
-export async function insertVerificationToken(
-  db: Db,
-  row: { id: string; tokenHash: Uint8Array; purpose: TokenPurpose; userId: string; email: string; expiresAt: Date; now: Date },
-): Promise<void> {
+export async function insertVerificationToken(db: Db, row: { id: string; tokenHash: Uint8Array; purpose: TokenPurpose; userId: string; email: string; expiresAt: Date; now: Date }): Promise<void> {
   await db`
     insert into verification_tokens (id, token_hash, purpose, user_id, email, expires_at, created_at)
     values (${row.id}, ${Buffer.from(row.tokenHash)}, ${row.purpose}, ${row.userId}, ${row.email}, ${row.expiresAt}, ${row.now})`;

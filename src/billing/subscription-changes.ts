@@ -46,17 +46,23 @@ export async function changeSubscription(
   const settings = billingSettings(services);
   const stripe = await services.stripe();
   const id = live.paymentSubscriptionId;
-  const reported = change === 'cancel-now'
-    ? await stripe.subscriptions.cancel(id)
-    : await stripe.subscriptions.update(id, { cancel_at_period_end: change === 'cancel-at-period-end' });
+  const reported = change === 'cancel-now' ? await stripe.subscriptions.cancel(id) : await stripe.subscriptions.update(id, { cancel_at_period_end: change === 'cancel-at-period-end' });
   const now = services.now();
   return services.db.sql.begin(async (tx) => {
     const row = (await applySubscriptionState(tx, subscriptionState(settings, reported, live.organizationId), toStripeSecond(now), now)) ?? live;
     const action = change === 'restore' ? 'subscription.restored' : 'subscription.canceled';
-    await writeAudit(tx, {
-      organizationId: live.organizationId, action, actor, targetType: 'subscription', targetId: live.id,
-      metadata: { immediately: change === 'cancel-now', status: row.status, cancelAtPeriodEnd: row.cancelAtPeriodEnd },
-    }, now);
+    await writeAudit(
+      tx,
+      {
+        organizationId: live.organizationId,
+        action,
+        actor,
+        targetType: 'subscription',
+        targetId: live.id,
+        metadata: { immediately: change === 'cancel-now', status: row.status, cancelAtPeriodEnd: row.cancelAtPeriodEnd },
+      },
+      now,
+    );
     return row;
   });
 }

@@ -7,9 +7,7 @@
 import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';
 import { lockOrganization } from '../organizations/store.ts';
-import {
-  findByPaymentId, insertSubscription, updateSubscriptionState, type SubscriptionRow, type SubscriptionState,
-} from './subscriptions-store.ts';
+import { findByPaymentId, insertSubscription, updateSubscriptionState, type SubscriptionRow, type SubscriptionState } from './subscriptions-store.ts';
 
 const FINAL = new Set(['canceled', 'incomplete_expired']);
 

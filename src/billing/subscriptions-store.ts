@@ -78,7 +78,6 @@ export async function findByPaymentId(db: Db, paymentSubscriptionId: string, opt
   return row ?? null;
 }
 
-
 export async function insertSubscription(tx: Db, id: string, state: SubscriptionState, eventAt: Date | null, now: Date): Promise<SubscriptionRow> {
   const [row] = await tx<SubscriptionRow[]>`
     insert into subscriptions (id, organization_id, plan, status, seats, period_start, period_end, trial_end, cancel_at_period_end,

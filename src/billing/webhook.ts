@@ -77,9 +77,7 @@ async function prepare(event: Stripe.Event, deps: Deps): Promise<Apply | null> {
       const subscription = event.data.object;
       // The metadata the checkout set; else the row already stored; else the organization of the customer.
       const customer = typeof subscription.customer === 'string' ? subscription.customer : subscription.customer.id;
-      const organizationId = organizationOf(subscription)
-        ?? (await findByPaymentId(deps.sql, subscription.id))?.organizationId
-        ?? (await organizationOfCustomer(deps.sql, customer));
+      const organizationId = organizationOf(subscription) ?? (await findByPaymentId(deps.sql, subscription.id))?.organizationId ?? (await organizationOfCustomer(deps.sql, customer));
       if (!organizationId) {
         deps.log.warn({ eventId: event.id, subscriptionId: subscription.id }, 'stripe subscription names no organization; ignored');
         return null;

@@ -166,13 +166,19 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   // When each part of the start finished, ms since the process started (the `listening` log line; bench/start.ts).
   const phases: Record<string, number> = {};
   const done = (phase: string) => (phases[phase] = Math.round(performance.now()));
-  aiStarting?.then(() => done('ai'), () => undefined);
+  aiStarting?.then(
+    () => done('ai'),
+    () => undefined,
+  );
   let db: Awaited<ReturnType<typeof openDatabaseFor>>;
   try {
     db = await openDatabaseFor(config, logger, useTemplate);
     done('database');
   } catch (error) {
-    await aiStarting?.then((child) => child.close(), () => undefined);
+    await aiStarting?.then(
+      (child) => child.close(),
+      () => undefined,
+    );
     throw error;
   }
   let server: Server;
@@ -222,10 +228,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     throw error;
   }
   const { port } = server.address() as AddressInfo;
-  logger.info(
-    { url: config.publicUrl, host: config.host, port, database: db.kind, ai: ai?.url ?? config.ai.url, worker: config.worker.mode, startMs: Math.round(performance.now()), phases },
-    'listening',
-  );
+  logger.info({ url: config.publicUrl, host: config.host, port, database: db.kind, ai: ai?.url ?? config.ai.url, worker: config.worker.mode, startMs: Math.round(performance.now()), phases }, 'listening');
   flushCompileCache();
   stop.serving();
 

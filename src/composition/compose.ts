@@ -57,10 +57,23 @@ export async function compose(options: ComposeOptions & { role?: 'api' | 'worker
   if (chunker) {
     // The jobs' deadline for everything the worker does (db/deadline.ts), not the API's: the scope
     // follows the fetch loops started inside it to every delivery and the housekeeping.
-    await withDeadline(config.database.jobDeadlineMs, () => startWorker({
-      queue: services.queue, jobs: services.jobs, sql: db.sql, storage: services.storage, ai: services.ai, plans: services.plans,
-      maxCharacters: config.ai.extraction.maxCharacters, chunker, requests: services.requests, now: services.now, logger, concurrency: config.worker.concurrency, batchSize: config.worker.batchSize,
-    }));
+    await withDeadline(config.database.jobDeadlineMs, () =>
+      startWorker({
+        queue: services.queue,
+        jobs: services.jobs,
+        sql: db.sql,
+        storage: services.storage,
+        ai: services.ai,
+        plans: services.plans,
+        maxCharacters: config.ai.extraction.maxCharacters,
+        chunker,
+        requests: services.requests,
+        now: services.now,
+        logger,
+        concurrency: config.worker.concurrency,
+        batchSize: config.worker.batchSize,
+      }),
+    );
   }
   if (role === 'worker') return { services, stop };
   const app = buildHttpApp({

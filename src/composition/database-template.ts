@@ -151,7 +151,10 @@ async function packageVersion(name: string): Promise<string> {
   // with require: import.meta.resolve is missing where vitest loads this, in its global setup.)
   let dir = dirname(require.resolve(name));
   for (;;) {
-    const manifest = await readFile(join(dir, 'package.json'), 'utf8').then((text) => JSON.parse(text) as { name?: string; version?: string }, () => undefined);
+    const manifest = await readFile(join(dir, 'package.json'), 'utf8').then(
+      (text) => JSON.parse(text) as { name?: string; version?: string },
+      () => undefined,
+    );
     if (manifest?.name === name && manifest.version) return manifest.version;
     const parent = dirname(dir);
     if (parent === dir) throw new Error(`Cannot find the version of ${name}`);

@@ -56,7 +56,10 @@ export const settingFormats: Record<string, SettingFormat> = {
 };
 
 export function proxyList(value: string): string[] {
-  return value.split(',').map((item) => item.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 }
 
 function isProxyAddress(item: string): boolean {

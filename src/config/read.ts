@@ -64,7 +64,10 @@ function typed(name: SettingName, value: string): unknown {
       return TRUE.includes(lower) ? true : FALSE.includes(lower) ? false : value;
     }
     case 'array':
-      return value.split(',').map((item) => item.trim()).filter(Boolean);
+      return value
+        .split(',')
+        .map((item) => item.trim())
+        .filter(Boolean);
     default:
       return value;
   }

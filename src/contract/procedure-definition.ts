@@ -65,9 +65,7 @@ type Simplify<T> = { [K in keyof T]: T[K] } & {};
 type Present<T> = [NonNullable<T>] extends [never] ? {} : NonNullable<T>;
 type ParamsOf<Op, Where extends string> = Op extends { parameters: infer P } ? (P extends { [K in Where]?: infer V } ? Present<V> : {}) : {};
 type BodyOf<Op> = Op extends { requestBody?: infer R } ? (Present<R> extends { content: { 'application/json': infer B } } ? B : {}) : {};
-type BodyOf2xx<Response> = Response extends { content: infer C }
-  ? C extends { 'application/json': infer B } ? B : C extends { 'text/event-stream': infer S } ? S : never
-  : never;
+type BodyOf2xx<Response> = Response extends { content: infer C } ? (C extends { 'application/json': infer B } ? B : C extends { 'text/event-stream': infer S } ? S : never) : never;
 
 /** An operation's input: its path, query and body fields as one object (both transports). */
 export type OperationInput<Op> = Simplify<ParamsOf<Op, 'path'> & ParamsOf<Op, 'query'> & BodyOf<Op>>;

@@ -76,9 +76,11 @@ export function toIssues(errors: AjvError[]): ValidationIssue[] {
 
 function pointerToPath(pointer: string): (string | number)[] {
   if (pointer === '') return [];
-  return pointer.slice(1).split('/').map((part) => {
-    const key = part.replace(/~1/g, '/').replace(/~0/g, '~');
-    return /^\d+$/.test(key) ? Number(key) : key;
-  });
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((part) => {
+      const key = part.replace(/~1/g, '/').replace(/~0/g, '~');
+      return /^\d+$/.test(key) ? Number(key) : key;
+    });
 }
-

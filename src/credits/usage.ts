@@ -44,7 +44,5 @@ const _everyKind: [Missing] extends [never] ? true : Missing = true;
 export function overLimits(plan: PlanLimits | null, usage: UsageCounts): OverLimit[] {
   if (!plan) return [];
   const current = { workspaces: usage.workspaces, members: usage.members + usage.pendingInvitations, aiCredits: usage.aiCredits };
-  return OVER_LIMIT_KINDS
-    .filter((kind) => current[kind] > plan.limits[kind])
-    .map((kind) => ({ kind, current: current[kind], limit: plan.limits[kind] }));
+  return OVER_LIMIT_KINDS.filter((kind) => current[kind] > plan.limits[kind]).map((kind) => ({ kind, current: current[kind], limit: plan.limits[kind] }));
 }

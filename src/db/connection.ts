@@ -165,10 +165,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     await embedded.close();
     throw error;
   }
-  options.logger?.info(
-    { kind: 'embedded', dataDir: options.dataDir, url: embedded.url, ms: Math.round(performance.now() - started) },
-    'embedded database started',
-  );
+  options.logger?.info({ kind: 'embedded', dataDir: options.dataDir, url: embedded.url, ms: Math.round(performance.now() - started) }, 'embedded database started');
   // The embedded server serves this one connection: no cancel request (it would be a second
   // connection) and nothing to drop. The deadline still answers the caller, and turns a query that
   // waited its whole deadline in the queue into a no-op; an expired transaction is rolled back.
@@ -281,7 +278,15 @@ function serverListen(sql: Sql): Database['listen'] {
   };
 }
 
-function wrap(sql: Sql, kind: Database['kind'], addresses: Pick<Database, 'url' | 'directUrl' | 'poolMode'>, listen: Database['listen'], embedded?: EmbeddedDatabase, watches: ConnectionWatch[] = [], session?: Sql): Database {
+function wrap(
+  sql: Sql,
+  kind: Database['kind'],
+  addresses: Pick<Database, 'url' | 'directUrl' | 'poolMode'>,
+  listen: Database['listen'],
+  embedded?: EmbeddedDatabase,
+  watches: ConnectionWatch[] = [],
+  session?: Sql,
+): Database {
   let closing: Promise<void> | undefined;
   return {
     sql,

@@ -18,9 +18,4 @@ export interface ThreadSetup {
 export type ThreadRequest = { type: 'dump' } | { type: 'close' } | { type: 'crash' };
 
 /** From the thread. Errors arrive as structured clones (see postError). */
-export type ThreadMessage =
-  | { type: 'listening'; address: string }
-  | { type: 'failed'; error: Error }
-  | { type: 'dumped'; tarball: Blob }
-  | { type: 'closed' }
-  | { type: 'error'; error: Error };
+export type ThreadMessage = { type: 'listening'; address: string } | { type: 'failed'; error: Error } | { type: 'dumped'; tarball: Blob } | { type: 'closed' } | { type: 'error'; error: Error };

@@ -36,7 +36,6 @@ export interface EmbeddedDatabaseThread extends EmbeddedDatabase {
   crashThread(): void;
 }
 
-
 export function embeddedPgDataPath(dataDir: string): string {
   return join(dataDir, 'pg');
 }
@@ -156,18 +155,17 @@ function startThread(setup: ThreadSetup): DatabaseThread {
     crash = error;
   });
   worker.on('exit', (code) => {
-    gone = stopping
-      ? new Error('the embedded database is closed')
-      : new Error(`the embedded database thread stopped (exit code ${code})${crash ? `: ${describe(crash)}` : ''}`, { cause: crash });
+    gone = stopping ? new Error('the embedded database is closed') : new Error(`the embedded database thread stopped (exit code ${code})${crash ? `: ${describe(crash)}` : ''}`, { cause: crash });
     onListening.reject(crash ? startFailure(crash) : gone);
     for (const request of waiting.splice(0)) request.reject(gone);
   });
 
-  const ask = (request: Exclude<ThreadRequest, { type: 'crash' }>) => new Promise<ThreadMessage>((resolve, reject) => {
-    if (gone) return reject(gone);
-    waiting.push({ resolve, reject });
-    worker.postMessage(request);
-  });
+  const ask = (request: Exclude<ThreadRequest, { type: 'crash' }>) =>
+    new Promise<ThreadMessage>((resolve, reject) => {
+      if (gone) return reject(gone);
+      waiting.push({ resolve, reject });
+      worker.postMessage(request);
+    });
 
   return {
     listening,
@@ -186,7 +184,10 @@ function startThread(setup: ThreadSetup): DatabaseThread {
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), CLOSE_TIMEOUT_MS)));
       // A close that fails in the thread (PGlite's own error) is the caller's to see, after the thread is gone.
-      const closed = ask({ type: 'close' }).then(() => undefined, (error: Error) => (gone ? undefined : error));
+      const closed = ask({ type: 'close' }).then(
+        () => undefined,
+        (error: Error) => (gone ? undefined : error),
+      );
       try {
         const outcome = await Promise.race([closed, late]);
         await worker.terminate();
@@ -217,5 +218,8 @@ function describe(error: Error): string {
 }
 
 async function exists(path: string): Promise<boolean> {
-  return stat(path).then(() => true, () => false);
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }

@@ -137,8 +137,7 @@ function checkHistory(files: MigrationFile[], applied: AppliedRow[]): MigrationF
     // Applying it now would run it after newer migrations here but before them
     // on a fresh database: the two would end up with different schemas.
     throw new Error(
-      `Migration ${early.fileName} is not applied, but the later ${latest.version}_${latest.name} already is. ` +
-        'Migrations are forward-only: give it a number after the latest applied one.',
+      `Migration ${early.fileName} is not applied, but the later ${latest.version}_${latest.name} already is. ` + 'Migrations are forward-only: give it a number after the latest applied one.',
     );
   }
   return pending;

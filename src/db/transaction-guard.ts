@@ -70,7 +70,8 @@ export function insideTransaction(): boolean {
   return transactions.getStore()?.open === true;
 }
 
-const ADVICE = 'Inside sql.begin(async (tx) => ...) use only tx: the pool would need a second connection while the transaction holds one (on the embedded database it waits forever; on a server it can deadlock). Look things up before the transaction or pass tx.';
+const ADVICE =
+  'Inside sql.begin(async (tx) => ...) use only tx: the pool would need a second connection while the transaction holds one (on the embedded database it waits forever; on a server it can deadlock). Look things up before the transaction or pass tx.';
 
 function violation(what: string): TransactionGuardError {
   return new TransactionGuardError(`${what} called on the pool inside an open transaction. ${ADVICE}`);
@@ -144,9 +145,9 @@ function runCallback(fn: AnyFunction, tx: TransactionSql, state: TransactionStat
   // postgres.js sends once this settles; not in a transaction that is being rolled back anyway.
   const marked = marker
     ? settled.then((value) => {
-      if (state.lost || state.expired) return value;
-      return marker.write(wrapped).then(() => value);
-    })
+        if (state.lost || state.expired) return value;
+        return marker.write(wrapped).then(() => value);
+      })
     : settled;
   // Past its deadline a transaction is rolled back even when its callback succeeded: its caller
   // was told it failed.
@@ -310,10 +311,12 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
     return null;
   };
   if (options.guard) {
-    const refuseInside = (name: string) => (...args: unknown[]): Promise<unknown> => {
-      if (insideTransaction()) return Promise.reject(violation(`sql.${name}()`));
-      return (sql[name as keyof Sql] as (...rest: unknown[]) => Promise<unknown>)(...args);
-    };
+    const refuseInside =
+      (name: string) =>
+      (...args: unknown[]): Promise<unknown> => {
+        if (insideTransaction()) return Promise.reject(violation(`sql.${name}()`));
+        return (sql[name as keyof Sql] as (...rest: unknown[]) => Promise<unknown>)(...args);
+      };
     replaced.reserve = refuseInside('reserve');
     replaced.notify = refuseInside('notify');
     replaced.largeObject = refuseInside('largeObject');

@@ -279,7 +279,11 @@ async function describe(tx: Db, query: SearchQuery, ranked: Ranked[]): Promise<S
     const citation = citationOf({ startOffset, endOffset, firstPage, lastPage, headingPath });
     return [{ hit: { ...hit, score, ...(citation ? { citation } : {}) }, config: searchConfig }];
   });
-  const highlights = await highlight(tx, query.text, found.map(({ hit, config }) => ({ text: hit.text, config })));
+  const highlights = await highlight(
+    tx,
+    query.text,
+    found.map(({ hit, config }) => ({ text: hit.text, config })),
+  );
   return found.map(({ hit }, i) => ({ ...hit, highlights: highlights[i]! }));
 }
 

@@ -47,5 +47,11 @@ export function cjkWords(run: string, offset = 0): SegmentedWord[] {
  */
 export function searchText(text: string): string | null {
   if (!hasCjk(text)) return null;
-  return text.replace(CJK_RUN, (run) => ` ${cjkWords(run).map((word) => word.word).join(' ')} `);
+  return text.replace(
+    CJK_RUN,
+    (run) =>
+      ` ${cjkWords(run)
+        .map((word) => word.word)
+        .join(' ')} `,
+  );
 }

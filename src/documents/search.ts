@@ -36,8 +36,17 @@ export const search: Handler<'documents.search'> = async (input, ctx) => {
     const plan = await services.plans.limitsFor(workspace.organizationId);
     await services.db.sql.begin((tx) => charge(tx, { organizationId: workspace.organizationId, amount: 1, reason: 'search', jobId: null, now: services.now(), plan }));
   }
-  const results = await searchChunks(services.db.sql, {
-    workspaceId: workspace.id, model: embedded.model, text: input.query, vector: embedded.vectors[0]!, limit: input.limit ?? 10, filters: input.filters,
-  }, services.config.searchRanking);
+  const results = await searchChunks(
+    services.db.sql,
+    {
+      workspaceId: workspace.id,
+      model: embedded.model,
+      text: input.query,
+      vector: embedded.vectors[0]!,
+      limit: input.limit ?? 10,
+      filters: input.filters,
+    },
+    services.config.searchRanking,
+  );
   return { model: embedded.model, results };
 };

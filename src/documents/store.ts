@@ -141,9 +141,7 @@ export async function lockDocument(tx: Db, id: string): Promise<{ size: number; 
  * Records an extraction's summary on the document (`extracted`) and the UTF-8 bytes of its text,
  * which count toward the organization's storage; false when the document is gone.
  */
-export async function setExtracted(
-  tx: Db, id: string, extracted: { characters: number; pages: number | null; textBytes: number }, now: Date,
-): Promise<boolean> {
+export async function setExtracted(tx: Db, id: string, extracted: { characters: number; pages: number | null; textBytes: number }, now: Date): Promise<boolean> {
   const [updated] = await tx`
     update documents set extracted_characters = ${extracted.characters}, extracted_pages = ${extracted.pages}, extracted_at = ${now},
                          text_bytes = ${extracted.textBytes}, updated_at = ${now}

@@ -20,14 +20,17 @@ export const UNDETERMINED_CONFIG = 'english';
 
 /** ISO 639-3 -> configuration, for each configuration PostgreSQL ships (pg_ts_config) but `simple`. */
 const CONFIGS: Readonly<Record<string, string>> = {
-  arb: 'arabic', ara: 'arabic',
+  arb: 'arabic',
+  ara: 'arabic',
   hye: 'armenian',
   eus: 'basque',
   cat: 'catalan',
   dan: 'danish',
   nld: 'dutch',
-  eng: 'english', sco: 'english',
-  est: 'estonian', ekk: 'estonian',
+  eng: 'english',
+  sco: 'english',
+  est: 'estonian',
+  ekk: 'estonian',
   fin: 'finnish',
   fra: 'french',
   deu: 'german',
@@ -38,8 +41,11 @@ const CONFIGS: Readonly<Record<string, string>> = {
   gle: 'irish',
   ita: 'italian',
   lit: 'lithuanian',
-  nep: 'nepali', npi: 'nepali',
-  nor: 'norwegian', nob: 'norwegian', nno: 'norwegian',
+  nep: 'nepali',
+  npi: 'nepali',
+  nor: 'norwegian',
+  nob: 'norwegian',
+  nno: 'norwegian',
   por: 'portuguese',
   ron: 'romanian',
   rus: 'russian',
@@ -48,7 +54,8 @@ const CONFIGS: Readonly<Record<string, string>> = {
   swe: 'swedish',
   tam: 'tamil',
   tur: 'turkish',
-  yid: 'yiddish', ydd: 'yiddish',
+  yid: 'yiddish',
+  ydd: 'yiddish',
 };
 
 /** The configuration for a detected language (null or `und` when unknown). */

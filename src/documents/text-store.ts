@@ -52,10 +52,17 @@ export async function readChunkCount(sql: Db, documentId: string): Promise<numbe
  * the organization past it is not stored ('limit'). null when the document was deleted meanwhile.
  */
 export async function saveDocumentText(
-  sql: Sql, document: Pick<Document, 'id' | 'organizationId'>,
+  sql: Sql,
+  document: Pick<Document, 'id' | 'organizationId'>,
   extracted: {
-    text: string; pages: number | null; chunks: number; pageStarts?: number[] | undefined; headings?: TextHeading[] | undefined; language?: string | undefined;
-  }, now: Date,
+    text: string;
+    pages: number | null;
+    chunks: number;
+    pageStarts?: number[] | undefined;
+    headings?: TextHeading[] | undefined;
+    language?: string | undefined;
+  },
+  now: Date,
   limitBytes: number | null = null,
 ): Promise<DocumentText | 'limit' | null> {
   // Characters as a reader counts them (code points), not UTF-16 units.
@@ -140,7 +147,11 @@ type ChunkDocument = Pick<Document, 'id' | 'organizationId' | 'workspaceId'>;
  * document.index writes as the embeddings arrive, jobs/embed-chunks.ts).
  */
 export async function replaceChunks(
-  sql: Sql, document: ChunkDocument, model: string, chunks: StoredChunk[], now: Date,
+  sql: Sql,
+  document: ChunkDocument,
+  model: string,
+  chunks: StoredChunk[],
+  now: Date,
   // The job passes its document's (text-search-config.ts); `english`, search_config's default (0014), otherwise.
   searchConfig = 'english',
 ): Promise<boolean> {
@@ -148,7 +159,14 @@ export async function replaceChunks(
   if (await unchangedChunks(sql, document.id, model, config, chunks)) return touchIndexed(sql, document.id, chunks.length, now);
   const writer = await chunkWriter(sql, document, chunks, config, now);
   try {
-    if (!(await writer.write(model, chunks.map((_, index) => index), chunks.map((chunk) => chunk.embedding)))) return false;
+    if (
+      !(await writer.write(
+        model,
+        chunks.map((_, index) => index),
+        chunks.map((chunk) => chunk.embedding),
+      ))
+    )
+      return false;
     return await writer.finish();
   } catch (error) {
     await writer.abandon();
@@ -194,17 +212,14 @@ export interface ChunkWriter {
   abandon(): Promise<void>;
 }
 
-export async function chunkWriter(
-  sql: Sql, document: ChunkDocument, chunks: readonly PlacedChunk[], config: string, now: Date, requests: RequestGate = OPEN_GATE,
-): Promise<ChunkWriter> {
+export async function chunkWriter(sql: Sql, document: ChunkDocument, chunks: readonly PlacedChunk[], config: string, now: Date, requests: RequestGate = OPEN_GATE): Promise<ChunkWriter> {
   const [row] = await sql<{ generation: string }[]>`select nextval('document_chunk_generation')::text as generation`;
   const generation = row!.generation;
   let writing: Promise<boolean> = Promise.resolve(true);
   const store = async (model: string, indexes: readonly number[], embeddings: readonly number[][]): Promise<boolean> => {
     try {
       for (let i = 0; i < indexes.length; i += CHUNK_BATCH) {
-        const rows = indexes.slice(i, i + CHUNK_BATCH).map((index, offset) =>
-          chunkRow(document, model, config, { ...chunks[index]!, embedding: embeddings[i + offset]! }, index, generation, now));
+        const rows = indexes.slice(i, i + CHUNK_BATCH).map((index, offset) => chunkRow(document, model, config, { ...chunks[index]!, embedding: embeddings[i + offset]! }, index, generation, now));
         // After the API's requests in flight, on the embedded database's one connection (db/request-gate.ts).
         await requests.waitForIdle();
         await sql`insert into document_chunks ${sql(rows)}`;
@@ -257,18 +272,30 @@ export async function searchConfigOf(sql: Sql, name: string): Promise<string> {
  */
 export async function unchangedChunks(sql: Sql, documentId: string, model: string, config: string, chunks: readonly PlacedChunk[]): Promise<boolean> {
   if (chunks.length === 0) return false;
-  const rows = await sql<{ model: string; config: string; textHash: string | null; start: number | null; end: number | null; firstPage: number | null; lastPage: number | null; headingPath: string[] | null }[]>`
+  const rows = await sql<
+    { model: string; config: string; textHash: string | null; start: number | null; end: number | null; firstPage: number | null; lastPage: number | null; headingPath: string[] | null }[]
+  >`
     select c.model, c.search_config::text as config, c.text_hash as "textHash", c.start_offset as start, c.end_offset as "end", c.first_page as "firstPage",
            c.last_page as "lastPage", c.heading_path as "headingPath"
     from document_chunks c join documents d on d.id = c.document_id
     where c.document_id = ${documentId} and c.generation = d.chunk_generation
     order by c.index`;
-  return rows.length === chunks.length && rows.every((row, i) => {
-    const chunk = chunks[i]!;
-    return row.model === model && row.config === config && row.textHash === chunk.textHash && row.start === chunk.start && row.end === chunk.end
-      && row.firstPage === chunk.firstPage && row.lastPage === chunk.lastPage
-      && JSON.stringify(row.headingPath) === JSON.stringify(chunk.headingPath);
-  });
+  return (
+    rows.length === chunks.length &&
+    rows.every((row, i) => {
+      const chunk = chunks[i]!;
+      return (
+        row.model === model &&
+        row.config === config &&
+        row.textHash === chunk.textHash &&
+        row.start === chunk.start &&
+        row.end === chunk.end &&
+        row.firstPage === chunk.firstPage &&
+        row.lastPage === chunk.lastPage &&
+        JSON.stringify(row.headingPath) === JSON.stringify(chunk.headingPath)
+      );
+    })
+  );
 }
 
 async function deleteChunksInBatches(sql: Sql, documentId: string, which: postgres.PendingQuery<postgres.Row[]>): Promise<void> {

@@ -81,12 +81,14 @@ export function withServer<T extends ContractDocument>(document: T, url: string)
   const deployment = (server: Server): Server => ({ url: server.url, description: 'This deployment (its PUBLIC_URL).' });
   const relative = document.servers?.find((server) => server.url.startsWith('/'))?.url;
   const publicUrl = relative !== undefined && url.endsWith(relative) ? url.slice(0, url.length - relative.length) : undefined;
-  const paths = Object.fromEntries(Object.entries(document.paths ?? {}).map(([path, item]) => {
-    const own = item.servers?.find((server) => server.url.startsWith('/'));
-    if (publicUrl === undefined || own === undefined) return [path, item];
-    const absolute = `${publicUrl}${own.url === '/' ? '' : own.url}` || '/';
-    return [path, { ...item, servers: [deployment({ url: absolute }), ...item.servers!.filter((server) => server.url !== absolute)] }];
-  }));
+  const paths = Object.fromEntries(
+    Object.entries(document.paths ?? {}).map(([path, item]) => {
+      const own = item.servers?.find((server) => server.url.startsWith('/'));
+      if (publicUrl === undefined || own === undefined) return [path, item];
+      const absolute = `${publicUrl}${own.url === '/' ? '' : own.url}` || '/';
+      return [path, { ...item, servers: [deployment({ url: absolute }), ...item.servers!.filter((server) => server.url !== absolute)] }];
+    }),
+  );
   const others = (document.servers ?? []).filter((server) => server.url !== url);
   return { ...document, ...(document.paths ? { paths } : {}), servers: [deployment({ url }), ...others] };
 }

@@ -82,24 +82,25 @@ export async function invoke<Answer, Extra extends object = {}>(call: Call<Answe
   };
   // Checked after the idempotent work, not inside it: an answer outside the contract is our bug,
   // and must not hand the key back for a retry to do the work again.
-  const answer = key === undefined
-    ? await work()
-    // Keyed on the validated JSON input (defaults filled in, Dates not yet revived): the same on both transports.
-    : await runOnce(
-      {
-        sql: services.db.sql,
-        now: () => services.now(),
-        log: request.log,
-        caller: callerOf(request.principal, request.ip),
-        key,
-        operation: procedure.name,
-        input,
-        successStatus: procedure.successStatus,
-        declared: procedure.errors,
-        replayed: () => request.markReplayed?.(),
-      },
-      work,
-    );
+  const answer =
+    key === undefined
+      ? await work()
+      : // Keyed on the validated JSON input (defaults filled in, Dates not yet revived): the same on both transports.
+        await runOnce(
+          {
+            sql: services.db.sql,
+            now: () => services.now(),
+            log: request.log,
+            caller: callerOf(request.principal, request.ip),
+            key,
+            operation: procedure.name,
+            input,
+            successStatus: procedure.successStatus,
+            declared: procedure.errors,
+            replayed: () => request.markReplayed?.(),
+          },
+          work,
+        );
   if (services.config.validateResponses) {
     const body = call.body ? call.body(answer) : answer;
     if (body !== NO_BODY) checkAnswer(procedure.name, outputValidator(procedure.name, procedure.successStatus), body);

@@ -111,4 +111,3 @@ function coerce(field: InputField, value: unknown): unknown {
       return value;
   }
 }
-

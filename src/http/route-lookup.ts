@@ -11,10 +11,7 @@ interface Template {
   definition: ProcedureDefinition;
 }
 
-const templates: Template[] = [
-  ...Object.values(procedures).map((definition) => template('/api/v1', definition)),
-  ...Object.values(authRoutes).map((definition) => template('/api/auth', definition)),
-];
+const templates: Template[] = [...Object.values(procedures).map((definition) => template('/api/v1', definition)), ...Object.values(authRoutes).map((definition) => template('/api/auth', definition))];
 const byRpcPath = new Map<string, ProcedureDefinition>(Object.values(procedures).map((p) => [`/rpc/${p.name.replace(/\./g, '/')}`, p]));
 
 // Case-insensitive, as every router of the app (Express's default; none sets caseSensitive).
@@ -36,7 +33,10 @@ export function canonicalPath(path: string): string {
   } catch {
     // Not valid percent-encoding: answered 400 before any router, so no route takes it.
   }
-  return decoded.replace(/\/{2,}/g, '/').replace(/(.)\/+$/, '$1').toLowerCase();
+  return decoded
+    .replace(/\/{2,}/g, '/')
+    .replace(/(.)\/+$/, '$1')
+    .toLowerCase();
 }
 
 export function findRoute(method: string, path: string): ProcedureDefinition | undefined {

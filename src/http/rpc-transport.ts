@@ -13,9 +13,7 @@ import { invoke } from './procedure-call.ts';
 import { callRequest } from './rest-transport.ts';
 import { sendStream, type StreamHandlers } from './streams.ts';
 
-const byPath = new Map<string, ProcedureDefinition>(
-  Object.values(procedures).map((procedure) => [procedure.name.replace(/\./g, '/'), procedure]),
-);
+const byPath = new Map<string, ProcedureDefinition>(Object.values(procedures).map((procedure) => [procedure.name.replace(/\./g, '/'), procedure]));
 
 export function rpcRouter(handlers: Handlers, streams: StreamHandlers, services: Services): Router {
   const router = express.Router({ strict: true });

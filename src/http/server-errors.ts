@@ -79,7 +79,9 @@ export function answerServerErrors(server: Server, logger: Logger): Server {
     const refusal = (error.code && REFUSALS[error.code]) || MALFORMED;
     const requestId = requestIdFor(parsedRequest(socket)?.headers['x-request-id']);
     const body = JSON.stringify({ error: refusal.error, message: refusal.message, requestId });
-    const head = Object.entries(headers(requestId, body)).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    const head = Object.entries(headers(requestId, body))
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
     // One write of a few hundred bytes: the kernel takes it at once, before the socket goes.
     socket.write(`HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\n${head}\r\n${body}`);
     socket.destroy();

@@ -17,25 +17,22 @@ import { checkAnswer, invoke, NO_BODY, type Call } from './procedure-call.ts';
 
 export type { EventSink, StreamHandler, StreamHandlers } from '../context.ts';
 
-export async function sendStream(
-  call: Omit<Call<void>, 'run' | 'body'>,
-  handler: StreamHandler | undefined,
-  req: Request,
-  res: Response,
-): Promise<void> {
+export async function sendStream(call: Omit<Call<void>, 'run' | 'body'>, handler: StreamHandler | undefined, req: Request, res: Response): Promise<void> {
   const validate = call.services.config.validateResponses;
   await invoke<void>({
     ...call,
     body: () => NO_BODY,
-    run: handler && (async (input: Record<string, unknown>, ctx: Context<unknown>) => {
-      const authorized = () => stillAuthorized(call.procedure, input, ctx);
-      const sink = openStream(call.procedure.successStatus, req, res, validate ? checkEvent(call.procedure) : undefined, authorized);
-      try {
-        await handler(input, ctx, sink);
-      } finally {
-        if (!res.writableEnded) sink.close();
-      }
-    }),
+    run:
+      handler &&
+      (async (input: Record<string, unknown>, ctx: Context<unknown>) => {
+        const authorized = () => stillAuthorized(call.procedure, input, ctx);
+        const sink = openStream(call.procedure.successStatus, req, res, validate ? checkEvent(call.procedure) : undefined, authorized);
+        try {
+          await handler(input, ctx, sink);
+        } finally {
+          if (!res.writableEnded) sink.close();
+        }
+      }),
   });
 }
 
@@ -89,13 +86,7 @@ async function stillAuthorized(procedure: ProcedureDefinition, input: Record<str
 }
 
 /** Starts the 200 event-stream answer once the call is admitted. */
-function openStream(
-  status: number,
-  req: Request,
-  res: Response,
-  check: ((event: string, data: unknown, id: string | undefined) => void) | undefined,
-  authorized: () => Promise<boolean>,
-): EventSink {
+function openStream(status: number, req: Request, res: Response, check: ((event: string, data: unknown, id: string | undefined) => void) | undefined, authorized: () => Promise<boolean>): EventSink {
   const controller = new AbortController();
   res.status(status);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');

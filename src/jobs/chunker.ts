@@ -73,9 +73,11 @@ export function createChunker(limits: ChunkingLimits = CHUNKING_LIMITS): Chunker
       thread = null;
       if (!current) return;
       const { pending } = finishCurrent();
-      pending.reject(error.code === 'ERR_WORKER_OUT_OF_MEMORY'
-        ? new JobFailure(`Splitting the document's text into chunks needed more than ${limits.memoryMb} MiB of memory.`, { cause: error })
-        : new Error('the chunking thread failed', { cause: error }));
+      pending.reject(
+        error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? new JobFailure(`Splitting the document's text into chunks needed more than ${limits.memoryMb} MiB of memory.`, { cause: error })
+          : new Error('the chunking thread failed', { cause: error }),
+      );
       next();
     });
     worker.on('exit', (code) => {

@@ -86,7 +86,11 @@ export function measuredChunks(text: string, options: ChunkOptions = DEFAULT_CHU
 
 /** The copy of the text the chunks are cut from. */
 export function cleanText(text: string): string {
-  return text.replace(/\r\n?/g, '\n').replace(/[ \t]+/g, ' ').replace(/\n{3,}/g, '\n\n').trim();
+  return text
+    .replace(/\r\n?/g, '\n')
+    .replace(/[ \t]+/g, ' ')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
 }
 
 /**

@@ -48,21 +48,38 @@ export async function currentModel(ai: AiClient): Promise<string> {
 }
 
 export async function embedChunks(
-  texts: readonly string[], hashes: readonly string[], document: { id: string; organizationId: string },
-  deps: { sql: Sql; ai: AiClient }, known: { model: string }, store: StoreEmbeddings,
+  texts: readonly string[],
+  hashes: readonly string[],
+  document: { id: string; organizationId: string },
+  deps: { sql: Sql; ai: AiClient },
+  known: { model: string },
+  store: StoreEmbeddings,
 ): Promise<EmbeddedChunks> {
   let model = known.model;
   let pending = texts.map((_, index) => index);
   let embedded = 0;
   let alive = true;
   const reuse = async () => {
-    const stored = await storedEmbeddings(deps.sql, document.id, model, pending.map((index) => hashes[index]!));
+    const stored = await storedEmbeddings(
+      deps.sql,
+      document.id,
+      model,
+      pending.map((index) => hashes[index]!),
+    );
     const found = pending.filter((index) => stored.has(hashes[index]!));
-    if (found.length > 0) alive = await store(model, found, found.map((index) => stored.get(hashes[index]!)!));
+    if (found.length > 0)
+      alive = await store(
+        model,
+        found,
+        found.map((index) => stored.get(hashes[index]!)!),
+      );
     pending = pending.filter((index) => !stored.has(hashes[index]!));
   };
   const send = async (batch: number[]) => {
-    const answer = await deps.ai.embed(batch.map((index) => texts[index]!), { organizationId: document.organizationId });
+    const answer = await deps.ai.embed(
+      batch.map((index) => texts[index]!),
+      { organizationId: document.organizationId },
+    );
     // Vectors of two models must never share a document (a provider switched in the middle, or
     // since its health report): the run fails as a transient error and the retry starts over.
     if (model && answer.model !== model) throw new Error(`the embedding model changed from ${model} to ${answer.model} while indexing`);
@@ -83,14 +100,16 @@ export async function embedChunks(
   let failed = false;
   // IN_FLIGHT lanes take the batches in order. The first failure stops the other lane, and the run
   // fails once both have stopped, so nothing is stored after the caller cleans up.
-  const lanes = await Promise.allSettled(Array.from({ length: Math.min(IN_FLIGHT, batches.length) }, async () => {
-    try {
-      while (alive && !failed && next < batches.length) await send(batches[next++]!);
-    } catch (error) {
-      failed = true;
-      throw error;
-    }
-  }));
+  const lanes = await Promise.allSettled(
+    Array.from({ length: Math.min(IN_FLIGHT, batches.length) }, async () => {
+      try {
+        while (alive && !failed && next < batches.length) await send(batches[next++]!);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }),
+  );
   const failure = lanes.find((lane) => lane.status === 'rejected');
   if (failure) throw failure.reason;
   return { model, embedded, stored: alive };

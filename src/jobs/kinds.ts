@@ -52,9 +52,7 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
   'document.index': async (job, deps) => {
     const document = await documentOf(job, deps);
     const stored = await readIndexableText(deps.sql, document.id);
-    const { chunks, language } = stored
-      ? { chunks: placeChunks(await deps.chunker.chunk(stored.text), stored.pageStarts, stored.headings), language: stored.language }
-      : await extract(document, deps);
+    const { chunks, language } = stored ? { chunks: placeChunks(await deps.chunker.chunk(stored.text), stored.pageStarts, stored.headings), language: stored.language } : await extract(document, deps);
     // Charged by its chunks (credits/pricing.ts), reused embeddings included; a re-index the operator asked for is free (credits 0).
     const due = job.credits > 0 ? indexCredits(chunks.length) - job.credits : 0;
     if (due > 0) await chargeRest(job, due, chunks.length, deps);
@@ -65,7 +63,7 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps) => Promise<unk
     const now = deps.now();
     const known = await currentModel(deps.ai);
     // The same text, places, model and configuration as the stored chunks: nothing to embed or write.
-    if (known && await unchangedChunks(deps.sql, document.id, known, config, placed)) {
+    if (known && (await unchangedChunks(deps.sql, document.id, known, config, placed))) {
       if (!(await touchIndexed(deps.sql, document.id, chunks.length, now))) throw gone();
       return { chunks: chunks.length, model: known };
     }
@@ -116,9 +114,7 @@ async function chargeRest(job: JobRow, due: number, chunks: number, deps: KindDe
     await chargeRunningJob(deps.sql, job, due, { now: deps.now(), plan });
   } catch (error) {
     if (!(error instanceof ApiError) || error.code !== 'LIMIT_REACHED') throw error;
-    throw new JobFailure(
-      `Indexing this document's ${format(chunks)} chunks costs ${indexCredits(chunks)} AI credits; the plan's credits left this period do not cover the ${due} still due.`,
-    );
+    throw new JobFailure(`Indexing this document's ${format(chunks)} chunks costs ${indexCredits(chunks)} AI credits; the plan's credits left this period do not cover the ${due} still due.`);
   }
 }
 

@@ -106,14 +106,18 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
         const inserted = await insertJob(tx, { id, ...job, queueStart }, o.now);
         if (inserted === 'already-retried') throw new ApiError('CONFLICT', { message: 'This job was already retried; retry its retry instead.' });
         if (o.retriedBy && job.retryOf) {
-          await writeAudit(tx, {
-            organizationId: job.organizationId,
-            action: 'job.retry',
-            actor: o.retriedBy,
-            targetType: 'job',
-            targetId: job.retryOf,
-            metadata: { newJobId: id, kind: job.kind, credits },
-          }, o.now);
+          await writeAudit(
+            tx,
+            {
+              organizationId: job.organizationId,
+              action: 'job.retry',
+              actor: o.retriedBy,
+              targetType: 'job',
+              targetId: job.retryOf,
+              metadata: { newJobId: id, kind: job.kind, credits },
+            },
+            o.now,
+          );
         }
         await appendJobEvent(tx, inserted);
         return inserted;

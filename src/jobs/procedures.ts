@@ -32,7 +32,7 @@ export const jobProcedures = {
     }
     const document = await findDocument(ctx.services.db.sql, input.documentId);
     if (!document || document.organizationId !== input.organizationId) throw new ApiError('NOT_FOUND', { message: 'Document not found.' });
-    if (document.status !== 'ready') throw new ApiError('PRECONDITION_FAILED', { message: 'The document\'s upload is not complete.' });
+    if (document.status !== 'ready') throw new ApiError('PRECONDITION_FAILED', { message: "The document's upload is not complete." });
     return toJob(await enqueue(ctx, { ...base, workspaceId: document.workspaceId, documentId: document.id, input: {} }));
   },
 
@@ -46,15 +46,17 @@ export const jobProcedures = {
     const failed = ctx.row;
     if (failed.status !== 'failed') throw new ApiError('CONFLICT', { message: `Only failed jobs can be retried; this one is ${failed.status}.` });
     const { retryOf: _previous, ...input } = failed.input;
-    return toJob(await enqueue(ctx, {
-      organizationId: failed.organizationId,
-      workspaceId: failed.workspaceId,
-      documentId: failed.documentId,
-      kind: failed.kind,
-      input: { ...input, retryOf: failed.id },
-      createdBy: ctx.principal?.userId ?? null,
-      retryOf: failed.id,
-    }));
+    return toJob(
+      await enqueue(ctx, {
+        organizationId: failed.organizationId,
+        workspaceId: failed.workspaceId,
+        documentId: failed.documentId,
+        kind: failed.kind,
+        input: { ...input, retryOf: failed.id },
+        createdBy: ctx.principal?.userId ?? null,
+        retryOf: failed.id,
+      }),
+    );
   },
 } satisfies Handlers;
 

@@ -153,17 +153,19 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
         const options = { pollingIntervalSeconds, notifyPollingIntervalSeconds: pollingIntervalSeconds * 5, includeMetadata: true, batchSize } as const;
         id = await boss.work(JOBS_QUEUE, options, async (jobs) => {
           try {
-            await Promise.all(jobs.map(async (job) => {
-              try {
-                await run({ jobId: (job.data as QueuedJob).jobId, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
-              } catch (error) {
-                // Stored on pg-boss's row as a thrown error's would be. If the fail itself cannot be
-                // recorded, the throw fails the whole batch: its finished jobs are delivered again
-                // and end at once (the worker skips a job that is no longer queued), and this one
-                // is retried as it should be.
-                await boss.fail(JOBS_QUEUE, job.id, { message: error instanceof Error ? error.message : String(error) });
-              }
-            }));
+            await Promise.all(
+              jobs.map(async (job) => {
+                try {
+                  await run({ jobId: (job.data as QueuedJob).jobId, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
+                } catch (error) {
+                  // Stored on pg-boss's row as a thrown error's would be. If the fail itself cannot be
+                  // recorded, the throw fails the whole batch: its finished jobs are delivered again
+                  // and end at once (the worker skips a job that is no longer queued), and this one
+                  // is retried as it should be.
+                  await boss.fail(JOBS_QUEUE, job.id, { message: error instanceof Error ? error.message : String(error) });
+                }
+              }),
+            );
           } finally {
             // Straight on to the next fetch (pg-boss skips its poll delay once notified during a
             // job): a worker that found one may find another, and waiting for the poll after each

@@ -53,10 +53,19 @@ export async function queueReindexing(deps: ReindexDeps): Promise<{ model: strin
   if (!model) return { model, queued: 0 };
   const documents = await documentsToReindex(deps.sql, model, BATCH);
   for (const document of documents) {
-    await deps.jobs.create({
-      organizationId: document.organizationId, workspaceId: document.workspaceId, documentId: document.id,
-      kind: 'document.index', input: {}, createdBy: null, retryOf: null, credits: 0,
-    }, { now: deps.now(), plan: null });
+    await deps.jobs.create(
+      {
+        organizationId: document.organizationId,
+        workspaceId: document.workspaceId,
+        documentId: document.id,
+        kind: 'document.index',
+        input: {},
+        createdBy: null,
+        retryOf: null,
+        credits: 0,
+      },
+      { now: deps.now(), plan: null },
+    );
   }
   if (documents.length > 0) {
     deps.logger.info({ model, queued: documents.length }, 're-indexing documents embedded by another model');

@@ -166,12 +166,7 @@ export async function insertJob(tx: Db, job: JobInsert, now: Date): Promise<JobR
 }
 
 /** The change of state a transition makes (lifecycle.ts); every one stamps updated_at. */
-export type JobChange =
-  | { status: 'running' }
-  | { status: 'succeeded'; result: unknown }
-  | { status: 'failed'; errorMessage: string }
-  | { status: 'queued' }
-  | { status: 'canceled' };
+export type JobChange = { status: 'running' } | { status: 'succeeded'; result: unknown } | { status: 'failed'; errorMessage: string } | { status: 'queued' } | { status: 'canceled' };
 
 /**
  * Applies `change` when the job is in one of the `from` states; null when it is not (any more), so
@@ -180,11 +175,16 @@ export type JobChange =
 export async function transitionJob(tx: Db, jobId: string, from: readonly JobStatus[], change: JobChange, now: Date): Promise<JobRow | null> {
   const set = (() => {
     switch (change.status) {
-      case 'running': return tx`status = 'running', attempt = attempt + 1, started_at = ${now}, error_message = null, updated_at = ${now}`;
-      case 'succeeded': return tx`status = 'succeeded', result = ${tx.json(change.result as never)}, finished_at = ${now}, updated_at = ${now}`;
-      case 'failed': return tx`status = 'failed', error_message = ${change.errorMessage}, finished_at = ${now}, updated_at = ${now}`;
-      case 'queued': return tx`status = 'queued', updated_at = ${now}`;
-      case 'canceled': return tx`status = 'canceled', finished_at = ${now}, updated_at = ${now}`;
+      case 'running':
+        return tx`status = 'running', attempt = attempt + 1, started_at = ${now}, error_message = null, updated_at = ${now}`;
+      case 'succeeded':
+        return tx`status = 'succeeded', result = ${tx.json(change.result as never)}, finished_at = ${now}, updated_at = ${now}`;
+      case 'failed':
+        return tx`status = 'failed', error_message = ${change.errorMessage}, finished_at = ${now}, updated_at = ${now}`;
+      case 'queued':
+        return tx`status = 'queued', updated_at = ${now}`;
+      case 'canceled':
+        return tx`status = 'canceled', finished_at = ${now}, updated_at = ${now}`;
     }
   })();
   const [row] = await tx<JobRow[]>`

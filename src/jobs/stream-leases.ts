@@ -71,8 +71,9 @@ export function leasedSlots(options: LeaseOptions): StreamSlots {
 
   const refresh = () => {
     if (held.size === 0) return;
-    sql`update stream_leases set expires_at = now() + ${leaseMs}::int * interval '1 millisecond' where id = any(${[...held]}::text[])`
-      .catch((error: unknown) => logger.warn({ err: error, leases: held.size }, 'stream leases not refreshed; the next refresh tries again'));
+    sql`update stream_leases set expires_at = now() + ${leaseMs}::int * interval '1 millisecond' where id = any(${[...held]}::text[])`.catch((error: unknown) =>
+      logger.warn({ err: error, leases: held.size }, 'stream leases not refreshed; the next refresh tries again'),
+    );
   };
 
   return {
@@ -91,8 +92,7 @@ export function leasedSlots(options: LeaseOptions): StreamSlots {
           timer = undefined;
         }
         // Not refreshed any more: a lease that cannot be deleted now lapses within leaseMs.
-        sql`delete from stream_leases where id = ${id}`
-          .catch((error: unknown) => logger.warn({ err: error, leaseId: id }, 'stream lease not deleted; it lapses on its own'));
+        sql`delete from stream_leases where id = ${id}`.catch((error: unknown) => logger.warn({ err: error, leaseId: id }, 'stream lease not deleted; it lapses on its own'));
       });
     },
   };

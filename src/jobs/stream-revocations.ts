@@ -89,7 +89,10 @@ export function streamRevocations(options: { listen: Database['listen']; logger:
           if (watched.size > 0 || !listening) return;
           const stopping = listening;
           listening = null;
-          stopping.then((stop) => stop(), () => undefined);
+          stopping.then(
+            (stop) => stop(),
+            () => undefined,
+          );
         },
       };
     },

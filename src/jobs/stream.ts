@@ -106,10 +106,7 @@ async function streamEvents(call: StreamCall): Promise<void> {
     // Before `ready`: a revocation announced after the client saw `ready` reaches this stream.
     const recheck = rechecker(call, () => end('revoked'));
     const { principal } = call;
-    watch = await services.streams.revocations.watch(
-      { userId: principal.userId, sessionId: principal.sessionId, impersonatedBy: principal.impersonatedBy, organizationId },
-      recheck,
-    );
+    watch = await services.streams.revocations.watch({ userId: principal.userId, sessionId: principal.sessionId, impersonatedBy: principal.impersonatedBy, organizationId }, recheck);
     // The binding layer checked access before the watch above was registered: a revocation
     // committed in between was announced while nobody here listened. One check now that every
     // later one is heard closes that gap (else only the periodic re-check would see it).

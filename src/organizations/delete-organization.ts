@@ -30,12 +30,16 @@ export async function deleteOrganizationEverywhere(
     // The row lock also holds off a subscription being created for it meanwhile (its foreign key waits).
     const organization = await lockOrganization(tx, deletion.organizationId);
     if (!organization || organization.slug !== deletion.confirmSlug) {
-      throw new ApiError('NOT_FOUND', { message: 'The confirmation does not match the organization\'s slug.' });
+      throw new ApiError('NOT_FOUND', { message: "The confirmation does not match the organization's slug." });
     }
     // A subscription that still bills (or may bill again) must be canceled first.
     if (await liveSubscription(tx, organization.id)) throw new ApiError('PRECONDITION_FAILED', { message: 'The organization has a live subscription: cancel it first.' });
     // Platform-level (no organization_id), written before the cascade, so it outlives the organization.
-    await writeAudit(tx, { organizationId: null, action: 'organization.deleted', actor: deletion.actor, targetType: 'organization', targetId: organization.id, metadata: { name: organization.name, slug: organization.slug } }, now);
+    await writeAudit(
+      tx,
+      { organizationId: null, action: 'organization.deleted', actor: deletion.actor, targetType: 'organization', targetId: organization.id, metadata: { name: organization.name, slug: organization.slug } },
+      now,
+    );
     // Documents' bytes live outside the database: their keys are collected before the cascade
     // and the objects deleted after the commit (best effort, like workspaces.delete).
     const objects = await documentKeysOf(tx, organization.id);

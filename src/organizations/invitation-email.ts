@@ -42,5 +42,8 @@ export function invitationEmail(options: InvitationEmail): MailMessage {
 
 /** Names come from users; keep them from breaking the subject line or the layout. */
 function oneLine(value: string): string {
-  return value.replace(/[\p{Cc}\u2028\u2029]+/gu, ' ').trim().slice(0, 100);
+  return value
+    .replace(/[\p{Cc}\u2028\u2029]+/gu, ' ')
+    .trim()
+    .slice(0, 100);
 }

@@ -11,10 +11,7 @@ import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';
 import { invitationEmail } from './invitation-email.ts';
 import { assertMayActOn, callerRole } from './member-guards.ts';
-import {
-  findInvitation, insertInvitation, pendingInvitationFor, renewInvitation,
-  setInvitationStatus, takenSeats, toInvitation, type InvitationRow,
-} from './invitations-store.ts';
+import { findInvitation, insertInvitation, pendingInvitationFor, renewInvitation, setInvitationStatus, takenSeats, toInvitation, type InvitationRow } from './invitations-store.ts';
 import { findMember, insertMemberUnlessPresent, membersOf, roleIn, toMember } from './members-store.ts';
 import { lockOrganization } from './store.ts';
 import { ensureTeamMember, findTeam } from './teams-store.ts';
@@ -50,28 +47,41 @@ export const invitationRoutes = {
       if (plan) {
         // Seats: members plus invitations that can still be accepted (an expired one holds none);
         // a re-sent invitation is already among them.
-        if (await takenSeats(tx, input.organizationId, now, pending?.id) >= plan.limits.members) {
-          throw new ApiError('LIMIT_REACHED', { message: 'The plan\'s member limit is reached.', data: { kind: 'members', limit: plan.limits.members, plan: plan.plan } });
+        if ((await takenSeats(tx, input.organizationId, now, pending?.id)) >= plan.limits.members) {
+          throw new ApiError('LIMIT_REACHED', { message: "The plan's member limit is reached.", data: { kind: 'members', limit: plan.limits.members, plan: plan.plan } });
         }
       }
       // A re-send takes the request's role and team: it is the inviter's current intent.
       const terms = { role: input.role, teamId: input.teamId ?? null, inviterId: principal.userId, expiresAt, now };
-      const row = pending
-        ? await renewInvitation(tx, pending.id, terms)
-        : await insertInvitation(tx, { id: newId('inv'), organizationId: input.organizationId, email: input.email, ...terms });
-      await writeAudit(tx, {
-        organizationId: input.organizationId, action: 'invitation.created', actor: principal, targetType: 'invitation', targetId: row.id,
-        metadata: { email: row.email, role: row.role, teamId: row.teamId, resent: Boolean(pending) },
-      }, now);
+      const row = pending ? await renewInvitation(tx, pending.id, terms) : await insertInvitation(tx, { id: newId('inv'), organizationId: input.organizationId, email: input.email, ...terms });
+      await writeAudit(
+        tx,
+        {
+          organizationId: input.organizationId,
+          action: 'invitation.created',
+          actor: principal,
+          targetType: 'invitation',
+          targetId: row.id,
+          metadata: { email: row.email, role: row.role, teamId: row.teamId, resent: Boolean(pending) },
+        },
+        now,
+      );
       const inviter = members.find((member) => member.userId === principal.userId)!;
       return { invitation: row, organizationName: organization.name, inviterName: inviter.name };
     });
     // Sent after the commit so no transaction waits on the mail server. If sending fails the
     // answer is a 500 and the invitation stays pending: `resend: true` tries again.
-    await mailer.send(invitationEmail({
-      to: invitation.email, invitationId: invitation.id, organizationName, inviterName, role: invitation.role,
-      expiresAt: invitation.expiresAt, publicUrl: config.publicUrl,
-    }));
+    await mailer.send(
+      invitationEmail({
+        to: invitation.email,
+        invitationId: invitation.id,
+        organizationName,
+        inviterName,
+        role: invitation.role,
+        expiresAt: invitation.expiresAt,
+        publicUrl: config.publicUrl,
+      }),
+    );
     return { body: toInvitation(invitation) };
   },
 
@@ -89,8 +99,8 @@ export const invitationRoutes = {
       const invitation = await inviteeInvitation(tx, principal, input.invitationId);
       if (invitation.status !== 'pending' || invitation.expiresAt <= now) throw new ApiError('PRECONDITION_FAILED', { message: 'This invitation is no longer pending or has expired.' });
       // The invitation held a seat since it was sent; it still needs one if the plan shrank since.
-      if (plan && await takenSeats(tx, invitation.organizationId, now, invitation.id) >= plan.limits.members) {
-        throw new ApiError('LIMIT_REACHED', { message: 'The plan\'s member limit is reached.', data: { kind: 'members', limit: plan.limits.members, plan: plan.plan } });
+      if (plan && (await takenSeats(tx, invitation.organizationId, now, invitation.id)) >= plan.limits.members) {
+        throw new ApiError('LIMIT_REACHED', { message: "The plan's member limit is reached.", data: { kind: 'members', limit: plan.limits.members, plan: plan.plan } });
       }
       const memberId = newId('mem');
       const added = await insertMemberUnlessPresent(tx, { id: memberId, organizationId: invitation.organizationId, userId: principal.userId, role: invitation.role, now });
@@ -101,10 +111,18 @@ export const invitationRoutes = {
       }
       const accepted = await setInvitationStatus(tx, invitation.id, 'accepted', now);
       await audit(tx, principal, accepted, 'invitation.accepted', now);
-      await writeAudit(tx, {
-        organizationId: invitation.organizationId, action: 'member.added', actor: principal, targetType: 'member', targetId: memberId,
-        metadata: { userId: principal.userId, role: invitation.role, invitationId: invitation.id, teamId: invitation.teamId },
-      }, now);
+      await writeAudit(
+        tx,
+        {
+          organizationId: invitation.organizationId,
+          action: 'member.added',
+          actor: principal,
+          targetType: 'member',
+          targetId: memberId,
+          metadata: { userId: principal.userId, role: invitation.role, invitationId: invitation.id, teamId: invitation.teamId },
+        },
+        now,
+      );
       return { invitation: toInvitation(accepted), member: toMember((await findMember(tx, memberId))!) };
     });
     return { body };
@@ -157,8 +175,16 @@ async function inviteeInvitation(tx: Db, principal: Principal, invitationId: str
 }
 
 function audit(tx: Db, principal: Principal, invitation: InvitationRow, action: string, now: Date): Promise<string> {
-  return writeAudit(tx, {
-    organizationId: invitation.organizationId, action, actor: principal, targetType: 'invitation', targetId: invitation.id,
-    metadata: { email: invitation.email, role: invitation.role, teamId: invitation.teamId },
-  }, now);
+  return writeAudit(
+    tx,
+    {
+      organizationId: invitation.organizationId,
+      action,
+      actor: principal,
+      targetType: 'invitation',
+      targetId: invitation.id,
+      metadata: { email: invitation.email, role: invitation.role, teamId: invitation.teamId },
+    },
+    now,
+  );
 }

@@ -22,9 +22,7 @@ export interface InvitationRow {
 }
 
 // Every column, camelCase. A constant list, so `unsafe` injects nothing from outside.
-const INVITATION_COLUMNS =
-  'id, organization_id as "organizationId", email, role, team_id as "teamId", status, inviter_id as "inviterId", ' +
-  'expires_at as "expiresAt", created_at as "createdAt"';
+const INVITATION_COLUMNS = 'id, organization_id as "organizationId", email, role, team_id as "teamId", status, inviter_id as "inviterId", ' + 'expires_at as "expiresAt", created_at as "createdAt"';
 
 export function toInvitation(row: InvitationRow): Invitation {
   return {

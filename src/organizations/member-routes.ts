@@ -53,7 +53,18 @@ export const memberRoutes = {
       assertOwnerRemains(rows, target, null);
       await deleteMember(tx, target.id);
       await removeFromTeamsOf(tx, input.organizationId, target.userId);
-      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.removed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.userId, email: target.email, role: target.role } }, now);
+      await writeAudit(
+        tx,
+        {
+          organizationId: input.organizationId,
+          action: 'member.removed',
+          actor: principal,
+          targetType: 'member',
+          targetId: target.id,
+          metadata: { userId: target.userId, email: target.email, role: target.role },
+        },
+        now,
+      );
       return { member: toMember(target) };
     });
     return { body };
@@ -67,7 +78,18 @@ export const memberRoutes = {
       if (target.role === input.role) return toMember(target);
       assertOwnerRemains(rows, target, input.role);
       await setMemberRole(tx, target.id, input.role);
-      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.role_changed', actor: principal, targetType: 'member', targetId: target.id, metadata: { userId: target.userId, from: target.role, to: input.role } }, now);
+      await writeAudit(
+        tx,
+        {
+          organizationId: input.organizationId,
+          action: 'member.role_changed',
+          actor: principal,
+          targetType: 'member',
+          targetId: target.id,
+          metadata: { userId: target.userId, from: target.role, to: input.role },
+        },
+        now,
+      );
       return toMember({ ...target, role: input.role });
     });
     return { body };
@@ -80,7 +102,11 @@ export const memberRoutes = {
       assertOwnerRemains(rows, self, null);
       await deleteMember(tx, self.id);
       await removeFromTeamsOf(tx, input.organizationId, self.userId);
-      await writeAudit(tx, { organizationId: input.organizationId, action: 'member.left', actor: principal, targetType: 'member', targetId: self.id, metadata: { userId: self.userId, role: self.role } }, now);
+      await writeAudit(
+        tx,
+        { organizationId: input.organizationId, action: 'member.left', actor: principal, targetType: 'member', targetId: self.id, metadata: { userId: self.userId, role: self.role } },
+        now,
+      );
       return toMember(self);
     });
     return { body };

@@ -92,10 +92,7 @@ export async function insertOwner(tx: Db, row: { id: string; organizationId: str
 }
 
 /** Inserts the membership; false when the user already is a member (`on conflict do nothing`). */
-export async function insertMemberUnlessPresent(
-  tx: Db,
-  row: { id: string; organizationId: string; userId: string; role: OrganizationRole; now: Date },
-): Promise<boolean> {
+export async function insertMemberUnlessPresent(tx: Db, row: { id: string; organizationId: string; userId: string; role: OrganizationRole; now: Date }): Promise<boolean> {
   const [added] = await tx`
     insert into members (id, organization_id, user_id, role, created_at)
     values (${row.id}, ${row.organizationId}, ${row.userId}, ${row.role}, ${row.now})

@@ -69,12 +69,7 @@ export async function insertOrganization(tx: Db, row: { id: string; name: string
 }
 
 /** Writes every editable field; a taken slug raises organizations_slug_key. */
-export async function updateOrganization(
-  tx: Db,
-  id: string,
-  fields: Pick<OrganizationRow, 'name' | 'slug' | 'logo' | 'metadata'>,
-  now: Date,
-): Promise<OrganizationRow> {
+export async function updateOrganization(tx: Db, id: string, fields: Pick<OrganizationRow, 'name' | 'slug' | 'logo' | 'metadata'>, now: Date): Promise<OrganizationRow> {
   const [row] = await tx<OrganizationRow[]>`
     update organizations
     set name = ${fields.name}, slug = ${fields.slug}, logo = ${fields.logo},

@@ -7,9 +7,7 @@ import { writeAudit } from '../audit/store.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 import { shareLockMembership } from './members-store.ts';
-import {
-  deleteTeam, deleteTeamMember, insertTeam, insertTeamMember, renameTeam, shareLockTeam, teamsOf, toTeam, toTeamMember,
-} from './teams-store.ts';
+import { deleteTeam, deleteTeamMember, insertTeam, insertTeamMember, renameTeam, shareLockTeam, teamsOf, toTeam, toTeamMember } from './teams-store.ts';
 
 export const teamRoutes = {
   async 'auth.organization.createTeam'(input, ctx) {
@@ -65,10 +63,14 @@ export const teamRoutes = {
       // Share locks: neither the team nor the user's membership may go away before this commits
       // (a removal deletes the user's team memberships, and would miss this one).
       if (!(await shareLockTeam(tx, found.id))) throw new ApiError('NOT_FOUND', { message: 'No such team.' });
-      if (!(await shareLockMembership(tx, found.organizationId, input.userId))) throw new ApiError('NOT_FOUND', { message: 'This user is not a member of the team\'s organization.' });
+      if (!(await shareLockMembership(tx, found.organizationId, input.userId))) throw new ApiError('NOT_FOUND', { message: "This user is not a member of the team's organization." });
       const added = await insertTeamMember(tx, { id: newId('tm'), teamId: found.id, userId: input.userId, now });
       if (!added) throw new ApiError('CONFLICT', { message: 'This user is already in the team.' });
-      await writeAudit(tx, { organizationId: found.organizationId, action: 'team.member_added', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: added.id } }, now);
+      await writeAudit(
+        tx,
+        { organizationId: found.organizationId, action: 'team.member_added', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: added.id } },
+        now,
+      );
       return toTeamMember(added);
     });
     return { body };
@@ -81,7 +83,11 @@ export const teamRoutes = {
     await ctx.services.db.sql.begin(async (tx) => {
       const removedId = await deleteTeamMember(tx, found.id, input.userId);
       if (!removedId) throw new ApiError('NOT_FOUND', { message: 'This user is not in the team.' });
-      await writeAudit(tx, { organizationId: found.organizationId, action: 'team.member_removed', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: removedId } }, now);
+      await writeAudit(
+        tx,
+        { organizationId: found.organizationId, action: 'team.member_removed', actor: principal, targetType: 'team', targetId: found.id, metadata: { userId: input.userId, teamMemberId: removedId } },
+        now,
+      );
     });
     return { body: { status: true as const } };
   },

@@ -12,9 +12,11 @@ import { refuseWhenStorageDown } from './unavailable.ts';
 
 type Survivors = (failed: string[]) => void;
 
-const logEach = (log: Logger, owner: Record<string, string>): Survivors => (failed) => {
-  for (const key of failed) log.warn({ key, ...owner }, 'stored object survived its deletion');
-};
+const logEach =
+  (log: Logger, owner: Record<string, string>): Survivors =>
+  (failed) => {
+    for (const key of failed) log.warn({ key, ...owner }, 'stored object survived its deletion');
+  };
 
 /**
  * Best effort, for deletions that cascade in the database (a workspace, an organization) or run
@@ -22,7 +24,11 @@ const logEach = (log: Logger, owner: Record<string, string>): Survivors => (fail
  * failed.
  */
 export async function deleteObjectsBestEffort(
-  storage: StorageDriver, keys: string[], log: Logger, owner: Record<string, string>, survivors: Survivors = logEach(log, owner),
+  storage: StorageDriver,
+  keys: string[],
+  log: Logger,
+  owner: Record<string, string>,
+  survivors: Survivors = logEach(log, owner),
 ): Promise<{ deleted: number; failed: number }> {
   if (keys.length === 0) return { deleted: 0, failed: 0 };
   const { failed } = await storage.deleteMany(keys).catch((error: unknown) => {

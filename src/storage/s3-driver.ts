@@ -18,16 +18,7 @@
  * S3_TIMEOUTS, a 5xx or 429 after the SDK's three attempts) is a StorageUnavailableError: the SDK
  * itself has no deadline, so without one a hung endpoint would hold documents.complete forever.
  */
-import {
-  CopyObjectCommand,
-  DeleteObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3';
+import { CopyObjectCommand, DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Settings } from '../config.ts';
 import { contentDisposition } from './content-disposition.ts';
@@ -57,9 +48,7 @@ export function s3ClientConfig(settings: S3Settings, timeouts: { connectMs: numb
     region: settings.region,
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
     forcePathStyle: settings.forcePathStyle,
-    ...(settings.accessKeyId && settings.secretAccessKey
-      ? { credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } }
-      : {}),
+    ...(settings.accessKeyId && settings.secretAccessKey ? { credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } } : {}),
     // Checksums only where S3 requires one (DeleteObjects): by default the SDK would put the
     // checksum of an empty body into presigned PUT addresses, and the real upload would fail it.
     requestChecksumCalculation: 'WHEN_REQUIRED',
@@ -180,10 +169,14 @@ export class S3Driver implements StorageDriver {
       const batch = valid.slice(start, start + DELETE_BATCH);
       try {
         // Quiet: the answer lists only the keys that failed. A missing key is not an error in S3.
-        const answer = await this.client.send(new DeleteObjectsCommand({
-          Bucket: this.#bucket,
-          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
-        })).catch(unavailableOn('DeleteObjects'));
+        const answer = await this.client
+          .send(
+            new DeleteObjectsCommand({
+              Bucket: this.#bucket,
+              Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+            }),
+          )
+          .catch(unavailableOn('DeleteObjects'));
         for (const error of answer.Errors ?? []) failed.push(error.Key ?? '(unnamed)');
       } catch (error) {
         // Unreachable: the next batch would fail alike; the caller decides (documents.delete and

@@ -25,9 +25,7 @@ export interface SignedTarget {
   contentType?: string | undefined;
 }
 
-export type Verification =
-  | { ok: true; expires: number; size: number | undefined }
-  | { ok: false; reason: 'malformed' | 'mismatch' | 'expired' };
+export type Verification = { ok: true; expires: number; size: number | undefined } | { ok: false; reason: 'malformed' | 'mismatch' | 'expired' };
 
 const DIGITS = /^(0|[1-9]\d{0,15})$/;
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
@@ -68,10 +66,7 @@ function single(query: URLSearchParams, name: string): string | undefined | null
 }
 
 /** `contentType`: the request's Content-Type header (PUT only; absent counts as empty). */
-export function verifySignedQuery(
-  secret: string,
-  request: { method: string; path: string; query: URLSearchParams; now: Date; contentType?: string | undefined },
-): Verification {
+export function verifySignedQuery(secret: string, request: { method: string; path: string; query: URLSearchParams; now: Date; contentType?: string | undefined }): Verification {
   const method: SignedMethod | undefined = request.method === 'PUT' ? 'PUT' : request.method === 'GET' || request.method === 'HEAD' ? 'GET' : undefined;
   const expires = single(request.query, 'expires');
   const size = single(request.query, 'size');

@@ -22,7 +22,11 @@ afterAll(() => server.close());
 
 const client = (user: TestUser) => createClient({ baseUrl: server.origin, token: user.token, fetch: clientFetch(server) });
 const json = (user: TestUser, method: string, path: string, body?: unknown) =>
-  server.fetch(`/api/v1${path}`, { method, headers: { ...user.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  server.fetch(`/api/v1${path}`, {
+    method,
+    headers: { ...user.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
 
 describe('admin.flags.upsert', () => {
   it('creates a flag with defaults for what is left out, then changes only what is sent', async () => {
@@ -108,7 +112,10 @@ describe('admin.flags.delete and admin.flags.list', () => {
     await client(admin).admin.flags.setOverride({ key: 'to.delete', organizationId: otherOrg, enabled: true });
     const listed = await client(admin).admin.flags.list({});
     expect(listed.map((flag) => flag.key)).toEqual([...listed.map((flag) => flag.key)].sort());
-    expect(listed.find((flag) => flag.key === 'to.delete')!.overrides).toEqual([{ organizationId: org, enabled: false }, { organizationId: otherOrg, enabled: true }]);
+    expect(listed.find((flag) => flag.key === 'to.delete')!.overrides).toEqual([
+      { organizationId: org, enabled: false },
+      { organizationId: otherOrg, enabled: true },
+    ]);
 
     expect(await client(admin).admin.flags.delete({ key: 'to.delete' })).toEqual({ key: 'to.delete' });
     const [row] = await server.db.sql`select count(*)::int as count from feature_flag_overrides where flag_key = 'to.delete'`;
@@ -121,7 +128,7 @@ describe('admin.flags.delete and admin.flags.list', () => {
     expect(await again.json()).toMatchObject({ code: 'NOT_FOUND', message: 'Feature flag not found.' });
   });
 
-  it('an organization\'s deletion removes its overrides', async () => {
+  it("an organization's deletion removes its overrides", async () => {
     const doomed = await addMembership(server.db, await createUser(server.db), 'owner');
     await client(admin).admin.flags.upsert({ key: 'org.cascade' });
     await client(admin).admin.flags.setOverride({ key: 'org.cascade', organizationId: doomed, enabled: true });

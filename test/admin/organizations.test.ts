@@ -13,7 +13,13 @@ import { addMembership, createUser } from '../support/users.ts';
 import { clientOf, tenant, uploadDocument } from '../jobs/support.ts';
 import { BILLING_ENV } from '../billing/support.ts';
 
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 
 let stand: StripeStandIn;
 let billed: TestServer;
@@ -21,10 +27,7 @@ let unbilled: TestServer;
 beforeAll(async () => {
   stand = await startStripeStandIn();
   const env = { RATE_LIMIT_PER_MINUTE: '100000', AUTH_RATE_LIMIT_PER_MINUTE: '100000' };
-  [billed, unbilled] = await Promise.all([
-    startTestServer({ env: { ...env, ...BILLING_ENV, STRIPE_API_URL: stand.url } }),
-    startTestServer({ env }),
-  ]);
+  [billed, unbilled] = await Promise.all([startTestServer({ env: { ...env, ...BILLING_ENV, STRIPE_API_URL: stand.url } }), startTestServer({ env })]);
 });
 afterAll(async () => {
   await Promise.all([billed?.close(), unbilled?.close()]);
@@ -66,8 +69,15 @@ describe('admin.organizations.list', () => {
     expect(page.total).toBe(3);
     expect(page.items.map((o) => o.id)).toEqual([newest, middle]);
     expect(page.items[1]).toEqual({
-      id: middle, name: `Beta ${marker}`, slug: `beta-${marker}`, createdAt: new Date('2026-02-01T00:00:00Z'), paymentCustomerId: `cus_${middle}`,
-      members: 1, workspaces: 1, plan: 'team', seats: { billed: 7, members: 1 },
+      id: middle,
+      name: `Beta ${marker}`,
+      slug: `beta-${marker}`,
+      createdAt: new Date('2026-02-01T00:00:00Z'),
+      paymentCustomerId: `cus_${middle}`,
+      members: 1,
+      workspaces: 1,
+      plan: 'team',
+      seats: { billed: 7, members: 1 },
       subscription: { id: subscriptionId, plan: 'team', status: 'active', seats: 7, periodEnd: expect.any(Date), cancelAtPeriodEnd: false, paymentSubscriptionId: remote.id },
     });
     expect(page.items[0]).toMatchObject({ plan: 'free', seats: { billed: null, members: 0 }, subscription: null, paymentCustomerId: null });
@@ -148,8 +158,12 @@ describe('admin.organizations.delete', () => {
     await sql`insert into audit_log (id, organization_id, action) values (${newId('aud')}, ${t.org}, 'test.entry')`;
     const tables = await sql<{ table_name: string }[]>`
       select table_name from information_schema.columns where table_schema = 'public' and column_name = 'organization_id' order by table_name`;
-    const rowsOf = async () => Object.fromEntries(await Promise.all(tables.map(async ({ table_name }) =>
-      [table_name, (await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from "${table_name}" where organization_id = $1`, [t.org]))[0]!.n] as const)));
+    const rowsOf = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          tables.map(async ({ table_name }) => [table_name, (await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from "${table_name}" where organization_id = $1`, [t.org]))[0]!.n] as const),
+        ),
+      );
     const before = await rowsOf();
     for (const table of ['members', 'invitations', 'teams', 'workspaces', 'documents', 'jobs', 'credit_ledger', 'audit_log', 'subscriptions']) expect(before[table], table).toBeGreaterThan(0);
     for (const doc of docs) expect(await unbilled.services.storage.stat(`${t.org}/${doc.id}`)).not.toBeNull();
@@ -157,7 +171,10 @@ describe('admin.organizations.delete', () => {
     const slug = (await sql<{ slug: string }[]>`select slug from organizations where id = ${t.org}`)[0]!.slug;
     const result = await clientOf(unbilled, admin).admin.organizations.delete({ organizationId: t.org, confirmSlug: slug });
     expect(result).toEqual({ organizationId: t.org, objectsDeleted: 2, objectsFailed: 0 });
-    expect(Object.values(await rowsOf()).every((n) => n === 0), JSON.stringify(await rowsOf())).toBe(true);
+    expect(
+      Object.values(await rowsOf()).every((n) => n === 0),
+      JSON.stringify(await rowsOf()),
+    ).toBe(true);
     expect(await sql`select id from organizations where id = ${t.org}`).toHaveLength(0);
     for (const doc of docs) expect(await unbilled.services.storage.stat(`${t.org}/${doc.id}`)).toBeNull();
     // The platform-level entry outlives the organization.
@@ -176,6 +193,7 @@ describe('a signed-in non-admin', () => {
       () => api.admin.organizations.list({}),
       () => api.admin.organizations.cancelSubscription({ organizationId: org }),
       () => api.admin.organizations.delete({ organizationId: org, confirmSlug: 'whatever' }),
-    ]) expect(await failure(call())).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    ])
+      expect(await failure(call())).toMatchObject({ status: 403, code: 'FORBIDDEN' });
   });
 });

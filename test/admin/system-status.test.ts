@@ -14,10 +14,11 @@ import { closedPort } from '../support/ports.ts';
 import { clientFetch, startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
-const shipped = readdirSync(new URL('../../sql/', import.meta.url)).filter((name) => /^\d{4}_.*\.sql$/.test(name)).sort();
+const shipped = readdirSync(new URL('../../sql/', import.meta.url))
+  .filter((name) => /^\d{4}_.*\.sql$/.test(name))
+  .sort();
 
-const status = async (server: TestServer, user: TestUser) =>
-  createClient({ baseUrl: server.origin, token: user.token, fetch: clientFetch(server) }).admin.system.status({});
+const status = async (server: TestServer, user: TestUser) => createClient({ baseUrl: server.origin, token: user.token, fetch: clientFetch(server) }).admin.system.status({});
 
 describe('with the AI service up and billing configured', () => {
   let server: TestServer;
@@ -25,9 +26,16 @@ describe('with the AI service up and billing configured', () => {
   beforeAll(async () => {
     server = await startTestServer({
       env: {
-        WORKER: 'off', WORKER_CONCURRENCY: '3', EMAIL_PROVIDER: 'log', EMAIL_FROM: 'Ops <ops@example.com>',
-        STRIPE_SECRET_KEY: 'sk_test_secret', STRIPE_WEBHOOK_SECRET: 'whsec_secret', STRIPE_API_URL: 'http://127.0.0.1:9',
-        STRIPE_PRICE_PRO_MONTH: 'price_pro_month', GITHUB_CLIENT_ID: 'gh-id', GITHUB_CLIENT_SECRET: 'gh-secret',
+        WORKER: 'off',
+        WORKER_CONCURRENCY: '3',
+        EMAIL_PROVIDER: 'log',
+        EMAIL_FROM: 'Ops <ops@example.com>',
+        STRIPE_SECRET_KEY: 'sk_test_secret',
+        STRIPE_WEBHOOK_SECRET: 'whsec_secret',
+        STRIPE_API_URL: 'http://127.0.0.1:9',
+        STRIPE_PRICE_PRO_MONTH: 'price_pro_month',
+        GITHUB_CLIENT_ID: 'gh-id',
+        GITHUB_CLIENT_SECRET: 'gh-secret',
         MAX_UPLOAD_BYTES: '1048576',
       },
     });

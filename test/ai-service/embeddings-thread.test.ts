@@ -26,7 +26,10 @@ describe('the local embedder', () => {
   it('names its model and has no problem', async () => {
     const { vectors, model, usage } = await embedder.embed(['hello world']);
     expect({ model: embedder.model, answered: model, problem: embedder.problem(), usage }).toEqual({
-      model: LOCAL_EMBEDDING_MODEL, answered: LOCAL_EMBEDDING_MODEL, problem: null, usage: { prompt_tokens: 4, total_tokens: 4 },
+      model: LOCAL_EMBEDDING_MODEL,
+      answered: LOCAL_EMBEDDING_MODEL,
+      problem: null,
+      usage: { prompt_tokens: 4, total_tokens: 4 },
     });
     expect(vectors[0]).toHaveLength(384);
   });

@@ -17,7 +17,10 @@ describe('POST /v1/embeddings with the local provider (all-MiniLM-L6-v2)', async
     // [CLS] solar panels on the roof [SEP], [CLS] quarterly tax return [SEP]
     expect(body).toMatchObject({ object: 'list', model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: 12, total_tokens: 12 } });
     expect(LOCAL_EMBEDDING_MODEL).toBe('all-MiniLM-L6-v2');
-    expect(body.data.map((item: { object: string; index: number }) => [item.object, item.index])).toEqual([['embedding', 0], ['embedding', 1]]);
+    expect(body.data.map((item: { object: string; index: number }) => [item.object, item.index])).toEqual([
+      ['embedding', 0],
+      ['embedding', 1],
+    ]);
     for (const { embedding } of body.data) {
       expect(embedding).toHaveLength(EMBEDDING_DIMENSIONS);
       expect(norm(embedding)).toBeCloseTo(1, 6);
@@ -66,7 +69,7 @@ describe('POST /v1/embeddings with the local provider (all-MiniLM-L6-v2)', async
     { given: { input: 'a', encoding_format: 'int8' }, want: "'encoding_format'" },
     { given: { input: 'a', model: 5 }, want: "'model'" },
     { given: ['not', 'an', 'object'], want: 'JSON object' },
-  ])('answers 400 in OpenAI\'s error shape for $given', async ({ given, want }) => {
+  ])("answers 400 in OpenAI's error shape for $given", async ({ given, want }) => {
     const { status, body } = await post(url, given);
     expect(status).toBe(400);
     expect(body).toEqual({ error: { message: expect.stringContaining(want), type: 'invalid_request_error' } });
@@ -106,7 +109,13 @@ async function fakeProvider(reply: (body: any) => { status: number; body: unknow
     answer(request, response).catch((error: unknown) => response.writeHead(500).end(String(error)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  afterAll(() => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }));
+  afterAll(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  );
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, requests };
 }
 
@@ -122,8 +131,9 @@ const openAiAnswer = (body: { input: string[]; dimensions: number }, dimensions 
 });
 
 describe('POST /v1/embeddings with the openai provider', async () => {
-  const provider = await fakeProvider((body) => (body.input.includes('fail') ? { status: 500, body: { error: { message: 'quota of org-123 exceeded' } } }
-    : body.input.includes('short') ? openAiAnswer(body, 1536) : openAiAnswer(body)));
+  const provider = await fakeProvider((body) =>
+    body.input.includes('fail') ? { status: 500, body: { error: { message: 'quota of org-123 exceeded' } } } : body.input.includes('short') ? openAiAnswer(body, 1536) : openAiAnswer(body),
+  );
   const service = await serve({
     settings: settings({ provider: 'openai', openai: { baseUrl: provider.url, apiKey: 'sk-test-key', model: 'text-embedding-3-small' } }),
   });
@@ -138,7 +148,10 @@ describe('POST /v1/embeddings with the openai provider', async () => {
     });
     expect(body.model).toBe('text-embedding-3-small');
     expect(body.usage).toEqual({ prompt_tokens: 7, total_tokens: 7 });
-    expect(body.data.map((item: { index: number; embedding: number[] }) => [item.index, item.embedding[0]])).toEqual([[0, 0], [1, 0.1]]);
+    expect(body.data.map((item: { index: number; embedding: number[] }) => [item.index, item.embedding[0]])).toEqual([
+      [0, 0],
+      [1, 0.1],
+    ]);
   });
 
   it.each([
@@ -149,7 +162,9 @@ describe('POST /v1/embeddings with the openai provider', async () => {
     expect(status).toBe(502);
     expect(body.error.type).toBe('server_error');
     expect(body.error.message).not.toMatch(/org-123|1536/);
-    const error = await createAiClient({ url: service.url }).embed([given]).catch((caught: unknown) => caught);
+    const error = await createAiClient({ url: service.url })
+      .embed([given])
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(AiServiceError);
     expect(error).toMatchObject({ retryable: true, status: 502, message: 'The AI service is unavailable, try again later.' });
   });

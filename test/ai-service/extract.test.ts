@@ -19,8 +19,7 @@ describe('POST /v1/extract', async () => {
     const { status, body } = await extract(fixture('report.pdf'), 'application/pdf');
     expect(status).toBe(200);
     expect(body).toEqual({
-      text: 'Annual report of the Northwind cooperative.\nMembership rose to 4200 households this year.\n\n'
-        + 'The solar array produced 310 megawatt hours.\nNext year the board plans a second warehouse.',
+      text: 'Annual report of the Northwind cooperative.\nMembership rose to 4200 households this year.\n\n' + 'The solar array produced 310 megawatt hours.\nNext year the board plans a second warehouse.',
       pages: 2,
       // Where each page starts in the text: page 2 after page 1 and the blank line between them.
       pageStarts: [0, 91],
@@ -79,12 +78,7 @@ describe('POST /v1/extract', async () => {
     expect((await extract(Buffer.from([0x63, 0x61, 0x66, 0xe9]), 'text/plain; charset=ISO-8859-1')).body.text).toBe('café');
   });
 
-  it.each([
-    { type: undefined },
-    { type: 'application/zip' },
-    { type: 'image/gif' },
-    { type: 'text/plain; charset=klingon' },
-  ])('answers 415 for Content-Type $type', async ({ type }) => {
+  it.each([{ type: undefined }, { type: 'application/zip' }, { type: 'image/gif' }, { type: 'text/plain; charset=klingon' }])('answers 415 for Content-Type $type', async ({ type }) => {
     const { status, body } = await extract(Buffer.from('hello'), type);
     expect(status).toBe(415);
     expect(body.error.type).toBe('invalid_request_error');

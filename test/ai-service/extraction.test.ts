@@ -26,17 +26,29 @@ describe('Extractor.extract', () => {
   const extractor = extractorWith();
 
   it.each([
-    { given: 'the PDF fixture', bytes: fixture('report.pdf'), type: 'application/pdf', want: { pages: 2, pageStarts: [0, 91], text: expect.stringMatching(/^Annual report of the Northwind cooperative\.\n.*\n\nThe solar array/) } },
+    {
+      given: 'the PDF fixture',
+      bytes: fixture('report.pdf'),
+      type: 'application/pdf',
+      want: { pages: 2, pageStarts: [0, 91], text: expect.stringMatching(/^Annual report of the Northwind cooperative\.\n.*\n\nThe solar array/) },
+    },
     { given: 'the DOCX fixture', bytes: fixture('memo.docx'), type: DOCX_TYPE, want: { pages: null, text: expect.stringContaining('Parking permits are issued by the front desk.') } },
     { given: 'a DOCX assembled by hand', bytes: docx('Assembled by hand'), type: DOCX_TYPE, want: { pages: null, text: 'Assembled by hand' } },
-    { given: 'the HTML fixture', bytes: fixture('page.html'), type: 'text/html', want: { pages: null, text: expect.stringContaining('Seed swap on Saturday'), headings: [{ start: 0, level: 1, text: 'Garden club newsletter' }] } },
+    {
+      given: 'the HTML fixture',
+      bytes: fixture('page.html'),
+      type: 'text/html',
+      want: { pages: null, text: expect.stringContaining('Seed swap on Saturday'), headings: [{ start: 0, level: 1, text: 'Garden club newsletter' }] },
+    },
     { given: 'JSON', bytes: Buffer.from('{"a":[1]}'), type: 'application/json', want: { pages: null, text: '{\n  "a": [\n    1\n  ]\n}' } },
     { given: 'CSV', bytes: fixture('inventory.csv'), type: 'text/csv', want: { pages: null, text: fixture('inventory.csv').toString('utf8').trim() } },
     { given: 'Latin-1 text', bytes: Buffer.from([0x63, 0x61, 0x66, 0xe9]), type: 'text/plain', charset: 'ISO-8859-1', want: { pages: null, text: 'café' } },
     {
       // Flate images are counted now (parser-agreement.test.ts has the 300 MB one refused); one that fits is read.
       given: 'a PDF that paints a 50 MB Flate image',
-      bytes: pdfWithLargeImage('A picture of nothing', 50), type: 'application/pdf', want: { pages: 1, pageStarts: [0], text: 'A picture of nothing' },
+      bytes: pdfWithLargeImage('A picture of nothing', 50),
+      type: 'application/pdf',
+      want: { pages: 1, pageStarts: [0], text: 'A picture of nothing' },
     },
   ])('reads $given', async ({ bytes, type, charset, want }) => {
     // With the language it detected (language.ts), tested in test/documents/search-words.test.ts.

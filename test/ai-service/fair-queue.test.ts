@@ -5,7 +5,9 @@ import { HttpError } from '../../src/ai-service/http-exchange.ts';
 /** A task the test finishes by hand, so the order of events is the test's, not the clock's. */
 function gate() {
   let open!: () => void;
-  const opened = new Promise<void>((resolve) => { open = resolve; });
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
   return { open, opened };
 }
 
@@ -16,9 +18,32 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('createFairLine', () => {
   it.each([
-    { given: [['A', 'a1'], ['A', 'a2'], ['A', 'a3'], ['B', 'b1'], ['C', 'c1'], ['B', 'b2']], want: ['a1', 'b1', 'c1', 'a2', 'b2', 'a3'] },
-    { given: [['A', 'a1'], ['A', 'a2']], want: ['a1', 'a2'] },
-    { given: [['', 'q1'], ['A', 'a1'], ['', 'q2']], want: ['q1', 'a1', 'q2'] },
+    {
+      given: [
+        ['A', 'a1'],
+        ['A', 'a2'],
+        ['A', 'a3'],
+        ['B', 'b1'],
+        ['C', 'c1'],
+        ['B', 'b2'],
+      ],
+      want: ['a1', 'b1', 'c1', 'a2', 'b2', 'a3'],
+    },
+    {
+      given: [
+        ['A', 'a1'],
+        ['A', 'a2'],
+      ],
+      want: ['a1', 'a2'],
+    },
+    {
+      given: [
+        ['', 'q1'],
+        ['A', 'a1'],
+        ['', 'q2'],
+      ],
+      want: ['q1', 'a1', 'q2'],
+    },
   ])('serves groups round-robin, FIFO within one: $want', ({ given, want }) => {
     const line = createFairLine<{ group: string; name: string }>((item) => item.group);
     for (const [group, name] of given) line.push(group!, { group: group!, name: name! });
@@ -70,7 +95,11 @@ describe('createFairQueue', () => {
     const run = (group: string, name: string) => {
       const own = gate();
       gates.set(name, own);
-      return queue.run(group, async () => { started.push(name); await own.opened; return name; });
+      return queue.run(group, async () => {
+        started.push(name);
+        await own.opened;
+        return name;
+      });
     };
     const results = [run('A', 'a1'), run('A', 'a2'), run('A', 'a3'), run('A', 'a4'), run('B', 'b1'), run('C', 'c1')];
     await settle();
@@ -92,7 +121,10 @@ describe('createFairQueue', () => {
   it('refuses past the bound, in total and per group, with 503 and Retry-After, and serves the rest', async () => {
     const queue = createFairQueue(bounds({ maxWaiting: 3, maxWaitingPerGroup: 2 }), 'documents');
     const own = gate();
-    const task = async () => { await own.opened; return 'done'; };
+    const task = async () => {
+      await own.opened;
+      return 'done';
+    };
     const accepted = [queue.run('A', task), queue.run('A', task), queue.run('A', task)];
     const refusedA = await queue.run('A', task).catch((error: unknown) => error);
     expect(refusedA).toBeInstanceOf(HttpError);
@@ -110,12 +142,26 @@ describe('createFairQueue', () => {
     const running = new AbortController();
     const waiting = new AbortController();
     const ran: string[] = [];
-    const first = queue.run('A', (signal) => new Promise((_, reject) => {
-      ran.push('first');
-      signal!.addEventListener('abort', () => reject(signal!.reason));
-    }), running.signal);
-    const second = queue.run('A', async () => { ran.push('second'); }, waiting.signal);
-    const third = queue.run('B', async () => { ran.push('third'); return 'third'; });
+    const first = queue.run(
+      'A',
+      (signal) =>
+        new Promise((_, reject) => {
+          ran.push('first');
+          signal!.addEventListener('abort', () => reject(signal!.reason));
+        }),
+      running.signal,
+    );
+    const second = queue.run(
+      'A',
+      async () => {
+        ran.push('second');
+      },
+      waiting.signal,
+    );
+    const third = queue.run('B', async () => {
+      ran.push('third');
+      return 'third';
+    });
     await settle();
     waiting.abort(new Error('second went away'));
     await expect(second).rejects.toThrow('second went away');
@@ -131,7 +177,10 @@ describe('createFairQueue', () => {
     const queue = createFairQueue(bounds(), 'images');
     await expect(queue.run('A', async () => 'ran', AbortSignal.abort(new Error('gone')))).rejects.toThrow('gone');
     const own = gate();
-    const first = queue.run('A', async () => { await own.opened; return 'first'; });
+    const first = queue.run('A', async () => {
+      await own.opened;
+      return 'first';
+    });
     const second = queue.run('B', async () => 'second');
     queue.cancelWaiting(new Error('closing'));
     await expect(second).rejects.toThrow('closing');

@@ -11,7 +11,12 @@ describe('GET /health', () => {
     const response = await fetch(`${service.url}/health`);
     expect(response.status).toBe(200);
     expect(await json(response)).toEqual({
-      ok: true, version, provider: 'local', model: LOCAL_EMBEDDING_MODEL, ocr: expect.stringMatching(/^tesseract\.js \d+\.\d+\.\d+ \(eng\)$/), problems: [],
+      ok: true,
+      version,
+      provider: 'local',
+      model: LOCAL_EMBEDDING_MODEL,
+      ocr: expect.stringMatching(/^tesseract\.js \d+\.\d+\.\d+ \(eng\)$/),
+      problems: [],
     });
   });
 
@@ -46,22 +51,28 @@ describe('client.health', () => {
 
   it('fails retryably on a closed port, with the network detail kept apart from the message', async () => {
     const port = await closedPort();
-    const error = await createAiClient({ url: `http://127.0.0.1:${port}` }).health().catch((caught: unknown) => caught);
+    const error = await createAiClient({ url: `http://127.0.0.1:${port}` })
+      .health()
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(AiServiceError);
     expect(error).toMatchObject({ retryable: true, status: null, message: 'The AI service is unavailable, try again later.' });
     expect((error as AiServiceError).detail).toContain('ECONNREFUSED');
   });
 
-  it('fails retryably when the answer does not come in time, and passes the caller\'s own abort through', async () => {
+  it("fails retryably when the answer does not come in time, and passes the caller's own abort through", async () => {
     const sockets = new Set<Socket>();
     const silent = createServer((socket) => void sockets.add(socket)); // accepts connections, never answers
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
     try {
-      const timedOut = await createAiClient({ url }).health({ timeoutMs: 100 }).catch((caught: unknown) => caught);
+      const timedOut = await createAiClient({ url })
+        .health({ timeoutMs: 100 })
+        .catch((caught: unknown) => caught);
       expect(timedOut).toMatchObject({ name: 'AiServiceError', retryable: true, detail: expect.stringContaining('within 100 ms') });
       const controller = new AbortController();
-      const aborted = createAiClient({ url }).health({ signal: controller.signal }).catch((caught: unknown) => caught);
+      const aborted = createAiClient({ url })
+        .health({ signal: controller.signal })
+        .catch((caught: unknown) => caught);
       controller.abort(new Error('shutting down'));
       expect(await aborted).toEqual(new Error('shutting down'));
     } finally {

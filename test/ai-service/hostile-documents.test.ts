@@ -41,59 +41,66 @@ describe('hostile documents, default limits', () => {
   it.each([
     {
       given: 'a 350 KB DOCX whose word/document.xml inflates to 100 MB',
-      bytes: () => docxBomb(100), type: DOCX_TYPE,
+      bytes: () => docxBomb(100),
+      type: DOCX_TYPE,
       want: expect.stringMatching(/^The DOCX document's part word\/document\.xml inflates to [\d ]+ times its stored size; at most 100 times can be read\.$/),
     },
     {
       given: 'a DOCX that declares 1 000 bytes for a part that inflates to 200 MB',
-      bytes: () => docxBomb(200, 1000), type: DOCX_TYPE,
+      bytes: () => docxBomb(200, 1000),
+      type: DOCX_TYPE,
       want: 'The DOCX document inflates to more than 128 MiB; at most 128 MiB can be read.',
     },
     {
       given: 'a DOCX of 20 003 parts',
-      bytes: () => docx('Hello', 20_000), type: DOCX_TYPE,
+      bytes: () => docx('Hello', 20_000),
+      type: DOCX_TYPE,
       want: 'The DOCX document has 20 003 parts; at most 10 000 can be read.',
     },
     {
       given: 'HTML of 100 000 nested divs',
-      bytes: () => nestedHtml(100_000), type: 'text/html',
+      bytes: () => nestedHtml(100_000),
+      type: 'text/html',
       want: 'The HTML document nests elements more than 256 deep; at most 256 levels can be read.',
     },
     {
       given: 'a 0.5 MB PDF whose one stream inflates to 500 MB',
-      bytes: () => pdfStreamBomb(500), type: 'application/pdf',
+      bytes: () => pdfStreamBomb(500),
+      type: 'application/pdf',
       want: 'The PDF inflates to more than 128 MiB; at most 128 MiB can be read.',
     },
     {
       given: 'a PDF of 5 000 pages',
-      bytes: () => pdfOfPages(5000), type: 'application/pdf',
+      bytes: () => pdfOfPages(5000),
+      type: 'application/pdf',
       want: 'The PDF has 5 000 pages; at most 2 000 can be read.',
     },
     {
       given: 'a PDF whose text operators show 20 million characters',
-      bytes: () => pdfOfText(20_000_000), type: 'application/pdf',
+      bytes: () => pdfOfText(20_000_000),
+      type: 'application/pdf',
       want: "The document's text has more than 2 000 000 characters; at most 2 000 000 can be stored.",
     },
     {
       given: 'a 20 KB JSON document nested 10 000 deep (100 million characters pretty-printed)',
-      bytes: () => Buffer.from(`${'['.repeat(10_000)}${']'.repeat(10_000)}`), type: 'application/json',
+      bytes: () => Buffer.from(`${'['.repeat(10_000)}${']'.repeat(10_000)}`),
+      type: 'application/json',
       want: "The document's text has more than 2 000 000 characters; at most 2 000 000 can be stored.",
     },
     {
       given: 'plain text of 2 000 001 characters',
-      bytes: () => Buffer.alloc(2_000_001, 'a'), type: 'text/plain',
+      bytes: () => Buffer.alloc(2_000_001, 'a'),
+      type: 'text/plain',
       want: "The document's text has more than 2 000 000 characters; at most 2 000 000 can be stored.",
     },
     {
       given: 'an 80-byte PNG declaring 7000 × 7000 pixels',
-      bytes: () => pngHeader(7000, 7000), type: 'image/png',
+      bytes: () => pngHeader(7000, 7000),
+      type: 'image/png',
       want: 'The image is 7 000 × 7 000 pixels (49 megapixels); at most 36 megapixels can be read.',
     },
   ])('$given: 422 with a readable message, the document beside it read', async ({ bytes, type, want }) => {
-    const [hostile, beside] = await Promise.allSettled([
-      extractor.extract(bytes(), as(type)),
-      extractor.extract(Buffer.from('read all the same'), as('text/plain')),
-    ]);
+    const [hostile, beside] = await Promise.allSettled([extractor.extract(bytes(), as(type)), extractor.extract(Buffer.from('read all the same'), as('text/plain'))]);
     expect(hostile).toMatchObject({ status: 'rejected', reason: { status: 422, message: want } });
     expect(beside).toEqual({ status: 'fulfilled', value: { text: 'read all the same', pages: null, language: 'und' } });
     await expectSaneDocumentsRead(extractor);
@@ -105,7 +112,12 @@ describe('limits enforced by stopping the thread', () => {
     // Without the depth check html-to-text spends minutes on this document.
     const extractor = createExtractor({ limits: { ...DEFAULTS, maxHtmlDepth: 1_000_000 }, logger });
     let settled = false;
-    const spinning = extractor.extract(nestedHtml(100_000), as('text/html')).catch((error: unknown) => error).finally(() => { settled = true; });
+    const spinning = extractor
+      .extract(nestedHtml(100_000), as('text/html'))
+      .catch((error: unknown) => error)
+      .finally(() => {
+        settled = true;
+      });
     expect(await extractor.extract(Buffer.from('next in line'), as('text/plain'))).toEqual({ text: 'next in line', pages: null, language: 'und' });
     await expectSaneDocumentsRead(extractor);
     expect(settled).toBe(false);
@@ -129,14 +141,18 @@ describe('limits enforced by stopping the thread', () => {
   const memory = 'Reading the document needed more than 64 MiB of memory; at most 64 MiB can be used.';
   it.each([
     {
-      given: 'a DOCX whose headers lie about a part of 100 MB (memory cap over the inflation check)', bytes: () => docxBomb(100, 1000), type: DOCX_TYPE,
+      given: 'a DOCX whose headers lie about a part of 100 MB (memory cap over the inflation check)',
+      bytes: () => docxBomb(100, 1000),
+      type: DOCX_TYPE,
       // Which comes first depends on the machine's pace: the memory cap, or the zip reader
       // noticing the size that does not match its header. Either way the document alone fails.
       want: expect.stringMatching(/^(Reading the document needed more than 64 MiB of memory; at most 64 MiB can be used\.|The DOCX document could not be read\.)$/),
     },
     { given: 'JSON of 300 000 objects (9 MB that parse into far more heap)', bytes: () => wideJson(300_000), type: 'application/json', want: memory },
     {
-      given: 'a PDF whose 300 MB content stream claims to be an image (counted, but under a 1 GiB inflation budget here)', bytes: () => pdfStreamBomb(300, true), type: 'application/pdf',
+      given: 'a PDF whose 300 MB content stream claims to be an image (counted, but under a 1 GiB inflation budget here)',
+      bytes: () => pdfStreamBomb(300, true),
+      type: 'application/pdf',
       // The cap's check, or an allocation pdf.js cannot make under it, whichever comes first.
       want: expect.stringMatching(/^(Reading the document needed more than 64 MiB of memory; at most 64 MiB can be used\.|The PDF could not be read\.)$/),
     },

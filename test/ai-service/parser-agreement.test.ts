@@ -44,7 +44,8 @@ describe('the checks read what the parsers read', () => {
     const { default: JSZip } = await import('jszip');
     expect(Object.keys((await JSZip.loadAsync(bomb)).files)).toContain('word/document.xml');
     await expect(extractor.extract(bomb, as(DOCX_TYPE))).rejects.toMatchObject({
-      status: 422, message: expect.stringMatching(/^The DOCX document's part word\/document\.xml inflates to [\d ]+ times its stored size; at most 100 times can be read\.$/),
+      status: 422,
+      message: expect.stringMatching(/^The DOCX document's part word\/document\.xml inflates to [\d ]+ times its stored size; at most 100 times can be read\.$/),
     });
     await expectSaneDocumentsRead(extractor);
   });
@@ -54,7 +55,12 @@ describe('the checks read what the parsers read', () => {
     { given: 'pdf.js decodes LZW', dictionary: '/Filter /LZWDecode', encode: (data: Buffer) => lzwBomb(0, data) },
     { given: 'pdf.js reads a filter name written with #xx escapes', dictionary: '/Filter /Fl#61teDecode', encode: (data: Buffer) => repeatedZlib(data, Buffer.alloc(0), 0, Buffer.alloc(0)).data },
   ])('$given (so the check must count it)', async ({ dictionary, encode }) => {
-    expect(await extractor.extract(pdfOfContent(dictionary, encode(text('Read through the chain'))), as('application/pdf'))).toEqual({ pages: 1, pageStarts: [0], text: 'Read through the chain', language: 'und' });
+    expect(await extractor.extract(pdfOfContent(dictionary, encode(text('Read through the chain'))), as('application/pdf'))).toEqual({
+      pages: 1,
+      pageStarts: [0],
+      text: 'Read through the chain',
+      language: 'und',
+    });
   });
 
   it.each([
@@ -73,8 +79,16 @@ describe('the checks read what the parsers read', () => {
   });
 
   it.each([
-    { given: 'a content stream coded with DCTDecode', bytes: () => pdfOfContent('/Filter /DCTDecode', jpegHidingItsSize()), want: 'The PDF has page content or a font coded with the image filter DCTDecode, which cannot be read.' },
-    { given: 'a stream whose filter is an indirect object', bytes: () => pdfOfContent('/Filter 4 0 R', zeros(1)), want: 'The PDF has a stream whose filters cannot be checked: a filter named by an indirect object.' },
+    {
+      given: 'a content stream coded with DCTDecode',
+      bytes: () => pdfOfContent('/Filter /DCTDecode', jpegHidingItsSize()),
+      want: 'The PDF has page content or a font coded with the image filter DCTDecode, which cannot be read.',
+    },
+    {
+      given: 'a stream whose filter is an indirect object',
+      bytes: () => pdfOfContent('/Filter 4 0 R', zeros(1)),
+      want: 'The PDF has a stream whose filters cannot be checked: a filter named by an indirect object.',
+    },
   ])('refuses $given', async ({ bytes, want }) => {
     await expect(extractor.extract(bytes(), as('application/pdf'))).rejects.toMatchObject({ status: 422, message: want });
   });
@@ -94,7 +108,8 @@ describe('the checks read what the parsers read', () => {
   it('a JPEG that shows 1 × 1 behind FF 00 and 30 000 × 30 000 to libjpeg is refused from its real size', async () => {
     expect(jpegSize(jpegHidingItsSize())).toEqual({ width: 30_000, height: 30_000 });
     await expect(extractor.extract(jpegHidingItsSize(), as('image/jpeg'))).rejects.toMatchObject({
-      status: 422, message: 'The image is 30 000 × 30 000 pixels (900 megapixels); at most 36 megapixels can be read.',
+      status: 422,
+      message: 'The image is 30 000 × 30 000 pixels (900 megapixels); at most 36 megapixels can be read.',
     });
   });
 
@@ -102,7 +117,7 @@ describe('the checks read what the parsers read', () => {
     await expect(extractor.extract(whitePng(10, 10), as('image/jpeg'))).rejects.toMatchObject({ status: 422, message: 'The image is not a readable JPEG file.' });
   });
 
-  it('HTML of 120 nested lists around 100 000 items is read in linear time, where html-to-text\'s own lists build a huge string', async () => {
+  it("HTML of 120 nested lists around 100 000 items is read in linear time, where html-to-text's own lists build a huge string", async () => {
     const small = nestedLists(100, 20_000).toString();
     expect(compile({ wordwrap: false, limits: { maxInputLength: Number.MAX_SAFE_INTEGER } })(small).length).toBeGreaterThan(2_000_000);
     const result = await extractor.extract(nestedLists(120, 100_000), as('text/html'));

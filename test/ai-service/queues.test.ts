@@ -26,15 +26,15 @@ async function until(service: AiService, condition: (stats: ReturnType<AiService
 describe('the extraction queue', async () => {
   const service = await serve({ extraction: { threads: 1, maxWaiting: 8, maxWaitingPerOrganization: 6 } });
   const client = createAiClient({ url: service.url });
-  const extract = (organizationId: string | undefined, body: Uint8Array, signal?: AbortSignal) =>
-    client.extract(body, 'text/html; charset=utf-8', { organizationId, signal });
+  const extract = (organizationId: string | undefined, body: Uint8Array, signal?: AbortSignal) => client.extract(body, 'text/html; charset=utf-8', { organizationId, signal });
 
   it('serves B and C between the documents of A, which queued first', async () => {
     const finished: string[] = [];
-    const send = (organization: string, body: Uint8Array) => extract(organization, body).then((result) => {
-      finished.push(organization);
-      return result;
-    });
+    const send = (organization: string, body: Uint8Array) =>
+      extract(organization, body).then((result) => {
+        finished.push(organization);
+        return result;
+      });
     const calls = [send('org-a', SLOW_HTML)];
     await until(service, (stats) => stats.documents.running === 1);
     for (let index = 0; index < 5; index += 1) calls.push(send('org-a', PAGE));
@@ -95,8 +95,11 @@ describe('the extraction queue', async () => {
   it('takes turns across organizations for OCR too, and drops a waiting image whose caller went away', async () => {
     const image = fixture('scan.png');
     const finished: string[] = [];
-    const read = (organizationId: string, signal?: AbortSignal) => client.extract(image, 'image/png', { organizationId, signal })
-      .then((result) => { finished.push(organizationId); return result.text; });
+    const read = (organizationId: string, signal?: AbortSignal) =>
+      client.extract(image, 'image/png', { organizationId, signal }).then((result) => {
+        finished.push(organizationId);
+        return result.text;
+      });
     const calls = [read('org-a')];
     await until(service, (stats) => stats.images.running === 1);
     calls.push(read('org-a'), read('org-a'));
@@ -123,7 +126,9 @@ describe('a document that runs out of time on the service', async () => {
   const service = await serve({ settings: settings({ extraction: { ...settings().extraction, timeoutMs: 1 } }) });
 
   it('is a permanent failure for the client: 422, not retryable', async () => {
-    const error = await createAiClient({ url: service.url }).extract(SLOW_HTML, 'text/html').catch((caught: unknown) => caught);
+    const error = await createAiClient({ url: service.url })
+      .extract(SLOW_HTML, 'text/html')
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(AiServiceError);
     expect(error).toMatchObject({ status: 422, retryable: false, retryAfterSeconds: null });
     expect((error as AiServiceError).message).toMatch(/^Reading the document took longer than/);
@@ -151,8 +156,11 @@ describe('the embeddings queue', async () => {
     // turns, D's query of one text would come after B's and C's batches; in the queries' line
     // (QUERY_TEXTS) it is answered after the batch in progress, first of all.
     const texts = (name: string, count: number) => Array.from({ length: count }, (_, index) => `${name} text ${index}: ${'the committee discussed the allotment budget '.repeat(20)}`);
-    const calls = [['org-a', 16], ['org-b', 8], ['org-c', 8]].map(([organization, count]) =>
-      client.embed(texts(organization as string, count as number), { organizationId: organization as string }).then(() => finished.push(organization as string)));
+    const calls = [
+      ['org-a', 16],
+      ['org-b', 8],
+      ['org-c', 8],
+    ].map(([organization, count]) => client.embed(texts(organization as string, count as number), { organizationId: organization as string }).then(() => finished.push(organization as string)));
     await until(service, (stats) => stats.embeddings!.running === 1 && stats.embeddings!.waiting === 2);
     calls.push(client.embed(['allotment budget'], { organizationId: 'org-d' }).then(() => finished.push('org-d')));
     await Promise.all(calls);

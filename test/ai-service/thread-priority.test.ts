@@ -20,12 +20,12 @@ function threads(): { name: string; nice: number }[] {
   });
 }
 
-describe.runIf(process.platform === 'linux')('the embedding threads\' priority', () => {
+describe.runIf(process.platform === 'linux')("the embedding threads' priority", () => {
   const defaults = loadConfig({ AI_THREAD_NICE: '10' }).ai;
   const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, { ...defaults.embedding, nice: defaults.threadNice }, logger);
   afterAll(() => embedder.close());
 
-  it('runs the documents\' model threads at AI_THREAD_NICE (here 10), the queries\' thread and the event loop at 0', async () => {
+  it("runs the documents' model threads at AI_THREAD_NICE (here 10), the queries' thread and the event loop at 0", async () => {
     expect(defaults.threadNice).toBe(10);
     // More than QUERY_TEXTS texts: the documents' thread. One text: the queries' thread.
     await embedder.embed(Array.from({ length: 8 }, () => 'a text long enough to run the model on every thread of its pool '.repeat(8)));

@@ -44,18 +44,23 @@ describe.skipIf(!externalDatabaseUrl)('identity limits while the pool is saturat
     return row!.count;
   };
 
-  const post = (path: string, from: string, body: object) => server.fetch(path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-forwarded-for': from },
-    body: JSON.stringify(body),
-  });
+  const post = (path: string, from: string, body: object) =>
+    server.fetch(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': from },
+      body: JSON.stringify(body),
+    });
 
   it('refuses sign-in and password reset past their budget, though no hit reaches the database', { timeout: 120_000 }, async () => {
     // Every connection of the API's pool sleeps (in a transaction, past the 8-s statement timeout of the pool's sessions).
-    sleepers = Array.from({ length: POOL }, () => withDeadline(NO_DEADLINE, () => server.db.sql.begin(async (tx) => {
-      await tx`set local statement_timeout = 0`;
-      await tx`select pg_sleep(120)`;
-    })).catch(() => {}));
+    sleepers = Array.from({ length: POOL }, () =>
+      withDeadline(NO_DEADLINE, () =>
+        server.db.sql.begin(async (tx) => {
+          await tx`set local statement_timeout = 0`;
+          await tx`select pg_sleep(120)`;
+        }),
+      ).catch(() => {}),
+    );
     for (let i = 0; i < 100 && (await sleeping()) < POOL; i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await sleeping()).toBe(POOL);
 
@@ -78,6 +83,6 @@ describe.skipIf(!externalDatabaseUrl)('identity limits while the pool is saturat
 
     // The pool was saturated all along (nothing dropped the sleeping connections).
     expect(await sleeping()).toBe(POOL);
-    expect(server.logs.some((line) => line.msg === 'rate limit not counted in the database: this process\'s count decides' && line.limiter === 'identity.sensitive')).toBe(true);
+    expect(server.logs.some((line) => line.msg === "rate limit not counted in the database: this process's count decides" && line.limiter === 'identity.sensitive')).toBe(true);
   });
 });

@@ -18,7 +18,13 @@ import { clientOf } from '../jobs/support.ts';
 import { BILLING_ENV } from './support.ts';
 
 const GiB = 1024 ** 3;
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 
 async function spend(server: TestServer, org: string, amount: number): Promise<void> {
   await server.db.sql`insert into credit_ledger (id, organization_id, amount, reason) values (${newId('crd')}, ${org}, ${amount}, 'job.create')`;
@@ -90,7 +96,7 @@ describe.each([
     await refusedOrNot(api().workspaces.create({ organizationId: org, name: 'W3', slug: 'w-3' }), 'workspaces', 3);
   });
 
-  it('a live subscription raises the limit to its plan\'s', async () => {
+  it("a live subscription raises the limit to its plan's", async () => {
     const org = await addMembership(server.db, owner, 'owner');
     await subscribe(server, org, 'pro');
     for (let i = 0; i < 4; i++) await api().workspaces.create({ organizationId: org, name: `W${i}`, slug: `w-${i}` });
@@ -98,17 +104,21 @@ describe.each([
     expect(usage).toMatchObject({ plan: billed ? 'pro' : null, limits: billed ? PLAN_LIMITS.pro : null, usage: { workspaces: 4, members: 1, pendingInvitations: 0, aiCredits: 0 } });
   });
 
-  it('organizations.usage counts pending invitations and the period\'s credits (refunds deducted) in the calendar month; billing.status lists what is above a limit', async () => {
+  it("organizations.usage counts pending invitations and the period's credits (refunds deducted) in the calendar month; billing.status lists what is above a limit", async () => {
     const org = await addMembership(server.db, owner, 'owner');
     for (let i = 0; i < 2; i++) expect((await inviteRequest(server, owner, org, `usage-${i}-${org}@example.com`)).status).toBe(200);
     await server.db.sql`insert into invitations (id, organization_id, email, role, expires_at) values (${newId('inv')}, ${org}, 'expired@example.com', 'member', now() - interval '1 hour')`;
     await spend(server, org, 250);
     await spend(server, org, -30);
-    await server.db.sql`insert into credit_ledger (id, organization_id, amount, reason, created_at, counts_at) values (${newId('crd')}, ${org}, 1000, 'job.create', now() - interval '40 days', now() - interval '40 days')`;
+    await server.db
+      .sql`insert into credit_ledger (id, organization_id, amount, reason, created_at, counts_at) values (${newId('crd')}, ${org}, 1000, 'job.create', now() - interval '40 days', now() - interval '40 days')`;
     const now = new Date();
     const month = { start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)), end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)) };
     expect(await api().organizations.usage({ organizationId: org })).toEqual({
-      plan: billed ? 'free' : null, limits: billed ? PLAN_LIMITS.free : null, usage: { workspaces: 0, members: 1, pendingInvitations: 2, aiCredits: 220 }, period: month,
+      plan: billed ? 'free' : null,
+      limits: billed ? PLAN_LIMITS.free : null,
+      usage: { workspaces: 0, members: 1, pendingInvitations: 2, aiCredits: 220 },
+      period: month,
     });
     const status = await api().billing.status({ organizationId: org });
     expect(status.overLimit).toEqual(billed ? [{ kind: 'aiCredits', current: 220, limit: 200 }] : []);
@@ -188,7 +198,14 @@ describe('documents.search with a paid embedding provider, billing configured', 
       req.resume();
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: Array.from({ length: 384 }, (_, i) => Math.cos(i)) }], model: 'text-embedding-3-small', usage: { prompt_tokens: 1, total_tokens: 1 } }));
+        res.end(
+          JSON.stringify({
+            object: 'list',
+            data: [{ object: 'embedding', index: 0, embedding: Array.from({ length: 384 }, (_, i) => Math.cos(i)) }],
+            model: 'text-embedding-3-small',
+            usage: { prompt_tokens: 1, total_tokens: 1 },
+          }),
+        );
       });
     });
     provider.listen(0, '127.0.0.1');
@@ -207,6 +224,10 @@ describe('documents.search with a paid embedding provider, billing configured', 
     const workspace = await api.workspaces.create({ organizationId: org, name: 'Search', slug: 'search' });
     await spend(server, org, 199);
     await api.documents.search({ workspaceId: workspace.id, query: 'revenue' });
-    expect(await failure(api.documents.search({ workspaceId: workspace.id, query: 'revenue' }))).toMatchObject({ status: 403, code: 'LIMIT_REACHED', data: { kind: 'aiCredits', limit: 200, plan: 'free' } });
+    expect(await failure(api.documents.search({ workspaceId: workspace.id, query: 'revenue' }))).toMatchObject({
+      status: 403,
+      code: 'LIMIT_REACHED',
+      data: { kind: 'aiCredits', limit: 200, plan: 'free' },
+    });
   });
 });

@@ -14,7 +14,13 @@ import { addMembership, createUser, type TestUser } from '../support/users.ts';
 import { clientOf } from '../jobs/support.ts';
 import { BILLING_ENV } from './support.ts';
 
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 const SECRET = BILLING_ENV.STRIPE_WEBHOOK_SECRET!;
 
 let stand: StripeStandIn;
@@ -49,7 +55,12 @@ async function send(type: string, object: Record<string, any>, created?: number)
 }
 
 const checkoutInput = (organizationId: string, extra: Record<string, unknown> = {}) => ({
-  organizationId, plan: 'pro', seats: 3, successUrl: 'https://app.example.com/billing?ok=1', cancelUrl: 'https://app.example.com/billing', ...extra,
+  organizationId,
+  plan: 'pro',
+  seats: 3,
+  successUrl: 'https://app.example.com/billing?ok=1',
+  cancelUrl: 'https://app.example.com/billing',
+  ...extra,
 });
 
 /** An owner's organization that went through Checkout, with the webhook's checkout.session.completed delivered. */
@@ -60,7 +71,15 @@ async function subscribed(plan: 'pro' | 'team' = 'pro') {
   expect(response.status, await response.clone().text()).toBe(200);
   const customer = (await server.db.sql<{ payment_customer_id: string }[]>`select payment_customer_id from organizations where id = ${org}`)[0]!.payment_customer_id;
   const subscription = stand.createSubscription({ customer, organizationId: org, price: `price_${plan}_month`, plan, quantity: 3 });
-  await send('checkout.session.completed', { id: 'cs_test_1', object: 'checkout.session', mode: 'subscription', client_reference_id: org, customer, subscription: subscription.id, metadata: { organizationId: org, plan } });
+  await send('checkout.session.completed', {
+    id: 'cs_test_1',
+    object: 'checkout.session',
+    mode: 'subscription',
+    client_reference_id: org,
+    customer,
+    subscription: subscription.id,
+    metadata: { organizationId: org, plan },
+  });
   return { owner, org, subscription, api: clientOf(server, owner) };
 }
 
@@ -75,16 +94,22 @@ describe('upgrade through Checkout', () => {
     const [customerCall, sessionCall] = stand.requests.slice(-2);
     expect(customerCall).toMatchObject({ method: 'POST', path: '/v1/customers', params: { 'metadata[organizationId]': org }, authorization: 'Bearer sk_test_standin' });
     expect(sessionCall).toMatchObject({
-      method: 'POST', path: '/v1/checkout/sessions',
+      method: 'POST',
+      path: '/v1/checkout/sessions',
       params: {
-        mode: 'subscription', client_reference_id: org, 'line_items[0][price]': 'price_pro_year', 'line_items[0][quantity]': '3',
-        'subscription_data[metadata][organizationId]': org, 'subscription_data[metadata][plan]': 'pro', success_url: 'https://app.example.com/billing?ok=1',
+        mode: 'subscription',
+        client_reference_id: org,
+        'line_items[0][price]': 'price_pro_year',
+        'line_items[0][quantity]': '3',
+        'subscription_data[metadata][organizationId]': org,
+        'subscription_data[metadata][plan]': 'pro',
+        success_url: 'https://app.example.com/billing?ok=1',
       },
     });
     // A second attempt (the first was abandoned) reuses the customer.
     expect((await post('/subscription/upgrade', owner, checkoutInput(org))).status).toBe(200);
     expect(stand.requests.at(-1)).toMatchObject({ path: '/v1/checkout/sessions', params: { customer: sessionCall!.params.customer, 'line_items[0][price]': 'price_pro_month' } });
-    expect((await clientOf(server, owner).billing.status({ organizationId: org }))).toMatchObject({ enabled: true, plan: 'free', limits: PLAN_LIMITS.free, subscription: null });
+    expect(await clientOf(server, owner).billing.status({ organizationId: org })).toMatchObject({ enabled: true, plan: 'free', limits: PLAN_LIMITS.free, subscription: null });
   });
 
   it('refuses untrusted return addresses (400), members without billing:manage (403)', async () => {
@@ -103,10 +128,21 @@ describe('upgrade through Checkout', () => {
     const status = await api.billing.status({ organizationId: org });
     const item = subscription.items.data[0];
     expect(status).toEqual({
-      enabled: true, plan: 'team', limits: PLAN_LIMITS.team, paymentFailed: false, overLimit: [],
+      enabled: true,
+      plan: 'team',
+      limits: PLAN_LIMITS.team,
+      paymentFailed: false,
+      overLimit: [],
       subscription: {
-        id: expect.stringMatching(/^sbs_/), plan: 'team', status: 'active', seats: 3, periodEnd: new Date(item.current_period_end * 1000),
-        trialEnd: null, cancelAtPeriodEnd: false, cancelAt: null, billingInterval: 'month',
+        id: expect.stringMatching(/^sbs_/),
+        plan: 'team',
+        status: 'active',
+        seats: 3,
+        periodEnd: new Date(item.current_period_end * 1000),
+        trialEnd: null,
+        cancelAtPeriodEnd: false,
+        cancelAt: null,
+        billingInterval: 'month',
       },
     });
     const usage = await api.organizations.usage({ organizationId: org });
@@ -215,7 +251,7 @@ describe('the webhook', () => {
     expect((await api.billing.status({ organizationId: org })).paymentFailed).toBe(false);
   });
 
-  it('records a subscription without the checkout\'s metadata by its customer (made in Stripe\'s dashboard)', async () => {
+  it("records a subscription without the checkout's metadata by its customer (made in Stripe's dashboard)", async () => {
     const { org, subscription } = await subscribed();
     await send('customer.subscription.deleted', { ...subscription, status: 'canceled' }, Math.floor(Date.now() / 1000) + 5);
     const bare = stand.createSubscription({ customer: subscription.customer, organizationId: org, price: 'price_team_year', plan: 'team' });
@@ -234,11 +270,19 @@ describe('the webhook', () => {
     const unbilled = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000' } });
     try {
       const event = stand.event('customer.created', { id: 'cus_x', object: 'customer' });
-      const response = await unbilled.fetch('/api/auth/stripe/webhook', { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': stand.sign(event.payload, SECRET) }, body: event.payload });
+      const response = await unbilled.fetch('/api/auth/stripe/webhook', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': stand.sign(event.payload, SECRET) },
+        body: event.payload,
+      });
       expect(response.status).toBe(412);
       const owner = await createUser(unbilled.db);
       const org = await addMembership(unbilled.db, owner, 'owner');
-      const upgrade = await unbilled.fetch('/api/auth/subscription/upgrade', { method: 'POST', headers: { ...owner.headers, 'content-type': 'application/json' }, body: JSON.stringify(checkoutInput(org)) });
+      const upgrade = await unbilled.fetch('/api/auth/subscription/upgrade', {
+        method: 'POST',
+        headers: { ...owner.headers, 'content-type': 'application/json' },
+        body: JSON.stringify(checkoutInput(org)),
+      });
       expect(upgrade.status).toBe(412);
       expect(await clientOf(unbilled, owner).billing.status({ organizationId: org })).toEqual({ enabled: false, plan: null, limits: null, subscription: null, paymentFailed: false, overLimit: [] });
     } finally {
@@ -255,7 +299,11 @@ describe('the whole story', () => {
     // The subscription ends at Stripe: free allows 3 workspaces, the organization has 4.
     await send('customer.subscription.deleted', { ...subscription, status: 'canceled' }, Math.floor(Date.now() / 1000) + 5);
     expect(await api.billing.status({ organizationId: org })).toMatchObject({ plan: 'free', overLimit: [{ kind: 'workspaces', current: 4, limit: 3 }] });
-    expect(await failure(api.workspaces.create({ organizationId: org, name: 'W4', slug: 'w-4' }))).toMatchObject({ status: 403, code: 'LIMIT_REACHED', data: { kind: 'workspaces', limit: 3, plan: 'free' } });
+    expect(await failure(api.workspaces.create({ organizationId: org, name: 'W4', slug: 'w-4' }))).toMatchObject({
+      status: 403,
+      code: 'LIMIT_REACHED',
+      data: { kind: 'workspaces', limit: 3, plan: 'free' },
+    });
 
     // Subscribed again; the platform admin cancels it at once and deletes the organization.
     const customer = (await server.db.sql<{ payment_customer_id: string }[]>`select payment_customer_id from organizations where id = ${org}`)[0]!.payment_customer_id;

@@ -49,10 +49,12 @@ describe('from nothing to a search', () => {
     expect(JSON.parse(me.stdout)).toMatchObject({ tokenSource: 'login', user: { email: 'grace@example.com' } });
   });
 
-  it('an email address already taken: exit 1, the service\'s reason and what to do', async () => {
+  it("an email address already taken: exit 1, the service's reason and what to do", async () => {
     const result = await cli(['signup', '--email', 'GRACE@example.com', '--name', 'Someone Else', '--password-stdin'], PASSWORD);
     expect(result).toMatchObject({ code: 1, stdout: '' });
-    expect(result.stderr).toMatch(/^Error USER_ALREADY_EXISTS \(HTTP 422\): An account with this email already exists\.\nRequest id: [0-9a-f-]{36}\nAn account with this email address exists: sign in with `workspace-api login --email <email>`\.\n$/);
+    expect(result.stderr).toMatch(
+      /^Error USER_ALREADY_EXISTS \(HTTP 422\): An account with this email already exists\.\nRequest id: [0-9a-f-]{36}\nAn account with this email address exists: sign in with `workspace-api login --email <email>`\.\n$/,
+    );
   });
 
   it('a password the service refuses: exit 1, the issue on the password; with --json the same as JSON', async () => {
@@ -109,12 +111,15 @@ describe('from nothing to a search', () => {
     const result = await cli(['documents', 'upload', workspaceId, join(home.dir, 'harbour-log.md'), '--name', 'again.md', '--extract', '--json']);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     const answer = JSON.parse(result.stdout);
-    expect(answer).toMatchObject({ document: { name: 'again.md', status: 'ready' }, job: { kind: 'document.extract', status: 'succeeded', documentId: answer.document.id, result: { characters: NOTES.trimEnd().length } } });
+    expect(answer).toMatchObject({
+      document: { name: 'again.md', status: 'ready' },
+      job: { kind: 'document.extract', status: 'succeeded', documentId: answer.document.id, result: { characters: NOTES.trimEnd().length } },
+    });
     const both = await cli(['documents', 'upload', workspaceId, join(home.dir, 'harbour-log.md'), '--index', '--extract']);
     expect(both.code).toBe(2);
   });
 
-  it('an index job that fails: exit 4, the document stays uploaded, the job\'s reason on stdout', { timeout: 120_000 }, async () => {
+  it("an index job that fails: exit 4, the document stays uploaded, the job's reason on stdout", { timeout: 120_000 }, async () => {
     const result = await cli(['documents', 'upload', workspaceId, join(home.dir, 'huge.png'), '--index']);
     expect(result.code).toBe(4);
     expect(result.stdout).toMatch(/^Uploaded huge\.png \(\d+ B\) as doc_\w+\.\nJob job_\w+ \(document\.index\) failed after [\d.]+ m?s: The image is 7 000 × 7 000 pixels .*\n$/);

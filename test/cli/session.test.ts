@@ -102,7 +102,7 @@ describe('login, whoami, orgs, logout', () => {
 });
 
 describe('errors: code, message and request id on stderr, and the exit code', () => {
-  it('a wrong password: exit 1, the service\'s code and request id, nothing saved', async () => {
+  it("a wrong password: exit 1, the service's code and request id, nothing saved", async () => {
     const result = await cli(['login', '--email', user.email, '--password-stdin'], 'not the password');
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
@@ -162,10 +162,28 @@ describe('--help', () => {
   const paths = [[], ...commandPaths(buildProgram({ json: false, url: undefined, env: {} }))];
 
   it('covers the commands of the issue', () => {
-    expect(paths.map((path) => path.join(' '))).toEqual(expect.arrayContaining([
-      'signup', 'login', 'logout', 'whoami', 'orgs', 'orgs list', 'orgs create', 'orgs use', 'workspaces list', 'workspaces create', 'documents list', 'documents upload',
-      'documents download', 'documents text', 'documents delete', 'jobs run', 'jobs follow', 'search',
-    ]));
+    expect(paths.map((path) => path.join(' '))).toEqual(
+      expect.arrayContaining([
+        'signup',
+        'login',
+        'logout',
+        'whoami',
+        'orgs',
+        'orgs list',
+        'orgs create',
+        'orgs use',
+        'workspaces list',
+        'workspaces create',
+        'documents list',
+        'documents upload',
+        'documents download',
+        'documents text',
+        'documents delete',
+        'jobs run',
+        'jobs follow',
+        'search',
+      ]),
+    );
   });
 
   it.each(paths.map((path) => [path.join(' ') || '(none)', path]))('every command answers --help: %s', async (_name, path) => {

@@ -21,7 +21,10 @@ export const CLIENT_PACKAGE = join(ROOT, 'clients', 'typescript');
  */
 export const machineEnv: NodeJS.ProcessEnv = {
   ...process.env,
-  PATH: (process.env.PATH ?? '').split(delimiter).filter((dir) => !dir.split(sep).includes('node_modules')).join(delimiter),
+  PATH: (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((dir) => !dir.split(sep).includes('node_modules'))
+    .join(delimiter),
   npm_config_offline: 'true',
   npm_config_audit: 'false',
   npm_config_fund: 'false',
@@ -39,7 +42,10 @@ async function lock(): Promise<void> {
       return;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const since = await stat(LOCK).then((info) => Date.now() - info.mtimeMs, () => 0);
+      const since = await stat(LOCK).then(
+        (info) => Date.now() - info.mtimeMs,
+        () => 0,
+      );
       if (since > STALE_MS) await rm(LOCK, { recursive: true, force: true });
       else await new Promise((resolve) => setTimeout(resolve, 200));
     }

@@ -114,7 +114,10 @@ describe('the packed client package', () => {
     const contract = JSON.parse(await readFile(join(ROOT, 'generated', 'openapi.json'), 'utf8'));
     expect(tarball.endsWith(`workspace-api-client-${contract.info.version}.tgz`)).toBe(true);
     const { stdout } = await run('tar', ['-tzf', tarball]);
-    const files = stdout.trim().split('\n').map((path) => path.replace(/^package\//, ''));
+    const files = stdout
+      .trim()
+      .split('\n')
+      .map((path) => path.replace(/^package\//, ''));
     expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/client.js', 'dist/runtime.js', 'dist/wire.js', 'dist/cli.js']));
     expect(files.filter((path) => !path.startsWith('dist/') && path !== 'package.json' && path !== 'README.md')).toEqual([]);
     expect(files.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).toEqual([]);
@@ -132,18 +135,27 @@ describe('the packed client package', () => {
     for (const name of (await readdir(join(installed, 'dist'))).filter((file) => file.endsWith('.js') && file !== 'cli.js')) {
       const text = await readFile(join(installed, 'dist', name), 'utf8');
       const specifiers = [...text.matchAll(/\b(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)].map((match) => match[1]);
-      expect(specifiers.filter((specifier) => !specifier!.startsWith('./')), name).toEqual([]);
+      expect(
+        specifiers.filter((specifier) => !specifier!.startsWith('./')),
+        name,
+      ).toEqual([]);
     }
   });
 
   it("types a TypeScript consumer's code with its .d.ts", async () => {
     await writeFile(join(folder, 'consumer.ts'), CONSUMER_TS);
-    await writeFile(join(folder, 'tsconfig.json'), JSON.stringify({
-      compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'dom'], types: [], strict: true, noEmit: true },
-      files: ['consumer.ts'],
-    }));
+    await writeFile(
+      join(folder, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'dom'], types: [], strict: true, noEmit: true },
+        files: ['consumer.ts'],
+      }),
+    );
     const tsc = join(ROOT, 'node_modules', '.bin', 'tsc');
-    const result = await run(tsc, ['-p', folder], { cwd: folder }).then(() => 'ok', (error: { stdout: string }) => error.stdout);
+    const result = await run(tsc, ['-p', folder], { cwd: folder }).then(
+      () => 'ok',
+      (error: { stdout: string }) => error.stdout,
+    );
     expect(result).toBe('ok');
   }, 60_000);
 
@@ -155,7 +167,13 @@ describe('the packed client package', () => {
     }).catch(async (error: { stdout: string; stderr: string }) => {
       throw new Error(`partner.mjs failed:\n${error.stdout}\n${error.stderr}`);
     });
-    const steps = Object.fromEntries(stdout.trim().split('\n').map((line) => JSON.parse(line)).map(({ step, ...value }) => [step, value]));
+    const steps = Object.fromEntries(
+      stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+        .map(({ step, ...value }) => [step, value]),
+    );
     expect(steps.node).toEqual({ version: machineNode.trim() });
     expect(steps['signed-up']).toEqual({ token: true });
     expect(steps.workspace).toMatchObject({ id: expect.stringMatching(/^ws_/), createdAtIsDate: true });

@@ -48,8 +48,7 @@ function flaky(plan: (attempt: number) => 'before' | 'after' | 'pass') {
   return { attempts, fetch };
 }
 
-const clientWith = (fetch: typeof globalThis.fetch, options: Partial<ClientOptions> = {}) =>
-  createClient({ baseUrl: server.origin, token: user.token, fetch, retryDelayMs: 1, ...options });
+const clientWith = (fetch: typeof globalThis.fetch, options: Partial<ClientOptions> = {}) => createClient({ baseUrl: server.origin, token: user.token, fetch, retryDelayMs: 1, ...options });
 
 let slugs = 0;
 const slug = () => `retry-${++slugs}`;
@@ -57,7 +56,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 
 describe('idempotency keys', () => {
   it('are generated for exactly the procedures whose route row is idempotent (the contract declares the header)', () => {
-    const declared = Object.values(procedures).filter((row) => 'idempotent' in row && row.idempotent).map((row) => row.name);
+    const declared = Object.values(procedures)
+      .filter((row) => 'idempotent' in row && row.idempotent)
+      .map((row) => row.name);
     expect([...idempotentProcedures].sort()).toEqual(declared.sort());
     expect([...idempotentProcedures].sort()).toEqual(['contact.send', 'documents.complete', 'documents.createUpload', 'jobs.create', 'jobs.retry', 'workspaces.create']);
   });
@@ -121,7 +122,10 @@ describe('retries after a network failure', () => {
         if (first) {
           // The request goes out, the connection is cut at once: the service goes on working.
           first = false;
-          void sent.then((response) => response.arrayBuffer(), () => undefined);
+          void sent.then(
+            (response) => response.arrayBuffer(),
+            () => undefined,
+          );
           throw new TypeError('fetch failed', { cause: new Error('socket hang up') });
         }
         const response = await sent;
@@ -142,14 +146,19 @@ describe('retries after a network failure', () => {
   it('retries a read, which carries no key', async () => {
     const { attempts, fetch } = flaky((attempt) => (attempt === 0 ? 'before' : 'pass'));
     expect(await clientWith(fetch).workspaces.list({ organizationId: org })).toEqual(expect.any(Array));
-    expect(attempts).toEqual([{ procedure: 'workspaces.list', key: null }, { procedure: 'workspaces.list', key: null }]);
+    expect(attempts).toEqual([
+      { procedure: 'workspaces.list', key: null },
+      { procedure: 'workspaces.list', key: null },
+    ]);
   });
 
   it('never retries an operation without a key that is not a read, and says it was the network', async () => {
     const { fetch: pass } = flaky(() => 'pass');
     const workspace = await clientWith(pass).workspaces.create({ organizationId: org, name: 'To rename', slug: slug() });
     const { attempts, fetch } = flaky(() => 'before');
-    const error = await clientWith(fetch).workspaces.update({ id: workspace.id, name: 'Renamed' }).catch((caught: unknown) => caught);
+    const error = await clientWith(fetch)
+      .workspaces.update({ id: workspace.id, name: 'Renamed' })
+      .catch((caught: unknown) => caught);
     expect(attempts).toEqual([{ procedure: 'workspaces.update', key: null }]);
     expect(error).toBeInstanceOf(ApiClientError);
     expect(error).toMatchObject({ code: 'network_error', status: 0, requestId: undefined, cause: expect.any(TypeError) });
@@ -157,7 +166,9 @@ describe('retries after a network failure', () => {
 
   it('gives up after `retries` more attempts', async () => {
     const { attempts, fetch } = flaky(() => 'before');
-    const error = await clientWith(fetch, { retries: 2 }).jobs.create({ organizationId: org, kind: 'text.embed', input: { texts: ['a'] } }).catch((caught: unknown) => caught);
+    const error = await clientWith(fetch, { retries: 2 })
+      .jobs.create({ organizationId: org, kind: 'text.embed', input: { texts: ['a'] } })
+      .catch((caught: unknown) => caught);
     expect(error).toMatchObject({ name: 'ApiClientError', code: 'network_error', status: 0 });
     expect(attempts).toHaveLength(3);
     expect(new Set(attempts.map((attempt) => attempt.key)).size).toBe(1);
@@ -165,7 +176,9 @@ describe('retries after a network failure', () => {
 
   it('never retries an answer with an error status', async () => {
     const { attempts, fetch } = flaky(() => 'pass');
-    const error = await clientWith(fetch).workspaces.create({ organizationId: org, name: 'Bad', slug: 'NOT A SLUG' }).catch((caught: unknown) => caught);
+    const error = await clientWith(fetch)
+      .workspaces.create({ organizationId: org, name: 'Bad', slug: 'NOT A SLUG' })
+      .catch((caught: unknown) => caught);
     expect(error).toMatchObject({ code: 'BAD_REQUEST', status: 400, requestId: expect.any(String) });
     expect(attempts).toHaveLength(1);
   });
@@ -176,7 +189,9 @@ describe('retries after a network failure', () => {
       controller.abort(new Error('the caller gave up'));
       return 'before';
     });
-    const error = await clientWith(fetch).workspaces.list({ organizationId: org }, { signal: controller.signal }).catch((caught: unknown) => caught);
+    const error = await clientWith(fetch)
+      .workspaces.list({ organizationId: org }, { signal: controller.signal })
+      .catch((caught: unknown) => caught);
     expect(error).toEqual(new Error('the caller gave up'));
     expect(attempts).toHaveLength(1);
   });

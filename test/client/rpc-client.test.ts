@@ -10,9 +10,21 @@ import { fakeIdentity } from '../support/fake-identity.ts';
 const ORG = 'org_pycdybk377oxtzq6svizx3or';
 const DOC = 'doc_zjli6ufh3reosfhypn5nwk2d';
 const job = {
-  id: 'job_s6kc6o6oya7vngcngsuu4stu', organizationId: ORG, workspaceId: null, documentId: null, kind: 'text.embed', status: 'queued',
-  error: null, credits: 1, attempt: 0, retryOf: null, createdBy: 'usr_owner',
-  createdAt: new Date('2026-11-21T09:15:00.000Z'), startedAt: null, finishedAt: null, updatedAt: new Date('2026-11-21T09:15:00.000Z'),
+  id: 'job_s6kc6o6oya7vngcngsuu4stu',
+  organizationId: ORG,
+  workspaceId: null,
+  documentId: null,
+  kind: 'text.embed',
+  status: 'queued',
+  error: null,
+  credits: 1,
+  attempt: 0,
+  retryOf: null,
+  createdBy: 'usr_owner',
+  createdAt: new Date('2026-11-21T09:15:00.000Z'),
+  startedAt: null,
+  finishedAt: null,
+  updatedAt: new Date('2026-11-21T09:15:00.000Z'),
 };
 const stream: StreamHandler = async (_input, _ctx, sink) => {
   sink.send('ready', { expiresAt: new Date('2026-11-21T09:30:00.000Z') });
@@ -29,7 +41,9 @@ beforeAll(async () => {
     overrides: {
       ...fakeIdentity({ users: { usr_owner: { organizations: { [ORG]: 'owner' } } } }),
       handlers: {
-        'workspaces.list': (input) => [{ id: 'ws_i5xx2bzn3kir2gshyl7sn5pk', organizationId: input.organizationId, teamId: null, name: 'Research', slug: 'research', createdAt: new Date('2026-11-21T09:15:00.000Z') }],
+        'workspaces.list': (input) => [
+          { id: 'ws_i5xx2bzn3kir2gshyl7sn5pk', organizationId: input.organizationId, teamId: null, name: 'Research', slug: 'research', createdAt: new Date('2026-11-21T09:15:00.000Z') },
+        ],
       },
       streams: { 'jobs.stream': stream },
     },
@@ -67,7 +81,13 @@ describe('createClient', () => {
 
   it('uses the fetch it is given', async () => {
     const seen: string[] = [];
-    const client = createClient({ baseUrl: server.origin, fetch: (url, init) => { seen.push(urlOf(url)); return checked(url, init); } });
+    const client = createClient({
+      baseUrl: server.origin,
+      fetch: (url, init) => {
+        seen.push(urlOf(url));
+        return checked(url, init);
+      },
+    });
     await client.system.health();
     expect(seen).toEqual([`${server.origin}/rpc/system/health`]);
   });

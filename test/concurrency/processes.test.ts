@@ -36,7 +36,12 @@ function openStream(url: string, headers: Record<string, string>) {
         while ((end = buffer.indexOf('\n\n')) !== -1) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
-          const field = (name: string) => block.split('\n').find((line) => line.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+          const field = (name: string) =>
+            block
+              .split('\n')
+              .find((line) => line.startsWith(`${name}:`))
+              ?.slice(name.length + 1)
+              .trim();
           const data = field('data');
           if (data !== undefined) events.push({ event: field('event') ?? 'message', ...(field('id') ? { id: field('id')! } : {}), data: JSON.parse(data) });
         }
@@ -45,7 +50,13 @@ function openStream(url: string, headers: Record<string, string>) {
       if (!controller.signal.aborted) throw error;
     }
   })();
-  return { events, close: () => { controller.abort(); return done.catch(() => undefined); } };
+  return {
+    events,
+    close: () => {
+      controller.abort();
+      return done.catch(() => undefined);
+    },
+  };
 }
 
 async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
@@ -123,7 +134,9 @@ describe.skipIf(!externalDatabaseUrl)('API processes and worker processes on one
     await resumed.close();
     await until(() => succeeded(b.events, more), 'the later jobs on stream B');
     await b.close();
-    const expected = jobEvents(b.events).filter((e) => Number(e.id) > Number(resumeFrom)).map((e) => e.id);
+    const expected = jobEvents(b.events)
+      .filter((e) => Number(e.id) > Number(resumeFrom))
+      .map((e) => e.id);
     expect(jobEvents(resumed.events).map((e) => e.id)).toEqual(expected);
   }, 90_000);
 });

@@ -49,7 +49,13 @@ describe('workspaces per organization (workspaces.create)', () => {
       for (const i of range(existing)) await api().workspaces.create({ organizationId: org, name: `Before ${i}`, slug: `before-${i}` });
     }
     // 30 creations per organization, interleaved across organizations.
-    const calls = range(30).flatMap((i) => orgs.map(({ org }) => () => api().workspaces.create({ organizationId: org, name: `Burst ${i}`, slug: `burst-${i}` })));
+    const calls = range(30).flatMap((i) =>
+      orgs.map(
+        ({ org }) =>
+          () =>
+            api().workspaces.create({ organizationId: org, name: `Burst ${i}`, slug: `burst-${i}` }),
+      ),
+    );
     const outcomes = await burst(calls);
     expectOnly(outcomes, ['LIMIT_REACHED']);
     for (const { org, limit, existing } of orgs) {
@@ -113,7 +119,10 @@ describe('storage bytes per organization (documents.createUpload, documents.comp
     expectOnly(outcomes, ['LIMIT_REACHED']);
     const docs = await server.db.sql<{ status: string; n: number }[]>`
       select status, count(*)::int as n from documents where organization_id = ${org} group by status order by status`;
-    expect(docs).toEqual([{ status: 'pending', n: 2 }, { status: 'ready', n: 4 }]);
+    expect(docs).toEqual([
+      { status: 'pending', n: 2 },
+      { status: 'ready', n: 4 },
+    ]);
     expect(await storedBytes(org)).toBe(1000);
   });
 
@@ -149,14 +158,20 @@ describe('members per organization (auth.organization.inviteMember)', () => {
   it('hands out exactly the free seats when many invitations race', async () => {
     const org = await organization({ members: 6 });
     await addMembership(server.db, await createUser(server.db), 'member', org);
-    const outcomes = await Promise.all(range(20).map((i) =>
-      server.fetch('/api/auth/organization/invite-member', {
-        method: 'POST',
-        headers: { ...owner.headers, 'content-type': 'application/json' },
-        body: JSON.stringify({ organizationId: org, email: `seat-${i}-${org}@example.com`, role: 'member' }),
-      })));
+    const outcomes = await Promise.all(
+      range(20).map((i) =>
+        server.fetch('/api/auth/organization/invite-member', {
+          method: 'POST',
+          headers: { ...owner.headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ organizationId: org, email: `seat-${i}-${org}@example.com`, role: 'member' }),
+        }),
+      ),
+    );
     const statuses = outcomes.map((response) => response.status);
-    expect(statuses.filter((status) => status === 200), JSON.stringify(statuses)).toHaveLength(4); // 6 seats, 2 members
+    expect(
+      statuses.filter((status) => status === 200),
+      JSON.stringify(statuses),
+    ).toHaveLength(4); // 6 seats, 2 members
     expect(statuses.filter((status) => status !== 200).every((status) => status === 403)).toBe(true);
     for (const response of outcomes) if (response.status === 403) expect(await response.json()).toMatchObject({ code: 'LIMIT_REACHED', data: { kind: 'members', limit: 6 } });
     expect(await count(`select count(*)::int as n from invitations where organization_id = $1 and status = 'pending'`, org)).toBe(4);
@@ -182,7 +197,10 @@ describe('members per organization (inviteMember and acceptInvitation racing)', 
     const invites = range(12).map((i) => () => post(owner, 'invite-member', { organizationId: org, email: `late-${i}-${org}@example.com`, role: 'member' }));
     const responses = await Promise.all([...accepts, ...invites].sort(() => Math.random() - 0.5).map((call) => call()));
     const statuses = responses.map((response) => response.status);
-    expect(statuses.every((status) => status === 200 || status === 403), JSON.stringify(statuses)).toBe(true);
+    expect(
+      statuses.every((status) => status === 200 || status === 403),
+      JSON.stringify(statuses),
+    ).toBe(true);
     for (const response of responses) if (response.status === 403) expect(await response.json()).toMatchObject({ code: 'LIMIT_REACHED', data: { kind: 'members', limit: 7 } });
     expect(await count('select count(*)::int as n from members where organization_id = $1', org)).toBe(6); // every acceptance went through
     expect(await count(`select count(*)::int as n from invitations where organization_id = $1 and status = 'pending'`, org)).toBe(1); // one free seat

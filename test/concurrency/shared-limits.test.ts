@@ -65,15 +65,16 @@ describe.skipIf(!externalDatabaseUrl)('limits across API instances on one databa
     expect((await limited.at(-1)!.fetch('/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.21' } })).status).toBe(200);
   });
 
-  it('one user\'s 31st search in a minute across all answers 429', async () => {
+  it("one user's 31st search in a minute across all answers 429", async () => {
     const user = await createUser(db);
     const org = await addMembership(db, user, 'member');
     const workspaceId = await addWorkspace(db, org);
-    const search = (server: TestServer, who: TestUser = user) => server.fetch(`/api/v1/workspaces/${workspaceId}/documents/search`, {
-      method: 'POST',
-      headers: { ...who.headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ query: 'quarterly revenue' }),
-    });
+    const search = (server: TestServer, who: TestUser = user) =>
+      server.fetch(`/api/v1/workspaces/${workspaceId}/documents/search`, {
+        method: 'POST',
+        headers: { ...who.headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: 'quarterly revenue' }),
+      });
     const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => search(nth(servers, i))));
     expect(burst.map((response) => response.status)).toEqual(new Array(30).fill(200));
     for (const server of servers) {
@@ -92,16 +93,20 @@ describe.skipIf(!externalDatabaseUrl)('limits across API instances on one databa
     const user = await createUser(db);
     const org = await addMembership(db, user, 'member');
     const opened = await Promise.all(Array.from({ length: 12 }, (_, i) => open(nth(servers, i), user, org)));
-    const firsts = await Promise.all(opened.map(async (reader) => {
-      expect(reader.response.status).toBe(200);
-      expect(await reader.next()).toEqual({ kind: 'retry', value: 3000 });
-      return reader.nextEvent();
-    }));
+    const firsts = await Promise.all(
+      opened.map(async (reader) => {
+        expect(reader.response.status).toBe(200);
+        expect(await reader.next()).toEqual({ kind: 'retry', value: 3000 });
+        return reader.nextEvent();
+      }),
+    );
     const admitted = opened.filter((_, i) => firsts[i]!.event === 'ready');
     expect(admitted).toHaveLength(MAX_STREAMS_PER_USER);
     for (const first of firsts.filter((event) => event.event !== 'ready')) {
       expect(first).toEqual({
-        kind: 'event', event: 'error', id: undefined,
+        kind: 'event',
+        event: 'error',
+        id: undefined,
         data: { defined: true, code: 'TOO_MANY_REQUESTS', status: 429, message: `Too many concurrent streams (at most ${MAX_STREAMS_PER_USER}), close one and try again.` },
       });
     }

@@ -73,7 +73,7 @@ describe('API instances on one database', () => {
     }
   });
 
-  it('show each other\'s writes: an organization made on B, a workspace made on A', async () => {
+  it("show each other's writes: an organization made on B, a workspace made on A", async () => {
     const user = await signUp(a, `orgs-${Date.now()}@example.com`);
     const created = await b.fetch('/api/auth/organization/create', json({ name: 'Shared', slug: `shared-${Date.now()}` }, user.token));
     expect(created.status).toBe(200);

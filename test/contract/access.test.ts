@@ -41,7 +41,9 @@ const adminOnlyAccess = (p: ProcedureDefinition) => p.access === 'platform-admin
 
 // Every handler answers a marker error, so a test sees whether the call got past the access check.
 const REACHED = 'handler reached';
-const reached = () => { throw new ApiError('FORBIDDEN', { message: REACHED }); };
+const reached = () => {
+  throw new ApiError('FORBIDDEN', { message: REACHED });
+};
 const handlers = Object.fromEntries(Object.keys(procedures).map((name) => [name, reached])) as Handlers;
 const authHandlers = Object.fromEntries(Object.keys(authRoutes).map((name) => [name, reached])) as AuthHandlers;
 const identity = fakeIdentity({
@@ -114,7 +116,12 @@ beforeAll(async () => {
   });
   const { sql } = server.db;
   for (const id of [ORG, OTHER]) await sql`insert into organizations (id, name, slug) values (${id}, ${id}, ${id.replace('_', '-')}) on conflict do nothing`;
-  const resources = new Set(operations.map(namedRow).filter((a) => a !== null).map((a) => a.resource));
+  const resources = new Set(
+    operations
+      .map(namedRow)
+      .filter((a) => a !== null)
+      .map((a) => a.resource),
+  );
   for (const resource of resources) {
     const seed = seeders[resource];
     if (!seed || !findResource(resource)) continue; // reported by the test below
@@ -162,7 +169,10 @@ const allowed = (operation: ProcedureDefinition, role: string) => {
 
 describe('the contracts declare access for every operation', () => {
   const declared = [document, authDocument].flatMap((doc) =>
-    Object.values(doc.paths as Record<string, Record<string, any>>).flatMap((item) => Object.values(item)).filter((op) => op.operationId && op['x-transport'] === undefined));
+    Object.values(doc.paths as Record<string, Record<string, any>>)
+      .flatMap((item) => Object.values(item))
+      .filter((op) => op.operationId && op['x-transport'] === undefined),
+  );
   it.each(declared.map((op) => [op.operationId, op]))('%s has a valid x-access', (name, op) => {
     const access = op['x-access'];
     expect(access).toBeDefined();
@@ -191,7 +201,12 @@ describe('the contracts declare access for every operation', () => {
   });
 
   it('every resource a by-id operation names has a seeder here (and a loader, unless its procedures are not built yet)', () => {
-    const named = new Set(operations.map(namedRow).filter((a) => a !== null).map((a) => a.resource));
+    const named = new Set(
+      operations
+        .map(namedRow)
+        .filter((a) => a !== null)
+        .map((a) => a.resource),
+    );
     for (const resource of named) if (findResource(resource)) expect(Object.keys(seeders), `add a seeder for ${resource}`).toContain(resource);
   });
 });
@@ -255,7 +270,7 @@ describe('by-id operations load their row in the binding layer', () => {
   const byId = operations.filter((p) => rowAccess(p) !== null);
   const built = byId.filter((p) => findResource(rowAccess(p)!.resource));
 
-  it.each(built.map((p) => [p.name, p]))('%s: another organization\'s row answers 403 to every role', async (_name, operation) => {
+  it.each(built.map((p) => [p.name, p]))("%s: another organization's row answers 403 to every role", async (_name, operation) => {
     for (const user of ['usr_owner', 'usr_orgadmin', 'usr_member', 'usr_admin', 'usr_stranger']) {
       const { status, body } = await call(operation, inputFor(operation, 'other'), user);
       expect(status).toBe(403);

@@ -34,15 +34,21 @@ const token = process.env.CONTRACT_TOKEN?.trim() || undefined;
 const targets: [string, () => Promise<Target>][] = external
   ? [[external, async () => ({ base: external.replace(/\/+$/, ''), ...(token ? { signedIn: { authorization: `Bearer ${token}` } } : {}), close: async () => {} })]]
   : [
-      ['Prism mock', async () => {
-        const prism = await startPrism();
-        return { base: prism.origin, signedIn: { authorization: 'Bearer example' }, close: prism.close };
-      }],
-      ['real server', async () => {
-        const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000' } });
-        // A platform admin too, so the admin.* reads get past their access check like the others.
-        return { base: `${server.origin}/api/v1`, signedIn: (await seedExamples(server, { role: 'admin' })).headers, close: server.close };
-      }],
+      [
+        'Prism mock',
+        async () => {
+          const prism = await startPrism();
+          return { base: prism.origin, signedIn: { authorization: 'Bearer example' }, close: prism.close };
+        },
+      ],
+      [
+        'real server',
+        async () => {
+          const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000' } });
+          // A platform admin too, so the admin.* reads get past their access check like the others.
+          return { base: `${server.origin}/api/v1`, signedIn: (await seedExamples(server, { role: 'admin' })).headers, close: server.close };
+        },
+      ],
     ];
 if (external && !token) console.warn(`test/contract/black-box.test.ts: against ${external} without CONTRACT_TOKEN: the checks that need a session are skipped`);
 
@@ -96,7 +102,12 @@ describe.each(targets)('against the %s', (name, start) => {
   // serialise an object as text/event-stream); a server's stream stays open, so only its start is read.
   const stream = restRequest(procedures['jobs.stream'], exampleInput(procedures['jobs.stream'])).path.replace(/^\/api\/v1/, '');
   const streamEvent = (block: string) => {
-    const field = (key: string) => block.split('\n').find((line) => line.startsWith(`${key}:`))?.slice(key.length + 1).trim();
+    const field = (key: string) =>
+      block
+        .split('\n')
+        .find((line) => line.startsWith(`${key}:`))
+        ?.slice(key.length + 1)
+        .trim();
     return { event: field('event'), ...(field('id') === undefined ? {} : { id: field('id') }), data: JSON.parse(field('data')!) };
   };
   it.runIf(name === 'Prism mock')('jobs.stream answers a valid server-sent event stream', async () => {

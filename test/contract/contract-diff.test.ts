@@ -77,9 +77,7 @@ describe('contract-diff on changed copies of the released contract', () => {
       input.properties.color = { type: 'string' };
       input.required.push('color');
     });
-    expect(breaking(body).map((change) => `${change.operationId} ${change.location}`)).toContain(
-      'workspaces.create /requestBody/content/application~1json/schema/properties/color',
-    );
+    expect(breaking(body).map((change) => `${change.operationId} ${change.location}`)).toContain('workspaces.create /requestBody/content/application~1json/schema/properties/color');
     expect(judge([body]).ok).toBe(false);
 
     const query = diffAfter((doc) => doc.paths['/workspaces'].get.parameters.push({ name: 'region', in: 'query', required: true, schema: { type: 'string' } }));
@@ -145,7 +143,11 @@ describe('contract-diff on changed copies of the released contract', () => {
     const nullable = diffAfter((doc) => {
       schemas(doc).Workspace.properties.name.type = ['string', 'null'];
     });
-    expect(breaking(nullable).map((change) => change.operationId).sort()).toEqual(['workspaces.create', 'workspaces.list', 'workspaces.update']);
+    expect(
+      breaking(nullable)
+        .map((change) => change.operationId)
+        .sort(),
+    ).toEqual(['workspaces.create', 'workspaces.list', 'workspaces.update']);
 
     // The same widening of an input is safe: every request valid before stays valid.
     const input = diffAfter((doc) => {
@@ -242,7 +244,7 @@ describe('the contract-diff command', () => {
     await command('--check');
   }, 60_000); // three runs of the command, each a node start and two comparisons
 
-  it('releases: the changes become the version\'s entry, the bundles the new snapshot', async () => {
+  it("releases: the changes become the version's entry, the bundles the new snapshot", async () => {
     for (const name of ['openapi.json', 'auth-openapi.json'] as const) {
       const next = structuredClone(released[name]);
       next.info.version = '0.3.0';
@@ -264,9 +266,7 @@ describe('the contract-diff command', () => {
 
 describe('the current contract', () => {
   it('has no breaking change against the released snapshot without a major version step (what CI checks)', () => {
-    const diffs = (['openapi.json', 'auth-openapi.json'] as const).map((name) =>
-      compareContract(name, released[name], readJson(`generated/${name}`)),
-    );
+    const diffs = (['openapi.json', 'auth-openapi.json'] as const).map((name) => compareContract(name, released[name], readJson(`generated/${name}`)));
     const verdict = judge(diffs);
     expect(verdict.ok, verdict.report).toBe(true);
   });

@@ -48,7 +48,10 @@ const filesWithErrors = (out: string): string[] => [...new Set([...out.matchAll(
 beforeAll(async () => {
   copy = await throwawayCopy('job-kind-');
   before = await copy.snapshot();
-  const numbers = (await readdir(join(root, 'sql'))).map((name) => /^(\d{4})_/.exec(name)?.[1]).filter(Boolean).map(Number);
+  const numbers = (await readdir(join(root, 'sql')))
+    .map((name) => /^(\d{4})_/.exec(name)?.[1])
+    .filter(Boolean)
+    .map(Number);
   migration = `sql/${String(Math.max(...numbers) + 1).padStart(4, '0')}_job_kind_document_count.sql`;
 }, 60_000);
 afterAll(() => copy?.remove());
@@ -65,10 +68,16 @@ describe(`adding the job kind ${KIND} as docs/contract-changes.md says`, () => {
     await edit(`${SCHEMAS}/JobKind.yaml`, 'enum: [document.extract, document.index, text.embed]', `enum: [document.extract, document.index, text.embed, ${KIND}]`);
     await edit(`${SCHEMAS}/JobKind.yaml`, 'answers the vectors in its result.', `answers the vectors in its result, \`${KIND}\` (1) counts the words of a document's extracted text.`);
     const extract = await readFile(join(copy.dir, SCHEMAS, 'JobsCreateDocumentExtractInput.yaml'), 'utf8');
-    await writeFile(join(copy.dir, SCHEMAS, 'JobsCreateDocumentCountInput.yaml'), extract
-      .replace(/^description: >-\n(?: {2}.*\n)+/m, `description: >-\n  The body of jobs.create for a \`${KIND}\` job (1 AI credit): count the words of a \`ready\`\n  document's extracted text. Takes no \`input\`.\n`)
-      .replaceAll('document.extract', KIND)
-      .replace('The document to extract;', 'The document whose words to count;'));
+    await writeFile(
+      join(copy.dir, SCHEMAS, 'JobsCreateDocumentCountInput.yaml'),
+      extract
+        .replace(
+          /^description: >-\n(?: {2}.*\n)+/m,
+          `description: >-\n  The body of jobs.create for a \`${KIND}\` job (1 AI credit): count the words of a \`ready\`\n  document's extracted text. Takes no \`input\`.\n`,
+        )
+        .replaceAll('document.extract', KIND)
+        .replace('The document to extract;', 'The document whose words to count;'),
+    );
     await edit(`${SCHEMAS}/JobsCreateInput.yaml`, '  - $ref: JobsCreateTextEmbedInput.yaml\n', '  - $ref: JobsCreateTextEmbedInput.yaml\n  - $ref: JobsCreateDocumentCountInput.yaml\n');
     await edit(`${SCHEMAS}/JobsCreateInput.yaml`, '    text.embed: JobsCreateTextEmbedInput.yaml\n', `    text.embed: JobsCreateTextEmbedInput.yaml\n    ${KIND}: JobsCreateDocumentCountInput.yaml\n`);
     await edit(`${SCHEMAS}/Job.yaml`, 'document.index `{ chunks, model }`,', `document.index \`{ chunks, model }\`, ${KIND} \`{ words }\`,`);
@@ -81,15 +90,19 @@ describe(`adding the job kind ${KIND} as docs/contract-changes.md says`, () => {
   }, 240_000);
 
   it('with the runner and the price it compiles, and the one-source test names the CHECK and the CLI docs', async () => {
-    await edit('src/jobs/kinds.ts', "  'text.embed': async (job, deps) => {", [
-      `  '${KIND}': async (job, deps) => {`,
-      '    const stored = await readIndexableText(deps.sql, (await documentOf(job, deps)).id);',
-      "    if (!stored) throw new JobFailure('The document has no extracted text yet: run document.extract first.');",
-      '    return { words: stored.text.split(/\\s+/).filter(Boolean).length };',
-      '  },',
-      '',
+    await edit(
+      'src/jobs/kinds.ts',
       "  'text.embed': async (job, deps) => {",
-    ].join('\n'));
+      [
+        `  '${KIND}': async (job, deps) => {`,
+        '    const stored = await readIndexableText(deps.sql, (await documentOf(job, deps)).id);',
+        "    if (!stored) throw new JobFailure('The document has no extracted text yet: run document.extract first.');",
+        '    return { words: stored.text.split(/\\s+/).filter(Boolean).length };',
+        '  },',
+        '',
+        "  'text.embed': async (job, deps) => {",
+      ].join('\n'),
+    );
     await edit('src/credits/pricing.ts', "  'text.embed': 1,\n", `  'text.embed': 1,\n  '${KIND}': 1,\n`);
     const [tsc, oneSource] = await Promise.all([copy.tsc(), copy.vitest(['test/unit/one-source.test.ts'])]);
     expect(tsc.code, tsc.out).toBe(0);
@@ -109,12 +122,16 @@ describe(`adding the job kind ${KIND} as docs/contract-changes.md says`, () => {
       '',
     ].join('\n');
     await writeFile(join(copy.dir, migration), sql);
-    const listed = await copy.run(['-e', `
+    const listed = await copy.run([
+      '-e',
+      `
       const { createHash } = require('node:crypto');
       const { appendFileSync, readFileSync } = require('node:fs');
       const name = process.argv[1];
       appendFileSync('sql/checksums.txt', createHash('sha256').update(readFileSync('sql/' + name)).digest('hex') + '  ' + name + '\\n');
-    `, migration.slice('sql/'.length)]);
+    `,
+      migration.slice('sql/'.length),
+    ]);
     expect(listed.code, listed.out).toBe(0);
     await edit('docs/cli.md', '(`document.extract` and `document.index` take `--document`', `(\`document.extract\`, \`document.index\` and \`${KIND}\` take \`--document\``);
 

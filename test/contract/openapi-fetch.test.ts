@@ -135,12 +135,29 @@ describe('openapi-typescript + openapi-fetch from the served documents', () => {
   it('the client module type-checks under strict TypeScript', async () => {
     const tsc = join(root, 'node_modules/.bin/tsc');
     const args = [
-      '--noEmit', '--strict', '--exactOptionalPropertyTypes', '--noUncheckedIndexedAccess', '--skipLibCheck',
-      '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--allowImportingTsExtensions',
-      '--types', 'node', '--lib', 'es2022,dom', join(dir, 'flow.ts'),
+      '--noEmit',
+      '--strict',
+      '--exactOptionalPropertyTypes',
+      '--noUncheckedIndexedAccess',
+      '--skipLibCheck',
+      '--target',
+      'es2022',
+      '--module',
+      'esnext',
+      '--moduleResolution',
+      'bundler',
+      '--allowImportingTsExtensions',
+      '--types',
+      'node',
+      '--lib',
+      'es2022,dom',
+      join(dir, 'flow.ts'),
     ];
     const { stdout } = await promisify(execFile)(tsc, args, { cwd: root }).catch((error: { stdout: string }) => error);
-    const diagnostics = stdout.split('\n').filter((line) => /error TS\d+/.test(line)).map((line) => line.replace(dir + '/', '').replace(/^\.tmp\/openapi-fetch-\d+\//, ''));
+    const diagnostics = stdout
+      .split('\n')
+      .filter((line) => /error TS\d+/.test(line))
+      .map((line) => line.replace(dir + '/', '').replace(/^\.tmp\/openapi-fetch-\d+\//, ''));
     const known = diagnostics.filter((line) => KNOWN_TYPE_ERRORS.some((pattern) => pattern.test(line)));
     // Anything else is a contract gap (or a mistake in the module above): none is allowed.
     expect(diagnostics.filter((line) => !known.includes(line))).toEqual([]);

@@ -132,7 +132,9 @@ describe('Portman contract tests generated from the served document', () => {
     const contract = collection.item.filter((item) => !/\[.*\]$/.test(item.name));
     expect(contract).toHaveLength(operations.length);
     // The missing-credentials variation on every operation that is not public.
-    const guarded = Object.values(document.paths).flatMap((path) => Object.values(path as Record<string, { 'x-access'?: unknown }>).filter((operation) => typeof operation === 'object' && 'x-access' in operation && operation['x-access'] !== 'public'));
+    const guarded = Object.values(document.paths).flatMap((path) =>
+      Object.values(path as Record<string, { 'x-access'?: unknown }>).filter((operation) => typeof operation === 'object' && 'x-access' in operation && operation['x-access'] !== 'public'),
+    );
     expect(collection.item.filter((item) => item.name.endsWith('[missing credentials]'))).toHaveLength(guarded.length);
   });
 

@@ -76,9 +76,7 @@ async function call(prism: PrismProcess, path: string, init: RequestInit & { jso
   const header = response.headers.get('sl-violations');
   // Over about 8 KiB Prism truncates the header ("Too many violations! <cut JSON>"): keep it raw.
   const violations: Violation[] = !header ? [] : header.startsWith('Too many violations!') ? [{ message: header }] : JSON.parse(header);
-  const unknown = violations
-    .map((v) => `${where}: ${(v.location ?? []).join('.')} ${v.message ?? ''}`.trim())
-    .filter((line) => !KNOWN_VIOLATIONS.some((known) => known.pattern.test(line)));
+  const unknown = violations.map((v) => `${where}: ${(v.location ?? []).join('.')} ${v.message ?? ''}`.trim()).filter((line) => !KNOWN_VIOLATIONS.some((known) => known.pattern.test(line)));
   if (unknown.length > 0) throw new Error(`Prism reports violations:\n${unknown.join('\n')}\nbody: ${text.slice(0, 2000)}`);
   if (seen.at(-1)!.fromPrism) throw new Error(`${where} is Prism's own answer, not the server's:\n${text.slice(0, 2000)}`);
   return { status: response.status, body, headers: response.headers };
@@ -91,7 +89,8 @@ describe('through prism proxy --errors in front of the real server', () => {
   it('the proxy reports violations: a request that breaks the contract, an answer that breaks it', async () => {
     // A request outside the contract never reaches the server: Prism answers 422 and names it.
     const refused = await fetch(`${v1.origin}/documents`, {
-      method: 'POST', headers: { authorization: 'Bearer x', 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: 'Bearer x', 'content-type': 'application/json' },
       body: JSON.stringify({ organizationId: 'org_aaaaaaaaaaaaaaaaaaaaaaaa', workspaceId: 'ws_aaaaaaaaaaaaaaaaaaaaaaaa', name: 'a.exe', contentType: 'application/x-msdownload', size: 1 }),
     });
     // (Refused requests carry the violations in the problem+json body, not in sl-violations.)
@@ -120,7 +119,10 @@ describe('through prism proxy --errors in front of the real server', () => {
     expect(other.status).toBe(200);
     state.otherOrg = other.body.id;
 
-    state.cookie = first.headers.getSetCookie().map((line) => line.split(';')[0]!).find((pair) => pair.startsWith('session='))!;
+    state.cookie = first.headers
+      .getSetCookie()
+      .map((line) => line.split(';')[0]!)
+      .find((pair) => pair.startsWith('session='))!;
     expect(state.cookie).toBeDefined();
 
     const session = await call(auth, '/get-session', { headers: state.headers });
@@ -169,7 +171,8 @@ describe('through prism proxy --errors in front of the real server', () => {
 
   it('documents: createUpload, PUT, complete, list, get, downloadUrl, download, delete', async () => {
     const started = await call(v1, '/documents', {
-      method: 'POST', headers: state.headers,
+      method: 'POST',
+      headers: state.headers,
       json: { organizationId: state.org, workspaceId: state.workspace, name: 'report.pdf', contentType: 'application/pdf', size: bytes.byteLength },
     });
     expect(started.status).toBe(200);
@@ -216,7 +219,8 @@ describe('through prism proxy --errors in front of the real server', () => {
     expect(missing.status).toBe(404);
     expect(missing.body.code).toBe('NOT_FOUND');
     const foreignWorkspace = await call(v1, '/documents', {
-      method: 'POST', headers: state.otherHeaders,
+      method: 'POST',
+      headers: state.otherHeaders,
       json: { organizationId: state.otherOrg, workspaceId: state.workspace, name: 'x.pdf', contentType: 'application/pdf', size: 1 },
     });
     expect(foreignWorkspace.status).toBe(404);
@@ -229,7 +233,7 @@ describe('through prism proxy --errors in front of the real server', () => {
     expect(taken.body.code).toBe('CONFLICT');
   });
 
-  it('organizations.usage and billing.status: the server\'s answers pass the proxy unchanged', async () => {
+  it("organizations.usage and billing.status: the server's answers pass the proxy unchanged", async () => {
     // Every procedure is built, so none answers 501 (Prism proxy would re-mock an upstream 501).
     const usage = await call(v1, `/organizations/${state.org}/usage`, { headers: state.headers });
     expect(usage.status).toBe(200);

@@ -41,7 +41,7 @@ describe('make scaffold refuses bad arguments before writing anything', () => {
     [['OP=workspaces.archive', 'METHOD=POST', 'PATH=/api/v1/x', 'ACCESS=session'], 'without the /api/v1 prefix'],
     [['OP=workspaces.archive', 'METHOD=POST', 'PATH=/x'], 'ACCESS= is required'],
     [['OP=workspaces.archive', 'METHOD=POST', 'PATH=/x', 'ACCESS={ permission: workspace:fly, tenant: organizationId }'], 'permission workspace:fly is not in src/auth/permissions.ts'],
-    [['OP=workspaces.archive', 'METHOD=POST', 'PATH=/x', 'ACCESS={ permission: workspace:update, tenant: row, resource: workspace }'], 'the row\'s id field id must be a parameter of PATH=/x'],
+    [['OP=workspaces.archive', 'METHOD=POST', 'PATH=/x', 'ACCESS={ permission: workspace:update, tenant: row, resource: workspace }'], "the row's id field id must be a parameter of PATH=/x"],
     [['OP=widgets.spin', 'METHOD=POST', 'PATH=/widgets', 'ACCESS=session'], 'widgets is a new group'],
     [['OP=workspaces.update', 'METHOD=PUT', 'PATH=/workspaces/{id}', 'ACCESS=session'], 'workspaces.update already exists'],
     [['OP=workspaces.replace', 'METHOD=PATCH', 'PATH=/workspaces/{id}', 'ACCESS=session'], 'PATCH /workspaces/{id} already exists'],
@@ -59,7 +59,7 @@ describe('make scaffold OP=workspaces.archive on a copy', () => {
     written = await scaffold();
   }, 120_000);
 
-  it('writes the files the docs list, and codegen\'s', async () => {
+  it("writes the files the docs list, and codegen's", async () => {
     expect(written.code, written.out).toBe(0);
     const after = await copy.snapshot();
     const changed = changedPaths(before, after);
@@ -67,7 +67,14 @@ describe('make scaffold OP=workspaces.archive on a copy', () => {
     expect(changed).toContain('generated/procedures.ts');
     expect([...before.keys()].filter((path) => !after.has(path))).toEqual([]);
     const docs = await readFile(join(root, 'docs/adding-an-operation.md'), 'utf8');
-    for (const path of WRITTEN) expect(docs, path).toContain(path.replace('workspaces.yaml', '<group>.yaml').replace('WorkspacesArchiveResult', '<Name>Result').replace('src/workspaces/', 'src/<group>/').replace('test/workspaces/archive', 'test/<group>/<name>'));
+    for (const path of WRITTEN)
+      expect(docs, path).toContain(
+        path
+          .replace('workspaces.yaml', '<group>.yaml')
+          .replace('WorkspacesArchiveResult', '<Name>Result')
+          .replace('src/workspaces/', 'src/<group>/')
+          .replace('test/workspaces/archive', 'test/<group>/<name>'),
+      );
   });
 
   it('refuses to run twice', async () => {

@@ -41,7 +41,21 @@ afterAll(async () => {
 describe('an SDK generated from /api/v1/openapi.json', () => {
   it('type-checks under strict TypeScript', async () => {
     const tsc = join(root, 'node_modules/.bin/tsc');
-    const args = ['--noEmit', '--strict', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--lib', 'es2022,dom', join(dir, 'sdk/index.ts'), join(dir, 'sdk/client.gen.ts')];
+    const args = [
+      '--noEmit',
+      '--strict',
+      '--skipLibCheck',
+      '--target',
+      'es2022',
+      '--module',
+      'esnext',
+      '--moduleResolution',
+      'bundler',
+      '--lib',
+      'es2022,dom',
+      join(dir, 'sdk/index.ts'),
+      join(dir, 'sdk/client.gen.ts'),
+    ];
     await expect(promisify(execFile)(tsc, args, { cwd: root })).resolves.toBeDefined();
   }, 120_000);
 

@@ -37,10 +37,7 @@ describe('embedded database under concurrent load', () => {
               await tx`insert into events (id, counter_id, payload) values (${i}, ${counter}, ${'event ' + i})`;
               await tx`update counters set value = value + 1 where id = ${counter}`;
               // Two queries in flight at once inside the transaction (pipelined).
-              const [[row], [own]] = await Promise.all([
-                tx`select payload from events where id = ${i}`,
-                tx`select count(*)::int as n from events where id = ${i}`,
-              ]);
+              const [[row], [own]] = await Promise.all([tx`select payload from events where id = ${i}`, tx`select count(*)::int as n from events where id = ${i}`]);
               expect(row!.payload).toBe(`event ${i}`);
               expect(own!.n).toBe(1);
             });

@@ -35,7 +35,7 @@ describe('connection parameters', () => {
     expect(connectionParameters(database, 'embedded')).toEqual({ statement_timeout: '5000', lock_timeout: '0' });
   });
 
-  it('keep the server\'s statement timeout below the client\'s deadline (DB_DEADLINE_MS, DB_JOB_DEADLINE_MS)', () => {
+  it("keep the server's statement timeout below the client's deadline (DB_DEADLINE_MS, DB_JOB_DEADLINE_MS)", () => {
     expect(loadConfig({}).database).toMatchObject({ statementTimeoutMs: 8000, deadlineMs: 10_000, jobDeadlineMs: 60_000 });
     expect(loadConfig({ DB_DEADLINE_MS: '3000', DB_STATEMENT_TIMEOUT_MS: '2500', DB_JOB_DEADLINE_MS: '0' }).database).toMatchObject({ deadlineMs: 3000, statementTimeoutMs: 2500, jobDeadlineMs: 0 });
     expect(loadConfig({ DB_DEADLINE_MS: '0', DB_STATEMENT_TIMEOUT_MS: '30000' }).database).toMatchObject({ deadlineMs: 0, statementTimeoutMs: 30_000 });
@@ -167,7 +167,7 @@ describe('deadline scopes (withDeadline)', () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('give a call the scope\'s deadline instead of the database\'s default; 0 means none', async () => {
+  it("give a call the scope's deadline instead of the database's default; 0 means none", async () => {
     await expect(db.sql`select pg_sleep(0.8)`).rejects.toThrow(DatabaseDeadlineError);
     await db.sql`select 1`; // after the sleep, which the embedded database cannot cancel
     expect(await withDeadline(0, async () => await db.sql`select pg_sleep(0.8)::text as slept`)).toEqual([{ slept: '' }]);
@@ -176,7 +176,7 @@ describe('deadline scopes (withDeadline)', () => {
     expect(scopedDeadline()).toBeUndefined();
   });
 
-  it('follow the job worker from where it was started to every delivery, through pg-boss\'s fetch loop', async () => {
+  it("follow the job worker from where it was started to every delivery, through pg-boss's fetch loop", async () => {
     const queue = await startJobQueue({ db, settings: { leaseSeconds: 60 }, logger: createLogger('silent'), worker: true, pollingSeconds: 0.5 });
     try {
       let delivered!: (deadline: number | undefined) => void;
@@ -206,7 +206,7 @@ describe.skipIf(!externalUrl)('timeouts on a real PostgreSQL server', () => {
     await off?.close();
   });
 
-  it('cancels on the server a statement that outlives the client\'s deadline, and keeps the pool', async () => {
+  it("cancels on the server a statement that outlives the client's deadline, and keeps the pool", async () => {
     const client = await openDatabase({ databaseUrl: externalUrl, dataDir: '/nonexistent', statementTimeoutMs: 0, deadlineMs: 300 });
     try {
       const marker = `deadline_${process.pid}_${Date.now()}`;
@@ -223,10 +223,12 @@ describe.skipIf(!externalUrl)('timeouts on a real PostgreSQL server', () => {
       const table = `deadline_tx_${process.pid}_${Date.now()}`;
       await off.sql`create table ${off.sql(table)} (id int)`;
       try {
-        await expect(client.sql.begin(async (tx) => {
-          await tx`insert into ${tx(table)} values (1)`;
-          await tx`select pg_sleep(5)`;
-        })).rejects.toThrow(DatabaseDeadlineError);
+        await expect(
+          client.sql.begin(async (tx) => {
+            await tx`insert into ${tx(table)} values (1)`;
+            await tx`select pg_sleep(5)`;
+          }),
+        ).rejects.toThrow(DatabaseDeadlineError);
         await new Promise((resolve) => setTimeout(resolve, 300));
         expect(await off.sql`select id from ${off.sql(table)}`).toEqual([]);
       } finally {
@@ -240,10 +242,15 @@ describe.skipIf(!externalUrl)('timeouts on a real PostgreSQL server', () => {
 
   it('sets all three on every connection of the pool', async () => {
     // Ten at once need ten connections.
-    const rows = await Promise.all(Array.from({ length: 10 }, () => db.sql`
+    const rows = await Promise.all(
+      Array.from(
+        { length: 10 },
+        () => db.sql`
       select pg_backend_pid() as pid, current_setting('statement_timeout') as statement,
              current_setting('lock_timeout') as lock, current_setting('idle_in_transaction_session_timeout') as idle,
-             pg_sleep(0.05)::text`));
+             pg_sleep(0.05)::text`,
+      ),
+    );
     expect(new Set(rows.map(([row]) => row!.pid)).size).toBe(10);
     for (const [row] of rows) expect(row).toMatchObject({ statement: '300ms', lock: '100ms', idle: '400ms' });
     expect(await settingsOf(off)).toEqual({ statement: '0', lock: '0', idle: '0' });

@@ -109,7 +109,9 @@ describe('the embedded database thread', () => {
     // (A file, not --input-type with -e: the thread inherits the process's flags, and that one
     // refuses to run a file.)
     const script = join(dataDir, 'open-and-close.mjs');
-    await writeFile(script, `
+    await writeFile(
+      script,
+      `
       import postgres from ${JSON.stringify(pathToFileURL(require.resolve('postgres')).href)};
       import { openAsBlob } from 'node:fs';
       import { startEmbeddedDatabase } from ${JSON.stringify(new URL('../../src/db/embedded.ts', import.meta.url).href)};
@@ -118,7 +120,8 @@ describe('the embedded database thread', () => {
       await sql\`select 1\`;
       await sql.end();
       await db.close();
-      console.log('closed');`);
+      console.log('closed');`,
+    );
     const child = spawn(process.execPath, [script, join(dataDir, 'data'), inject('templateDataDir')], {
       stdio: ['ignore', 'pipe', 'inherit'],
       timeout: 25_000, // a child the thread kept alive is killed: code null

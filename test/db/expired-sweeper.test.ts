@@ -66,7 +66,7 @@ describe('sweepExpired', () => {
     expect(await ids('verification_tokens')).toEqual([]);
   });
 
-  it('deletes the shared limiters\' ended windows and the stream leases that lapsed', async () => {
+  it("deletes the shared limiters' ended windows and the stream leases that lapsed", async () => {
     await db.sql`
       insert into rate_limits (limiter, key, count, resets_at)
       values ('ip', 'ended', 3, ${ago(1)}), ('ip', 'ends-now', 1, ${now}), ('search', 'current', 2, ${later(60_000)})`;
@@ -102,7 +102,7 @@ async function until(condition: () => boolean | Promise<boolean>, ms = 3000): Pr
 }
 
 describe('startExpiredSweeper', () => {
-  it('sweeps at start and then every interval on an unref\'d timer, and stops', async () => {
+  it("sweeps at start and then every interval on an unref'd timer, and stops", async () => {
     await session('ses_expired_1', { expiresAt: ago(1), lastVerifiedAt: ago(HOUR) });
     await token('vt_expired_1', { expiresAt: ago(1) });
     const { lines, logger } = captureLogger();

@@ -55,22 +55,24 @@ describe('foreign key indexes', () => {
   });
 
   it('the check finds a foreign key without an index, and accepts one led by it', async () => {
-    await db.sql.begin(async (tx) => {
-      await tx`create table fk_probe_parent (a int, b int, primary key (a, b))`;
-      await tx`create table fk_probe_child (id int primary key, a int, b int, other int, foreign key (b, a) references fk_probe_parent (b, a))`;
-      const probe = async () => (await unindexedForeignKeys(tx)).filter((key) => key.table.startsWith('fk_probe_'));
-      expect(await probe()).toEqual([{ name: 'fk_probe_child_b_a_fkey', table: 'fk_probe_child', columns: ['a', 'b'], references: 'fk_probe_parent' }]);
-      // An index with the key's columns only after another one does not count; a partial one neither.
-      await tx`create index on fk_probe_child (other, a, b)`;
-      await tx`create index on fk_probe_child (a, b) where other > 0`;
-      expect(await probe()).toHaveLength(1);
-      // Led by them, in another order and with a further column: it counts.
-      await tx`create index on fk_probe_child (b, a, other)`;
-      expect(await probe()).toEqual([]);
-      throw new RollBack();
-    }).catch((error: unknown) => {
-      if (!(error instanceof RollBack)) throw error;
-    });
+    await db.sql
+      .begin(async (tx) => {
+        await tx`create table fk_probe_parent (a int, b int, primary key (a, b))`;
+        await tx`create table fk_probe_child (id int primary key, a int, b int, other int, foreign key (b, a) references fk_probe_parent (b, a))`;
+        const probe = async () => (await unindexedForeignKeys(tx)).filter((key) => key.table.startsWith('fk_probe_'));
+        expect(await probe()).toEqual([{ name: 'fk_probe_child_b_a_fkey', table: 'fk_probe_child', columns: ['a', 'b'], references: 'fk_probe_parent' }]);
+        // An index with the key's columns only after another one does not count; a partial one neither.
+        await tx`create index on fk_probe_child (other, a, b)`;
+        await tx`create index on fk_probe_child (a, b) where other > 0`;
+        expect(await probe()).toHaveLength(1);
+        // Led by them, in another order and with a further column: it counts.
+        await tx`create index on fk_probe_child (b, a, other)`;
+        expect(await probe()).toEqual([]);
+        throw new RollBack();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof RollBack)) throw error;
+      });
     expect(await db.sql`select to_regclass('fk_probe_child') as t`).toEqual([{ t: null }]);
   });
 });

@@ -25,7 +25,11 @@ afterAll(async () => {
 async function listenTo(target: Database, channel: string) {
   const heard: string[] = [];
   let listened = 0;
-  const stop = await target.listen(channel, (payload) => heard.push(payload), () => (listened += 1));
+  const stop = await target.listen(
+    channel,
+    (payload) => heard.push(payload),
+    () => (listened += 1),
+  );
   return { heard, stop, listened: () => listened };
 }
 
@@ -46,10 +50,12 @@ describe('Database.listen', () => {
     });
     await until(listener.heard, 'committed');
 
-    await expect(db.sql.begin(async (tx) => {
-      await tx`select pg_notify('listen_commit', 'rolled back')`;
-      throw new Error('roll back');
-    })).rejects.toThrow('roll back');
+    await expect(
+      db.sql.begin(async (tx) => {
+        await tx`select pg_notify('listen_commit', 'rolled back')`;
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
     // Sent after the rolled-back one: once it is heard, the other would have been too.
     await db.sql`select pg_notify('listen_commit', 'after')`;
     await until(listener.heard, 'after');

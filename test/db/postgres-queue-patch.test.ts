@@ -8,7 +8,12 @@ import { describe, expect, it } from 'vitest';
 // @ts-expect-error: postgres.js's internal module has no types
 import Queue from '../../node_modules/postgres/src/queue.js';
 
-interface Q<T> { length: number; push(x: T): T; shift(): T | undefined; remove(x: T): T | null }
+interface Q<T> {
+  length: number;
+  push(x: T): T;
+  shift(): T | undefined;
+  remove(x: T): T | null;
+}
 
 describe('postgres.js pool queue (patched)', () => {
   it('keeps first-in first-out order and its length through compactions, never emptying', () => {

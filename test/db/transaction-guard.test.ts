@@ -47,19 +47,22 @@ describe('the transaction guard on the embedded database (one connection)', () =
     expect(await sql`select id from guard_notes`).toEqual([]);
   });
 
-  it('refuses the pool\'s unsafe, begin, reserve and notify inside, and tx still works after', async () => {
+  it("refuses the pool's unsafe, begin, reserve and notify inside, and tx still works after", async () => {
     const { sql } = db;
-    const answer = await within(5000, sql.begin(async (tx) => {
-      await expect(sql.unsafe('select 1')).rejects.toThrow(TransactionGuardError);
-      await expect(sql.begin(async () => {})).rejects.toThrow(/sql\.begin\(\) called on the pool/);
-      await expect(sql.reserve()).rejects.toThrow(/sql\.reserve\(\) called on the pool/);
-      await expect(sql.notify('channel', 'payload')).rejects.toThrow(/sql\.notify\(\) called on the pool/);
-      // Promise.all and a query made before but first awaited inside count too.
-      const early = sql`select 1`;
-      await expect(Promise.all([early])).rejects.toThrow(TransactionGuardError);
-      await tx`insert into guard_notes values (2, 'kept')`;
-      return 'committed';
-    }));
+    const answer = await within(
+      5000,
+      sql.begin(async (tx) => {
+        await expect(sql.unsafe('select 1')).rejects.toThrow(TransactionGuardError);
+        await expect(sql.begin(async () => {})).rejects.toThrow(/sql\.begin\(\) called on the pool/);
+        await expect(sql.reserve()).rejects.toThrow(/sql\.reserve\(\) called on the pool/);
+        await expect(sql.notify('channel', 'payload')).rejects.toThrow(/sql\.notify\(\) called on the pool/);
+        // Promise.all and a query made before but first awaited inside count too.
+        const early = sql`select 1`;
+        await expect(Promise.all([early])).rejects.toThrow(TransactionGuardError);
+        await tx`insert into guard_notes values (2, 'kept')`;
+        return 'committed';
+      }),
+    );
     expect(answer).toBe('committed');
     expect(await sql`select note from guard_notes where id = 2`).toEqual([{ note: 'kept' }]);
   });
@@ -67,7 +70,12 @@ describe('the transaction guard on the embedded database (one connection)', () =
   it('also catches the pool used deep inside a helper called in the transaction', async () => {
     const { sql } = db;
     const countNotes = async (client: Db) => (await client`select count(*)::int as n from guard_notes`)[0]!.n as number;
-    await expect(within(2000, sql.begin(async () => countNotes(sql)))).rejects.toThrow(TransactionGuardError);
+    await expect(
+      within(
+        2000,
+        sql.begin(async () => countNotes(sql)),
+      ),
+    ).rejects.toThrow(TransactionGuardError);
     expect(await sql.begin((tx) => countNotes(tx))).toBeGreaterThanOrEqual(1);
   });
 
@@ -78,10 +86,12 @@ describe('the transaction guard on the embedded database (one connection)', () =
       await tx.savepoint(async (sp) => {
         await sp`insert into guard_notes values (3, 'in a savepoint')`;
       });
-      await expect(tx.savepoint(async (sp) => {
-        await sp`insert into guard_notes values (4, 'undone')`;
-        throw new Error('undo the savepoint');
-      })).rejects.toThrow('undo the savepoint');
+      await expect(
+        tx.savepoint(async (sp) => {
+          await sp`insert into guard_notes values (4, 'undone')`;
+          throw new Error('undo the savepoint');
+        }),
+      ).rejects.toThrow('undo the savepoint');
       // Fragments and helpers made with the pool send nothing themselves.
       const where = sql`where id = ${3}`;
       const [row] = await tx`select note from guard_notes ${where}`;
@@ -160,13 +170,15 @@ describe('deadlines on the embedded database (one connection, no cancel request)
     let refused: unknown;
     let finished!: () => void;
     const callbackDone = new Promise<void>((resolve) => (finished = resolve));
-    const outcome = scoped(200, () => sql.begin(async (tx) => {
-      await tx`insert into guard_notes values (101, 'rolled back')`;
-      await sleep(400);
-      refused = await tx`insert into guard_notes values (102, 'refused')`.catch((error: unknown) => error);
-      finished();
-      return 'the callback succeeded';
-    }));
+    const outcome = scoped(200, () =>
+      sql.begin(async (tx) => {
+        await tx`insert into guard_notes values (101, 'rolled back')`;
+        await sleep(400);
+        refused = await tx`insert into guard_notes values (102, 'refused')`.catch((error: unknown) => error);
+        finished();
+        return 'the callback succeeded';
+      }),
+    );
     await expect(within(2000, outcome)).rejects.toThrow(DatabaseDeadlineError);
     await callbackDone;
     expect(refused).toBeInstanceOf(DatabaseDeadlineError);
@@ -174,17 +186,23 @@ describe('deadlines on the embedded database (one connection, no cancel request)
     expect(await within(5000, sql`select id from guard_notes where id in (101, 102)`)).toEqual([]);
   });
 
-  it('gives a transaction\'s queries what is left of its deadline, and commits one that finishes in time', async () => {
+  it("gives a transaction's queries what is left of its deadline, and commits one that finishes in time", async () => {
     const { sql } = db;
-    const answer = await scoped(5000, () => sql.begin(async (tx) => {
-      await tx`insert into guard_notes values (103, 'in time')`;
-      return 'committed';
-    }));
+    const answer = await scoped(5000, () =>
+      sql.begin(async (tx) => {
+        await tx`insert into guard_notes values (103, 'in time')`;
+        return 'committed';
+      }),
+    );
     expect(answer).toBe('committed');
-    await expect(scoped(300, () => sql.begin(async (tx) => {
-      await sleep(150);
-      await tx`select pg_sleep(0.5)`; // about 150 ms left: this query is what passes the deadline
-    }))).rejects.toThrow(DatabaseDeadlineError);
+    await expect(
+      scoped(300, () =>
+        sql.begin(async (tx) => {
+          await sleep(150);
+          await tx`select pg_sleep(0.5)`; // about 150 ms left: this query is what passes the deadline
+        }),
+      ),
+    ).rejects.toThrow(DatabaseDeadlineError);
     expect(await sql`select note from guard_notes where id = 103`).toEqual([{ note: 'in time' }]);
   });
 });

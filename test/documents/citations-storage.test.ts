@@ -35,8 +35,7 @@ describe('storing chunks in short statements', () => {
     const document = await uploadDocument(t, name, 'text/plain', Buffer.from('text'));
     return { id: document.id, organizationId: t.org, workspaceId: t.workspaceId };
   };
-  const store = (document: Awaited<ReturnType<typeof newDocument>>, name: string, count: number) =>
-    replaceChunks(server.db.sql, document, 'test-model', chunks(name, count), new Date());
+  const store = (document: Awaited<ReturnType<typeof newDocument>>, name: string, count: number) => replaceChunks(server.db.sql, document, 'test-model', chunks(name, count), new Date());
 
   /** In one statement (one snapshot): every row of the document, and the texts search would read. */
   const observe = async (documentId: string) => {
@@ -84,7 +83,9 @@ describe('storing chunks in short statements', () => {
     // database the delete takes its turn right after the next one, on a server it is one round trip.
     const storing = store(document, 'doomed', 200 * CHUNK_BATCH);
     // Once some of them are in, the document goes (and its chunks with it, by the foreign key).
-    while ((await observe(document.id)).rows === 0) { /* the next look waits its turn behind the next batch */ }
+    while ((await observe(document.id)).rows === 0) {
+      /* the next look waits its turn behind the next batch */
+    }
     await deleteDocument(server.db.sql, document.id);
     expect(await storing).toBe(false);
     expect(await observe(document.id)).toEqual({ rows: 0, visible: [] });

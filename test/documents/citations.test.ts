@@ -30,10 +30,7 @@ interface ChunkRow {
 /** A PDF whose page N holds `lines` lines naming it ("page2 line 7 ..."), one text operator each. */
 function pagesPdf(pages: number, lines: number): Buffer {
   const font = 3 + pages * 2;
-  const objects = [
-    '<< /Type /Catalog /Pages 2 0 R >>',
-    `<< /Type /Pages /Kids [${Array.from({ length: pages }, (_, i) => `${3 + i * 2} 0 R`).join(' ')}] /Count ${pages} >>`,
-  ];
+  const objects = ['<< /Type /Catalog /Pages 2 0 R >>', `<< /Type /Pages /Kids [${Array.from({ length: pages }, (_, i) => `${3 + i * 2} 0 R`).join(' ')}] /Count ${pages} >>`];
   for (let page = 1; page <= pages; page++) {
     const shows = Array.from({ length: lines }, (_, line) => `(page${page} line ${line} says something about the harbour.) Tj 0 -12 Td`).join('\n');
     objects.push(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 ${font} 0 R >> >> /Contents ${4 + (page - 1) * 2} 0 R >>`);
@@ -115,7 +112,12 @@ describe('citations of indexed chunks', async () => {
       expect(chunk.firstPage).toBeNull();
     }
     // The path at a chunk's start: the headings above it, each closing those of its level and deeper.
-    const headings = [['# Guide', ['Guide']], ['## Birds', ['Guide', 'Birds']], ['### Owls', ['Guide', 'Birds', 'Owls']], ['## Trees', ['Guide', 'Trees']]] as const;
+    const headings = [
+      ['# Guide', ['Guide']],
+      ['## Birds', ['Guide', 'Birds']],
+      ['### Owls', ['Guide', 'Birds', 'Owls']],
+      ['## Trees', ['Guide', 'Trees']],
+    ] as const;
     const expected = (start: number) => headings.filter(([line]) => markdown.indexOf(line) <= start).at(-1)?.[1] ?? null;
     expect(new Set(chunks.map((chunk) => JSON.stringify(chunk.headingPath))).size).toBe(4);
     for (const chunk of chunks) expect(chunk.headingPath).toEqual(expected(chunk.start));

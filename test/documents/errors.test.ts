@@ -15,8 +15,15 @@ import { addMembership, createUser, type TestUser } from '../support/users.ts';
 
 const MAX = 1024;
 const CONTENT_TYPES = [
-  'text/plain', 'text/markdown', 'text/csv', 'text/html', 'application/json', 'application/pdf',
-  'application/vnd.openxmlformats-officedocument.wordprocessingml.document', 'image/png', 'image/jpeg',
+  'text/plain',
+  'text/markdown',
+  'text/csv',
+  'text/html',
+  'application/json',
+  'application/pdf',
+  'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  'image/png',
+  'image/jpeg',
 ] as const;
 
 let server: TestServer;
@@ -41,7 +48,13 @@ const plans: PlanLookup = {
 };
 
 const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: clientFetch(server) });
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 const key = (document: { organizationId: string; id: string }) => `${document.organizationId}/${document.id}`;
 
 /** PUT through the presigned address with exactly the headers it came with. */
@@ -97,7 +110,10 @@ describe('documents.createUpload input', () => {
     for (const contentType of ['application/x-msdownload', 'application/pdf; charset=binary', 'APPLICATION/PDF', 'image/gif', 'text/plain ', '']) {
       const error = await failure(client(owner).documents.createUpload({ ...base(), contentType: contentType as 'application/pdf' }));
       expect(error, contentType).toMatchObject({ status: 400, code: 'BAD_REQUEST', defined: true });
-      expect((error.data as { issues: { path: unknown[] }[] }).issues.map((issue) => issue.path), contentType).toEqual([['contentType']]);
+      expect(
+        (error.data as { issues: { path: unknown[] }[] }).issues.map((issue) => issue.path),
+        contentType,
+      ).toEqual([['contentType']]);
 
       const response = await server.fetch('/api/v1/documents', { method: 'POST', headers: { ...owner.headers, 'content-type': 'application/json' }, body: JSON.stringify({ ...base(), contentType }) });
       expect(response.status, contentType).toBe(400);
@@ -211,7 +227,13 @@ describe('unknown ids', () => {
       () => client(owner).documents.delete({ id }),
     ];
     for (const call of calls) expect(await failure(call())).toMatchObject({ status: 404, code: 'NOT_FOUND', defined: true });
-    const rest: [string, string][] = [['GET', ''], ['POST', '/complete'], ['GET', '/download-url'], ['GET', '/text'], ['DELETE', '']];
+    const rest: [string, string][] = [
+      ['GET', ''],
+      ['POST', '/complete'],
+      ['GET', '/download-url'],
+      ['GET', '/text'],
+      ['DELETE', ''],
+    ];
     for (const [method, suffix] of rest) {
       const response = await server.fetch(`/api/v1/documents/${id}${suffix}`, { method, headers: owner.headers });
       expect(response.status, `${method} ${suffix}`).toBe(404);
@@ -270,8 +292,11 @@ describe('storage quota while billing is configured', () => {
     const billed = await billedWorkspace(1000);
     const second = await client(owner).workspaces.create({ organizationId: billed.org, name: 'Second', slug: 'second' });
     await client(owner).documents.createUpload({ organizationId: billed.org, workspaceId: billed.ws, name: 'a.txt', contentType: 'text/plain', size: 700 });
-    expect(await failure(client(owner).documents.createUpload({ organizationId: billed.org, workspaceId: second.id, name: 'b.txt', contentType: 'text/plain', size: 301 })))
-      .toMatchObject({ status: 403, code: 'LIMIT_REACHED', data: { kind: 'storageBytes', limit: 1000 } });
+    expect(await failure(client(owner).documents.createUpload({ organizationId: billed.org, workspaceId: second.id, name: 'b.txt', contentType: 'text/plain', size: 301 }))).toMatchObject({
+      status: 403,
+      code: 'LIMIT_REACHED',
+      data: { kind: 'storageBytes', limit: 1000 },
+    });
     // storage in list is the workspace's own usage; the limit is the organization's.
     expect((await client(owner).documents.list({ organizationId: billed.org, workspaceId: second.id })).storage).toEqual({ usedBytes: 0, limitBytes: 1000 });
   });
@@ -292,8 +317,11 @@ describe('rows that go away meanwhile', () => {
     meanwhile = async () => {
       await client(owner).workspaces.delete({ id: gone.id });
     };
-    expect(await failure(client(owner).documents.createUpload({ organizationId: org, workspaceId: gone.id, name: 'late.txt', contentType: 'text/plain', size: 5 })))
-      .toMatchObject({ status: 404, code: 'NOT_FOUND', defined: true });
+    expect(await failure(client(owner).documents.createUpload({ organizationId: org, workspaceId: gone.id, name: 'late.txt', contentType: 'text/plain', size: 5 }))).toMatchObject({
+      status: 404,
+      code: 'NOT_FOUND',
+      defined: true,
+    });
     const [row] = await server.db.sql`select count(*)::int as count from documents where workspace_id = ${gone.id}`;
     expect(row!.count).toBe(0);
   });

@@ -23,7 +23,13 @@ let slugs = 0;
 let clock = Date.now();
 
 const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: clientFetch(server) });
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 const workspace = async () => (await client(owner).workspaces.create({ organizationId: org, name: 'Pages', slug: `pages-${++slugs}` })).id;
 
 type Page = Awaited<ReturnType<ReturnType<typeof client>['documents']['list']>>;
@@ -67,7 +73,7 @@ afterAll(async () => {
 });
 
 describe('documents.list pages', () => {
-  it('answers 7 documents in pages of 3, 3 and 1, newest first, with the whole workspace\'s storage on each', async () => {
+  it("answers 7 documents in pages of 3, 3 and 1, newest first, with the whole workspace's storage on each", async () => {
     const ws = await workspace();
     const made: string[] = [];
     let total = 0;
@@ -153,8 +159,11 @@ describe('documents.list pages', () => {
   it('answers 400 for limits outside 1 to 200', async () => {
     const ws = await workspace();
     for (const limit of [0, 201, -1, 1.5]) {
-      expect(await failure(client(owner).documents.list({ organizationId: org, workspaceId: ws, limit })), String(limit))
-        .toMatchObject({ status: 400, code: 'BAD_REQUEST', data: { issues: [{ path: ['limit'] }] } });
+      expect(await failure(client(owner).documents.list({ organizationId: org, workspaceId: ws, limit })), String(limit)).toMatchObject({
+        status: 400,
+        code: 'BAD_REQUEST',
+        data: { issues: [{ path: ['limit'] }] },
+      });
     }
     expect((await server.fetch(`/api/v1/workspaces/${ws}/documents?organizationId=${org}&limit=abc`, { headers: owner.headers })).status).toBe(400);
   });
@@ -226,7 +235,10 @@ describe('documents.list cursors', () => {
     for (const [name, cursor] of Object.entries(cursors)) {
       const error = await failure(client(owner).documents.list({ organizationId: org, workspaceId: ws, cursor }));
       expect(error, name).toMatchObject({ status: 400, code: 'BAD_REQUEST', defined: true });
-      expect((error.data as { issues: { path: unknown[] }[] }).issues.map((issue) => issue.path), name).toEqual([['cursor']]);
+      expect(
+        (error.data as { issues: { path: unknown[] }[] }).issues.map((issue) => issue.path),
+        name,
+      ).toEqual([['cursor']]);
 
       const response = await server.fetch(`/api/v1/workspaces/${ws}/documents?${new URLSearchParams({ organizationId: org, cursor })}`, { headers: owner.headers });
       expect(response.status, name).toBe(400);

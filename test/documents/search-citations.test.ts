@@ -9,7 +9,13 @@ import { fixture } from '../ai-service/support.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { tenant, uploadDocument, waitForJob, type Tenant } from '../jobs/support.ts';
 
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 
 describe('documents.search cites where each hit is', () => {
   let server: TestServer;
@@ -34,7 +40,7 @@ describe('documents.search cites where each hit is', () => {
     return hit!;
   };
 
-  it('a PDF hit names the pages it spans, and its range is the hit\'s text in the document\'s text', async () => {
+  it("a PDF hit names the pages it spans, and its range is the hit's text in the document's text", async () => {
     // report.pdf: page 1 is about the cooperative, page 2 starts "The solar array".
     const hit = await hitOf('solar array', pdf);
     expect(hit.citation).toBeDefined();
@@ -81,7 +87,11 @@ describe('documents.search cites where each hit is', () => {
   });
 
   it('documents.text answers 400 for an end before the start, or offsets that are not whole numbers from 0', async () => {
-    for (const [range, field] of [[{ start: 10, end: 5 }, 'end'], [{ start: -1 }, 'start'], [{ end: 1.5 }, 'end']] as const) {
+    for (const [range, field] of [
+      [{ start: 10, end: 5 }, 'end'],
+      [{ start: -1 }, 'start'],
+      [{ end: 1.5 }, 'end'],
+    ] as const) {
       const error = await failure(t.client.documents.text({ id: notes, ...(range as object) }));
       expect(error, JSON.stringify(range)).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
       expect(JSON.stringify((error.data as { issues: unknown }).issues)).toContain(field);

@@ -18,7 +18,13 @@ const PASSAGES = [
   'The landlord agreed to repaint the rented office before the lease starts.',
 ];
 
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 
 describe('documents.search filters inside the ranking', () => {
   let server: TestServer;
@@ -61,7 +67,15 @@ describe('documents.search filters inside the ranking', () => {
     ['documentIds', () => ({ documentIds: matching })],
     ['contentTypes', () => ({ contentTypes: ['text/plain' as const] })],
     ['createdAfter', () => ({ createdAfter: new Date(decoyCreatedAt.getTime() + 1) })],
-    ['every filter at once', () => ({ documentIds: [...matching, decoyId], contentTypes: ['text/plain' as const, 'application/pdf' as const], createdAfter: new Date(decoyCreatedAt.getTime() + 1), createdBefore: new Date(Date.now() + 60_000) })],
+    [
+      'every filter at once',
+      () => ({
+        documentIds: [...matching, decoyId],
+        contentTypes: ['text/plain' as const, 'application/pdf' as const],
+        createdAfter: new Date(decoyCreatedAt.getTime() + 1),
+        createdBefore: new Date(Date.now() + 60_000),
+      }),
+    ],
   ])('%s: answers `limit` matching hits among nearer non-matching chunks', async (_name, filters) => {
     const { results } = await search(filters());
     expect(results).toHaveLength(PASSAGES.length);

@@ -9,7 +9,7 @@ import { tenant, uploadDocument, waitForJob, type Tenant } from '../jobs/support
 
 const PASSAGES = {
   running: 'She runs by the river every morning. The run is short, but Running keeps her calm; the runner waves.',
-  lease: 'Adaeze Okonkwo-Baptiste signed the lease for the new office in Lisbon at eight o\'clock.',
+  lease: "Adaeze Okonkwo-Baptiste signed the lease for the new office in Lisbon at eight o'clock.",
   bakery: 'The bakery on the corner sells fresh bread and croissants every morning.',
 } as const;
 
@@ -34,13 +34,15 @@ describe('documents.search highlights the matched words', () => {
   const highlighted = async (query: string) => {
     const { results } = await t.client.documents.search({ workspaceId: t.workspaceId, query, limit: 3 });
     expect(results).toHaveLength(3);
-    return Object.fromEntries(results.map((hit) => {
-      for (const [i, range] of hit.highlights.entries()) {
-        expect(range.start).toBeLessThan(range.end);
-        if (i > 0) expect(range.start).toBeGreaterThanOrEqual(hit.highlights[i - 1]!.end);
-      }
-      return [names.get(hit.documentId)!, hit.highlights.map((range) => hit.text.slice(range.start, range.end))];
-    }));
+    return Object.fromEntries(
+      results.map((hit) => {
+        for (const [i, range] of hit.highlights.entries()) {
+          expect(range.start).toBeLessThan(range.end);
+          if (i > 0) expect(range.start).toBeGreaterThanOrEqual(hit.highlights[i - 1]!.end);
+        }
+        return [names.get(hit.documentId)!, hit.highlights.map((range) => hit.text.slice(range.start, range.end))];
+      }),
+    );
   };
 
   it.each([

@@ -11,7 +11,7 @@ import { startTenantServer, uploadDocument, waitForJob, type Tenant } from '../j
 
 const PASSAGES = {
   german: 'Die alten Häuser der Altstadt wurden im neunzehnten Jahrhundert von Handwerkern aus der Region gebaut und stehen heute unter Denkmalschutz.',
-  french: 'Les maisons de la vieille ville ont été construites au dix-neuvième siècle par des artisans de la région et sont aujourd\'hui protégées.',
+  french: "Les maisons de la vieille ville ont été construites au dix-neuvième siècle par des artisans de la région et sont aujourd'hui protégées.",
   chinese: '东京塔是日本东京的一座电波塔，建于一九五八年，高三百三十三米，是东京最著名的地标建筑之一。',
   japanese: '東京タワーは東京都港区芝公園にある総合電波塔で、一九五八年に完成しました。観光客に人気があります。',
   english: 'The old houses of the town were built in the nineteenth century by craftsmen from the region and are protected today.',
@@ -40,7 +40,7 @@ describe('documents.search in the language of each document', () => {
     return results.map((hit) => ({ name: names.get(hit.documentId)!, words: hit.highlights.map((range) => hit.text.slice(range.start, range.end)) }));
   };
 
-  it('detects each text\'s language and indexes its chunks with the matching configuration', async () => {
+  it("detects each text's language and indexes its chunks with the matching configuration", async () => {
     const rows = await server.db.sql<{ name: string; language: string; config: string; segmented: boolean }[]>`
       select d.name, t.language, c.search_config::text as config, c.search_text is not null as segmented
       from documents d join document_texts t on t.document_id = d.id join document_chunks c on c.document_id = d.id

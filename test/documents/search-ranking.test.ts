@@ -13,7 +13,7 @@ import { tenant, uploadDocument, waitForJob, type Tenant } from '../jobs/support
 const PASSAGES = {
   automobiles: 'Automobiles need regular maintenance: change the engine oil and rotate the tyres every ten thousand kilometres.',
   physician: 'The physician examined the patient and prescribed a course of antibiotics for the infection.',
-  bakery: 'The bakery on the corner sells fresh bread and croissants every morning from six o\'clock.',
+  bakery: "The bakery on the corner sells fresh bread and croissants every morning from six o'clock.",
   revenue: 'Quarterly revenue grew by fourteen percent, led by strong sales in Europe and Asia.',
   hiking: 'The hiking trail climbs steeply through pine forest to a quiet mountain lake.',
   lease: 'Adaeze Okonkwo-Baptiste signed the lease for the new office in Lisbon.',
@@ -61,7 +61,11 @@ describe('documents.search ranks by meaning and by words', () => {
   it('finds a rare name by its words: full text ranks it first where meaning alone may not', async () => {
     const query = 'Okonkwo-Baptiste';
     expect((await search(query)).names[0]).toBe('lease');
-    const fulltext = await searchChunks(server.db.sql, { workspaceId: t.workspaceId, model: LOCAL_EMBEDDING_MODEL, text: query, vector: (await server.services.ai.embed([query])).vectors[0]!, limit: 5 }, 'fulltext');
+    const fulltext = await searchChunks(
+      server.db.sql,
+      { workspaceId: t.workspaceId, model: LOCAL_EMBEDDING_MODEL, text: query, vector: (await server.services.ai.embed([query])).vectors[0]!, limit: 5 },
+      'fulltext',
+    );
     expect(fulltext.map((hit) => ids.get(hit.documentId))).toEqual(['lease']);
   });
 

@@ -25,7 +25,10 @@ describe('searchText', () => {
   it('gives each word its range in the run, offset by where the run starts', () => {
     const text = 'xx電波塔';
     const words = cjkWords(text.slice(2), 2);
-    expect(words).toEqual([{ start: 2, end: 4, word: '電波' }, { start: 4, end: 5, word: '塔' }]);
+    expect(words).toEqual([
+      { start: 2, end: 4, word: '電波' },
+      { start: 4, end: 5, word: '塔' },
+    ]);
     for (const word of words) expect(text.slice(word.start, word.end)).toBe(word.word);
   });
 });

@@ -17,7 +17,13 @@ let owner: TestUser, admin: TestUser, member: TestUser, stranger: TestUser, outs
 let org: string, otherOrg: string, ws: string, otherWs: string;
 
 const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: clientFetch(server) });
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 const key = (document: { organizationId: string; id: string }) => `${document.organizationId}/${document.id}`;
 
 /** A document of `ws` uploaded by `user`; completed unless `complete` is false. */
@@ -32,7 +38,11 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'workspace-api-documents-'));
   server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000', DATA_DIR: dataDir } });
   [owner, admin, member, stranger, outsider, expired] = await Promise.all([
-    createUser(server.db), createUser(server.db), createUser(server.db), createUser(server.db), createUser(server.db),
+    createUser(server.db),
+    createUser(server.db),
+    createUser(server.db),
+    createUser(server.db),
+    createUser(server.db),
     createUser(server.db, { now: new Date(Date.now() - 60 * 24 * 3600_000) }),
   ]);
   org = await addMembership(server.db, owner, 'owner');
@@ -49,7 +59,7 @@ afterAll(async () => {
 });
 
 describe('documents across tenants', () => {
-  it('answers 403 for get, complete, downloadUrl, text and delete of another organization\'s document, changing nothing', async () => {
+  it("answers 403 for get, complete, downloadUrl, text and delete of another organization's document, changing nothing", async () => {
     const bytes = Buffer.from('# Ours\n\nNot yours.\n');
     const ready = await document(owner, bytes);
     const pending = await document(owner, bytes, false);
@@ -69,7 +79,12 @@ describe('documents across tenants', () => {
         expect(await failure(call()), name).toMatchObject({ status: 403, code: 'FORBIDDEN', defined: true, message: 'You do not have access to this resource.' });
       }
       const rest: [string, string, string][] = [
-        ['GET', ready.id, ''], ['POST', pending.id, '/complete'], ['GET', ready.id, '/download-url'], ['GET', ready.id, '/text'], ['DELETE', ready.id, ''], ['DELETE', pending.id, ''],
+        ['GET', ready.id, ''],
+        ['POST', pending.id, '/complete'],
+        ['GET', ready.id, '/download-url'],
+        ['GET', ready.id, '/text'],
+        ['DELETE', ready.id, ''],
+        ['DELETE', pending.id, ''],
       ];
       for (const [method, id, suffix] of rest) {
         const response = await server.fetch(`/api/v1/documents/${id}${suffix}`, { method, headers: intruder.headers });
@@ -91,12 +106,16 @@ describe('documents across tenants', () => {
   it('answers 403 for list and createUpload in an organization the caller is not a member of, creating nothing', async () => {
     for (const intruder of [stranger, outsider]) {
       expect(await failure(client(intruder).documents.list({ organizationId: org, workspaceId: ws }))).toMatchObject({ status: 403, code: 'FORBIDDEN' });
-      expect(await failure(client(intruder).documents.createUpload({ organizationId: org, workspaceId: ws, name: 'x.txt', contentType: 'text/plain', size: 1 })))
-        .toMatchObject({ status: 403, code: 'FORBIDDEN' });
+      expect(await failure(client(intruder).documents.createUpload({ organizationId: org, workspaceId: ws, name: 'x.txt', contentType: 'text/plain', size: 1 }))).toMatchObject({
+        status: 403,
+        code: 'FORBIDDEN',
+      });
     }
     // Naming their own organization does not reach our workspace either.
-    expect(await failure(client(stranger).documents.createUpload({ organizationId: otherOrg, workspaceId: ws, name: 'x.txt', contentType: 'text/plain', size: 1 })))
-      .toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect(await failure(client(stranger).documents.createUpload({ organizationId: otherOrg, workspaceId: ws, name: 'x.txt', contentType: 'text/plain', size: 1 }))).toMatchObject({
+      status: 404,
+      code: 'NOT_FOUND',
+    });
     expect(await failure(client(stranger).documents.list({ organizationId: otherOrg, workspaceId: ws }))).toMatchObject({ status: 404, code: 'NOT_FOUND' });
     const [row] = await server.db.sql`select count(*)::int as count from documents where uploaded_by in (${stranger.id}, ${outsider.id})`;
     expect(row!.count).toBe(0);
@@ -150,7 +169,11 @@ describe('should require access', () => {
     const anonymous = client();
     const badToken = createClient({ baseUrl: server.origin, token: 'not-a-session-token', fetch: clientFetch(server) });
     const stale = client(expired);
-    for (const [who, c] of [['no session', anonymous], ['bad token', badToken], ['expired session', stale]] as const) {
+    for (const [who, c] of [
+      ['no session', anonymous],
+      ['bad token', badToken],
+      ['expired session', stale],
+    ] as const) {
       for (const [name, call] of calls(c, kept.id)) {
         expect(await failure(call()), `${who}: ${name}`).toMatchObject({ status: 401, code: 'UNAUTHORIZED', message: 'You must be signed in.' });
       }

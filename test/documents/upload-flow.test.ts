@@ -26,7 +26,13 @@ function pdfBytes(): Buffer {
   return Buffer.concat([Buffer.from('%PDF-1.7\n%\xe2\xe3\xcf\xd3\n', 'latin1'), all, randomBytes(5000), Buffer.from('\n%%EOF\n')]);
 }
 
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 
 interface Setup {
   server: TestServer;
@@ -62,8 +68,16 @@ function flowTests(driver: 'local' | 's3', setup: () => Setup) {
 
     const { document, upload } = await client(owner).documents.createUpload({ organizationId: org, workspaceId: ws.id, name: NAME, contentType: 'application/pdf', size: bytes.length });
     expect(document).toMatchObject({
-      organizationId: org, workspaceId: ws.id, uploadedBy: owner.id, name: NAME, contentType: 'application/pdf',
-      size: bytes.length, status: 'pending', extracted: null, indexedAt: null, chunkCount: null,
+      organizationId: org,
+      workspaceId: ws.id,
+      uploadedBy: owner.id,
+      name: NAME,
+      contentType: 'application/pdf',
+      size: bytes.length,
+      status: 'pending',
+      extracted: null,
+      indexedAt: null,
+      chunkCount: null,
     });
     expect(document.id).toMatch(/^doc_/);
     expect(document.createdAt).toBeInstanceOf(Date);
@@ -267,10 +281,14 @@ describe('upload flow on the S3 driver (s3rver)', () => {
 
   it('has no /uploads routes', async () => {
     const { server, owner, org } = setup;
-    const ws = await createClient({ baseUrl: server.origin, token: owner.token, fetch: clientFetch(server) })
-      .workspaces.create({ organizationId: org, name: 'No uploads', slug: 'no-uploads' });
-    const { document } = await createClient({ baseUrl: server.origin, token: owner.token, fetch: clientFetch(server) })
-      .documents.createUpload({ organizationId: org, workspaceId: ws.id, name: 'a.txt', contentType: 'text/plain', size: 5 });
+    const ws = await createClient({ baseUrl: server.origin, token: owner.token, fetch: clientFetch(server) }).workspaces.create({ organizationId: org, name: 'No uploads', slug: 'no-uploads' });
+    const { document } = await createClient({ baseUrl: server.origin, token: owner.token, fetch: clientFetch(server) }).documents.createUpload({
+      organizationId: org,
+      workspaceId: ws.id,
+      name: 'a.txt',
+      contentType: 'text/plain',
+      size: 5,
+    });
     const path = `/uploads/${org}/${document.id}`;
     const signature = '0'.repeat(64);
     const put = await server.fetch(`${path}?expires=9999999999&size=5&signature=${signature}`, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'hello' });

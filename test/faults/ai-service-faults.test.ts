@@ -34,7 +34,13 @@ import { expectNoInternalErrors, expectSettledAndBalanced, statusHistory, withDe
 
 const UNAVAILABLE = 'The AI service is unavailable, try again later.';
 const LOCAL_MODEL = 'all-MiniLM-L6-v2';
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 const text = (value: string) => new TextEncoder().encode(value);
 
 describe('the AI service down, then back', () => {
@@ -197,7 +203,11 @@ describe('the AI service answering garbage', () => {
   /** The three runs of a job: two retried, the last final, each with the provider's detail in the log and never in the job. */
   function expectThreeRuns(jobId: string, detail: string): void {
     const runs = server.logs.filter((line) => line.msg === 'job run failed' && line.jobId === jobId);
-    expect(runs.map((line) => [line.attempt, line.retryable, line.finalAttempt])).toEqual([[1, true, false], [2, true, false], [3, true, true]]);
+    expect(runs.map((line) => [line.attempt, line.retryable, line.finalAttempt])).toEqual([
+      [1, true, false],
+      [2, true, false],
+      [3, true, true],
+    ]);
     for (const run of runs) expect(run.detail).toContain(detail);
   }
 
@@ -225,10 +235,12 @@ describe('the AI service answering garbage', () => {
 
   it('document.extract and document.index: garbage from either route fails the job the same way; no chunk is stored', { timeout: 90_000 }, async () => {
     const t = await tenant(server);
-    const extracts = await Promise.all(EXTRACT_FAULTS.map(async ({ fault }) => {
-      const document = await uploadDocument(t, `${fault}.txt`, 'text/plain', text(`Some words. extract:${fault}`));
-      return t.client.jobs.create({ organizationId: t.org, kind: 'document.extract', documentId: document.id });
-    }));
+    const extracts = await Promise.all(
+      EXTRACT_FAULTS.map(async ({ fault }) => {
+        const document = await uploadDocument(t, `${fault}.txt`, 'text/plain', text(`Some words. extract:${fault}`));
+        return t.client.jobs.create({ organizationId: t.org, kind: 'document.extract', documentId: document.id });
+      }),
+    );
     // Extraction works; the vectors of its one chunk are the wrong size.
     const indexed = await uploadDocument(t, 'index.txt', 'text/plain', text('Index me, please. embed:wrong-dimension'));
     const index = await t.client.jobs.create({ organizationId: t.org, kind: 'document.index', documentId: indexed.id });

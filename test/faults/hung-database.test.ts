@@ -7,10 +7,7 @@
  * (src/db/deadline.ts, src/db/connection-watch.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  eventually, expectRecovered, expectUnavailable, finishedJob, heldEmbedder, postgresAvailable, startFaultService, startPrivateServer,
-  type FaultService, type PrivateServer,
-} from './support.ts';
+import { eventually, expectRecovered, expectUnavailable, finishedJob, heldEmbedder, postgresAvailable, startFaultService, startPrivateServer, type FaultService, type PrivateServer } from './support.ts';
 
 describe.skipIf(!postgresAvailable)('a hung database (processes stopped, connections open)', () => {
   let pg: PrivateServer;

@@ -29,7 +29,10 @@ import { eventually } from './support.ts';
 import { expectNoInternalErrors, expectSettledAndBalanced, statusHistory, switchablePort, type SwitchablePort } from './service-faults-support.ts';
 
 /** The bucket's port closed, or hung. */
-const MODES = [{ mode: 'down', state: 'down' }, { mode: 'hang', state: 'hung' }] as const;
+const MODES = [
+  { mode: 'down', state: 'down' },
+  { mode: 'hang', state: 'hung' },
+] as const;
 
 describe('the S3 bucket down or hung', () => {
   let s3: RunningS3rver;
@@ -95,8 +98,11 @@ describe('the S3 bucket down or hung', () => {
   }
 
   it('each attempt of the real client has a deadline (the SDK has none of its own)', () => {
-    expect(s3ClientConfig({ driver: 's3', bucket: BUCKET, region: 'us-east-1', endpoint: undefined, forcePathStyle: false, accessKeyId: undefined, secretAccessKey: undefined }).requestHandler)
-      .toEqual({ connectionTimeout: S3_TIMEOUTS.connectMs, requestTimeout: S3_TIMEOUTS.answerMs, throwOnRequestTimeout: true });
+    expect(s3ClientConfig({ driver: 's3', bucket: BUCKET, region: 'us-east-1', endpoint: undefined, forcePathStyle: false, accessKeyId: undefined, secretAccessKey: undefined }).requestHandler).toEqual({
+      connectionTimeout: S3_TIMEOUTS.connectMs,
+      requestTimeout: S3_TIMEOUTS.answerMs,
+      throwOnRequestTimeout: true,
+    });
   });
 
   it.each(MODES)('documents.complete with the bucket $state: 503, the document stays pending and completes once it is back', async ({ mode }) => {
@@ -165,7 +171,13 @@ describe('the S3 bucket down or hung', () => {
   it('a document.extract job that cannot read its bytes waits in the queue and succeeds once the bucket is back, charged once', { timeout: 60_000 }, async () => {
     const jobs = await tenant(server);
     const bytes = 'The quarterly report lives in the bucket.';
-    const { document, upload: put } = await jobs.client.documents.createUpload({ organizationId: jobs.org, workspaceId: jobs.workspaceId, name: 'report.txt', contentType: 'text/plain', size: bytes.length });
+    const { document, upload: put } = await jobs.client.documents.createUpload({
+      organizationId: jobs.org,
+      workspaceId: jobs.workspaceId,
+      name: 'report.txt',
+      contentType: 'text/plain',
+      size: bytes.length,
+    });
     expect((await fetch(put.url, { method: 'PUT', headers: put.headers, body: bytes })).status).toBe(200);
     await jobs.client.documents.complete({ id: document.id });
 

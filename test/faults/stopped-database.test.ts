@@ -8,10 +8,7 @@
  * lease lapses: JOB_LEASE_SECONDS is at its minimum here.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  expectRecovered, expectUnavailable, finishedJob, heldEmbedder, postgresAvailable, startFaultService, startPrivateServer,
-  type FaultService, type PrivateServer,
-} from './support.ts';
+import { expectRecovered, expectUnavailable, finishedJob, heldEmbedder, postgresAvailable, startFaultService, startPrivateServer, type FaultService, type PrivateServer } from './support.ts';
 
 describe.skipIf(!postgresAvailable)('a stopped database (immediate stop, then started again)', () => {
   let pg: PrivateServer;

@@ -219,7 +219,10 @@ export async function startFaultService(pg: PrivateServer, name: string, ai: AiC
   }
   const started = server;
   return {
-    db, server: started, user, org,
+    db,
+    server: started,
+    user,
+    org,
     list: () => fetch(`${started.origin}/api/v1/workspaces?organizationId=${org}`, { headers: user.headers }),
     ready: () => fetch(`${started.origin}/readyz`),
     client: () => createClient({ baseUrl: started.origin, token: user.token, fetch: clientFetch(started) }),

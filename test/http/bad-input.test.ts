@@ -34,7 +34,7 @@ beforeAll(async () => {
         authentications += 1;
         return authenticate(headers);
       },
-      handlers: { 'system.authConfig': (() => authConfigFails(db)) },
+      handlers: { 'system.authConfig': () => authConfigFails(db) },
     },
   });
   user = await createUser(db);
@@ -102,10 +102,7 @@ describe('database refusals of the input are 400, not 500', () => {
   }
 
   it('other database errors stay 500, and so do look-alikes that are not database errors', async () => {
-    for (const error of [
-      Object.assign(new Error('duplicate'), { name: 'PostgresError', code: '23505', severity: 'ERROR' }),
-      Object.assign(new Error('not from postgres'), { code: '22021' }),
-    ]) {
+    for (const error of [Object.assign(new Error('duplicate'), { name: 'PostgresError', code: '23505', severity: 'ERROR' }), Object.assign(new Error('not from postgres'), { code: '22021' })]) {
       authConfigFails = async () => {
         throw error;
       };
@@ -116,8 +113,7 @@ describe('database refusals of the input are 400, not 500', () => {
   });
 });
 
-const post = (path: string, body: string | Buffer, headers: Record<string, string>) =>
-  fetch(`${server.origin}${path}`, { method: 'POST', body, headers }) as Promise<TestResponse>;
+const post = (path: string, body: string | Buffer, headers: Record<string, string>) => fetch(`${server.origin}${path}`, { method: 'POST', body, headers }) as Promise<TestResponse>;
 const signInBody = () => JSON.stringify({ email: user.email, password: TEST_PASSWORD });
 
 describe('bodies are JSON only when they say so', () => {
@@ -242,13 +238,17 @@ describe('bodies over the limit', () => {
 
   it('a chunked body that keeps coming is cut off at the limit with 413 and the connection closed', async () => {
     for (const path of ['/rpc/workspaces/create', '/api/auth/sign-in/email']) {
-      const answer = await rawRequest(server.origin, {
-        method: 'POST',
-        path,
-        headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
-        body: '1\r\n[\r\n',
-        stream: { chunkBytes: 64 * 1024, maxBytes: 256 * MAX_BODY_BYTES },
-      }, 20_000);
+      const answer = await rawRequest(
+        server.origin,
+        {
+          method: 'POST',
+          path,
+          headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+          body: '1\r\n[\r\n',
+          stream: { chunkBytes: 64 * 1024, maxBytes: 256 * MAX_BODY_BYTES },
+        },
+        20_000,
+      );
       expect(answer.status, path).toBe(413);
       expect(JSON.parse(answer.body)).toMatchObject({ error: 'payload_too_large' });
       expect(answer.closed, path).toBe(true);

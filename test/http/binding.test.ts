@@ -56,7 +56,7 @@ describe('a field comes only from where the contract puts it (REST)', () => {
     expect(await issues(response)).toContainEqual({ path: ['id'], message: 'is not a known field' });
   });
 
-  it('refuses a workspaceId in a search body (it is the path\'s)', async () => {
+  it("refuses a workspaceId in a search body (it is the path's)", async () => {
     const response = await server.fetch(`/api/v1/workspaces/${WS}/documents/search`, { method: 'POST', headers: owner, body: JSON.stringify({ organizationId: ORG, workspaceId: WS, query: 'q' }) });
     expect(await issues(response)).toContainEqual({ path: ['workspaceId'], message: 'is not a known field' });
   });

@@ -5,7 +5,13 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startTestServer({
     env: { TRUSTED_ORIGINS: 'https://partner.example.com', WEB_URL: 'https://app.example.com' },
-    overrides: { handlers: { 'system.authConfig': () => { throw new Error('database on fire'); } } },
+    overrides: {
+      handlers: {
+        'system.authConfig': () => {
+          throw new Error('database on fire');
+        },
+      },
+    },
   });
 });
 afterAll(() => server.close());
@@ -59,7 +65,12 @@ describe('security headers', () => {
   const policy = "default-src 'none'; frame-ancestors 'none'";
 
   it('every API response carries the CSP and private, no-store', async () => {
-    for (const [path, init] of [['/api/v1/health', {}], ['/api/v1/me', {}], ['/api/v1/nope', {}], ['/rpc/system/health', { method: 'POST' }]] as const) {
+    for (const [path, init] of [
+      ['/api/v1/health', {}],
+      ['/api/v1/me', {}],
+      ['/api/v1/nope', {}],
+      ['/rpc/system/health', { method: 'POST' }],
+    ] as const) {
       const response = await server.fetch(path, init);
       expect(response.headers.get('content-security-policy'), path).toBe(policy);
       expect(response.headers.get('cache-control'), path).toBe('private, no-store');

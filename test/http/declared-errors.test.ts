@@ -10,9 +10,13 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 
 const handlers = {
   // system.health declares BAD_REQUEST, METHOD_NOT_ALLOWED and TOO_MANY_REQUESTS only.
-  'system.health': () => { throw new ApiError('CONFLICT', { message: 'not a code of this operation' }); },
+  'system.health': () => {
+    throw new ApiError('CONFLICT', { message: 'not a code of this operation' });
+  },
   // BAD_REQUEST is declared, but its body carries `data.issues` (the cast gets past ErrorData's type, as a careless handler's `any` would).
-  'system.authConfig': () => { throw new ApiError('BAD_REQUEST', { message: 'no issues', data: { unexpected: true } as never }); },
+  'system.authConfig': () => {
+    throw new ApiError('BAD_REQUEST', { message: 'no issues', data: { unexpected: true } as never });
+  },
 };
 
 describe('error answers are held to the contract', () => {

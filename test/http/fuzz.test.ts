@@ -124,13 +124,15 @@ function encode(text: string): string {
   try {
     return encodeURIComponent(text);
   } catch {
-    return [...text].map((char) => {
-      const unit = char.charCodeAt(0);
-      if (char.length === 1 && unit >= 0xd800 && unit <= 0xdfff) {
-        return [0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)].map((byte) => `%${byte.toString(16).toUpperCase()}`).join('');
-      }
-      return encodeURIComponent(char);
-    }).join('');
+    return [...text]
+      .map((char) => {
+        const unit = char.charCodeAt(0);
+        if (char.length === 1 && unit >= 0xd800 && unit <= 0xdfff) {
+          return [0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)].map((byte) => `%${byte.toString(16).toUpperCase()}`).join('');
+        }
+        return encodeURIComponent(char);
+      })
+      .join('');
   }
 }
 
@@ -138,7 +140,11 @@ const deep = (levels: number, leaf: string = '1') => `${'{"a":'.repeat(levels)}$
 const fieldOf = (definition: ProcedureDefinition, name: string) => definition.fields.find((field) => field.name === name);
 
 /** The request carrying `input` on this target; `rawPath` replaces path segments as written; `bodyText` replaces the body. */
-function request(target: Target, input: Record<string, unknown>, options: { rawPath?: Record<string, string>; query?: string; bodyText?: string | Buffer; contentType?: string | null } = {}): Omit<Case, 'label'> {
+function request(
+  target: Target,
+  input: Record<string, unknown>,
+  options: { rawPath?: Record<string, string>; query?: string; bodyText?: string | Buffer; contentType?: string | null } = {},
+): Omit<Case, 'label'> {
   const { definition, transport } = target;
   const headers: Record<string, string> = {};
   const contentType = options.contentType === undefined ? 'application/json' : options.contentType;
@@ -219,7 +225,7 @@ function casesFor(target: Target, base: Record<string, unknown>): Case[] {
   add('junk query string', { ...request(target, base, { query: '?__proto__[polluted]=1&constructor=x&a=%ff&b' }), raw: true });
 
   if (takesBody) {
-    const first = definition.fields.find((f) => transport === 'rpc' ? f.in !== 'header' : f.in === 'body')?.name ?? 'x';
+    const first = definition.fields.find((f) => (transport === 'rpc' ? f.in !== 'header' : f.in === 'body'))?.name ?? 'x';
     add(`${DEEP} levels deep in ${first}`, request(target, base, { bodyText: withRawMembers(target, base, `"${first}":${deep(DEEP)}`, first) }));
     add(`${SHALLOW} levels deep in ${first}`, request(target, base, { bodyText: withRawMembers(target, base, `"${first}":${deep(SHALLOW, '"\\u0000"')}`, first) }));
     add('__proto__ key', request(target, base, { bodyText: withRawMembers(target, base, '"__proto__":{"polluted":"yes"}') }));
@@ -297,7 +303,10 @@ afterAll(async () => {
   const stale = PENDING.filter((entry) => !findings.some((f) => entry.target.test(f.target) && entry.case.test(f.case)));
   if (pending.length > 0) console.info(`fuzz: ${pending.length} known findings still open (PENDING):\n${pending.map(describeFinding).join('\n')}`);
   if (stale.length > 0) console.info(`fuzz: PENDING entries that no longer reproduce (remove them):\n${stale.map((e) => `  ${e.target} / ${e.case}`).join('\n')}`);
-  if (lateRefusals.length > 0) console.info(`fuzz: ${lateRefusals.length} inputs reached the database before being refused (400, but the contract or handler should refuse them first):\n${lateRefusals.map(describeFinding).join('\n')}`);
+  if (lateRefusals.length > 0)
+    console.info(
+      `fuzz: ${lateRefusals.length} inputs reached the database before being refused (400, but the contract or handler should refuse them first):\n${lateRefusals.map(describeFinding).join('\n')}`,
+    );
   console.info(`fuzz: ${sent} requests; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
   await server?.close();
   await db?.close();
@@ -351,7 +360,8 @@ async function send(target: Target, item: Case, token: string): Promise<void> {
       if (line.requestId === requestId && line.msg === 'database refused the input') {
         lateRefusals.push({ target: target.label, case: item.label, status: 400, detail: `SQLSTATE ${line.sqlstate}: ${line.err?.message ?? ''}` });
       }
-      if (process.env.FUZZ_DEBUG && line.requestId === requestId && line.msg === 'request' && (item.label === 'contract example' || line.status !== 400)) console.log(`FZ ${target.label} | ${item.label} | ${line.status} ${line.code ?? ''}`);
+      if (process.env.FUZZ_DEBUG && line.requestId === requestId && line.msg === 'request' && (item.label === 'contract example' || line.status !== 400))
+        console.log(`FZ ${target.label} | ${item.label} | ${line.status} ${line.code ?? ''}`);
       if (line.requestId === requestId && line.msg === 'request') statuses.set(String(line.status), (statuses.get(String(line.status)) ?? 0) + 1);
     }
     // The log is only read per request: keep it small.
@@ -363,7 +373,17 @@ async function answer(target: Target, item: Case, headers: Record<string, string
   const record = (status: number | 'no answer', detail: string) => findings.push({ target: target.label, case: item.label, status, detail });
   if (item.raw) {
     try {
-      const answer = await rawRequest(server.origin, { method: item.method, path: item.path, headers: { ...headers, ...(item.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(item.body)) }) }, ...(item.body === undefined ? {} : { body: item.body }) }, 15_000, 0);
+      const answer = await rawRequest(
+        server.origin,
+        {
+          method: item.method,
+          path: item.path,
+          headers: { ...headers, ...(item.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(item.body)) }) },
+          ...(item.body === undefined ? {} : { body: item.body }),
+        },
+        15_000,
+        0,
+      );
       const problem = judge(answer.status, answer.headers['content-type'] ?? '', answer.body);
       if (problem) record(answer.status, problem);
     } catch (error) {
@@ -401,21 +421,25 @@ const targets: Target[] = [
 
 describe('fuzzing every operation: no 5xx, error shapes, every request answered', () => {
   for (const target of targets) {
-    it(target.label, async () => {
-      // Past every limiter's window (the longest is 15 minutes), and a fresh session: an earlier
-      // operation may have signed this one out.
-      now = new Date(now.getTime() + 16 * 60_000);
-      const { token } = await createSession(db.sql, { userId: admin.id, now });
-      // The contract's example (of the identity routes' contract for auth.*); withRealIds copies it.
-      const base = withRealIds(exampleInput(target.definition), ids) as Record<string, unknown>;
-      // The contract's example cursor is not one of the service's (400 at once): leave it out to get further.
-      delete base.cursor;
-      const before = findings.length;
-      for (const item of casesFor(target, base)) await send(target, item, token);
-      expect(({} as any).polluted, 'Object.prototype was polluted').toBeUndefined();
-      const fresh = findings.slice(before).filter((finding) => !pendingCause(finding));
-      expect(fresh.map(describeFinding).join('\n'), 'findings').toBe('');
-    }, 120_000);
+    it(
+      target.label,
+      async () => {
+        // Past every limiter's window (the longest is 15 minutes), and a fresh session: an earlier
+        // operation may have signed this one out.
+        now = new Date(now.getTime() + 16 * 60_000);
+        const { token } = await createSession(db.sql, { userId: admin.id, now });
+        // The contract's example (of the identity routes' contract for auth.*); withRealIds copies it.
+        const base = withRealIds(exampleInput(target.definition), ids) as Record<string, unknown>;
+        // The contract's example cursor is not one of the service's (400 at once): leave it out to get further.
+        delete base.cursor;
+        const before = findings.length;
+        for (const item of casesFor(target, base)) await send(target, item, token);
+        expect(({} as any).polluted, 'Object.prototype was polluted').toBeUndefined();
+        const fresh = findings.slice(before).filter((finding) => !pendingCause(finding));
+        expect(fresh.map(describeFinding).join('\n'), 'findings').toBe('');
+      },
+      120_000,
+    );
   }
 });
 

@@ -24,11 +24,12 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-const post = (path: string, from: string, body: object, headers: Record<string, string> = {}) => server.fetch(path, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json', 'x-forwarded-for': from, ...headers },
-  body: JSON.stringify(body),
-});
+const post = (path: string, from: string, body: object, headers: Record<string, string> = {}) =>
+  server.fetch(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': from, ...headers },
+    body: JSON.stringify(body),
+  });
 
 /** Spellings of `/api/auth<route>` that name the same route. */
 function spellings(route: string): string[] {
@@ -39,9 +40,9 @@ function spellings(route: string): string[] {
 
 describe('the sensitive identity budget, whatever the spelling', () => {
   it('lists every route that checks a password or a reset token or mails a link', () => {
-    expect([...SENSITIVE].toSorted()).toEqual(expect.arrayContaining(
-      ['auth.changePassword', 'auth.requestPasswordReset', 'auth.resetPassword', 'auth.sendVerificationEmail', 'auth.signInEmail', 'auth.signUpEmail'],
-    ));
+    expect([...SENSITIVE].toSorted()).toEqual(
+      expect.arrayContaining(['auth.changePassword', 'auth.requestPasswordReset', 'auth.resetPassword', 'auth.sendVerificationEmail', 'auth.signInEmail', 'auth.signUpEmail']),
+    );
     for (const name of SENSITIVE) expect(Object.keys(authRoutes)).toContain(name);
   });
 

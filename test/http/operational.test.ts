@@ -144,7 +144,10 @@ describe('the served documents under another PUBLIC_URL', () => {
   afterAll(() => Promise.all([local?.close(), other?.close()]));
 
   it('name that address, and their ETags change with it', async () => {
-    for (const [path, base] of [['/api/v1/openapi.json', '/api/v1'], ['/api/auth/openapi.json', '/api/auth']] as const) {
+    for (const [path, base] of [
+      ['/api/v1/openapi.json', '/api/v1'],
+      ['/api/auth/openapi.json', '/api/auth'],
+    ] as const) {
       const here = await local.fetch(path);
       const there = await other.fetch(path);
       expect((await there.json()).servers[0], path).toEqual({ url: `https://api.example.com${base}`, description: 'This deployment (its PUBLIC_URL).' });

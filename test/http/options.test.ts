@@ -24,8 +24,18 @@ const paths = [
   ...new Set([
     ...Object.values(procedures).map((p) => concrete('/api/v1', p.path)),
     ...Object.values(authRoutes).map((r) => concrete('/api/auth', r.path)),
-    '/healthz', '/readyz', '/metrics', '/api/v1/openapi.json', '/api/auth/openapi.json', '/api/auth/reference',
-    '/nope', '/api/v1/nope', '/api/auth/nope', '/rpc/system/health', '/rpc/nope', '/uploads/org_a/doc_b',
+    '/healthz',
+    '/readyz',
+    '/metrics',
+    '/api/v1/openapi.json',
+    '/api/auth/openapi.json',
+    '/api/auth/reference',
+    '/nope',
+    '/api/v1/nope',
+    '/api/auth/nope',
+    '/rpc/system/health',
+    '/rpc/nope',
+    '/uploads/org_a/doc_b',
   ]),
 ];
 

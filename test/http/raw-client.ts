@@ -75,11 +75,14 @@ export function rawRequest(origin: string, request: RawRequest, timeoutMs = 10_0
       answered = true;
       clearTimeout(timer);
       // Give the server a moment to close, so `closed` tells whether it meant to.
-      setTimeout(() => {
-        socket.destroy();
-        if (error && !answer) reject(error);
-        else resolve({ ...answer!, closed, sent });
-      }, error ? 0 : settleMs);
+      setTimeout(
+        () => {
+          socket.destroy();
+          if (error && !answer) reject(error);
+          else resolve({ ...answer!, closed, sent });
+        },
+        error ? 0 : settleMs,
+      );
     }
 
     socket.on('data', (chunk: Buffer) => {
@@ -105,7 +108,9 @@ export function rawRequest(origin: string, request: RawRequest, timeoutMs = 10_0
     });
     async function writeRequest() {
       const headers = { host: `${hostname}:${port}`, ...request.headers };
-      const head = `${request.method} ${request.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`;
+      const head = `${request.method} ${request.path} HTTP/1.1\r\n${Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('\r\n')}\r\n\r\n`;
       socket.write(head, 'latin1');
       if (request.body !== undefined) {
         socket.write(request.body);

@@ -39,7 +39,11 @@ interface ContractDocument {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 const operationsOf = (document: ContractDocument): Operation[] =>
-  Object.values(document.paths).flatMap((item) => Object.entries(item).filter(([key]) => METHODS.includes(key)).map(([, operation]) => operation as Operation));
+  Object.values(document.paths).flatMap((item) =>
+    Object.entries(item)
+      .filter(([key]) => METHODS.includes(key))
+      .map(([, operation]) => operation as Operation),
+  );
 
 let server: TestServer;
 beforeAll(async () => {
@@ -69,12 +73,18 @@ describe.each(pages)('$path over HTTP', (page) => {
     const html = await (await fetch(`${server.origin}${page.path}`)).text();
     const addresses = [...html.matchAll(/(?:src|href)="([^"]*)"/g)].map((match) => match[1]!);
     expect(addresses).toEqual([`${page.path}/assets/swagger-ui.css`, `${page.path}/assets/swagger-ui-bundle.js`, `${page.path}/init.js`]);
-    const types = await Promise.all(addresses.map(async (address) => {
-      const response = await fetch(`${server.origin}${address}`);
-      await response.arrayBuffer();
-      return [response.status, response.headers.get('content-type')?.split(';')[0]];
-    }));
-    expect(types).toEqual([[200, 'text/css'], [200, 'text/javascript'], [200, 'text/javascript']]);
+    const types = await Promise.all(
+      addresses.map(async (address) => {
+        const response = await fetch(`${server.origin}${address}`);
+        await response.arrayBuffer();
+        return [response.status, response.headers.get('content-type')?.split(';')[0]];
+      }),
+    );
+    expect(types).toEqual([
+      [200, 'text/css'],
+      [200, 'text/javascript'],
+      [200, 'text/javascript'],
+    ]);
     // The settings name the contract this page renders.
     expect(await (await fetch(`${server.origin}${page.path}/init.js`)).text()).toContain(`"url":"${page.document}"`);
   });
@@ -95,34 +105,58 @@ describe.skipIf(!hasChromium)('the reference pages in headless Chromium', () => 
 
   /** The DOM once the page's scripts and fetches ran (10 s of virtual time), and the console (CSP refusals are reported there). */
   async function render(url: string): Promise<{ dom: string; console: string }> {
-    const { stdout, stderr } = await promisify(execFile)(CHROMIUM, [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', `--user-data-dir=${profile}`, '--enable-logging=stderr', '--v=0',
-      '--dump-dom', '--virtual-time-budget=10000', url,
-    ], { timeout: 45_000, maxBuffer: 32 * 1024 * 1024 });
-    return { dom: stdout, console: stderr.split('\n').filter((line) => line.includes('CONSOLE')).join('\n') };
+    const { stdout, stderr } = await promisify(execFile)(
+      CHROMIUM,
+      [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        `--user-data-dir=${profile}`,
+        '--enable-logging=stderr',
+        '--v=0',
+        '--dump-dom',
+        '--virtual-time-budget=10000',
+        url,
+      ],
+      { timeout: 45_000, maxBuffer: 32 * 1024 * 1024 },
+    );
+    return {
+      dom: stdout,
+      console: stderr
+        .split('\n')
+        .filter((line) => line.includes('CONSOLE'))
+        .join('\n'),
+    };
   }
 
-  it.each(pages)('$path renders every group and every operation of its contract', async (page) => {
-    const document = (await (await fetch(`${server.origin}${page.document}`)).json()) as ContractDocument;
-    const { dom, console } = await render(`${server.origin}${page.path}`);
-    // Short facts drawn from the DOM, so a failure shows them rather than the whole page.
-    const rendered = {
-      title: /<title>([^<]*)<\/title>/.exec(dom)?.[1],
-      heading: /<h1 class="title">([^<]*)/.exec(dom)?.[1],
-      groups: [...dom.matchAll(/<h3 class="opblock-tag[^"]*"[^>]* data-tag="([^"]*)"/g)].map((match) => match[1]),
-      operations: [...dom.matchAll(/class="opblock-summary-path" data-path="([^"]*)"/g)].map((match) => match[1]),
-    };
-    expect(rendered.title).toBe(page.title);
-    expect(rendered.heading).toBe(page.heading);
-    const operations = operationsOf(document);
-    const groups = [...new Set(operations.flatMap((operation) => operation.tags ?? ['default']))];
-    expect([...rendered.groups].sort()).toEqual([...groups].sort());
-    expect(rendered.operations).toHaveLength(operations.length);
-    expect(rendered.operations).toEqual(expect.arrayContaining(Object.keys(document.paths)));
-    // Nothing the page needs was refused by its Content-Security-Policy, nor failed to load.
-    expect(console).not.toMatch(/Content Security Policy|Refused to|Failed to load/i);
-  }, 60_000);
+  it.each(pages)(
+    '$path renders every group and every operation of its contract',
+    async (page) => {
+      const document = (await (await fetch(`${server.origin}${page.document}`)).json()) as ContractDocument;
+      const { dom, console } = await render(`${server.origin}${page.path}`);
+      // Short facts drawn from the DOM, so a failure shows them rather than the whole page.
+      const rendered = {
+        title: /<title>([^<]*)<\/title>/.exec(dom)?.[1],
+        heading: /<h1 class="title">([^<]*)/.exec(dom)?.[1],
+        groups: [...dom.matchAll(/<h3 class="opblock-tag[^"]*"[^>]* data-tag="([^"]*)"/g)].map((match) => match[1]),
+        operations: [...dom.matchAll(/class="opblock-summary-path" data-path="([^"]*)"/g)].map((match) => match[1]),
+      };
+      expect(rendered.title).toBe(page.title);
+      expect(rendered.heading).toBe(page.heading);
+      const operations = operationsOf(document);
+      const groups = [...new Set(operations.flatMap((operation) => operation.tags ?? ['default']))];
+      expect([...rendered.groups].sort()).toEqual([...groups].sort());
+      expect(rendered.operations).toHaveLength(operations.length);
+      expect(rendered.operations).toEqual(expect.arrayContaining(Object.keys(document.paths)));
+      // Nothing the page needs was refused by its Content-Security-Policy, nor failed to load.
+      expect(console).not.toMatch(/Content Security Policy|Refused to|Failed to load/i);
+    },
+    60_000,
+  );
 
   it('/api/v1/reference opens an operation from its address, showing its request and answer schemas', async () => {
     const document = (await (await fetch(`${server.origin}/api/v1/openapi.json`)).json()) as ContractDocument & { components: { schemas: Record<string, { properties: object }> } };

@@ -21,11 +21,27 @@ afterAll(() => server?.close());
 const ID = 'client-id_42:retry=1';
 const cases: { name: string; given: RawRequest; want: { status: number; requestId: string | RegExp } }[] = [
   { name: 'an Expect other than 100-continue', given: { method: 'GET', path: '/api/v1/health', headers: { expect: 'anything', 'x-request-id': ID } }, want: { status: 417, requestId: ID } },
-  { name: 'an Expect with a body', given: { method: 'POST', path: '/api/v1/health', headers: { expect: 'something-else', 'content-length': '2', 'x-request-id': ID }, body: '{}' }, want: { status: 417, requestId: ID } },
+  {
+    name: 'an Expect with a body',
+    given: { method: 'POST', path: '/api/v1/health', headers: { expect: 'something-else', 'content-length': '2', 'x-request-id': ID }, body: '{}' },
+    want: { status: 417, requestId: ID },
+  },
   { name: 'an Expect with a malformed id', given: { method: 'GET', path: '/api/v1/health', headers: { expect: 'anything', 'x-request-id': 'not well formed!' } }, want: { status: 417, requestId: UUID } },
-  { name: 'an Expect with an id over 128 characters', given: { method: 'GET', path: '/api/v1/health', headers: { expect: 'anything', 'x-request-id': 'a'.repeat(129) } }, want: { status: 417, requestId: UUID } },
-  { name: 'a malformed chunked body after parsed headers', given: { method: 'POST', path: '/rpc/system/health', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'x-request-id': ID }, body: 'zz\r\n{}\r\n' }, want: { status: 400, requestId: ID } },
-  { name: 'a malformed Content-Length (headers not parsed)', given: { method: 'POST', path: '/api/v1/contact', headers: { 'content-length': 'abc', 'x-request-id': ID } }, want: { status: 400, requestId: UUID } },
+  {
+    name: 'an Expect with an id over 128 characters',
+    given: { method: 'GET', path: '/api/v1/health', headers: { expect: 'anything', 'x-request-id': 'a'.repeat(129) } },
+    want: { status: 417, requestId: UUID },
+  },
+  {
+    name: 'a malformed chunked body after parsed headers',
+    given: { method: 'POST', path: '/rpc/system/health', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'x-request-id': ID }, body: 'zz\r\n{}\r\n' },
+    want: { status: 400, requestId: ID },
+  },
+  {
+    name: 'a malformed Content-Length (headers not parsed)',
+    given: { method: 'POST', path: '/api/v1/contact', headers: { 'content-length': 'abc', 'x-request-id': ID } },
+    want: { status: 400, requestId: UUID },
+  },
 ];
 
 describe('X-Request-Id on the answers Node gives by itself', () => {

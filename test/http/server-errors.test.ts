@@ -20,14 +20,30 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 const cases: { name: string; given: RawRequest; want: { status: number; error: string } }[] = [
-  { name: 'a Content-Length that is not a number', given: { method: 'POST', path: '/api/v1/contact', headers: { 'content-type': 'application/json', 'content-length': 'abc' } }, want: { status: 400, error: 'bad_request' } },
-  { name: 'two different Content-Lengths', given: { method: 'POST', path: '/rpc/contact/send', headers: { 'content-length': '2', 'Content-Length': '3' }, body: '{}' }, want: { status: 400, error: 'bad_request' } },
-  { name: 'Content-Length with chunked Transfer-Encoding', given: { method: 'POST', path: '/rpc/contact/send', headers: { 'content-length': '2', 'transfer-encoding': 'chunked' }, body: '{}' }, want: { status: 400, error: 'bad_request' } },
+  {
+    name: 'a Content-Length that is not a number',
+    given: { method: 'POST', path: '/api/v1/contact', headers: { 'content-type': 'application/json', 'content-length': 'abc' } },
+    want: { status: 400, error: 'bad_request' },
+  },
+  {
+    name: 'two different Content-Lengths',
+    given: { method: 'POST', path: '/rpc/contact/send', headers: { 'content-length': '2', 'Content-Length': '3' }, body: '{}' },
+    want: { status: 400, error: 'bad_request' },
+  },
+  {
+    name: 'Content-Length with chunked Transfer-Encoding',
+    given: { method: 'POST', path: '/rpc/contact/send', headers: { 'content-length': '2', 'transfer-encoding': 'chunked' }, body: '{}' },
+    want: { status: 400, error: 'bad_request' },
+  },
   { name: 'a request line that is not HTTP/1.1', given: { method: 'GET', path: '/api/v1/health HTTP/1.1 extra' }, want: { status: 400, error: 'bad_request' } },
   { name: 'a 20 KB query string (over maxHeaderSize)', given: { method: 'GET', path: `/api/v1/health?q=${'a'.repeat(20_000)}` }, want: { status: 431, error: 'headers_too_large' } },
   { name: 'a 20 KB header', given: { method: 'GET', path: '/api/v1/health', headers: { 'x-padding': 'a'.repeat(20_000) } }, want: { status: 431, error: 'headers_too_large' } },
   { name: 'Expect: anything', given: { method: 'GET', path: '/api/v1/health', headers: { expect: 'anything' } }, want: { status: 417, error: 'expectation_failed' } },
-  { name: 'an unknown Expect with a body', given: { method: 'POST', path: '/api/v1/health', headers: { expect: 'something-else', 'content-length': '2' }, body: '{}' }, want: { status: 417, error: 'expectation_failed' } },
+  {
+    name: 'an unknown Expect with a body',
+    given: { method: 'POST', path: '/api/v1/health', headers: { expect: 'something-else', 'content-length': '2' }, body: '{}' },
+    want: { status: 417, error: 'expectation_failed' },
+  },
 ];
 
 describe("Node's own refusals, in the service's shape", () => {

@@ -24,7 +24,14 @@ beforeAll(async () => {
       handlers: {
         // Echo handlers: they show what the binding layer hands a handler.
         'documents.list': (input) => ({ items: [], nextCursor: input.cursor ?? null, storage: { usedBytes: input.limit ?? 0, limitBytes: null } }),
-        'workspaces.create': (input) => ({ id: 'ws_aaaaaaaaaaaaaaaaaaaaaaaa', organizationId: input.organizationId, teamId: input.teamId ?? null, name: input.name, slug: input.slug, createdAt: new Date('2026-11-21T09:15:00.000Z') }),
+        'workspaces.create': (input) => ({
+          id: 'ws_aaaaaaaaaaaaaaaaaaaaaaaa',
+          organizationId: input.organizationId,
+          teamId: input.teamId ?? null,
+          name: input.name,
+          slug: input.slug,
+          createdAt: new Date('2026-11-21T09:15:00.000Z'),
+        }),
       },
     },
   });

@@ -15,9 +15,15 @@ const declaresKey = (op: Json) => (op.parameters ?? []).some((p: Json) => deref(
 
 describe('the idempotent operations', () => {
   it('are the six the contract gives the Idempotency-Key header, and their route rows say so', () => {
-    const declared = operations.filter(declaresKey).map((op) => op.operationId).sort();
+    const declared = operations
+      .filter(declaresKey)
+      .map((op) => op.operationId)
+      .sort();
     expect(declared).toEqual(['contact.send', 'documents.complete', 'documents.createUpload', 'jobs.create', 'jobs.retry', 'workspaces.create']);
-    const flagged = Object.values(procedures).filter((row) => 'idempotent' in row && row.idempotent === true).map((row) => row.name).sort();
+    const flagged = Object.values(procedures)
+      .filter((row) => 'idempotent' in row && row.idempotent === true)
+      .map((row) => row.name)
+      .sort();
     expect(flagged).toEqual(declared);
   });
 

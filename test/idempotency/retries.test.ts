@@ -147,9 +147,27 @@ describe.each<Transport>(['rest', 'rpc'])('over %s', (transport) => {
   });
 
   it.each([
-    ['503', () => { throw new ApiError('SERVICE_UNAVAILABLE'); }, 503],
-    ['429', () => { throw new ApiError('TOO_MANY_REQUESTS', { headers: { 'Retry-After': '1' } }); }, 429],
-    ['500', () => { throw new Error('the handler broke'); }, 500],
+    [
+      '503',
+      () => {
+        throw new ApiError('SERVICE_UNAVAILABLE');
+      },
+      503,
+    ],
+    [
+      '429',
+      () => {
+        throw new ApiError('TOO_MANY_REQUESTS', { headers: { 'Retry-After': '1' } });
+      },
+      429,
+    ],
+    [
+      '500',
+      () => {
+        throw new Error('the handler broke');
+      },
+      500,
+    ],
   ] as const)('does not keep a %s: the retry with the key does the work', async (_name, fail, status) => {
     const key = newKey();
     const input = { organizationId: org, name: 'After an outage', slug: slug() };

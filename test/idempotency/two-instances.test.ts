@@ -56,9 +56,7 @@ describe.skipIf(!externalDatabaseUrl)('one Idempotency-Key, N concurrent request
    * 200 carries the same resource. Answers the payloads of the 200s.
    */
   async function burst(operation: string, input: Record<string, unknown>, key: string): Promise<any[]> {
-    const answers: Answer[] = await Promise.all(
-      Array.from({ length: N }, (_, i) => call(route(i).server, route(i).transport, operation, input, { key, headers: owner.headers })),
-    );
+    const answers: Answer[] = await Promise.all(Array.from({ length: N }, (_, i) => call(route(i).server, route(i).transport, operation, input, { key, headers: owner.headers })));
     const payloads: any[] = [];
     let worked = 0;
     for (const [i, answer] of answers.entries()) {

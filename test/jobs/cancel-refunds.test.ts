@@ -18,7 +18,7 @@ describe('a cancel refunds in the period of the charge', () => {
   });
   afterAll(() => server?.close());
 
-  it('a job charged in April and cancelled in May leaves May\'s credits whole', async () => {
+  it("a job charged in April and cancelled in May leaves May's credits whole", async () => {
     const t = await tenant(server);
     limits.set(t.org, { aiCredits: 1 });
     clock = new Date('2026-04-30T23:50:00Z');
@@ -28,8 +28,7 @@ describe('a cancel refunds in the period of the charge', () => {
     // May's one credit is still one: the refund counted in April (where it brought spending to 0),
     // so May fits exactly one job, not two.
     await t.client.jobs.create({ organizationId: t.org, kind: 'text.embed', input: { texts: ['may'] } });
-    await expect(t.client.jobs.create({ organizationId: t.org, kind: 'text.embed', input: { texts: ['may again'] } }))
-      .rejects.toMatchObject({ status: 403, code: 'LIMIT_REACHED' });
+    await expect(t.client.jobs.create({ organizationId: t.org, kind: 'text.embed', input: { texts: ['may again'] } })).rejects.toMatchObject({ status: 403, code: 'LIMIT_REACHED' });
     expect((await t.client.organizations.usage({ organizationId: t.org })).usage.aiCredits).toBe(1);
     const [ledger] = await server.db.sql<{ refundCountsAt: Date; refundCreatedAt: Date }[]>`
       select counts_at as "refundCountsAt", created_at as "refundCreatedAt" from credit_ledger where job_id = ${april.id} and amount < 0`;
@@ -38,7 +37,7 @@ describe('a cancel refunds in the period of the charge', () => {
   });
 });
 
-describe('a cancel during a retry\'s backoff', () => {
+describe("a cancel during a retry's backoff", () => {
   let server: TestServer;
   beforeAll(async () => {
     clock = new Date();

@@ -21,7 +21,11 @@ describe('pageAt', () => {
 describe('placeChunks', () => {
   it('names the pages each chunk spans, its last character deciding the last page', () => {
     const places = placeChunks([span(0, 10), span(5, 15), span(10, 30)], [0, 10, 20], null);
-    expect(places.map((place) => [place.firstPage, place.lastPage])).toEqual([[1, 1], [1, 2], [2, 3]]);
+    expect(places.map((place) => [place.firstPage, place.lastPage])).toEqual([
+      [1, 1],
+      [1, 2],
+      [2, 3],
+    ]);
   });
 
   it('gives no pages without page starts', () => {

@@ -16,7 +16,11 @@ import { searchText } from '../../src/documents/search-words.ts';
  * the next chunk's word start up to the end of the text (quadratic without spaces).
  */
 function previousChunkText(text: string, options: ChunkOptions = { size: 1000, overlap: 200 }): string[] {
-  const clean = text.replace(/\r\n?/g, '\n').replace(/[ \t]+/g, ' ').replace(/\n{3,}/g, '\n\n').trim();
+  const clean = text
+    .replace(/\r\n?/g, '\n')
+    .replace(/[ \t]+/g, ' ')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
   const chunks: string[] = [];
   let start = 0;
   while (start < clean.length) {
@@ -67,7 +71,7 @@ const LONG = Array.from({ length: 1240 }, (_, i) => `Sentence ${i} of the long r
 
 describe('chunkText', () => {
   it.each([
-    { given: 'the pricing suite\'s 1240 sentences', text: LONG },
+    { given: "the pricing suite's 1240 sentences", text: LONG },
     { given: 'paragraphs of short sentences', text: Array.from({ length: 300 }, (_, i) => `Paragraph ${i}. It has two sentences!\n\n`).join('') },
     { given: 'one long line of words', text: Array.from({ length: 5000 }, (_, i) => `word${i % 97}`).join(' ') },
     { given: 'words, punctuation, tabs, CRLF and blank lines (seed 1)', text: mixedText(1, 60_000) },
@@ -84,7 +88,11 @@ describe('chunkText', () => {
 
   it('cuts with other sizes and overlaps as before', () => {
     const text = mixedText(4, 30_000);
-    for (const options of [{ size: 200, overlap: 50 }, { size: 500, overlap: 0 }, { size: 64, overlap: 31 }]) {
+    for (const options of [
+      { size: 200, overlap: 50 },
+      { size: 500, overlap: 0 },
+      { size: 64, overlap: 31 },
+    ]) {
       expect(chunkText(text, options)).toEqual(previousChunkText(text, options));
     }
   });
@@ -151,10 +159,11 @@ describe('chunkSpans', () => {
 describe('the chunking thread (createChunker)', () => {
   it('answers what chunkSpans answers, text after text on one kept thread', async () => {
     // With each chunk's search text when it holds CJK words (mixedText's 東京), as full text indexes it.
-    const searchable = (text: string) => chunkSpans(text).map((span) => {
-      const search = searchText(span.text);
-      return search === null ? span : { ...span, searchText: search };
-    });
+    const searchable = (text: string) =>
+      chunkSpans(text).map((span) => {
+        const search = searchText(span.text);
+        return search === null ? span : { ...span, searchText: search };
+      });
     const chunker = createChunker();
     try {
       const text = mixedText(6, 100_000);

@@ -78,7 +78,12 @@ describe('fair service across organizations (inline worker)', () => {
     // The order pg-boss fetches in (priority desc, then creation): A and B alternate, A's first
     // (queued first), then the rest of A's backlog.
     expect((await fetchOrder(server.db)).join(' ')).toBe('A1 B0 A2 B1 A3 B2 A4 B3 A5 A6 A7');
-    await serveUntil(ai, () => allSucceeded(server.db, bJobs.map((job) => job.id)));
+    await serveUntil(ai, () =>
+      allSucceeded(
+        server.db,
+        bJobs.map((job) => job.id),
+      ),
+    );
     // B's last job started before the last three of A's backlog (when they have started at all).
     for (const later of ['A5', 'A6', 'A7']) expect(startedBefore(ai.arrivals, 'B3', later), later).toBe(true);
     ai.answerAll();
@@ -97,7 +102,7 @@ async function runningCount(server: TestServer): Promise<number> {
   return row!.count;
 }
 
-describe('the cap on an organization\'s queued jobs', () => {
+describe("the cap on an organization's queued jobs", () => {
   let server: TestServer;
 
   beforeAll(async () => {

@@ -30,17 +30,71 @@ describe('hostile documents fail their jobs, not the service', () => {
   });
 
   it.each([
-    { given: 'a DOCX whose word/document.xml inflates to 100 MB', name: 'bomb.docx', type: DOCX_TYPE, bytes: () => docxBomb(100), want: /^The DOCX document's part word\/document\.xml inflates to [\d ]+ times its stored size; at most 100 times can be read\.$/ },
-    { given: 'a 10 MB page of nested <div>s', name: 'nested.html', type: 'text/html', bytes: () => nestedHtml(2_000_000), want: /^The HTML document nests elements more than 256 deep; at most 256 levels can be read\.$/ },
-    { given: 'a PDF whose one stream inflates to 500 MB', name: 'stream-bomb.pdf', type: 'application/pdf', bytes: () => pdfStreamBomb(500), want: /^The PDF inflates to more than 128 MiB; at most 128 MiB can be read\.$/ },
-    { given: 'a PDF of text operators showing 52 million characters', name: 'text-bomb.pdf', type: 'application/pdf', bytes: () => pdfOfText(52_000_000), want: /^The document's text has more than 2 000 000 characters; at most 2 000 000 can be stored\.$/ },
-    { given: 'a 7000 × 7000 PNG', name: 'huge.png', type: 'image/png', bytes: () => pngHeader(7000, 7000), want: /^The image is 7 000 × 7 000 pixels \(49 megapixels\); at most 36 megapixels can be read\.$/ },
-    { given: 'a DOCX bomb whose end record declares 0 entries', name: 'hidden.docx', type: DOCX_TYPE, bytes: () => withoutEntryCount(docxBomb(100)), want: /^The DOCX document's part word\/document\.xml inflates to [\d ]+ times its stored size; at most 100 times can be read\.$/ },
-    { given: 'a 300 MB Flate stream with "/Subtype /Image" in a comment', name: 'comment.pdf', type: 'application/pdf', bytes: () => pdfOfContent('% /Subtype /Image\n/Filter /FlateDecode', zeros(300)), want: INFLATED },
-    { given: 'a 300 MB [/ASCIIHexDecode /FlateDecode] chain', name: 'chain.pdf', type: 'application/pdf', bytes: () => pdfOfContent('/Filter [/ASCIIHexDecode /FlateDecode]', hexOf(zeros(300))), want: INFLATED },
+    {
+      given: 'a DOCX whose word/document.xml inflates to 100 MB',
+      name: 'bomb.docx',
+      type: DOCX_TYPE,
+      bytes: () => docxBomb(100),
+      want: /^The DOCX document's part word\/document\.xml inflates to [\d ]+ times its stored size; at most 100 times can be read\.$/,
+    },
+    {
+      given: 'a 10 MB page of nested <div>s',
+      name: 'nested.html',
+      type: 'text/html',
+      bytes: () => nestedHtml(2_000_000),
+      want: /^The HTML document nests elements more than 256 deep; at most 256 levels can be read\.$/,
+    },
+    {
+      given: 'a PDF whose one stream inflates to 500 MB',
+      name: 'stream-bomb.pdf',
+      type: 'application/pdf',
+      bytes: () => pdfStreamBomb(500),
+      want: /^The PDF inflates to more than 128 MiB; at most 128 MiB can be read\.$/,
+    },
+    {
+      given: 'a PDF of text operators showing 52 million characters',
+      name: 'text-bomb.pdf',
+      type: 'application/pdf',
+      bytes: () => pdfOfText(52_000_000),
+      want: /^The document's text has more than 2 000 000 characters; at most 2 000 000 can be stored\.$/,
+    },
+    {
+      given: 'a 7000 × 7000 PNG',
+      name: 'huge.png',
+      type: 'image/png',
+      bytes: () => pngHeader(7000, 7000),
+      want: /^The image is 7 000 × 7 000 pixels \(49 megapixels\); at most 36 megapixels can be read\.$/,
+    },
+    {
+      given: 'a DOCX bomb whose end record declares 0 entries',
+      name: 'hidden.docx',
+      type: DOCX_TYPE,
+      bytes: () => withoutEntryCount(docxBomb(100)),
+      want: /^The DOCX document's part word\/document\.xml inflates to [\d ]+ times its stored size; at most 100 times can be read\.$/,
+    },
+    {
+      given: 'a 300 MB Flate stream with "/Subtype /Image" in a comment',
+      name: 'comment.pdf',
+      type: 'application/pdf',
+      bytes: () => pdfOfContent('% /Subtype /Image\n/Filter /FlateDecode', zeros(300)),
+      want: INFLATED,
+    },
+    {
+      given: 'a 300 MB [/ASCIIHexDecode /FlateDecode] chain',
+      name: 'chain.pdf',
+      type: 'application/pdf',
+      bytes: () => pdfOfContent('/Filter [/ASCIIHexDecode /FlateDecode]', hexOf(zeros(300))),
+      want: INFLATED,
+    },
     { given: 'a 300 MB LZW stream', name: 'lzw.pdf', type: 'application/pdf', bytes: () => pdfOfContent('/Filter /LZWDecode', lzwBomb(300)), want: INFLATED },
     { given: 'a 1 MB content stream named by 200 pages', name: 'shared.pdf', type: 'application/pdf', bytes: () => pdfOfContent('/Filter /FlateDecode', zeros(1), 200), want: INFLATED },
-    { given: 'a JPEG that shows 1 × 1 to a naive check and 30 000 × 30 000 to libjpeg', name: 'hiding.jpg', type: 'image/jpeg', bytes: jpegHidingItsSize, want: /^The image is 30 000 × 30 000 pixels \(900 megapixels\); at most 36 megapixels can be read\.$/ },
+    {
+      given: 'a JPEG that shows 1 × 1 to a naive check and 30 000 × 30 000 to libjpeg',
+      name: 'hiding.jpg',
+      type: 'image/jpeg',
+      bytes: jpegHidingItsSize,
+      want: /^The image is 30 000 × 30 000 pixels \(900 megapixels\); at most 36 megapixels can be read\.$/,
+    },
   ] as { given: string; name: string; type: ContentType; bytes: () => Buffer; want: RegExp }[])('$given: the job fails at once, readably', { timeout: 120_000 }, async ({ name, type, bytes, want }) => {
     const document = await uploadDocument(t, name, type, bytes());
     const job = await t.client.jobs.create({ organizationId: t.org, kind: 'document.extract', documentId: document.id });

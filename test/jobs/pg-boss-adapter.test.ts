@@ -33,7 +33,12 @@ describe('parameters', () => {
     { name: 'an object for a jsonb parameter', text: 'select $1::jsonb as v', values: [{ retryLimit: 2 }], want: { retryLimit: 2 } },
     { name: 'null for a jsonb parameter', text: 'select $1::jsonb as v', values: [null], want: null },
     { name: 'text that looks like JSON stays text', text: 'select $1 as v', values: ['{"a":1}'], want: '{"a":1}' },
-    { name: 'a json cast on the tenth parameter, not the first', text: 'select $10::json as v, array[$1, $2, $3, $4, $5, $6, $7, $8, $9]::text[] as w', values: ['{}', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', '[1]'], want: [1] },
+    {
+      name: 'a json cast on the tenth parameter, not the first',
+      text: 'select $10::json as v, array[$1, $2, $3, $4, $5, $6, $7, $8, $9]::text[] as w',
+      values: ['{}', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', '[1]'],
+      want: [1],
+    },
   ];
   it.each(cases)('$name', async ({ text, values, want }) => {
     const { rows } = await bossDb(db.sql).executeSql(text, values);
@@ -57,12 +62,15 @@ describe('a scheduled run', () => {
 
   it('fires, delivers its job and records it on the schedule, with no error logged', async () => {
     const logs: Record<string, any>[] = [];
-    const logger = createLogger('info', new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line));
-        done();
-      },
-    }));
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write(chunk, _encoding, done) {
+          for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line));
+          done();
+        },
+      }),
+    );
     // queue.ts's pg-boss settings, with the schedule pass every second instead of every 30 (cron
     // has minute granularity: `* * * * *` is due on the first pass that sees it).
     const boss = new PgBoss({ db: bossDb(db.sql), schema: QUEUE_SCHEMA, supervise: false, schedule: true, cronMonitorIntervalSeconds: 1, cronWorkerIntervalSeconds: 1 });

@@ -12,7 +12,13 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url));
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 
 describe('upload, index, search', () => {
   let server: TestServer;

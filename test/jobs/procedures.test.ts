@@ -8,7 +8,13 @@ import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, startTenantServer, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
 
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 const texts = ['Quarterly revenue grew 14%.', 'Churn fell to 2.1%.'];
 
 describe('with a worker', () => {
@@ -48,7 +54,7 @@ describe('with a worker', () => {
     expect(after.extracted!.at).toBeInstanceOf(Date);
   });
 
-  it('document jobs need a ready document of the organization: 412 while pending, 404 for another organization\'s or none', async () => {
+  it("document jobs need a ready document of the organization: 412 while pending, 404 for another organization's or none", async () => {
     const { document } = await t.client.documents.createUpload({ organizationId: t.org, workspaceId: t.workspaceId, name: 'later.txt', contentType: 'text/plain', size: 5 });
     const pending = await failure(t.client.jobs.create({ organizationId: t.org, kind: 'document.index', documentId: document.id }));
     expect(pending).toMatchObject({ status: 412, code: 'PRECONDITION_FAILED' });
@@ -115,7 +121,7 @@ describe('without a worker (WORKER=off): jobs stay queued', () => {
     expect(await creditsSpent(server, t.org)).toBe(0);
   });
 
-  it('charges past a plan\'s AI credits are refused with LIMIT_REACHED at the boundary, and a cancel frees them again', async () => {
+  it("charges past a plan's AI credits are refused with LIMIT_REACHED at the boundary, and a cancel frees them again", async () => {
     const limited = await startTestServer({
       env: { WORKER: 'off' },
       overrides: { plans: { limitsFor: async () => ({ plan: 'free', limits: { workspaces: 3, members: 5, aiCredits: 3, storageBytes: 1 << 30 } }) } },

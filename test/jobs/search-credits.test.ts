@@ -13,7 +13,13 @@ import { settablePlans } from '../concurrency/support.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, tenant } from './support.ts';
 
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 
 describe('search with a paid embedding provider', () => {
   let provider: Server;

@@ -69,7 +69,7 @@ describe('jobs.stream re-checks access', () => {
     const reader = await ready(server, user, org);
     await server.db.sql`update members set role = 'member' where user_id = ${user.id}`;
     // Heartbeats come between re-checks; after several, the stream still carries jobs.
-    for (let seen = 0; seen < 3; ) if ((await reader.next()).kind === 'comment') seen += 1;
+    for (let seen = 0; seen < 3;) if ((await reader.next()).kind === 'comment') seen += 1;
     const job = await writeJob(server, { organizationId: org });
     expect((await jobEvents(reader, 1))[0]!.id).toBe(job.eventId);
   });
@@ -103,7 +103,9 @@ describe('jobs.stream lifetime and limits', () => {
     expect(sixth.response.status).toBe(200);
     expect(await sixth.next()).toEqual({ kind: 'retry', value: 3000 });
     expect(await sixth.next()).toEqual({
-      kind: 'event', event: 'error', id: undefined,
+      kind: 'event',
+      event: 'error',
+      id: undefined,
       data: { defined: true, code: 'TOO_MANY_REQUESTS', status: 429, message: 'Too many concurrent streams (at most 5), close one and try again.' },
     });
     await sixth.closed();
@@ -120,11 +122,12 @@ describe('jobs.stream lifetime and limits', () => {
   it('frees the slot of an RPC stream (a POST) its client closes', async () => {
     const user = await createUser(server.db);
     const org = await addMembership(server.db, user, 'member');
-    const rpc = () => openEvents(`${server.origin}/rpc/jobs/stream`, {
-      method: 'POST',
-      headers: { ...user.headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ json: { organizationId: org } }),
-    });
+    const rpc = () =>
+      openEvents(`${server.origin}/rpc/jobs/stream`, {
+        method: 'POST',
+        headers: { ...user.headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ json: { organizationId: org } }),
+      });
     const five = await Promise.all([1, 2, 3, 4, 5].map(rpc));
     readers.push(...five);
     for (const reader of five) expect(await reader.nextEvent()).toMatchObject({ event: 'ready' });

@@ -24,8 +24,7 @@ async function signedIn(target: TestServer): Promise<{ user: TestUser; org: stri
   return { user, org: await addMembership(target.db, user, 'member') };
 }
 
-const clientOf = (target: TestServer, user: TestUser, baseUrl = target.origin) =>
-  createClient({ baseUrl, token: user.token, ...(baseUrl === target.origin ? { fetch: clientFetch(target) } : {}) });
+const clientOf = (target: TestServer, user: TestUser, baseUrl = target.origin) => createClient({ baseUrl, token: user.token, ...(baseUrl === target.origin ? { fetch: clientFetch(target) } : {}) });
 
 /** Reads events (kept in `seen`) until one satisfies `done`. */
 async function readUntil(iterator: AsyncGenerator<Event>, seen: Event[], done: (event: Event) => boolean): Promise<void> {

@@ -68,7 +68,7 @@ describe('revoked access ends open job streams at once, on every instance', () =
     expect((await jobEvents(otherOrgOnB, 1))[0]!.id).toBe(theirs.eventId);
   });
 
-  it('a session signed out, while the same user\'s other session keeps its stream', async () => {
+  it("a session signed out, while the same user's other session keeps its stream", async () => {
     const user = await createUser(db);
     const org = await addMembership(db, user, 'member');
     const other = await secondDevice(user);
@@ -81,7 +81,7 @@ describe('revoked access ends open job streams at once, on every instance', () =
     expect((await jobEvents(otherOnB, 1))[0]!.id).toBe(job.eventId);
   });
 
-  it('every other session revoked, while the caller\'s own keeps its stream', async () => {
+  it("every other session revoked, while the caller's own keeps its stream", async () => {
     const user = await createUser(db);
     const org = await addMembership(db, user, 'member');
     const other = await secondDevice(user);

@@ -115,10 +115,7 @@ export async function writeJob(
   return { id, eventId };
 }
 
-export type Frame =
-  | { kind: 'retry'; value: number }
-  | { kind: 'comment'; text: string }
-  | { kind: 'event'; event: string; id: string | undefined; data: any };
+export type Frame = { kind: 'retry'; value: number } | { kind: 'comment'; text: string } | { kind: 'event'; event: string; id: string | undefined; data: any };
 
 export interface EventReader {
   response: Response;

@@ -52,7 +52,9 @@ describe('jobs.stream', () => {
     expect(reader.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(await reader.next()).toEqual({ kind: 'retry', value: 3000 });
     expect(await reader.next()).toEqual({
-      kind: 'event', event: 'ready', id: undefined,
+      kind: 'event',
+      event: 'ready',
+      id: undefined,
       data: { expiresAt: new Date(clock.getTime() + FAST.lifetimeMs).toISOString() },
     });
   });
@@ -64,7 +66,11 @@ describe('jobs.stream', () => {
     const done = await writeJob(server, { organizationId: org, id: job.id, status: 'succeeded' });
     const events = await jobEvents(reader, 3);
     expect(events.map((event) => event.id)).toEqual([job.eventId, running.eventId, done.eventId]);
-    expect(events.map((event) => [event.data.id, event.data.status])).toEqual([[job.id, 'queued'], [job.id, 'running'], [job.id, 'succeeded']]);
+    expect(events.map((event) => [event.data.id, event.data.status])).toEqual([
+      [job.id, 'queued'],
+      [job.id, 'running'],
+      [job.id, 'succeeded'],
+    ]);
     expect(events[0]!.data).not.toHaveProperty('input');
     expect(events[2]!.data.input).toEqual({ texts: ['hello'] });
     expect(BigInt(events[0]!.id!) < BigInt(events[1]!.id!) && BigInt(events[1]!.id!) < BigInt(events[2]!.id!)).toBe(true);
@@ -77,7 +83,7 @@ describe('jobs.stream', () => {
     expect((await jobEvents(reader, 1))[0]!.id).toBe(next.eventId);
   });
 
-  it('starts after the newest event even while the app\'s reader lags behind the log', async () => {
+  it("starts after the newest event even while the app's reader lags behind the log", async () => {
     // No poll during the test: the reader learns of events only when this process announces them.
     const lagging = await startStreamServer({ timing: { pollMs: 3_600_000 } });
     try {

@@ -29,24 +29,35 @@ describe('organizations.auditLog', () => {
   it('shows real audited actions with actor, impersonator and metadata', async () => {
     // A team created by the owner, then one created by the platform admin impersonating the owner.
     const created = await server.fetch('/api/auth/organization/create-team', {
-      method: 'POST', headers: { ...owner.headers, 'content-type': 'application/json' }, body: JSON.stringify({ organizationId: org, name: 'Research' }),
+      method: 'POST',
+      headers: { ...owner.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ organizationId: org, name: 'Research' }),
     });
     expect(created.status).toBe(200);
     const impersonation = await server.fetch('/api/auth/admin/impersonate-user', {
-      method: 'POST', headers: { ...platformAdmin.headers, 'content-type': 'application/json' }, body: JSON.stringify({ userId: owner.id }),
+      method: 'POST',
+      headers: { ...platformAdmin.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: owner.id }),
     });
     expect(impersonation.status).toBe(200);
     const token = impersonation.headers.get('set-auth-token')!;
     const impersonated = await server.fetch('/api/auth/organization/create-team', {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ organizationId: org, name: 'Support' }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ organizationId: org, name: 'Support' }),
     });
     expect(impersonated.status).toBe(200);
 
     const { entries } = await client(owner).organizations.auditLog({ organizationId: org, limit: 2 });
     expect(entries).toHaveLength(2);
     expect(entries[0]).toMatchObject({
-      organizationId: org, action: 'team.created', actorId: owner.id, actorEmail: owner.email,
-      targetType: 'team', impersonatedBy: platformAdmin.id, metadata: { name: 'Support' },
+      organizationId: org,
+      action: 'team.created',
+      actorId: owner.id,
+      actorEmail: owner.email,
+      targetType: 'team',
+      impersonatedBy: platformAdmin.id,
+      metadata: { name: 'Support' },
     });
     expect(entries[1]).toMatchObject({ action: 'team.created', actorId: owner.id, impersonatedBy: null, metadata: { name: 'Research' } });
     expect(entries[0]!.createdAt).toBeInstanceOf(Date);

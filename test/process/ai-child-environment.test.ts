@@ -49,11 +49,16 @@ afterAll(async () => {
 
 async function environmentOf(pid: number): Promise<Record<string, string>> {
   const text = await readFile(`/proc/${pid}/environ`, 'utf8');
-  return Object.fromEntries(text.split('\0').filter(Boolean).map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    text
+      .split('\0')
+      .filter(Boolean)
+      .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+  );
 }
 
 describe('the AI child process environment', () => {
-  it('holds none of the API\'s secrets, only its own settings, its key and what Node needs', async () => {
+  it("holds none of the API's secrets, only its own settings, its key and what Node needs", async () => {
     const env = await environmentOf(child.pid()!);
     for (const name of Object.keys(SECRETS)) expect(env, name).not.toHaveProperty(name);
     expect(Object.values(env).join('\n')).not.toMatch(/password|not-for-the-child|production-secret/);

@@ -58,9 +58,7 @@ async function rawConnection(port: number): Promise<{ socket: Socket; received()
 }
 
 const body = JSON.stringify({ json: {} });
-const slowRequestHead =
-  'POST /rpc/system/health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
-  `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`;
+const slowRequestHead = 'POST /rpc/system/health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' + `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`;
 
 /** What a new connection gets: 'connected', or the error code. */
 async function connectOutcome(port: number): Promise<string> {
@@ -76,7 +74,10 @@ async function connectOutcome(port: number): Promise<string> {
 }
 
 async function lockReleased(): Promise<boolean> {
-  return stat(join(dataDir, 'pg.lock')).then(() => false, () => true);
+  return stat(join(dataDir, 'pg.lock')).then(
+    () => false,
+    () => true,
+  );
 }
 
 describe('serve stops on SIGTERM by draining', () => {
@@ -101,7 +102,10 @@ describe('serve stops on SIGTERM by draining', () => {
 
     slow.socket.write(body);
     await slow.closed; // the server closes the connection after the answer
-    const [head, answer] = slow.received().replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '').split('\r\n\r\n');
+    const [head, answer] = slow
+      .received()
+      .replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')
+      .split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 200 /);
     expect(head).toMatch(/\r\nconnection: close\r\n/i);
     expect(JSON.parse(answer!)).toMatchObject({ json: { status: 'ok' } });

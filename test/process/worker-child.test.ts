@@ -42,7 +42,7 @@ describe.skipIf(!externalDatabaseUrl)('serve with its job worker in a process of
     throw new Error(`job ${job.id} never finished`);
   }
 
-  it('runs jobs in the worker process, not the API\'s', { timeout: 60_000 }, async () => {
+  it("runs jobs in the worker process, not the API's", { timeout: 60_000 }, async () => {
     expect((await served.logged('listening')).worker).toBe('process');
     const worker = await served.logged('job worker process started');
     expect(worker.pid).not.toBe(served.child.pid);

@@ -51,14 +51,23 @@ const inSection = (command: ReadmeCommand, section: keyof typeof walkthroughs) =
 
 /** What is not run, and why. The first rule that matches a command decides. */
 const notRun: [RegExp, string][] = [
-  [/^(\S+=\S+ )*make start$|^npm run start$|^node src\/main\.ts (serve|<command>)/, 'starts the service on port 3000 until stopped; the walkthroughs run here against the same app on a free port (test/support/server.ts), and test/process/ starts the real processes'],
+  [
+    /^(\S+=\S+ )*make start$|^npm run start$|^node src\/main\.ts (serve|<command>)/,
+    'starts the service on port 3000 until stopped; the walkthroughs run here against the same app on a free port (test/support/server.ts), and test/process/ starts the real processes',
+  ],
   [/^curl -sN /, 'an event stream that stays open until Ctrl-C; test/jobs/stream.test.ts follows the same stream'],
   [/^(make (test|test-pg|ci)|npm test( --.*)?|scripts\/test-pg\.sh( .*)?)$/, 'runs the test suite, which this test is part of'],
   [/^make test-pooler$/, 'runs the multi-instance suites of the test suite again behind PgBouncer (CI runs it, .ci/run)'],
   [/^make contract-test( BASE=<url>)?$/, 'runs test/contract/black-box.test.ts, part of the suite (with BASE, against a target you name)'],
-  [/^(make (install|browser)|npm ci|apt-get install jq|node_modules\/\.bin\/node scripts\/install-model\.ts)$/, 'installs packages or files on the machine; `make test` runs make install and make browser before the suite'],
+  [
+    /^(make (install|browser)|npm ci|apt-get install jq|node_modules\/\.bin\/node scripts\/install-model\.ts)$/,
+    'installs packages or files on the machine; `make test` runs make install and make browser before the suite',
+  ],
   [/^make clean$/, 'deletes the local .data and .tmp folders'],
-  [/^make (codegen|codegen-check|lint|deps|contract-diff|contract-diff-check|contract-release)$/, 'a development step CI runs itself (make ci, .ci/run); test/unit/ and test/contract/contract-diff.test.ts hold their checks'],
+  [
+    /^make (codegen|codegen-check|lint|deps|contract-diff|contract-diff-check|contract-release)$/,
+    'a development step CI runs itself (make ci, .ci/run); test/unit/ and test/contract/contract-diff.test.ts hold their checks',
+  ],
   [/^(npm run|make) format$/, 'rewrites the source files in place (Prettier); make lint checks that they are formatted'],
   [/^(make mock|npm run (mail-catcher|s3-local))$/, 'a development server that runs until Ctrl-C; the suite starts the same programs on free ports (test/support/prism.ts, smtp.ts, s3.ts)'],
   [/^(\S+=\S+ )*make (bench|soak)$/, 'minutes of load; CI runs the 3-minute soak (make ci)'],
@@ -75,7 +84,13 @@ const runHere: Rule[] = [
   { runs: (command) => command.text === SDK_COMMAND },
   { runs: (command) => command.from === 'block' && command.text.startsWith(`curl -s -X POST ${README_ORIGIN}/rpc/system/health `) },
   // The walkthroughs on the local driver: every command of their blocks, but the stream (notRun).
-  { runs: (command) => command.from === 'block' && !command.text.startsWith('curl -sN') && (inSection(command, 'accounts') || inSection(command, 'documents') || inSection(command, 'jobs')) && !/make start$|^make install$|^npm run /.test(command.text) },
+  {
+    runs: (command) =>
+      command.from === 'block' &&
+      !command.text.startsWith('curl -sN') &&
+      (inSection(command, 'accounts') || inSection(command, 'documents') || inSection(command, 'jobs')) &&
+      !/make start$|^make install$|^npm run /.test(command.text),
+  },
   // The command-line walkthrough: `workspace-api` is the CLI's source run by this Node (test/cli/support.ts).
   { runs: (command) => command.from === 'block' && inSection(command, 'cli') },
 ];
@@ -86,7 +101,11 @@ describe('the README commands', () => {
   it('finds the commands of every section', () => {
     expect(commands.filter((command) => command.text === SDK_COMMAND)).toHaveLength(1);
     expect(commands.filter((command) => inSection(command, 'accounts') && command.text.startsWith('curl')).length).toBeGreaterThan(10);
-    expect(Object.values(walkthroughs).flat().every((line) => line > 0)).toBe(true);
+    expect(
+      Object.values(walkthroughs)
+        .flat()
+        .every((line) => line > 0),
+    ).toBe(true);
   });
 
   it.each(commands.map((command) => [`${command.line}: ${command.text.slice(0, 100)}`, command] as const))('%s is run here or has a reason not to be', (_name, command) => {
@@ -135,7 +154,10 @@ async function shell(command: string, options: { cwd: string; env?: NodeJS.Proce
 }
 
 describe.skipIf(!registry)('the SDK generation, as a fresh machine runs it', () => {
-  const machinePath = (process.env.PATH ?? '').split(delimiter).filter((entry) => !entry.endsWith(join('node_modules', '.bin'))).join(delimiter);
+  const machinePath = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((entry) => !entry.endsWith(join('node_modules', '.bin')))
+    .join(delimiter);
   const nodes = [
     ["the machine's node (PATH)", machinePath, /^v\d+\./],
     ['Node 24 (node_modules/.bin)', [join(root, 'node_modules', '.bin'), machinePath].join(delimiter), /^v24\./],
@@ -147,21 +169,25 @@ describe.skipIf(!registry)('the SDK generation, as a fresh machine runs it', () 
   });
   afterAll(() => rm(cache, { recursive: true, force: true }));
 
-  it.each(nodes)('%s: the README command writes a working SDK', async (_name, path, expectedVersion) => {
-    const cwd = await mkdtemp(join(folder, 'sdk-'));
-    const env = { ...withoutNpmScriptVariables(process.env), PATH: path, npm_config_cache: cache, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
-    const { stdout: version } = await run('node', ['--version'], { env });
-    expect(version.trim()).toMatch(expectedVersion);
-    await shell(SDK_COMMAND, { cwd, env, timeout: 240_000 });
-    const files = await readdir(join(cwd, 'sdk'));
-    expect(files, `node ${version.trim()}`).toEqual(expect.arrayContaining(['index.ts', 'sdk.gen.ts', 'types.gen.ts']));
-    const sdk = await readFile(join(cwd, 'sdk', 'sdk.gen.ts'), 'utf8');
-    expect(sdk).toMatch(/export const workspacesList\b/);
-    expect(sdk).toMatch(/export const jobsStream\b/);
-    // It calls this deployment with no base URL to set: the served document's first server.
-    const generatedClient = await readFile(join(cwd, 'sdk', 'client.gen.ts'), 'utf8');
-    expect(generatedClient).toContain(`${server.origin}/api/v1`);
-  }, 300_000);
+  it.each(nodes)(
+    '%s: the README command writes a working SDK',
+    async (_name, path, expectedVersion) => {
+      const cwd = await mkdtemp(join(folder, 'sdk-'));
+      const env = { ...withoutNpmScriptVariables(process.env), PATH: path, npm_config_cache: cache, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
+      const { stdout: version } = await run('node', ['--version'], { env });
+      expect(version.trim()).toMatch(expectedVersion);
+      await shell(SDK_COMMAND, { cwd, env, timeout: 240_000 });
+      const files = await readdir(join(cwd, 'sdk'));
+      expect(files, `node ${version.trim()}`).toEqual(expect.arrayContaining(['index.ts', 'sdk.gen.ts', 'types.gen.ts']));
+      const sdk = await readFile(join(cwd, 'sdk', 'sdk.gen.ts'), 'utf8');
+      expect(sdk).toMatch(/export const workspacesList\b/);
+      expect(sdk).toMatch(/export const jobsStream\b/);
+      // It calls this deployment with no base URL to set: the served document's first server.
+      const generatedClient = await readFile(join(cwd, 'sdk', 'client.gen.ts'), 'utf8');
+      expect(generatedClient).toContain(`${server.origin}/api/v1`);
+    },
+    300_000,
+  );
 });
 
 /** npm run sets npm_* variables (its own config among them) that a fresh shell would not have. */
@@ -177,15 +203,17 @@ function answerPattern(answer: string, values: Record<string, string>, flags = '
   const quote = (value: string) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   // An elision takes the spaces around it along (`weekly. … Invoices`: what it stands for may end in a line break).
   const parts = answer.split(/(<[A-Z_]+>| ?… ?|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)/);
-  const pattern = parts.map((part, index) => {
-    if (index % 2 === 0) return quote(part);
-    if (part.trim() === '…') return '[\\s\\S]*?';
-    if (part.startsWith('<')) {
-      const name = part.slice(1, -1);
-      return name in values ? quote(values[name]!) : '[^"\\s]*';
-    }
-    return '\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z';
-  }).join('');
+  const pattern = parts
+    .map((part, index) => {
+      if (index % 2 === 0) return quote(part);
+      if (part.trim() === '…') return '[\\s\\S]*?';
+      if (part.startsWith('<')) {
+        const name = part.slice(1, -1);
+        return name in values ? quote(values[name]!) : '[^"\\s]*';
+      }
+      return '\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z';
+    })
+    .join('');
   return new RegExp(`^${pattern}$`, flags);
 }
 
@@ -227,7 +255,10 @@ describe('the walkthroughs, command by command', () => {
       const lines = output.split('\n').map((each) => each.trim());
       for (const expected of command.answer.map(shown).filter((each) => each !== '…' && each !== '' && !each.startsWith('{'))) {
         // Header names in any case (HTTP/1.1 sends them as the server wrote them).
-        expect(lines.some((each) => answerPattern(expected, values, 'i').test(each)), `README line ${command.line}: "${expected}" in\n${output}`).toBe(true);
+        expect(
+          lines.some((each) => answerPattern(expected, values, 'i').test(each)),
+          `README line ${command.line}: "${expected}" in\n${output}`,
+        ).toBe(true);
       }
       const json = command.answer.find((each) => each.startsWith('{'));
       if (json) expect(body, `README line ${command.line}`).toMatch(answerPattern(shown(json), values));
@@ -240,7 +271,10 @@ describe('the walkthroughs, command by command', () => {
   /** The verification message to `address` (an invitation may have come first), once it arrived. */
   async function verificationMail(address: string) {
     for (let waited = 0; waited < 10_000; waited += 100) {
-      const found = smtp.messagesTo(address).filter((message) => /verify/i.test(message.subject)).at(-1);
+      const found = smtp
+        .messagesTo(address)
+        .filter((message) => /verify/i.test(message.subject))
+        .at(-1);
       if (found) return found;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -275,8 +309,13 @@ describe('the walkthroughs, command by command', () => {
     await writeFile(join(cwd, 'handbook.md'), handbook);
     expect(Buffer.byteLength(handbook)).toBe(2067);
     // Step 2: "Upload and complete it as in the walkthrough above", with the changes the README names.
-    const asHandbook = (line: string) => line.replaceAll('"name":"hello.pdf"', '"name":"handbook.md"').replaceAll('application/pdf', 'text/markdown')
-      .replaceAll('"size":584', '"size":2067').replaceAll('content-length: 584', 'content-length: 2067').replaceAll('-T hello.pdf', '-T handbook.md');
+    const asHandbook = (line: string) =>
+      line
+        .replaceAll('"name":"hello.pdf"', '"name":"handbook.md"')
+        .replaceAll('application/pdf', 'text/markdown')
+        .replaceAll('"size":584', '"size":2067')
+        .replaceAll('content-length: 584', 'content-length: 2067')
+        .replaceAll('-T hello.pdf', '-T handbook.md');
     const upload = commands.filter((command) => inSection(command, 'documents'));
     for (const step of [/"name":"hello\.pdf"/, /^curl -si -T hello\.pdf/, /\/complete /]) {
       const command = upload.find((each) => step.test(each.text))!;
@@ -301,9 +340,15 @@ describe('the walkthroughs, command by command', () => {
       await writeFile(join(bin, 'workspace-api'), `#!/bin/sh\nexec '${process.execPath}' '${CLI_ENTRY}' "$@"\n`, { mode: 0o755 });
       const env = { ...home.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` };
       const steps = commands.filter((command) => inSection(command, 'cli') && runsHere(command));
-      expect(steps.map((command) => command.text.replace(/^printf .*? \| /, '').split(' ').slice(0, 3).join(' '))).toEqual([
-        'workspace-api signup --url', 'workspace-api orgs create', 'workspace-api workspaces create', 'workspace-api documents upload', 'workspace-api search lab-notes',
-      ]);
+      expect(
+        steps.map((command) =>
+          command.text
+            .replace(/^printf .*? \| /, '')
+            .split(' ')
+            .slice(0, 3)
+            .join(' '),
+        ),
+      ).toEqual(['workspace-api signup --url', 'workspace-api orgs create', 'workspace-api workspaces create', 'workspace-api documents upload', 'workspace-api search lab-notes']);
       for (const command of steps) await runAndCompare(command, cwd, command.text, env);
     } finally {
       await home.remove();

@@ -8,7 +8,7 @@ const longEmoji = `${'😀'.repeat(250)}.docx`;
 
 const cases: { name: string; input: string; fallback: string; exact: string }[] = [
   { name: 'plain ASCII', input: 'report.pdf', fallback: 'report.pdf', exact: 'report.pdf' },
-  { name: 'spaces and punctuation', input: "Q3 plan (final) v2!.txt", fallback: "Q3 plan (final) v2!.txt", exact: "Q3 plan (final) v2!.txt" },
+  { name: 'spaces and punctuation', input: 'Q3 plan (final) v2!.txt', fallback: 'Q3 plan (final) v2!.txt', exact: 'Q3 plan (final) v2!.txt' },
   { name: 'accents keep their letters (ø does not decompose)', input: 'Résumé Ünïcødé.pdf', fallback: 'Resume Unic_de.pdf', exact: 'Résumé Ünïcødé.pdf' },
   { name: 'CJK', input: '日本語の文書.txt', fallback: '______.txt', exact: '日本語の文書.txt' },
   { name: 'emoji (one code point, one underscore)', input: 'party 🎉.md', fallback: 'party _.md', exact: 'party 🎉.md' },

@@ -196,16 +196,7 @@ describe('PUT then GET', () => {
     expect(await app.driver.stat(key)).toEqual({ size: 0 });
   });
 
-  const names = [
-    'Résumé.pdf',
-    '日本語のファイル名.txt',
-    'Ünïcødé «quotes» “curly” — dash.md',
-    'emoji 🎉🚀 file.json',
-    'Привет мир.csv',
-    'עברית.txt',
-    'say "hi" \\ back.txt',
-    "it's (1) * 100%.txt",
-  ];
+  const names = ['Résumé.pdf', '日本語のファイル名.txt', 'Ünïcødé «quotes» “curly” — dash.md', 'emoji 🎉🚀 file.json', 'Привет мир.csv', 'עברית.txt', 'say "hi" \\ back.txt', "it's (1) * 100%.txt"];
 
   it.each(names)('round-trips the name %j through Content-Disposition', async (name) => {
     const key = newDocument(name);
@@ -261,7 +252,9 @@ describe('PUT refusals', () => {
     // Node's HTTP parser ends the body at Content-Length and reads the rest as a next request,
     // which it refuses (400) before closing the connection: the client never hears of success, so
     // the upload must not count.
-    const text = await raw(Buffer.from(`PUT ${pathname}${search} HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${id}\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n0123456789EXTRA BYTES THAT DO NOT BELONG`));
+    const text = await raw(
+      Buffer.from(`PUT ${pathname}${search} HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${id}\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n0123456789EXTRA BYTES THAT DO NOT BELONG`),
+    );
     const statuses = [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
     expect(statuses).toEqual([400]);
     await abandoned(id);
@@ -507,12 +500,17 @@ describe('memory', () => {
         res.on('end', () => resolve(res.statusCode!));
       });
       req.on('error', reject);
-      pipeline(Readable.from((function* () {
-        for (let i = 0; i < count; i++) {
-          if (i > 0 && i % 25 === 0) sample();
-          yield chunks[i % 16]!;
-        }
-      })()), req).catch(reject);
+      pipeline(
+        Readable.from(
+          (function* () {
+            for (let i = 0; i < count; i++) {
+              if (i > 0 && i % 25 === 0) sample();
+              yield chunks[i % 16]!;
+            }
+          })(),
+        ),
+        req,
+      ).catch(reject);
     });
     sample();
     expect(status).toBe(200);
@@ -522,8 +520,7 @@ describe('memory', () => {
       arrayBuffers: mib(peak.arrayBuffers - before.arrayBuffers),
       rss: mib(peak.rss - before.rss),
     };
-    console.log(`25 MiB upload, peak growth of live memory: heapUsed ${growth.heapUsed.toFixed(1)} MiB, `
-      + `arrayBuffers ${growth.arrayBuffers.toFixed(1)} MiB, rss ${growth.rss.toFixed(1)} MiB`);
+    console.log(`25 MiB upload, peak growth of live memory: heapUsed ${growth.heapUsed.toFixed(1)} MiB, ` + `arrayBuffers ${growth.arrayBuffers.toFixed(1)} MiB, rss ${growth.rss.toFixed(1)} MiB`);
     expect(growth.heapUsed).toBeLessThan(15);
     expect(growth.arrayBuffers).toBeLessThan(12);
     expect(growth.rss).toBeLessThan(20);

@@ -19,11 +19,14 @@ let driver: S3Driver;
 
 beforeAll(async () => {
   server = await startS3rver('workspace-api-s3rver-');
-  const made = createStorageDriver({
-    dataDir: server.dir,
-    publicUrl: 'http://127.0.0.1:1',
-    storage: s3Settings(`http://127.0.0.1:${server.port}`),
-  }, 'unused-by-the-s3-driver');
+  const made = createStorageDriver(
+    {
+      dataDir: server.dir,
+      publicUrl: 'http://127.0.0.1:1',
+      storage: s3Settings(`http://127.0.0.1:${server.port}`),
+    },
+    'unused-by-the-s3-driver',
+  );
   if (!(made instanceof S3Driver)) throw new Error('expected the S3 driver');
   driver = made;
 });
@@ -148,8 +151,8 @@ describe('S3 driver (s3rver)', () => {
   });
 });
 
-describe('staged uploads: a ready document\'s bytes cannot be replaced (s3rver)', () => {
-  it('keeps an upload out of the document\'s key until it is committed', async () => {
+describe("staged uploads: a ready document's bytes cannot be replaced (s3rver)", () => {
+  it("keeps an upload out of the document's key until it is committed", async () => {
     const key = 'org_s/doc_staged';
     const bytes = randomBytes(1000);
     await stage(key, bytes, 'text/csv');

@@ -94,7 +94,9 @@ describe('signed upload and download addresses', () => {
     { given: undefined, want: false },
   ];
   it.each(contentTypes)('a PUT with Content-Type $given verifies: $want', ({ given, want }) => {
-    expect(verifySignedQuery(SECRET, { method: 'PUT', path: PATH, query: new URLSearchParams(uploadQuery), now, contentType: given })).toEqual(want ? { ok: true, expires, size: 1234 } : { ok: false, reason: 'mismatch' });
+    expect(verifySignedQuery(SECRET, { method: 'PUT', path: PATH, query: new URLSearchParams(uploadQuery), now, contentType: given })).toEqual(
+      want ? { ok: true, expires, size: 1234 } : { ok: false, reason: 'mismatch' },
+    );
   });
 
   it('signs no Content-Type into a download', () => {

@@ -7,10 +7,7 @@ import type { Memberships } from '../../src/auth/access.ts';
 import type { OrganizationRole } from '../../src/auth/permissions.ts';
 import type { Authentication } from '../../src/auth/authenticate.ts';
 
-export function fakeIdentity(options: {
-  users: Record<string, { role?: string | null; organizations?: Record<string, OrganizationRole> }>;
-  workspaces?: Record<string, string>;
-}) {
+export function fakeIdentity(options: { users: Record<string, { role?: string | null; organizations?: Record<string, OrganizationRole> }>; workspaces?: Record<string, string> }) {
   const authenticate = async (headers: Record<string, string | string[] | undefined>): Promise<Authentication | null> => {
     const match = /^Bearer (\S+)$/.exec(String(headers.authorization ?? ''));
     const user = match ? options.users[match[1]!] : undefined;

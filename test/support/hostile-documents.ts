@@ -10,7 +10,12 @@ const MIB = 1024 * 1024;
 export const DOCX_TYPE = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 
 /** Raw deflate (RFC 1951) of `head`, `repeats` copies of `body`, then `tail`, with the inflated size and CRC-32. */
-export interface Deflated { data: Buffer; size: number; crc: number; adler: number }
+export interface Deflated {
+  data: Buffer;
+  size: number;
+  crc: number;
+  adler: number;
+}
 
 /**
  * Each piece is compressed on its own and ended with a sync flush (RFC 1951 3.2.4: an empty stored
@@ -56,7 +61,7 @@ function adler32Combine(first: number, second: number, secondLength: number): nu
   const a2 = second & 0xffff;
   const b2 = second >>> 16;
   const a = (a1 + a2 + 65521 - 1) % 65521;
-  const b = (b1 + b2 + ((secondLength % 65521) * ((a1 + 65521 - 1) % 65521)) % 65521) % 65521;
+  const b = (b1 + b2 + (((secondLength % 65521) * ((a1 + 65521 - 1) % 65521)) % 65521)) % 65521;
   return ((b << 16) | a) >>> 0;
 }
 
@@ -112,11 +117,13 @@ export function zip(entries: ZipEntry[]): Buffer {
   return Buffer.concat([...locals, directory, end]);
 }
 
-const CONTENT_TYPES = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-  + '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
-  + '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>';
-const RELATIONSHIPS = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-  + '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>';
+const CONTENT_TYPES =
+  '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">' +
+  '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>' +
+  '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>';
+const RELATIONSHIPS =
+  '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+  '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>';
 const DOCUMENT_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>';
 const DOCUMENT_TAIL = '</w:body></w:document>';
 const PARAGRAPH = '<w:p><w:r><w:t>All work and no play makes Jack a dull boy.</w:t></w:r></w:p>';
@@ -160,9 +167,10 @@ export function pdf(objects: PdfObject[]): Buffer {
   const offsets: number[] = [];
   objects.forEach((object, index) => {
     offsets.push(length);
-    const body = typeof object === 'string'
-      ? [Buffer.from(`${index + 1} 0 obj\n${object}\nendobj\n`)]
-      : [Buffer.from(`${index + 1} 0 obj\n<< ${object.dictionary} /Length ${object.stream.length} >>\nstream\n`), object.stream, Buffer.from('\nendstream\nendobj\n')];
+    const body =
+      typeof object === 'string'
+        ? [Buffer.from(`${index + 1} 0 obj\n${object}\nendobj\n`)]
+        : [Buffer.from(`${index + 1} 0 obj\n<< ${object.dictionary} /Length ${object.stream.length} >>\nstream\n`), object.stream, Buffer.from('\nendstream\nendobj\n')];
     for (const part of body) {
       parts.push(part);
       length += part.length;
@@ -198,11 +206,7 @@ export function pdfStreamBomb(megabytes: number, claimsImage = false): Buffer {
 /** A PDF of `pages` empty pages. */
 export function pdfOfPages(pages: number): Buffer {
   const kids = Array.from({ length: pages }, (_, index) => `${index + 3} 0 R`).join(' ');
-  return pdf([
-    '<< /Type /Catalog /Pages 2 0 R >>',
-    `<< /Type /Pages /Kids [${kids}] /Count ${pages} >>`,
-    ...Array.from({ length: pages }, () => '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] >>'),
-  ]);
+  return pdf(['<< /Type /Catalog /Pages 2 0 R >>', `<< /Type /Pages /Kids [${kids}] /Count ${pages} >>`, ...Array.from({ length: pages }, () => '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] >>')]);
 }
 
 /**
@@ -233,12 +237,7 @@ export function greyPng(width: number, height: number, rows: Buffer): Buffer {
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
   header[8] = 8; // bit depth; colour type 0 (grey), deflate, no filter, no interlace
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', deflateSync(rows, { level: 9 })),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', deflateSync(rows, { level: 9 })), chunk('IEND', Buffer.alloc(0))]);
 }
 
 /** A JSON array of `count` small objects: a few MB of text that parse into far more heap. */

@@ -41,7 +41,12 @@ export function s3Settings(endpoint: string, bucket = BUCKET): S3Settings {
 /** The same as the service's environment (STORAGE_DRIVER=s3 and the S3_* variables). */
 export function s3Env(endpoint: string, bucket = BUCKET): Record<string, string> {
   return {
-    STORAGE_DRIVER: 's3', S3_BUCKET: bucket, S3_ENDPOINT: endpoint, S3_FORCE_PATH_STYLE: 'true',
-    S3_ACCESS_KEY_ID: 'S3RVER', S3_SECRET_ACCESS_KEY: 'S3RVER', S3_REGION: 'us-east-1',
+    STORAGE_DRIVER: 's3',
+    S3_BUCKET: bucket,
+    S3_ENDPOINT: endpoint,
+    S3_FORCE_PATH_STYLE: 'true',
+    S3_ACCESS_KEY_ID: 'S3RVER',
+    S3_SECRET_ACCESS_KEY: 'S3RVER',
+    S3_REGION: 'us-east-1',
   };
 }

@@ -96,9 +96,13 @@ export async function startSmtpReceiver(options: SmtpReceiverOptions = {}): Prom
         const found = find();
         if (found !== undefined) done(() => resolve(found));
       };
-      const timer = setTimeout(() => done(() => {
-        onTimeout().then(resolve, reject);
-      }), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          done(() => {
+            onTimeout().then(resolve, reject);
+          }),
+        timeoutMs,
+      );
       waiters.add(wake);
       wake();
     });
@@ -109,18 +113,26 @@ export async function startSmtpReceiver(options: SmtpReceiverOptions = {}): Prom
     messagesTo,
     nextMessageTo(address, timeoutMs = 5_000) {
       const key = address.toLowerCase();
-      return waitFor(() => {
-        const index = handedOut.get(key) ?? 0;
-        const message = messagesTo(key)[index];
-        if (message) handedOut.set(key, index + 1);
-        return message;
-      }, timeoutMs, () => Promise.reject(new Error(`no email to ${address} within ${timeoutMs} ms`)));
+      return waitFor(
+        () => {
+          const index = handedOut.get(key) ?? 0;
+          const message = messagesTo(key)[index];
+          if (message) handedOut.set(key, index + 1);
+          return message;
+        },
+        timeoutMs,
+        () => Promise.reject(new Error(`no email to ${address} within ${timeoutMs} ms`)),
+      );
     },
     waitForMessagesTo(address, count = 1, timeoutMs = 5_000) {
-      return waitFor(() => {
-        const found = messagesTo(address);
-        return found.length >= count ? found : undefined;
-      }, timeoutMs, async () => messagesTo(address));
+      return waitFor(
+        () => {
+          const found = messagesTo(address);
+          return found.length >= count ? found : undefined;
+        },
+        timeoutMs,
+        async () => messagesTo(address),
+      );
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
@@ -170,5 +182,9 @@ function decodeEncodedWords(value: string): string {
   return value.replace(/=\?([^?]+)\?([QB])\?([^?]*)\?=\s*/gi, (_, _charset: string, kind: string, data: string) =>
     kind.toUpperCase() === 'B'
       ? Buffer.from(data, 'base64').toString('utf8')
-      : Buffer.from(data.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1').toString('utf8'));
+      : Buffer.from(
+          data.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+          'latin1',
+        ).toString('utf8'),
+  );
 }

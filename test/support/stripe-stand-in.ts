@@ -57,7 +57,15 @@ export async function startStripeStandIn(): Promise<StripeStandIn> {
       }
       if (req.method === 'POST' && path === '/v1/checkout/sessions') {
         const session = id('cs_test');
-        return answer(200, { id: session, object: 'checkout.session', mode: params.mode, customer: params.customer, url: `https://checkout.stripe.test/c/pay/${session}`, metadata: metadataOf(params), client_reference_id: params.client_reference_id ?? null });
+        return answer(200, {
+          id: session,
+          object: 'checkout.session',
+          mode: params.mode,
+          customer: params.customer,
+          url: `https://checkout.stripe.test/c/pay/${session}`,
+          metadata: metadataOf(params),
+          client_reference_id: params.client_reference_id ?? null,
+        });
       }
       if (req.method === 'POST' && path === '/v1/billing_portal/sessions') {
         const session = id('bps');
@@ -107,7 +115,16 @@ export async function startStripeStandIn(): Promise<StripeStandIn> {
         metadata: { organizationId: o.organizationId, plan: o.plan },
         items: {
           object: 'list',
-          data: [{ id: id('si'), object: 'subscription_item', quantity: o.quantity ?? 1, current_period_start: start, current_period_end: end, price: { id: o.price, object: 'price', recurring: { interval: o.price.endsWith('year') ? 'year' : 'month' } } }],
+          data: [
+            {
+              id: id('si'),
+              object: 'subscription_item',
+              quantity: o.quantity ?? 1,
+              current_period_start: start,
+              current_period_end: end,
+              price: { id: o.price, object: 'price', recurring: { interval: o.price.endsWith('year') ? 'year' : 'month' } },
+            },
+          ],
         },
       };
       subscriptions.set(subscription.id, subscription);
@@ -115,7 +132,10 @@ export async function startStripeStandIn(): Promise<StripeStandIn> {
     },
     event(type, object, created = Math.floor(Date.now() / 1000)) {
       const eventId = id('evt');
-      return { id: eventId, payload: JSON.stringify({ id: eventId, object: 'event', api_version: '2026-10-28.endive', created, type, livemode: false, pending_webhooks: 1, data: { object: structuredClone(object) } }) };
+      return {
+        id: eventId,
+        payload: JSON.stringify({ id: eventId, object: 'event', api_version: '2026-10-28.endive', created, type, livemode: false, pending_webhooks: 1, data: { object: structuredClone(object) } }),
+      };
     },
     sign(payload, secret, timestamp) {
       return stripe.webhooks.generateTestHeaderString({ payload, secret, ...(timestamp ? { timestamp } : {}) });
@@ -129,8 +149,10 @@ export async function startStripeStandIn(): Promise<StripeStandIn> {
 
 /** `metadata[key]=value` form fields as an object. */
 function metadataOf(params: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(params).flatMap(([key, value]) => {
-    const m = /^metadata\[(.+)\]$/.exec(key);
-    return m ? [[m[1]!, value]] : [];
-  }));
+  return Object.fromEntries(
+    Object.entries(params).flatMap(([key, value]) => {
+      const m = /^metadata\[(.+)\]$/.exec(key);
+      return m ? [[m[1]!, value]] : [];
+    }),
+  );
 }

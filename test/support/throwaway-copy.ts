@@ -13,7 +13,10 @@ import { fileURLToPath } from 'node:url';
 
 export const root = fileURLToPath(new URL('../../', import.meta.url));
 
-export interface Run { code: number; out: string }
+export interface Run {
+  code: number;
+  out: string;
+}
 
 export interface ThrowawayCopy {
   dir: string;
@@ -33,25 +36,39 @@ export async function throwawayCopy(prefix: string): Promise<ThrowawayCopy> {
   await cp(root, dir, { recursive: true, filter: (source) => !skip.has(source.replace(/\/$/, '')) });
   await symlink(join(root, 'node_modules'), join(dir, 'node_modules'));
 
-  const run = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> => new Promise((resolve) => {
-    const full: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', ...env, PATH: `${dirname(process.execPath)}:${join(dir, 'node_modules/.bin')}:${process.env.PATH ?? ''}` };
-    for (const key of Object.keys(full)) if (full[key] === undefined) delete full[key];
-    execFile(process.execPath, args, { cwd: dir, env: full, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, out: `${stdout}${stderr}` });
+  const run = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> =>
+    new Promise((resolve) => {
+      const full: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', ...env, PATH: `${dirname(process.execPath)}:${join(dir, 'node_modules/.bin')}:${process.env.PATH ?? ''}` };
+      for (const key of Object.keys(full)) if (full[key] === undefined) delete full[key];
+      execFile(process.execPath, args, { cwd: dir, env: full, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, out: `${stdout}${stderr}` });
+      });
     });
-  });
   return {
     dir,
     run,
     // VITEST* variables of this run would make the child think it is a worker of ours.
-    vitest: (files) => run(['node_modules/vitest/vitest.mjs', 'run', ...files], Object.fromEntries(Object.keys(process.env).filter((key) => key.startsWith('VITEST')).map((key) => [key, undefined]))),
+    vitest: (files) =>
+      run(
+        ['node_modules/vitest/vitest.mjs', 'run', ...files],
+        Object.fromEntries(
+          Object.keys(process.env)
+            .filter((key) => key.startsWith('VITEST'))
+            .map((key) => [key, undefined]),
+        ),
+      ),
     tsc: () => run(['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.']),
     async snapshot() {
       const files = new Map<string, string>();
       for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
         const path = relative(dir, join(entry.parentPath, entry.name));
         if (!entry.isFile() || path.startsWith('node_modules')) continue;
-        files.set(path, createHash('sha256').update(await readFile(join(dir, path))).digest('hex'));
+        files.set(
+          path,
+          createHash('sha256')
+            .update(await readFile(join(dir, path)))
+            .digest('hex'),
+        );
       }
       return files;
     },

@@ -121,8 +121,13 @@ describe.each(documents)('%s: every keyword of every input schema reaches the in
     // Nothing the validator needs is dropped on the way to Ajv, here or in a referenced component.
     for (const schema of reachable(doc, op.inputSchema)) {
       const kept = new Set(keywords(toAjvSchema(schema)).map(([pointer]) => pointer));
-      const lost = keywords(schema).map(([pointer]) => pointer).filter((pointer) => !kept.has(pointer) && !pointer.endsWith('/$ref'));
-      expect(lost.filter((pointer) => !droppable(pointer)), `${op.name}: dropped keywords`).toEqual([]);
+      const lost = keywords(schema)
+        .map(([pointer]) => pointer)
+        .filter((pointer) => !kept.has(pointer) && !pointer.endsWith('/$ref'));
+      expect(
+        lost.filter((pointer) => !droppable(pointer)),
+        `${op.name}: dropped keywords`,
+      ).toEqual([]);
     }
 
     // Ajv in strict mode compiles it: no keyword is unknown to it, so none is silently ignored.
@@ -149,7 +154,14 @@ describe.each(documents)('%s: every keyword of every input schema reaches the in
     for (const op of operations) {
       expect(table[op.name]!.dateInputs, op.name).toEqual(dateInputs(doc, op.name, op.inputSchema));
       // The one input that declares date-times today: documents.search's created-at filters.
-      expect(table[op.name]!.dateInputs, op.name).toEqual(op.name === 'documents.search' ? [['filters', 'createdAfter'], ['filters', 'createdBefore']] : []);
+      expect(table[op.name]!.dateInputs, op.name).toEqual(
+        op.name === 'documents.search'
+          ? [
+              ['filters', 'createdAfter'],
+              ['filters', 'createdBefore'],
+            ]
+          : [],
+      );
     }
   });
 });
@@ -164,7 +176,10 @@ describe('mergeInputSchema carries every keyword of the body', () => {
     properties: { kind: { enum: ['a', 'b'] }, a: { type: 'string' }, b: { type: 'integer' }, c: { type: 'boolean' } },
     // (Ajv's strict mode wants a subschema's `required` names among its own `properties`.)
     allOf: [{ if: { properties: { kind: { const: 'a' } } }, then: { properties: { a: true }, required: ['a'] }, else: { not: { properties: { a: true }, required: ['a'] } } }],
-    anyOf: [{ properties: { a: true }, required: ['a'] }, { properties: { b: true }, required: ['b'] }],
+    anyOf: [
+      { properties: { a: true }, required: ['a'] },
+      { properties: { b: true }, required: ['b'] },
+    ],
     oneOf: [{ properties: { kind: true, a: true, b: true, c: true }, additionalProperties: false }],
     dependentRequired: { c: ['b'] },
     dependentSchemas: { b: { properties: { b: { type: 'integer', minimum: 1 } }, unevaluatedProperties: true } },
@@ -202,7 +217,9 @@ describe('mergeInputSchema carries every keyword of the body', () => {
     ['an in-place $ref whose target counts properties', { ...body, allOf: [{ $ref: '#/components/schemas/Counted' }] }],
     ['an in-place $ref that applies itself', { ...body, allOf: [{ $ref: '#/components/schemas/Itself' }] }],
   ])('refuses %s beside parameters rather than let it count them', (_what, schema) => {
-    const withTargets = { components: { schemas: { ...doc.components.schemas, Counted: { type: 'object', minProperties: 1 }, Itself: { additionalProperties: false, allOf: [{ $ref: '#/components/schemas/Itself' }] } } } };
+    const withTargets = {
+      components: { schemas: { ...doc.components.schemas, Counted: { type: 'object', minProperties: 1 }, Itself: { additionalProperties: false, allOf: [{ $ref: '#/components/schemas/Itself' }] } } },
+    };
     expect(() => mergeInputSchema(withTargets, 'x', { id: { type: 'string' } }, [], schema)).toThrow(/parameters|itself/);
     expect(() => mergeInputSchema(withTargets, 'x', {}, [], schema)).not.toThrow();
   });
@@ -276,10 +293,7 @@ describe('toAjvSchema: a discriminated oneOf validates as the oneOf does', () =>
   });
 
   it('finds them (jobs.create, the stream events, the 403s)', () => {
-    expect(unions.map(([at]) => at)).toEqual(expect.arrayContaining([
-      'openapi.yaml #/components/schemas/JobsCreateInput',
-      'openapi.yaml #/components/schemas/JobsStreamMessage',
-    ]));
+    expect(unions.map(([at]) => at)).toEqual(expect.arrayContaining(['openapi.yaml #/components/schemas/JobsCreateInput', 'openapi.yaml #/components/schemas/JobsStreamMessage']));
   });
 
   it.each(unions.map(([at, doc, schema]) => [at, doc, schema] as const))('%s', (_at, doc, schema) => {
@@ -296,7 +310,12 @@ describe('toAjvSchema: a discriminated oneOf validates as the oneOf does', () =>
     const tags = branches.map((branch) => branch.properties[tag].const as string);
     const values = branches.flatMap((branch) => (branch.examples ?? []) as Json[]);
     expect(values.length, 'each branch has an example').toBeGreaterThanOrEqual(branches.length);
-    const variants = values.flatMap((value) => [value, ...tags.map((t) => ({ ...value, [tag]: t })), { ...value, [tag]: 'unknown' }, Object.fromEntries(Object.entries(value).filter(([key]) => key !== tag))]);
+    const variants = values.flatMap((value) => [
+      value,
+      ...tags.map((t) => ({ ...value, [tag]: t })),
+      { ...value, [tag]: 'unknown' },
+      Object.fromEntries(Object.entries(value).filter(([key]) => key !== tag)),
+    ]);
     for (const value of variants) expect(asRewritten(structuredClone(value)), JSON.stringify(value)).toBe(asOneOf(structuredClone(value)));
     for (const value of values) expect(asRewritten(structuredClone(value))).toBe(true);
   });
@@ -326,15 +345,7 @@ describe('dateInputs', () => {
       },
       allOf: [{ if: { properties: { at: { format: 'date-time' } } }, then: { properties: { until: { type: 'string', format: 'date-time' } } } }],
     };
-    expect(dateInputs(doc, 'x', schema)).toEqual([
-      ['at'],
-      ['byKey', ANY],
-      ['until'],
-      ['window', 'from'],
-      ['window', 'to'],
-      ['windows', ANY, 'from'],
-      ['windows', ANY, 'to'],
-    ]);
+    expect(dateInputs(doc, 'x', schema)).toEqual([['at'], ['byKey', ANY], ['until'], ['window', 'from'], ['window', 'to'], ['windows', ANY, 'from'], ['windows', ANY, 'to']]);
   });
 
   it('is empty without date-time inputs, and refuses a date inside a recursive schema', () => {
@@ -454,7 +465,8 @@ describe('the jobs examples tell one story', () => {
 
   it('uses the ids of the rest of the contract', () => {
     const ids = JSON.stringify(['jobs.create', 'jobs.get', 'jobs.retry', 'jobs.cancel', 'jobs.list'].map(only));
-    for (const id of ['org_pycdybk377oxtzq6svizx3or', 'ws_i5xx2bzn3kir2gshyl7sn5pk', 'doc_zjli6ufh3reosfhypn5nwk2d', 'job_s6kc6o6oya7vngcngsuu4stu', 'usr_o7nzqdg4w5lltzqli3n4fvu2']) expect(ids).toContain(id);
+    for (const id of ['org_pycdybk377oxtzq6svizx3or', 'ws_i5xx2bzn3kir2gshyl7sn5pk', 'doc_zjli6ufh3reosfhypn5nwk2d', 'job_s6kc6o6oya7vngcngsuu4stu', 'usr_o7nzqdg4w5lltzqli3n4fvu2'])
+      expect(ids).toContain(id);
     expect(ids.match(/\b(org|ws|doc|usr)_[a-z2-7]+/g)!.every((id) => JSON.stringify(doc.components.schemas).includes(id))).toBe(true);
   });
 });

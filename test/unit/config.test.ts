@@ -31,7 +31,10 @@ describe('loadConfig', () => {
     { given: { CONTACT_EMAIL: 'hello@example.com', REQUIRE_EMAIL_VERIFICATION: 'true' }, want: { contactEmail: 'hello@example.com', requireEmailVerification: true } },
     { given: { PORT: '  ' }, want: { port: 3000 } },
     { given: {}, want: { database: { statementTimeoutMs: 8_000, lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 60_000, transactionGuard: true, deadlineMs: 10_000, jobDeadlineMs: 60_000 } } },
-    { given: { DB_STATEMENT_TIMEOUT_MS: '5000', DB_LOCK_TIMEOUT_MS: '0', DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '120000' }, want: { database: { statementTimeoutMs: 5000, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 120_000 } } },
+    {
+      given: { DB_STATEMENT_TIMEOUT_MS: '5000', DB_LOCK_TIMEOUT_MS: '0', DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '120000' },
+      want: { database: { statementTimeoutMs: 5000, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 120_000 } },
+    },
     { given: { NODE_ENV: 'production', SECRET: 'a-production-secret-of-32-characters', METRICS_TOKEN: 'scrape-me' }, want: { database: { transactionGuard: false } } },
     { given: { NODE_ENV: 'test' }, want: { database: { transactionGuard: true } } },
     // The worker: a child process on a database server, inside the API on the embedded database.
@@ -96,7 +99,9 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: '1e3' })).toThrow('PORT must be an integer from 0 to 65535, got "1e3"');
     expect(() => loadConfig({ VALIDATE_RESPONSES: 'Maybe' })).toThrow('VALIDATE_RESPONSES must be true or false, got "maybe"');
     expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow('LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"');
-    expect(() => loadConfig({ TRUSTED_ORIGINS: 'https://a.example.com, https://b.example.com/path' })).toThrow('TRUSTED_ORIGINS must list origins like https://app.example.com, got "https://b.example.com/path"');
+    expect(() => loadConfig({ TRUSTED_ORIGINS: 'https://a.example.com, https://b.example.com/path' })).toThrow(
+      'TRUSTED_ORIGINS must list origins like https://app.example.com, got "https://b.example.com/path"',
+    );
     expect(() => loadConfig({ TRUST_PROXY: '100' })).toThrow('TRUST_PROXY must be at most 32 hops, got "100"');
     expect(() => loadConfig({ STORAGE_DRIVER: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'minio:9000' })).toThrow('S3_ENDPOINT must be an http(s) URL, got "minio:9000"');
     expect(() => loadConfig({ SECRET: 'too short' })).toThrow('SECRET must be at least 32 characters');

@@ -17,7 +17,10 @@ const documents: Record<string, { doc: Json; base: string }> = {
 
 function operations(doc: Json): [string, Json][] {
   return Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
-    Object.entries<Json>(item).filter(([method]) => ['get', 'put', 'post', 'patch', 'delete'].includes(method)).map(([method, op]): [string, Json] => [`${method.toUpperCase()} ${path}`, op]));
+    Object.entries<Json>(item)
+      .filter(([method]) => ['get', 'put', 'post', 'patch', 'delete'].includes(method))
+      .map(([method, op]): [string, Json] => [`${method.toUpperCase()} ${path}`, op]),
+  );
 }
 
 const schemeOrder = (requirements: Json[]) => requirements.map((requirement) => Object.keys(requirement).join('+') || '{}');

@@ -102,7 +102,9 @@ describe('every operation declares the answers and headers of the HTTP layer', (
 describe('the generated types expose the declared headers', () => {
   const types = readFileSync(new URL('../../generated/types.ts', import.meta.url), 'utf8');
   it('X-Request-Id as a request header of every procedure, and the response headers as components', () => {
-    const transports = Object.values<Json>(documents['openapi.json']!.paths).flatMap((item) => ['get', 'head', 'put', 'post', 'patch', 'delete'].filter((method) => item[method]?.['x-transport'] !== undefined));
+    const transports = Object.values<Json>(documents['openapi.json']!.paths).flatMap((item) =>
+      ['get', 'head', 'put', 'post', 'patch', 'delete'].filter((method) => item[method]?.['x-transport'] !== undefined),
+    );
     expect(types.match(/"X-Request-Id"\?: components\["parameters"\]\["RequestIdHeader"\]/g)?.length).toBe(Object.keys(procedures).length + transports.length);
     for (const header of ['RequestId', 'RetryAfter', 'Allow', 'SetAuthToken', 'SetSessionCookie']) expect(types).toMatch(new RegExp(`components\\["headers"\\]\\["${header}"\\]`));
   });

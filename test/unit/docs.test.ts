@@ -25,7 +25,12 @@ function table(text: string, heading: string): string[][] {
   const rows: string[][] = [];
   for (const line of lines.slice(first + 2)) {
     if (!line.startsWith('|')) break;
-    rows.push(line.slice(1, -1).split(' | ').map((cell) => cell.trim()));
+    rows.push(
+      line
+        .slice(1, -1)
+        .split(' | ')
+        .map((cell) => cell.trim()),
+    );
   }
   return rows;
 }
@@ -40,7 +45,15 @@ interface JsonSchema {
 function declaredData(): Map<string, string[] | null> {
   const found = new Map<string, string[] | null>();
   for (const document of contracts) {
-    const resolve = (schema: JsonSchema): JsonSchema => (schema.$ref ? resolve(schema.$ref.split('/').slice(1).reduce((node, key) => node[key], document)) : schema);
+    const resolve = (schema: JsonSchema): JsonSchema =>
+      schema.$ref
+        ? resolve(
+            schema.$ref
+              .split('/')
+              .slice(1)
+              .reduce((node, key) => node[key], document),
+          )
+        : schema;
     for (const schema of Object.values<JsonSchema>(document.components.schemas)) {
       const properties = Object.assign({}, ...[schema, ...(schema.allOf ?? [])].map((part) => resolve(part).properties ?? {})) as Record<string, JsonSchema & { const?: string }>;
       const code = properties.code?.const;
@@ -96,12 +109,14 @@ describe('docs/rate-limits.md', () => {
   // The service's own limiters (src/composition/services.ts) are built inside createServices with
   // literal numbers and the settings; read from its source, the one place they are written.
   const servicesSource = readFileSync(new URL('../../src/composition/services.ts', import.meta.url), 'utf8');
-  const fromServices = new Map([...servicesSource.matchAll(/limit\('([^']+)', \{ limit: ([^,]+), windowMs: ([^}]+) \}\)/g)].map(([, name, limit, windowMs]) => {
-    // Arithmetic over the settings' defaults (`config.authRateLimitPerMinute * 5`, `15 * 60_000`), from our own source.
-    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- evaluates arithmetic copied from our own source (above), on purpose
-    const evaluate = (expression: string) => Number(new Function('config', `return ${expression.replace(/_/g, '')};`)({ authRateLimitPerMinute: authPerMinute, rateLimitPerMinute: perMinute }));
-    return [name!, { limit: evaluate(limit!), windowMs: evaluate(windowMs!) }];
-  }));
+  const fromServices = new Map(
+    [...servicesSource.matchAll(/limit\('([^']+)', \{ limit: ([^,]+), windowMs: ([^}]+) \}\)/g)].map(([, name, limit, windowMs]) => {
+      // Arithmetic over the settings' defaults (`config.authRateLimitPerMinute * 5`, `15 * 60_000`), from our own source.
+      // eslint-disable-next-line @typescript-eslint/no-implied-eval -- evaluates arithmetic copied from our own source (above), on purpose
+      const evaluate = (expression: string) => Number(new Function('config', `return ${expression.replace(/_/g, '')};`)({ authRateLimitPerMinute: authPerMinute, rateLimitPerMinute: perMinute }));
+      return [name!, { limit: evaluate(limit!), windowMs: evaluate(windowMs!) }];
+    }),
+  );
 
   const all = new Map([...built((factory) => ipLimiter(perMinute, factory)), ...built((factory) => identityLimiter(authPerMinute, factory)), ...fromServices]);
 
@@ -124,16 +139,25 @@ describe('docs/rate-limits.md', () => {
 
 describe('docs/pagination.md', () => {
   const rows = table(read('pagination.md'), '## The paged lists');
-  const paged = contracts.flatMap((document) => Object.values<Record<string, { operationId?: string; parameters?: { $ref?: string; name?: string; schema?: { default: number; maximum: number } }[] }>>(document.paths)
-    .flatMap((item) => Object.values(item))
-    .filter((operation) => operation?.operationId)
-    .flatMap((operation) => {
-      const parameters = (operation.parameters ?? []).map((parameter) => (parameter.$ref ? parameter.$ref.split('/').slice(1).reduce((node: any, key) => node[key], document) : parameter));
-      const limit = parameters.find((parameter: { name?: string }) => parameter.name === 'limit');
-      if (!limit) return [];
-      const style = parameters.some((parameter: { name?: string }) => parameter.name === 'cursor') ? 'cursor' : 'offset';
-      return [[operation.operationId!, style, String(limit.schema.default), String(limit.schema.maximum)]];
-    }));
+  const paged = contracts.flatMap((document) =>
+    Object.values<Record<string, { operationId?: string; parameters?: { $ref?: string; name?: string; schema?: { default: number; maximum: number } }[] }>>(document.paths)
+      .flatMap((item) => Object.values(item))
+      .filter((operation) => operation?.operationId)
+      .flatMap((operation) => {
+        const parameters = (operation.parameters ?? []).map((parameter) =>
+          parameter.$ref
+            ? parameter.$ref
+                .split('/')
+                .slice(1)
+                .reduce((node: any, key) => node[key], document)
+            : parameter,
+        );
+        const limit = parameters.find((parameter: { name?: string }) => parameter.name === 'limit');
+        if (!limit) return [];
+        const style = parameters.some((parameter: { name?: string }) => parameter.name === 'cursor') ? 'cursor' : 'offset';
+        return [[operation.operationId!, style, String(limit.schema.default), String(limit.schema.maximum)]];
+      }),
+  );
 
   it('lists every operation that takes a limit, with its style, default and maximum', () => {
     expect(rows.map(([operation, style, byDefault, maximum]) => [operation!.replace(/`/g, ''), style, byDefault, maximum]).toSorted()).toEqual(paged.toSorted());

@@ -50,7 +50,10 @@ describe('applied migrations are frozen (sql/checksums.txt)', async () => {
 
   it('no listed migration is missing', () => {
     const present = new Set(files.map((file) => file.fileName));
-    expect([...listed.keys()].filter((name) => !present.has(name)), 'a migration once applied can never be removed or renamed').toEqual([]);
+    expect(
+      [...listed.keys()].filter((name) => !present.has(name)),
+      'a migration once applied can never be removed or renamed',
+    ).toEqual([]);
   });
 
   it('every migration file is listed', () => {

@@ -32,7 +32,9 @@ describe('every route of the contract has its handler', () => {
 
   // Every procedure is built: none answers 501 any more (issue 10, "Done when").
   it('every procedure has a handler', () => {
-    const missing = Object.keys(procedures).filter((name) => !(name in handlers) && !(name in streamHandlers)).sort();
+    const missing = Object.keys(procedures)
+      .filter((name) => !(name in handlers) && !(name in streamHandlers))
+      .sort();
     expect(missing).toEqual([]);
   });
 });

@@ -43,13 +43,15 @@ describe('the procedures', () => {
 describe('the job kinds', () => {
   const kinds: string[] = schemas.JobKind.enum;
 
-  it('the CLI offers the contract\'s (generated into the client package, as into generated/)', () => {
+  it("the CLI offers the contract's (generated into the client package, as into generated/)", () => {
     expect([...jobKindValues]).toEqual(kinds);
     expect([...serverJobKinds]).toEqual(kinds);
   });
 
   it('docs/cli.md names each in its `jobs run` row', () => {
-    const row = text('docs/cli.md').split('\n').find((line) => line.startsWith('| `jobs run <kind>'));
+    const row = text('docs/cli.md')
+      .split('\n')
+      .find((line) => line.startsWith('| `jobs run <kind>'));
     expect(row).toBeDefined();
     for (const kind of kinds) expect(row, kind).toContain(`\`${kind}\``);
   });
@@ -63,7 +65,7 @@ describe('the job kinds', () => {
       await db?.close();
     });
 
-    it('allows exactly the contract\'s kinds', async () => {
+    it("allows exactly the contract's kinds", async () => {
       const rows = await db.sql<{ definition: string }[]>`
         select pg_get_constraintdef(oid) as definition from pg_constraint
         where conrelid = 'jobs'::regclass and contype = 'c' and pg_get_constraintdef(oid) like '%kind%'`;

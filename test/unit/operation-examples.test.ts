@@ -228,7 +228,7 @@ describe('the 2xx answers the mock gives tell the story of the example inputs', 
       .filter(([, , , , answer]) => answer !== undefined);
   });
 
-  it('names only the ids of the contract\'s examples, and one organization, workspace, document and team', () => {
+  it("names only the ids of the contract's examples, and one organization, workspace, document and team", () => {
     const story = JSON.stringify([(v1Document as Json).components.schemas, (authDocument as Json).components.schemas]);
     const named = new Set(answers.flatMap(([, , , , answer]) => JSON.stringify(answer).match(ID) ?? []));
     for (const id of named) expect(story, id).toContain(id);

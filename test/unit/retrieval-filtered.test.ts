@@ -17,11 +17,33 @@ const boundaries = Array.from({ length: SLICES + 1 }, (_, s) => new Date(10 * sl
 const collection: Collection = {
   name: 'tiny',
   documents,
-  queries: [{ id: 'q0', text: 'first' }, { id: 'q1', text: 'second' }, { id: 'q2', text: 'third' }],
+  queries: [
+    { id: 'q0', text: 'first' },
+    { id: 'q1', text: 'second' },
+    { id: 'q2', text: 'third' },
+  ],
   qrels: new Map([
-    ['q0', new Map([['d1', 2], ['d60', 1]])], // slice 0 and the upper half
-    ['q1', new Map([['d2', 1], ['d5', 0]])], // only in the lower half; its slice (1) has d5, graded 0
-    ['q2', new Map([['d9', 1], ['d10', 1]])], // slice 2 holds d8..d11
+    [
+      'q0',
+      new Map([
+        ['d1', 2],
+        ['d60', 1],
+      ]),
+    ], // slice 0 and the upper half
+    [
+      'q1',
+      new Map([
+        ['d2', 1],
+        ['d5', 0],
+      ]),
+    ], // only in the lower half; its slice (1) has d5, graded 0
+    [
+      'q2',
+      new Map([
+        ['d9', 1],
+        ['d10', 1],
+      ]),
+    ], // slice 2 holds d8..d11
   ]),
 };
 
@@ -43,7 +65,12 @@ describe('filterPaths', () => {
     expect(half!.queries.map((query) => query.index)).toEqual([0]);
     expect(half!.skipped).toBe(2);
     expect(half!.queries[0]!.filters).toEqual({ createdAfter: boundaries[12] });
-    expect([...half!.queries[0]!.inside].sort()).toEqual(documents.slice(48).map((document) => document.id).sort());
+    expect([...half!.queries[0]!.inside].sort()).toEqual(
+      documents
+        .slice(48)
+        .map((document) => document.id)
+        .sort(),
+    );
     expect([...half!.queries[0]!.judged]).toEqual([['d60', 1]]);
     expect(half!.share).toBeCloseTo(0.52, 10);
   });
@@ -53,7 +80,10 @@ describe('filterPaths', () => {
     expect(slice!.skipped).toBe(1);
     expect(slice!.queries[1]!.filters).toEqual({ createdAfter: boundaries[2], createdBefore: boundaries[3] });
     expect([...slice!.queries[1]!.inside]).toEqual(['d8', 'd9', 'd10', 'd11']);
-    expect([...slice!.queries[1]!.judged]).toEqual([['d9', 1], ['d10', 1]]);
+    expect([...slice!.queries[1]!.judged]).toEqual([
+      ['d9', 1],
+      ['d10', 1],
+    ]);
     expect(slice!.share).toBeCloseTo(0.04, 10);
   });
 
@@ -68,13 +98,16 @@ describe('sampleCollection', () => {
     expect(sample.documents.map((document) => document.id)).toEqual(['d0', 'd1', 'd2', 'd3', 'd4', 'd5']);
     expect(sample.queries.map((query) => query.id)).toEqual(['q0', 'q1']);
     expect([...sample.qrels.get('q0')!]).toEqual([['d1', 2]]);
-    expect([...sample.qrels.get('q1')!]).toEqual([['d2', 1], ['d5', 0]]);
+    expect([...sample.qrels.get('q1')!]).toEqual([
+      ['d2', 1],
+      ['d5', 0],
+    ]);
     expect(sample.qrels.has('q2')).toBe(false);
   });
 });
 
 describe('BM25 restricted to some documents', () => {
-  it('ranks only those, with the whole collection\'s statistics', () => {
+  it("ranks only those, with the whole collection's statistics", () => {
     const bm25 = createBm25([
       { id: 'a', title: '', text: 'apple apple pear' },
       { id: 'b', title: '', text: 'apple pear pear' },
@@ -92,7 +125,14 @@ describe('BM25 restricted to some documents', () => {
 describe('retrievalRows', () => {
   const system = (name: string, ndcg: number) => ({ system: name, ndcg, recall: 0.5, perQuery: [ndcg] });
   const result: RetrievalResult = {
-    collection: 'tiny', documents: 100, queries: 3, chunks: 120, failedJobs: 0, uploadSeconds: 1, indexSeconds: 10, searchSeconds: { hybrid: 1, 'hybrid half': 0.5 },
+    collection: 'tiny',
+    documents: 100,
+    queries: 3,
+    chunks: 120,
+    failedJobs: 0,
+    uploadSeconds: 1,
+    indexSeconds: 10,
+    searchSeconds: { hybrid: 1, 'hybrid half': 0.5 },
     systems: [system('hybrid', 0.6), system('vector', 0.5), system('fulltext', 0.45), system('BM25 (bm25.ts)', 0.5)],
     filtered: [
       { name: 'half', label: 'half', share: 0.52, queries: 2, skipped: 1, outside: 0, sameQueriesRatio: 1.25, systems: [system('hybrid', 0.55), system('BM25 (bm25.ts)', 0.5)] },
@@ -100,7 +140,7 @@ describe('retrievalRows', () => {
     ],
   };
 
-  it('puts each filtered path\'s hybrid/BM25 over the unfiltered one beside its aim, and says when a path had no query', () => {
+  it("puts each filtered path's hybrid/BM25 over the unfiltered one beside its aim, and says when a path had no query", () => {
     const rows = retrievalRows(result);
     expect(rows[0]).toEqual(['retrieval tiny nDCG@10, hybrid / BM25 (100 docs, 3 queries)', '1.200  (0.6000 / 0.5000)', '>= 1.15']);
     // (0.55 / 0.5) / 1.2 = 0.9167: below the aim of 0.95.

@@ -61,7 +61,12 @@ describe('parseQrels', () => {
   it('reads BEIR qrels with the header and keeps grades', () => {
     const qrels = parseQrels('query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq2\td1\t1\n');
     expect([...qrels.keys()]).toEqual(['q1', 'q2']);
-    expect(qrels.get('q1')).toEqual(new Map([['d1', 2], ['d2', 0]]));
+    expect(qrels.get('q1')).toEqual(
+      new Map([
+        ['d1', 2],
+        ['d2', 0],
+      ]),
+    );
   });
 });
 
@@ -87,11 +92,35 @@ describe('BM25 (k1 0.9, b 0.4)', () => {
 
   const cases = [
     // ln(8/7) + ln(8/3) = ln(64/21) for d2; the others have apple only.
-    { name: 'a rare term outranks a common one', query: 'apple cherry', want: [['d2', 1.114361], ['d1', 0.133531], ['d3', 0.133531]] },
+    {
+      name: 'a rare term outranks a common one',
+      query: 'apple cherry',
+      want: [
+        ['d2', 1.114361],
+        ['d1', 0.133531],
+        ['d3', 0.133531],
+      ],
+    },
     // one match each: cherry (df 1) ln(8/3) = 0.980829 beats banana (df 2) ln(1.6) = 0.470004
-    { name: 'the rarer of two single matches wins', query: 'banana cherry', want: [['d2', 0.980829], ['d1', 0.470004], ['d3', 0.470004]] },
+    {
+      name: 'the rarer of two single matches wins',
+      query: 'banana cherry',
+      want: [
+        ['d2', 0.980829],
+        ['d1', 0.470004],
+        ['d3', 0.470004],
+      ],
+    },
     // "the" and "of" are stop words, so all three tie on apple and come back by id
-    { name: 'stop words are ignored and ties go by id', query: 'The apple OF', want: [['d1', 0.133531], ['d2', 0.133531], ['d3', 0.133531]] },
+    {
+      name: 'stop words are ignored and ties go by id',
+      query: 'The apple OF',
+      want: [
+        ['d1', 0.133531],
+        ['d2', 0.133531],
+        ['d3', 0.133531],
+      ],
+    },
     { name: 'a query of stop words matches nothing', query: 'the of and', want: [] },
     { name: 'an unknown term matches nothing', query: 'durian', want: [] },
   ] as const;

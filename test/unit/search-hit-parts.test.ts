@@ -44,17 +44,44 @@ describe('textRange', () => {
     } catch (error) {
       expect(error).toMatchObject({ code: 'BAD_REQUEST', data: { issues: [{ path: ['end'] }] } });
     }
-    for (const [start, end] of [[4, 5], [5, 5], [undefined, 0], [3, undefined]] as const) expect(() => checkRange(start, end)).not.toThrow();
+    for (const [start, end] of [
+      [4, 5],
+      [5, 5],
+      [undefined, 0],
+      [3, undefined],
+    ] as const)
+      expect(() => checkRange(start, end)).not.toThrow();
   });
 });
 
 describe('markHighlights', () => {
   it.each([
     { given: ['The run is short', [{ start: 4, end: 7 }]], want: 'The [run] is short' },
-    { given: ['runs and runs', [{ start: 0, end: 4 }, { start: 9, end: 13 }]], want: '[runs] and [runs]' },
+    {
+      given: [
+        'runs and runs',
+        [
+          { start: 0, end: 4 },
+          { start: 9, end: 13 },
+        ],
+      ],
+      want: '[runs] and [runs]',
+    },
     { given: ['no match', []], want: 'no match' },
     // Out of order, overlapping, empty or past the end: skipped rather than garbled.
-    { given: ['abcdef', [{ start: 2, end: 4 }, { start: 0, end: 1 }, { start: 3, end: 5 }, { start: 5, end: 5 }, { start: 5, end: 9 }]], want: 'ab[cd]ef' },
+    {
+      given: [
+        'abcdef',
+        [
+          { start: 2, end: 4 },
+          { start: 0, end: 1 },
+          { start: 3, end: 5 },
+          { start: 5, end: 5 },
+          { start: 5, end: 9 },
+        ],
+      ],
+      want: 'ab[cd]ef',
+    },
   ] as { given: [string, { start: number; end: number }[]]; want: string }[])('$want', ({ given, want }) => {
     expect(markHighlights(...given)).toBe(want);
   });

@@ -39,9 +39,17 @@ const patternOf = (op: Json, name: string) => new RegExp(deref(parameter(op, nam
 
 describe('the /uploads operations are declared, and are not procedures', () => {
   it('PUT, GET and HEAD at the root server, marked x-transport: uploads, public by signature', () => {
-    expect(Object.keys(item).filter((key) => ['get', 'head', 'put', 'post', 'patch', 'delete', 'options', 'trace'].includes(key)).sort()).toEqual(['get', 'head', 'put']);
+    expect(
+      Object.keys(item)
+        .filter((key) => ['get', 'head', 'put', 'post', 'patch', 'delete', 'options', 'trace'].includes(key))
+        .sort(),
+    ).toEqual(['get', 'head', 'put']);
     expect(item.servers.map((server: Json) => server.url)).toEqual(['/']);
-    for (const [method, name] of [['put', 'uploads.put'], ['get', 'uploads.get'], ['head', 'uploads.head']] as const) {
+    for (const [method, name] of [
+      ['put', 'uploads.put'],
+      ['get', 'uploads.get'],
+      ['head', 'uploads.head'],
+    ] as const) {
       const op = item[method];
       expect(op.operationId).toBe(name);
       expect(op['x-transport']).toBe('uploads');
@@ -133,7 +141,11 @@ describe('the routes answer as the contract says', () => {
     return key;
   }
 
-  interface Answer { status: number; headers: IncomingHttpHeaders; body: Buffer }
+  interface Answer {
+    status: number;
+    headers: IncomingHttpHeaders;
+    body: Buffer;
+  }
 
   /** node:http, so a body can be chunked or never sent (the routes answer before reading it). */
   function send(url: string, method: string, headers: Record<string, string>, body?: Buffer | 'none' | 'chunked'): Promise<Answer> {

@@ -22,7 +22,16 @@ describe('the RPC wire format', () => {
     expect(decoded.list[0]!.getTime()).toBe(at.getTime());
   });
 
-  const malformed = [null, [], 'text', { meta: [] }, { json: {}, meta: 'x' }, { json: {}, meta: [['bigint', ['a']]] }, { json: { a: 'not a date' }, meta: [['date', ['a']]] }, { json: {}, meta: [['date', ['missing']]] }];
+  const malformed = [
+    null,
+    [],
+    'text',
+    { meta: [] },
+    { json: {}, meta: 'x' },
+    { json: {}, meta: [['bigint', ['a']]] },
+    { json: { a: 'not a date' }, meta: [['date', ['a']]] },
+    { json: {}, meta: [['date', ['missing']]] },
+  ];
   for (const body of malformed) {
     it(`refuses ${JSON.stringify(body)}`, () => {
       expect(() => decode(body)).toThrow(WireError);

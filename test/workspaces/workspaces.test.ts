@@ -16,7 +16,13 @@ const plans: PlanLookup = {
 };
 
 const client = (user?: TestUser) => createClient({ baseUrl: server.origin, ...(user ? { token: user.token } : {}), fetch: clientFetch(server) });
-const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a failure'); }, (error: ApiClientError) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: ApiClientError) => error,
+  );
 
 beforeAll(async () => {
   server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000' }, overrides: { plans } });
@@ -66,7 +72,11 @@ describe('workspaces', () => {
     expect(typeof workspace.createdAt).toBe('string');
     const got = await server.fetch(`/api/v1/workspaces/plain?organizationId=${org}`, { headers: owner.headers });
     expect((await got.json()).id).toBe(workspace.id);
-    const patched = await server.fetch(`/api/v1/workspaces/${workspace.id}`, { method: 'PATCH', headers: { ...owner.headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Plainer' }) });
+    const patched = await server.fetch(`/api/v1/workspaces/${workspace.id}`, {
+      method: 'PATCH',
+      headers: { ...owner.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Plainer' }),
+    });
     expect((await patched.json()).name).toBe('Plainer');
     const deleted = await server.fetch(`/api/v1/workspaces/${workspace.id}`, { method: 'DELETE', headers: owner.headers });
     expect(await deleted.json()).toEqual({ id: workspace.id });

@@ -126,9 +126,7 @@ export interface StreamEvent<T = unknown> {
  * SSE `id:` carries over to the events after it, so `Last-Event-Id` can resume from any of them).
  * The `error` event is never yielded: the iterator throws it as an ApiClientError.
  */
-export type StreamEventOf<Message> = Message extends { event: infer E extends string; data: infer D }
-  ? E extends 'error' ? never : { event: E; id: string | undefined; data: D }
-  : never;
+export type StreamEventOf<Message> = Message extends { event: infer E extends string; data: infer D } ? (E extends 'error' ? never : { event: E; id: string | undefined; data: D }) : never;
 
 /**
  * Per event name the contract declares, the paths of its data's `format: date-time` fields (`*`:

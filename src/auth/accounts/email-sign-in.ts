@@ -42,8 +42,9 @@ export const emailSignInRoutes = {
     const { config, db, limiters } = ctx.services;
     // On top of the identity limiter: per client address, and per (email, address). Not per email
     // alone, or anyone could lock an account's owner out by guessing from somewhere else.
-    const attempt = (await refusal(limiters.signInAddress, ctx.ip, 'Too many sign-in attempts from this address, try again later.'))
-      ?? (await refusal(limiters.signInEmail, signInKey(input.email, ctx.ip), 'Too many sign-in attempts for this email address, try again later.'));
+    const attempt =
+      (await refusal(limiters.signInAddress, ctx.ip, 'Too many sign-in attempts from this address, try again later.')) ??
+      (await refusal(limiters.signInEmail, signInKey(input.email, ctx.ip), 'Too many sign-in attempts for this email address, try again later.'));
     if (attempt) throw attempt;
     const user = await findUserWithPasswordByEmail(db.sql, input.email);
     // An unknown address costs one password check too, so timing does not tell which addresses have accounts.

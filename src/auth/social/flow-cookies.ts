@@ -27,10 +27,7 @@ type Cookies = NonNullable<AuthAnswer<unknown>['cookies']>;
 
 export function flowCookies(flow: Flow): Cookies {
   const cookie = (name: string, value: string) => ({ name, value, maxAgeSeconds: MAX_AGE_SECONDS, path: PATH });
-  const cookies = [
-    cookie(STATE, flow.state),
-    cookie(FLOW, JSON.stringify({ provider: flow.provider, callbackURL: flow.callbackURL, errorCallbackURL: flow.errorCallbackURL })),
-  ];
+  const cookies = [cookie(STATE, flow.state), cookie(FLOW, JSON.stringify({ provider: flow.provider, callbackURL: flow.callbackURL, errorCallbackURL: flow.errorCallbackURL }))];
   if (flow.codeVerifier) cookies.push(cookie(VERIFIER, flow.codeVerifier));
   if (flow.nonce) cookies.push(cookie(NONCE, flow.nonce));
   return cookies;

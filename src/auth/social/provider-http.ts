@@ -11,4 +11,3 @@ export function isLoopbackHttp(url: string): boolean {
   const { protocol, hostname } = new URL(url);
   return protocol === 'http:' && (hostname === '127.0.0.1' || hostname === 'localhost' || hostname === '[::1]');
 }
-

@@ -14,14 +14,9 @@ import { endAllSessions } from '../sessions.ts';
 import { findUserByAccount, insertVerifiedUserUnlessEmailTaken, lockUserByEmail, setEmailVerified, type User } from '../users-store.ts';
 import type { ProviderName, ProviderProfile } from './provider.ts';
 
-export type SocialUserOutcome =
-  | { user: User; how: 'existing' | 'linked' | 'created' }
-  | { refused: 'EMAIL_NOT_VERIFIED' };
+export type SocialUserOutcome = { user: User; how: 'existing' | 'linked' | 'created' } | { refused: 'EMAIL_NOT_VERIFIED' };
 
-export async function findOrCreateSocialUser(
-  sql: Sql,
-  options: { provider: ProviderName; profile: ProviderProfile; adminEmails: readonly string[]; now: Date },
-): Promise<SocialUserOutcome> {
+export async function findOrCreateSocialUser(sql: Sql, options: { provider: ProviderName; profile: ProviderProfile; adminEmails: readonly string[]; now: Date }): Promise<SocialUserOutcome> {
   const { provider, profile, now } = options;
   return sql.begin(async (tx): Promise<SocialUserOutcome> => {
     const linked = await findUserByAccount(tx, provider, profile.accountId);

@@ -22,7 +22,10 @@ export function bearer(token: string): Record<string, string> {
 
 /** The `session` Set-Cookie line of a response, if any (the last one wins, as in a browser). */
 export function sessionCookie(response: Response): string | undefined {
-  return response.headers.getSetCookie().filter((line) => line.startsWith('session=')).at(-1);
+  return response.headers
+    .getSetCookie()
+    .filter((line) => line.startsWith('session='))
+    .at(-1);
 }
 
 /** The value a browser would store from a session Set-Cookie line. */
@@ -36,7 +39,11 @@ export function uniqueEmail(prefix = 'user'): string {
   return `${prefix}-${process.pid}-${counter}-${Math.random().toString(36).slice(2, 8)}@example.com`;
 }
 
-export async function signUp(server: TestServer, fields: { email?: string; name?: string; password?: string; callbackURL?: string } = {}, headers: Record<string, string> = {}): Promise<{ response: TestResponse; body: any; email: string }> {
+export async function signUp(
+  server: TestServer,
+  fields: { email?: string; name?: string; password?: string; callbackURL?: string } = {},
+  headers: Record<string, string> = {},
+): Promise<{ response: TestResponse; body: any; email: string }> {
   const email = fields.email ?? uniqueEmail();
   const response = await server.fetch('/api/auth/sign-up/email', post({ name: 'Ada Lovelace', password: PASSWORD, ...fields, email }, headers));
   return { response, body: await response.json(), email };

@@ -48,7 +48,15 @@ describe('grantAdmin and grantConfiguredAdmins', () => {
   it('at start, grants every existing ADMIN_EMAILS user and logs each grant', async () => {
     const grace = await createUser(db, { email: 'grace@example.com' });
     const lines: Record<string, unknown>[] = [];
-    const logger = createLogger('info', new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } }));
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(JSON.parse(String(chunk)));
+          done();
+        },
+      }),
+    );
     const results = await grantConfiguredAdmins(db.sql, ['grace@example.com', 'later@example.com'], logger, now);
     expect(results.map((result) => result.status)).toEqual(['granted', 'no-such-user']);
     expect(await roleOf(grace.id)).toBe('admin');
@@ -76,8 +84,10 @@ describe('node src/main.ts grant-admin <email>', () => {
 
   function grant(...args: string[]) {
     const env = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: '' };
-    return run(process.execPath, ['src/main.ts', 'grant-admin', ...args], { env, cwd: new URL('../../..', import.meta.url).pathname, timeout: 30_000 })
-      .then(({ stdout, stderr }) => ({ code: 0, stdout, stderr }), (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }));
+    return run(process.execPath, ['src/main.ts', 'grant-admin', ...args], { env, cwd: new URL('../../..', import.meta.url).pathname, timeout: 30_000 }).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+    );
   }
 
   // One real run (about 6 s: node start, the embedded database, the migration check); the other

@@ -71,7 +71,11 @@ describe('auth.admin.impersonateUser', () => {
     const other = await createUser(server.db, { role: 'admin', now });
     const banned = await createUser(server.db, { now });
     await server.db.sql`update users set banned = true where id = ${banned.id}`;
-    for (const [userId, message] of [[other.id, /admins cannot/], [admin.id, /yourself/], [banned.id, /Banned/]] as const) {
+    for (const [userId, message] of [
+      [other.id, /admins cannot/],
+      [admin.id, /yourself/],
+      [banned.id, /Banned/],
+    ] as const) {
       const response = await post('impersonate-user', admin.headers, { userId });
       expect(response.status, userId).toBe(403);
       expect((await response.json()).message).toMatch(message);

@@ -32,7 +32,10 @@ export interface OrgWithRoles {
 export async function orgWithRoles(server: TestServer): Promise<OrgWithRoles> {
   const { db } = server;
   const [owner, admin, member, outsider] = await Promise.all([
-    createUser(db, { name: 'Olive Owner' }), createUser(db, { name: 'Adam Admin' }), createUser(db, { name: 'Mia Member' }), createUser(db, { name: 'Otto Outsider' }),
+    createUser(db, { name: 'Olive Owner' }),
+    createUser(db, { name: 'Adam Admin' }),
+    createUser(db, { name: 'Mia Member' }),
+    createUser(db, { name: 'Otto Outsider' }),
   ]);
   const orgId = await addMembership(db, owner, 'owner');
   await addMembership(db, admin, 'admin', orgId);

@@ -56,8 +56,15 @@ describe('invite, mail, accept', () => {
     expect(response.status).toBe(200);
     const invitation = await response.json();
     expect(invitation).toEqual({
-      id: expect.stringMatching(/^inv_/), organizationId: orgId, email: email.toUpperCase(), role: 'member', teamId, status: 'pending',
-      inviterId: admin.id, expiresAt: new Date(now.getTime() + 48 * HOUR).toISOString(), createdAt: now.toISOString(),
+      id: expect.stringMatching(/^inv_/),
+      organizationId: orgId,
+      email: email.toUpperCase(),
+      role: 'member',
+      teamId,
+      status: 'pending',
+      inviterId: admin.id,
+      expiresAt: new Date(now.getTime() + 48 * HOUR).toISOString(),
+      createdAt: now.toISOString(),
     });
 
     const [mail] = await receiver.waitForMessagesTo(email);
@@ -77,11 +84,25 @@ describe('invite, mail, accept', () => {
     expect(await server.db.sql`select 1 from team_members where team_id = ${teamId} and user_id = ${grace.id}`).toHaveLength(1);
 
     const audit = await auditOf(server, { organizationId: orgId });
-    expect(audit).toEqual(expect.arrayContaining([
-      expect.objectContaining({ action: 'invitation.created', actor_id: admin.id, target_type: 'invitation', target_id: invitation.id, metadata: { email: email.toUpperCase(), role: 'member', teamId, resent: false } }),
-      expect.objectContaining({ action: 'invitation.accepted', actor_id: grace.id, target_id: invitation.id }),
-      expect.objectContaining({ action: 'member.added', actor_id: grace.id, target_type: 'member', target_id: body.member.id, metadata: { userId: grace.id, role: 'member', invitationId: invitation.id, teamId } }),
-    ]));
+    expect(audit).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          action: 'invitation.created',
+          actor_id: admin.id,
+          target_type: 'invitation',
+          target_id: invitation.id,
+          metadata: { email: email.toUpperCase(), role: 'member', teamId, resent: false },
+        }),
+        expect.objectContaining({ action: 'invitation.accepted', actor_id: grace.id, target_id: invitation.id }),
+        expect.objectContaining({
+          action: 'member.added',
+          actor_id: grace.id,
+          target_type: 'member',
+          target_id: body.member.id,
+          metadata: { userId: grace.id, role: 'member', invitationId: invitation.id, teamId },
+        }),
+      ]),
+    );
 
     const again = await post(server, 'accept-invitation', grace, { invitationId: invitation.id });
     expect(again.status).toBe(412);
@@ -118,7 +139,7 @@ describe('invite, mail, accept', () => {
     expect((await invite(owner, { organizationId: orgId, email: address('t'), role: 'member', teamId })).status).toBe(404);
   });
 
-  it('answers 403 when an admin invites an owner or re-sends an owner\'s invitation, and 403 to a member', async () => {
+  it("answers 403 when an admin invites an owner or re-sends an owner's invitation, and 403 to a member", async () => {
     const { orgId, owner, admin, member } = await orgWithRoles(server);
     expect((await invite(admin, { organizationId: orgId, email: address('o'), role: 'owner' })).status).toBe(403);
     const ownerInvite = await (await invite(owner, { organizationId: orgId, email: address('o'), role: 'owner' })).json();
@@ -134,7 +155,7 @@ describe('invite, mail, accept', () => {
 });
 
 describe('the member limit (while billing is configured)', () => {
-  it('counts members plus pending, unexpired invitations against the plan\'s seats', async () => {
+  it("counts members plus pending, unexpired invitations against the plan's seats", async () => {
     const owner = await createUser(server.db);
     const orgId = await addMembership(server.db, owner, 'owner');
     billed.add(orgId);
@@ -143,7 +164,11 @@ describe('the member limit (while billing is configured)', () => {
     const refused = await invite(owner, { organizationId: orgId, email: address('seat'), role: 'member' });
     expect(refused.status).toBe(403);
     expect(await refused.json()).toEqual({
-      defined: true, code: 'LIMIT_REACHED', status: 403, message: expect.any(String), data: { kind: 'members', limit: 2, plan: 'free' },
+      defined: true,
+      code: 'LIMIT_REACHED',
+      status: 403,
+      message: expect.any(String),
+      data: { kind: 'members', limit: 2, plan: 'free' },
     });
     // Re-sending the invitation that holds the seat is allowed.
     expect((await invite(owner, { organizationId: orgId, email: (await first.json()).email, role: 'member', resend: true })).status).toBe(200);
@@ -236,7 +261,10 @@ describe('auth.organization.rejectInvitation', () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ invitation: { id: invitationId, status: 'rejected' }, member: null });
     expect(await server.db.sql`select 1 from members where user_id = ${user.id}`).toHaveLength(0);
-    expect((await auditOf(server, { targetId: invitationId })).map((row) => [row.action, row.actor_id])).toEqual([['invitation.created', owner.id], ['invitation.rejected', user.id]]);
+    expect((await auditOf(server, { targetId: invitationId })).map((row) => [row.action, row.actor_id])).toEqual([
+      ['invitation.created', owner.id],
+      ['invitation.rejected', user.id],
+    ]);
     expect((await post(server, 'reject-invitation', user, { invitationId })).status).toBe(412);
   });
 
@@ -255,13 +283,16 @@ describe('auth.organization.cancelInvitation', () => {
     const response = await post(server, 'cancel-invitation', admin, { invitationId: invitation.id });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ id: invitation.id, status: 'canceled' });
-    expect((await auditOf(server, { targetId: invitation.id })).find((row) => row.action === 'invitation.canceled'))
-      .toMatchObject({ actor_id: admin.id, organization_id: orgId, metadata: { email: invitation.email, role: 'member', teamId: null } });
+    expect((await auditOf(server, { targetId: invitation.id })).find((row) => row.action === 'invitation.canceled')).toMatchObject({
+      actor_id: admin.id,
+      organization_id: orgId,
+      metadata: { email: invitation.email, role: 'member', teamId: null },
+    });
     const again = await post(server, 'cancel-invitation', admin, { invitationId: invitation.id });
     expect(again.status).toBe(412);
   });
 
-  it('answers 404 for an unknown invitation and 403 for another organization\'s', async () => {
+  it("answers 404 for an unknown invitation and 403 for another organization's", async () => {
     const { orgId, owner } = await orgWithRoles(server);
     const other = await orgWithRoles(server);
     const invitation = await (await invite(owner, { organizationId: orgId, email: address('c'), role: 'member' })).json();
@@ -275,7 +306,13 @@ describe('when the mail server fails', () => {
     let failing = true;
     const flaky = await startTestServer({
       env: TEST_ENV,
-      overrides: { mailer: { send: async () => { if (failing) throw new Error('mail server down'); } } },
+      overrides: {
+        mailer: {
+          send: async () => {
+            if (failing) throw new Error('mail server down');
+          },
+        },
+      },
     });
     try {
       const { orgId, owner } = await orgWithRoles(flaky);

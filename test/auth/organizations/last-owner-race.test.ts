@@ -46,7 +46,10 @@ describe.skipIf(!externalDatabaseUrl)('the last-owner guard on a real PostgreSQL
       for (let round = 0; round < 15; round++) {
         const s = await twoOwners();
         const statuses = (await Promise.all(race(s))).map((response) => response.status);
-        expect(statuses.filter((status) => status === 200), JSON.stringify(statuses)).toHaveLength(1);
+        expect(
+          statuses.filter((status) => status === 200),
+          JSON.stringify(statuses),
+        ).toHaveLength(1);
         expect(await owners(s.orgId)).toBe(1);
       }
     }

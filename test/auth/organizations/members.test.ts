@@ -115,7 +115,7 @@ describe('auth.organization.updateMemberRole', () => {
 });
 
 describe('auth.organization.leave', () => {
-  it('ends the caller\'s membership and their team memberships there, audited', async () => {
+  it("ends the caller's membership and their team memberships there, audited", async () => {
     const { orgId, member, admin } = await orgWithRoles(server);
     const team = await teamWith(orgId, member, admin);
     const response = await post(server, 'leave', member, { organizationId: orgId });
@@ -154,10 +154,14 @@ describe('the last-owner guard under concurrency', () => {
   it('two owners demoting each other at once: exactly one succeeds, one owner remains', async () => {
     for (let round = 0; round < 5; round++) {
       const { orgId, a, b, aId, bId } = await twoOwners();
-      const statuses = (await Promise.all([
-        post(server, 'update-member-role', a, { organizationId: orgId, memberId: bId, role: 'member' }),
-        post(server, 'update-member-role', b, { organizationId: orgId, memberId: aId, role: 'member' }),
-      ])).map((response) => response.status).sort();
+      const statuses = (
+        await Promise.all([
+          post(server, 'update-member-role', a, { organizationId: orgId, memberId: bId, role: 'member' }),
+          post(server, 'update-member-role', b, { organizationId: orgId, memberId: aId, role: 'member' }),
+        ])
+      )
+        .map((response) => response.status)
+        .sort();
       // The loser is no longer an owner when its turn comes: 403 (only owners act on owners).
       expect(statuses).toEqual([200, 403]);
       expect(await owners(orgId)).toBe(1);

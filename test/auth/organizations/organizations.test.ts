@@ -22,9 +22,7 @@ describe('auth.organization.create', () => {
     const body = await response.json();
     expect(body).toMatchObject({ name: 'Acme Corp', slug, logo: null, metadata: null });
     expect(body.id).toMatch(/^org_/);
-    expect(body.members).toEqual([
-      expect.objectContaining({ organizationId: body.id, userId: ada.id, role: 'owner', user: { id: ada.id, email: ada.email, name: 'Ada Lovelace', image: null } }),
-    ]);
+    expect(body.members).toEqual([expect.objectContaining({ organizationId: body.id, userId: ada.id, role: 'owner', user: { id: ada.id, email: ada.email, name: 'Ada Lovelace', image: null } })]);
     const audit = await auditOf(server, { organizationId: body.id });
     expect(audit).toEqual([
       expect.objectContaining({ action: 'member.added', actor_id: ada.id, actor_email: ada.email, target_type: 'member', target_id: body.members[0].id, metadata: { userId: ada.id, role: 'owner' } }),
@@ -62,11 +60,16 @@ describe('auth.organization.create', () => {
     const ada = await createUser(server.db);
     const { token } = await createSession(server.db.sql, { userId: ada.id, now: new Date(), impersonatedBy: admin.id });
     const response = await server.fetch('/api/auth/organization/create', {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Acme', slug: uniqueSlug() }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Acme', slug: uniqueSlug() }),
     });
     expect(response.status).toBe(200);
     const audit = await auditOf(server, { organizationId: (await response.json()).id });
-    expect(audit.map((entry) => [entry.actor_id, entry.impersonated_by])).toEqual([[ada.id, admin.id], [ada.id, admin.id]]);
+    expect(audit.map((entry) => [entry.actor_id, entry.impersonated_by])).toEqual([
+      [ada.id, admin.id],
+      [ada.id, admin.id],
+    ]);
   });
 });
 
@@ -75,17 +78,24 @@ describe('auth.organization.update', () => {
     const { orgId, slug, admin } = await orgWithRoles(server);
     const newSlug = uniqueSlug();
     const response = await post(server, 'update', admin, {
-      organizationId: orgId, data: { name: 'Acme Corporation', slug: newSlug, logo: 'https://acme.example.com/logo.png', metadata: { industry: 'aerospace' } },
+      organizationId: orgId,
+      data: { name: 'Acme Corporation', slug: newSlug, logo: 'https://acme.example.com/logo.png', metadata: { industry: 'aerospace' } },
     });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ id: orgId, name: 'Acme Corporation', slug: newSlug, logo: 'https://acme.example.com/logo.png', metadata: { industry: 'aerospace' } });
     const [entry] = (await auditOf(server, { organizationId: orgId })).filter((row) => row.action === 'organization.updated');
     expect(entry).toMatchObject({
-      actor_id: admin.id, target_type: 'organization', target_id: orgId,
-      metadata: { changes: {
-        name: { from: `Org ${orgId}`, to: 'Acme Corporation' }, slug: { from: slug, to: newSlug },
-        logo: { from: null, to: 'https://acme.example.com/logo.png' }, metadata: { from: null, to: { industry: 'aerospace' } },
-      } },
+      actor_id: admin.id,
+      target_type: 'organization',
+      target_id: orgId,
+      metadata: {
+        changes: {
+          name: { from: `Org ${orgId}`, to: 'Acme Corporation' },
+          slug: { from: slug, to: newSlug },
+          logo: { from: null, to: 'https://acme.example.com/logo.png' },
+          metadata: { from: null, to: { industry: 'aerospace' } },
+        },
+      },
     });
   });
 
@@ -95,7 +105,10 @@ describe('auth.organization.update', () => {
     const response = await post(server, 'update', owner, { organizationId: orgId, data: { name: `Org ${orgId}`, logo: null, metadata: null } });
     expect(await response.json()).toMatchObject({ logo: null, metadata: null });
     const updates = (await auditOf(server, { organizationId: orgId })).filter((row) => row.action === 'organization.updated');
-    expect(updates.map((row) => Object.keys(row.metadata!.changes).sort())).toEqual([['logo', 'metadata'], ['logo', 'metadata']]);
+    expect(updates.map((row) => Object.keys(row.metadata!.changes).sort())).toEqual([
+      ['logo', 'metadata'],
+      ['logo', 'metadata'],
+    ]);
   });
 
   it('changes nothing for an empty data, and writes no audit entry', async () => {
@@ -157,13 +170,22 @@ describe('auth.organization.delete', () => {
     expect(await server.db.sql`select 1 from team_members where team_id = ${teamId}`).toHaveLength(0);
     expect(await auditOf(server, { organizationId: orgId })).toEqual([]);
     expect(await auditOf(server, { targetId: orgId })).toEqual([
-      { organization_id: null, action: 'organization.deleted', actor_id: owner.id, actor_email: owner.email, target_type: 'organization', target_id: orgId, impersonated_by: null, metadata: { name: 'Doomed', slug } },
+      {
+        organization_id: null,
+        action: 'organization.deleted',
+        actor_id: owner.id,
+        actor_email: owner.email,
+        target_type: 'organization',
+        target_id: orgId,
+        impersonated_by: null,
+        metadata: { name: 'Doomed', slug },
+      },
     ]);
   });
 });
 
 describe('auth.organization.list', () => {
-  it('answers the caller\'s organizations with their role, oldest membership first', async () => {
+  it("answers the caller's organizations with their role, oldest membership first", async () => {
     const ada = await createUser(server.db);
     const first = await orgWithRoles(server);
     const second = await orgWithRoles(server);
@@ -172,7 +194,10 @@ describe('auth.organization.list', () => {
     await server.db.sql`update members set created_at = now() - interval '1 hour' where user_id = ${ada.id} and organization_id = ${second.orgId}`;
     const response = await get(server, 'list', ada);
     expect(response.status).toBe(200);
-    expect((await response.json()).map((org: any) => [org.id, org.role])).toEqual([[second.orgId, 'member'], [first.orgId, 'admin']]);
+    expect((await response.json()).map((org: any) => [org.id, org.role])).toEqual([
+      [second.orgId, 'member'],
+      [first.orgId, 'admin'],
+    ]);
     expect(await (await get(server, 'list', await createUser(server.db))).json()).toEqual([]);
   });
 
@@ -197,7 +222,11 @@ describe('auth.organization.getFullOrganization', () => {
     expect(response.status).toBe(200);
     const body = await response.json();
     expect(body.id).toBe(orgId);
-    expect(body.members.map((m: any) => [m.userId, m.role])).toEqual([[owner.id, 'owner'], [admin.id, 'admin'], [member.id, 'member']]);
+    expect(body.members.map((m: any) => [m.userId, m.role])).toEqual([
+      [owner.id, 'owner'],
+      [admin.id, 'admin'],
+      [member.id, 'member'],
+    ]);
     expect(body.members[0].user).toEqual({ id: owner.id, email: owner.email, name: 'Olive Owner', image: null });
     expect(body.invitations.map((i: any) => i.id)).toEqual([newer, older]);
     expect(body.teams).toEqual([expect.objectContaining({ id: teamId, name: 'Research', organizationId: orgId })]);

@@ -70,7 +70,7 @@ describe('auth.organization.removeTeam', () => {
     expect((await auditOf(server, { targetId: team.id })).find((row) => row.action === 'team.deleted')).toMatchObject({ organization_id: orgId, actor_id: owner.id, metadata: { name: 'Research' } });
   });
 
-  it('answers 403 for a team of another organization (the row\'s organization decides), and leaves it alone', async () => {
+  it("answers 403 for a team of another organization (the row's organization decides), and leaves it alone", async () => {
     const { team } = await orgWithTeam();
     const other = await orgWithRoles(server);
     expect((await post(server, 'remove-team', other.owner, { organizationId: other.orgId, teamId: team.id })).status).toBe(403);
@@ -104,8 +104,11 @@ describe('auth.organization.addTeamMember', () => {
     expect(response.status).toBe(200);
     const added = await response.json();
     expect(added).toEqual({ id: expect.stringMatching(/^tm_/), teamId: team.id, userId: member.id, createdAt: expect.any(String) });
-    expect((await auditOf(server, { targetId: team.id })).find((row) => row.action === 'team.member_added'))
-      .toMatchObject({ organization_id: orgId, actor_id: admin.id, metadata: { userId: member.id, teamMemberId: added.id } });
+    expect((await auditOf(server, { targetId: team.id })).find((row) => row.action === 'team.member_added')).toMatchObject({
+      organization_id: orgId,
+      actor_id: admin.id,
+      metadata: { userId: member.id, teamMemberId: added.id },
+    });
   });
 
   it('answers 409 when the user is already in the team', async () => {
@@ -141,7 +144,7 @@ describe('auth.organization.removeTeamMember', () => {
     expect((await auditOf(server, { targetId: team.id })).find((row) => row.action === 'team.member_removed')).toMatchObject({ actor_id: admin.id, metadata: { userId: member.id } });
   });
 
-  it('answers 404 for a user not in the team and for an unknown team; 403 for another organization\'s team', async () => {
+  it("answers 404 for a user not in the team and for an unknown team; 403 for another organization's team", async () => {
     const { admin, member, team } = await orgWithTeam();
     const other = await orgWithRoles(server);
     expect((await post(server, 'remove-team-member', admin, { teamId: team.id, userId: member.id })).status).toBe(404);

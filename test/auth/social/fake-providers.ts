@@ -87,7 +87,11 @@ export async function startFakeProviders(): Promise<FakeProviders> {
       case 'GET /github-api/user/emails': {
         const grant = bearer(req);
         if (grant?.provider !== 'github') return json(res, 401, { message: 'Bad credentials' });
-        return json(res, 200, grant.profile.emails.map((entry) => ({ ...entry, visibility: null })));
+        return json(
+          res,
+          200,
+          grant.profile.emails.map((entry) => ({ ...entry, visibility: null })),
+        );
       }
       default:
         return json(res, 404, { error: 'not_found' });
@@ -101,10 +105,11 @@ export async function startFakeProviders(): Promise<FakeProviders> {
     tokenRequests.push(form);
     const grant = codes.get(form.code ?? '');
     const expectedRedirect = new RegExp(`/api/auth/callback/${provider}$`);
-    const refuse = () => (provider === 'github'
-      // GitHub answers a bad code with 200 and an error body.
-      ? json(res, 200, { error: 'bad_verification_code', error_description: 'The code passed is incorrect or expired.' })
-      : json(res, 400, { error: 'invalid_grant' }));
+    const refuse = () =>
+      provider === 'github'
+        ? // GitHub answers a bad code with 200 and an error body.
+          json(res, 200, { error: 'bad_verification_code', error_description: 'The code passed is incorrect or expired.' })
+        : json(res, 400, { error: 'invalid_grant' });
     if (!grant || grant.provider !== provider || form.client_id !== CLIENT.id || form.client_secret !== CLIENT.secret || !expectedRedirect.test(form.redirect_uri ?? '')) return refuse();
     if (grant.provider === 'google' && s256(form.code_verifier ?? '') !== grant.challenge) return refuse();
     codes.delete(form.code!);

@@ -48,7 +48,10 @@ describe('auth.callback with GitHub', () => {
     const { location, token } = await signIn('github', profile, { callbackURL: '/home' });
     expect(location).toBe('/home');
     expect(await me(token!)).toMatchObject({ id: existing.id, email: 'Linus@Example.com' });
-    expect(await accountsOf(existing.id)).toEqual([{ provider: 'credential', provider_account_id: existing.id }, { provider: 'github', provider_account_id: String(profile.id) }]);
+    expect(await accountsOf(existing.id)).toEqual([
+      { provider: 'credential', provider_account_id: existing.id },
+      { provider: 'github', provider_account_id: String(profile.id) },
+    ]);
   });
 
   it('linking a user whose email was never verified verifies it and drops the password set by whoever registered it', async () => {
@@ -119,7 +122,10 @@ describe('auth.callback with GitHub', () => {
 
   it('a planted flow cookie cannot redirect off the trusted origins', async () => {
     const flow = await start('github', { callbackURL: '/app' });
-    const planted = flow.cookie.replace(/oauth_flow=[^;]+/, `oauth_flow=${encodeURIComponent(JSON.stringify({ provider: 'github', callbackURL: 'https://evil.example.com', errorCallbackURL: 'https://evil.example.com' }))}`);
+    const planted = flow.cookie.replace(
+      /oauth_flow=[^;]+/,
+      `oauth_flow=${encodeURIComponent(JSON.stringify({ provider: 'github', callbackURL: 'https://evil.example.com', errorCallbackURL: 'https://evil.example.com' }))}`,
+    );
     const response = await callback('github', { state: flow.state, error: 'access_denied' }, planted);
     expect(response.headers.get('location')).toBe('https://app.example.com/?error=access_denied');
   });

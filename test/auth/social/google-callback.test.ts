@@ -48,7 +48,13 @@ describe('auth.callback with Google', () => {
 
   it('refuses an ID token signed with a key outside the issuer’s JWKS', async () => {
     const flow = await start('google', { callbackURL: '/x' });
-    const code = testbed.providers.issueCode({ provider: 'google', profile: google(), challenge: flow.url.searchParams.get('code_challenge')!, nonce: flow.url.searchParams.get('nonce')!, signWithUnknownKey: true });
+    const code = testbed.providers.issueCode({
+      provider: 'google',
+      profile: google(),
+      challenge: flow.url.searchParams.get('code_challenge')!,
+      nonce: flow.url.searchParams.get('nonce')!,
+      signWithUnknownKey: true,
+    });
     const response = await callback('google', { code, state: flow.state }, flow.cookie);
     expect(response.headers.get('location')).toBe('/x?error=SIGN_IN_FAILED');
     expect(testbed.server.logs.filter((line) => line.msg === 'social sign-in failed at the provider').at(-1)!.err.message).toMatch(/signature/i);

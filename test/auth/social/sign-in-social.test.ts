@@ -29,7 +29,10 @@ describe('auth.signInSocial', () => {
     expect(flow.url.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(flow.url.searchParams.get('nonce')).toBeTruthy();
     for (const name of ['oauth_state', 'oauth_flow', 'oauth_code_verifier', 'oauth_nonce']) {
-      expect(flow.setCookies.find((line) => line.startsWith(`${name}=`)), name).toMatch(/; Path=\/api\/auth; Max-Age=600; HttpOnly; SameSite=Lax$/);
+      expect(
+        flow.setCookies.find((line) => line.startsWith(`${name}=`)),
+        name,
+      ).toMatch(/; Path=\/api\/auth; Max-Age=600; HttpOnly; SameSite=Lax$/);
     }
   });
 

@@ -78,7 +78,10 @@ export function github(overrides: Partial<GitHubProfile> & { email?: string; ver
     login: `octo${id}`,
     name: `Octo ${id}`,
     avatar_url: `https://avatars.example.com/u/${id}`,
-    emails: [{ email: `other${id}@example.com`, primary: false, verified: true }, { email, primary: true, verified: overrides.verified ?? true }],
+    emails: [
+      { email: `other${id}@example.com`, primary: false, verified: true },
+      { email, primary: true, verified: overrides.verified ?? true },
+    ],
     ...overrides,
   };
 }
@@ -90,9 +93,10 @@ export function google(overrides: Partial<GoogleProfile> = {}): GoogleProfile {
 
 export async function signIn(provider: 'github' | 'google', profile: GitHubProfile | GoogleProfile, extra: Record<string, string> = {}) {
   const flow = await start(provider, extra);
-  const code = provider === 'github'
-    ? providers.issueCode({ provider, profile: profile as GitHubProfile })
-    : providers.issueCode({ provider, profile: profile as GoogleProfile, challenge: flow.url.searchParams.get('code_challenge')!, nonce: flow.url.searchParams.get('nonce')! });
+  const code =
+    provider === 'github'
+      ? providers.issueCode({ provider, profile: profile as GitHubProfile })
+      : providers.issueCode({ provider, profile: profile as GoogleProfile, challenge: flow.url.searchParams.get('code_challenge')!, nonce: flow.url.searchParams.get('nonce')! });
   const response = await callback(provider, { code, state: flow.state }, flow.cookie);
   return { flow, response, location: response.headers.get('location'), token: response.headers.get('set-auth-token') };
 }

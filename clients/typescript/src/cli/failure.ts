@@ -18,13 +18,28 @@ export interface Failure {
 }
 
 /** Error codes of Node's network stack that mean "the service could not be reached". */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
 
 /** What to do next, for the answers a person meets on a first run. */
 const HINTS: Readonly<Record<string, string>> = {
   USER_ALREADY_EXISTS: 'An account with this email address exists: sign in with `workspace-api login --email <email>`.',
   EMAIL_NOT_VERIFIED: 'Open the link in the verification email first (`workspace-api signup` sent it), then sign in again.',
-  TOO_MANY_REQUESTS: 'Try again later: the organization\'s queue of jobs is full, or too many requests came from this address.',
+  TOO_MANY_REQUESTS: "Try again later: the organization's queue of jobs is full, or too many requests came from this address.",
 };
 
 export function describeFailure(error: unknown, url: string | undefined): Failure {

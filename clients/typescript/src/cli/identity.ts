@@ -69,7 +69,12 @@ export function identity(url: string, doFetch: typeof fetch = globalThis.fetch):
         const message = typeof error.message === 'string' ? error.message : response.statusText;
         throw new ApiClientError({ code: error.code, status: response.status, message, data: error.data, defined: error.defined === true, ...(requestId ? { requestId } : {}) });
       }
-      throw new ApiClientError({ code: `HTTP_${response.status}`, status: response.status, message: response.statusText || 'The service answered an error without a body.', ...(requestId ? { requestId } : {}) });
+      throw new ApiClientError({
+        code: `HTTP_${response.status}`,
+        status: response.status,
+        message: response.statusText || 'The service answered an error without a body.',
+        ...(requestId ? { requestId } : {}),
+      });
     }
     return answer as T;
   }

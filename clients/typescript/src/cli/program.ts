@@ -34,7 +34,7 @@ export function buildProgram(state: RunState): Command {
     .version(contractVersion, '-V, --version', 'print the version')
     .helpOption('-h, --help', 'show help for the command')
     .helpCommand(false)
-    .option('--url <url>', 'the service\'s address (default: WORKSPACE_API_URL, the address saved by login, http://127.0.0.1:3000)')
+    .option('--url <url>', "the service's address (default: WORKSPACE_API_URL, the address saved by login, http://127.0.0.1:3000)")
     .option('--token <token>', 'a session token (default: WORKSPACE_API_TOKEN, the token saved by login)')
     .option('--org <org>', 'the organization, by id or slug (default: WORKSPACE_API_ORG, your only organization)')
     .option('--json', 'the answer as JSON on stdout (errors as JSON on stderr), no spinner or progress bar')

@@ -22,14 +22,16 @@ export function registerJobCommands(program: Command, state: RunState): void {
     .option('--text <text...>', 'the texts of a text.embed job (one or more)')
     .option('--no-follow', 'print the queued job and return at once')
     .addHelpText('after', '\nExamples:\n  $ workspace-api jobs run document.index --document doc_...\n  $ workspace-api jobs run text.embed --text "first text" "second text" --json')
-    .action(withSession(state, async (session, kind: (typeof KINDS)[number], options: { document?: string; text?: string[]; follow: boolean }) => {
-      const input = jobInput(kind, await session.organization(), options);
-      const job = await createJob(session, input);
-      if (!options.follow) {
-        return session.output.result(job, () => session.output.line(`Queued job ${job.id} (${job.kind}). Follow it with: workspace-api jobs follow ${job.id}`));
-      }
-      await follow(session, state, job.id);
-    }));
+    .action(
+      withSession(state, async (session, kind: (typeof KINDS)[number], options: { document?: string; text?: string[]; follow: boolean }) => {
+        const input = jobInput(kind, await session.organization(), options);
+        const job = await createJob(session, input);
+        if (!options.follow) {
+          return session.output.result(job, () => session.output.line(`Queued job ${job.id} (${job.kind}). Follow it with: workspace-api jobs follow ${job.id}`));
+        }
+        await follow(session, state, job.id);
+      }),
+    );
 
   jobs
     .command('follow')

@@ -52,24 +52,35 @@ export function registerSearchCommand(program: Command, state: RunState): void {
     .option('--after <date>', 'only in documents created at or after this date', instant)
     .option('--before <date>', 'only in documents created before this date', instant)
     .addHelpText('after', '\nExamples:\n  $ workspace-api search research third quarter revenue --limit 5\n  $ workspace-api search research revenue --type application/pdf --after 2026-11-01')
-    .action(withSession(state, async (session, workspace: string, words: string[], options: SearchOptions) => {
-      const filters = filtersOf(options);
-      const answer = await session.client().documents.search({
-        workspaceId: await session.workspace(workspace), query: words.join(' '), ...(options.limit ? { limit: options.limit } : {}), ...(filters ? { filters } : {}),
-      });
-      session.output.result(answer, () => {
-        if (answer.results.length === 0) return session.output.note('No matches (only documents indexed by a document.index job are searched).');
-        const rows = answer.results.map((hit, i) => ({ ...hit, rank: i + 1, place: citationPlace(hit.citation) }));
-        // WHERE only when some hit has pages or headings: plain-text answers keep their width for the text.
-        const where = rows.some((hit) => hit.place !== '') ? [{ header: 'WHERE', value: (hit: (typeof rows)[number]) => hit.place, shrink: true }] : [];
-        session.output.line(renderTable(rows, [
-          { header: '#', value: (hit) => String(hit.rank), right: true },
-          { header: 'SCORE', value: (hit) => hit.score.toFixed(4), right: true },
-          { header: 'DOCUMENT', value: (hit) => hit.documentName, shrink: true },
-          { header: 'CHUNK', value: (hit) => String(hit.index), right: true },
-          ...where,
-          { header: 'TEXT', value: (hit) => markHighlights(hit.text, hit.highlights), shrink: true },
-        ], session.output.columns));
-      });
-    }));
+    .action(
+      withSession(state, async (session, workspace: string, words: string[], options: SearchOptions) => {
+        const filters = filtersOf(options);
+        const answer = await session.client().documents.search({
+          workspaceId: await session.workspace(workspace),
+          query: words.join(' '),
+          ...(options.limit ? { limit: options.limit } : {}),
+          ...(filters ? { filters } : {}),
+        });
+        session.output.result(answer, () => {
+          if (answer.results.length === 0) return session.output.note('No matches (only documents indexed by a document.index job are searched).');
+          const rows = answer.results.map((hit, i) => ({ ...hit, rank: i + 1, place: citationPlace(hit.citation) }));
+          // WHERE only when some hit has pages or headings: plain-text answers keep their width for the text.
+          const where = rows.some((hit) => hit.place !== '') ? [{ header: 'WHERE', value: (hit: (typeof rows)[number]) => hit.place, shrink: true }] : [];
+          session.output.line(
+            renderTable(
+              rows,
+              [
+                { header: '#', value: (hit) => String(hit.rank), right: true },
+                { header: 'SCORE', value: (hit) => hit.score.toFixed(4), right: true },
+                { header: 'DOCUMENT', value: (hit) => hit.documentName, shrink: true },
+                { header: 'CHUNK', value: (hit) => String(hit.index), right: true },
+                ...where,
+                { header: 'TEXT', value: (hit) => markHighlights(hit.text, hit.highlights), shrink: true },
+              ],
+              session.output.columns,
+            ),
+          );
+        });
+      }),
+    );
 }

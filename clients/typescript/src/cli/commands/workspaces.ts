@@ -11,18 +11,26 @@ export function registerWorkspaceCommands(program: Command, state: RunState): vo
   workspaces
     .command('list')
     .description('list the workspaces of the organization, oldest first')
-    .action(withSession(state, async (session) => {
-      const list = await session.client().workspaces.list({ organizationId: await session.organization() });
-      session.output.result(list, () => {
-        if (list.length === 0) return session.output.note('No workspaces yet: create one with `workspace-api workspaces create <name>`.');
-        session.output.line(renderTable(list, [
-          { header: 'ID', value: (w) => w.id },
-          { header: 'SLUG', value: (w) => w.slug },
-          { header: 'NAME', value: (w) => w.name, shrink: true },
-          { header: 'CREATED', value: (w) => date(w.createdAt) },
-        ], session.output.columns));
-      });
-    }));
+    .action(
+      withSession(state, async (session) => {
+        const list = await session.client().workspaces.list({ organizationId: await session.organization() });
+        session.output.result(list, () => {
+          if (list.length === 0) return session.output.note('No workspaces yet: create one with `workspace-api workspaces create <name>`.');
+          session.output.line(
+            renderTable(
+              list,
+              [
+                { header: 'ID', value: (w) => w.id },
+                { header: 'SLUG', value: (w) => w.slug },
+                { header: 'NAME', value: (w) => w.name, shrink: true },
+                { header: 'CREATED', value: (w) => date(w.createdAt) },
+              ],
+              session.output.columns,
+            ),
+          );
+        });
+      }),
+    );
 
   workspaces
     .command('create')
@@ -31,10 +39,11 @@ export function registerWorkspaceCommands(program: Command, state: RunState): vo
     .option('--slug <slug>', 'lowercase letters, digits and inner hyphens, unique in the organization (default: made from the name)')
     .option('--team <teamId>', 'a team of the organization the workspace belongs to')
     .addHelpText('after', '\nExample:\n  $ workspace-api workspaces create "Q3 Research" --slug q3-research')
-    .action(withSession(state, async (session, name: string, options: { slug?: string; team?: string }) => {
-      const slug = options.slug ?? slugOf(name);
-      const workspace = await session.client().workspaces.create({ organizationId: await session.organization(), name, slug, ...(options.team ? { teamId: options.team } : {}) });
-      session.output.result(workspace, () => session.output.line(`Created workspace ${workspace.slug} (${workspace.id}).`));
-    }));
+    .action(
+      withSession(state, async (session, name: string, options: { slug?: string; team?: string }) => {
+        const slug = options.slug ?? slugOf(name);
+        const workspace = await session.client().workspaces.create({ organizationId: await session.organization(), name, slug, ...(options.team ? { teamId: options.team } : {}) });
+        session.output.result(workspace, () => session.output.line(`Created workspace ${workspace.slug} (${workspace.id}).`));
+      }),
+    );
 }
-
