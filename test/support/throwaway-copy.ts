@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cp, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +34,7 @@ export async function throwawayCopy(prefix: string): Promise<ThrowawayCopy> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const skip = new Set(['node_modules', '.git', '.data', '.tmp'].map((name) => join(root, name)));
   await cp(root, dir, { recursive: true, filter: (source) => !skip.has(source.replace(/\/$/, '')) });
-  await symlink(join(root, 'node_modules'), join(dir, 'node_modules'));
+  await linkNodeModules(dir);
 
   const run = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> =>
     new Promise((resolve) => {
@@ -74,6 +74,25 @@ export async function throwawayCopy(prefix: string): Promise<ThrowawayCopy> {
     },
     remove: () => rm(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * node_modules: each package linked to the working tree's, but a cache folder of the copy's own.
+ * The migrated template lives in node_modules/.cache/workspace-api and a build removes the
+ * templates of other migrations (database-template.ts): a copy with a new migration, sharing the
+ * folder, deleted the template the suite around it was starting databases from. The current
+ * template and the model files are linked into the copy's folder; a new build replaces the links.
+ */
+async function linkNodeModules(dir: string): Promise<void> {
+  const modules = join(root, 'node_modules');
+  await mkdir(join(dir, 'node_modules/.cache/workspace-api'), { recursive: true });
+  for (const name of await readdir(modules)) {
+    if (name !== '.cache') await symlink(join(modules, name), join(dir, 'node_modules', name));
+  }
+  const cache = join(modules, '.cache/workspace-api');
+  for (const name of await readdir(cache)) {
+    if (name === 'models' || /^pg-template-.*\.tar$/.test(name)) await symlink(join(cache, name), join(dir, 'node_modules/.cache/workspace-api', name));
+  }
 }
 
 /** The paths whose content differs between two snapshots, or that only one has. */
