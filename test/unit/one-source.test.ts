@@ -4,13 +4,15 @@
  * the CLI's job kinds (the client package's src/enums.ts). Typed from generated/types.ts, so tsc
  * checks them: the limit kinds and plan names (src/contract/errors.ts, src/credits/plans.ts,
  * src/credits/usage.ts). Checked here: what those modules hold at run time, the docs that name
- * the job kinds, hand-written counts of procedures, and the database's CHECK on jobs.kind.
+ * the job kinds, hand-written counts of procedures, the database's CHECK on jobs.kind, and the AI
+ * service's media types.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobKindValues } from '../../clients/typescript/src/enums.ts';
 import { jobKindValues as serverJobKinds } from '../../generated/enums.ts';
 import { procedures } from '../../generated/procedures.ts';
+import { EXTRACT_CONTENT_TYPES } from '../../src/ai-service/protocol.ts';
 import { PLAN_LIMITS } from '../../src/credits/plans.ts';
 import { overLimits } from '../../src/credits/usage.ts';
 import type { Database } from '../../src/db/connection.ts';
@@ -73,6 +75,14 @@ describe('the job kinds', () => {
       const allowed = [...rows[0]!.definition.matchAll(/'([^']+)'/g)].map(([, kind]) => kind!);
       expect(sorted(allowed)).toEqual(sorted(kinds));
     });
+  });
+});
+
+describe("the documents' media types", () => {
+  // The AI service keeps its own list (it is a protocol of its own, and deployable apart), so a
+  // type added to the contract without the service learning to read it fails here.
+  it("the AI service's /v1/extract reads exactly the contract's DocumentContentType", () => {
+    expect(sorted(EXTRACT_CONTENT_TYPES)).toEqual(sorted(schemas.DocumentContentType.enum));
   });
 });
 
