@@ -9,6 +9,16 @@ import tseslint from 'typescript-eslint';
 // shape is checked by redocly (`make lint`) and what is generated from them by tsc and the tests.
 const untypedJsonWalkers = ['codegen/**', 'scripts/scaffold.ts'];
 
+/** The rules about `any`, off where values are untyped by nature (below: those walkers, and tests). */
+const untypedValuesAllowed = {
+  '@typescript-eslint/no-explicit-any': 'off',
+  '@typescript-eslint/no-unsafe-argument': 'off',
+  '@typescript-eslint/no-unsafe-assignment': 'off',
+  '@typescript-eslint/no-unsafe-call': 'off',
+  '@typescript-eslint/no-unsafe-member-access': 'off',
+  '@typescript-eslint/no-unsafe-return': 'off',
+};
+
 export default defineConfig(
   {
     // Written by codegen (generated/ and the client package's generated modules) or by a build
@@ -83,28 +93,14 @@ export default defineConfig(
   },
   {
     files: untypedJsonWalkers,
-    rules: {
-      '@typescript-eslint/no-explicit-any': 'off',
-      '@typescript-eslint/no-unsafe-argument': 'off',
-      '@typescript-eslint/no-unsafe-assignment': 'off',
-      '@typescript-eslint/no-unsafe-call': 'off',
-      '@typescript-eslint/no-unsafe-member-access': 'off',
-      '@typescript-eslint/no-unsafe-return': 'off',
-    },
+    rules: untypedValuesAllowed,
   },
   {
     // Tests read untyped JSON answers (`await response.json()` is `any`) and send ill-typed input
     // on purpose; their assertions are the check on those values, and typing each body by hand
     // would only restate the contract the assertions test. The other type-checked rules stay on.
     files: ['test/**'],
-    rules: {
-      '@typescript-eslint/no-explicit-any': 'off',
-      '@typescript-eslint/no-unsafe-argument': 'off',
-      '@typescript-eslint/no-unsafe-assignment': 'off',
-      '@typescript-eslint/no-unsafe-call': 'off',
-      '@typescript-eslint/no-unsafe-member-access': 'off',
-      '@typescript-eslint/no-unsafe-return': 'off',
-    },
+    rules: untypedValuesAllowed,
   },
   {
     files: ['**/*.js', '**/*.mjs'],
