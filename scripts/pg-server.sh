@@ -19,6 +19,7 @@
 #   test/faults/ stop the server so; with off, recent confirmed commits are lost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/throwaway-server.sh
 export DEBIAN_FRONTEND=noninteractive
 
 PG_MAJOR=15
@@ -77,17 +78,7 @@ install() {
 }
 
 # --- start / stop: a throwaway server ----------------------------------------------------------
-run_pg() {
-  # PostgreSQL refuses to run as root.
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
 
-free_port() {
-  # The project's Node 24 when installed, else whatever node is on the PATH (npm scripts put it there).
-  local node=node_modules/.bin/node
-  [ -x "$node" ] || node=node
-  "$node" -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })"
-}
 
 start() {
   local dir=$1
@@ -96,7 +87,7 @@ start() {
   mkdir -p "$dir"
   chmod 700 "$dir"
   if [ "$(id -u)" = 0 ]; then chown postgres: "$dir"; fi
-  run_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
+  as_postgres "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
 
   local sync=${PG_SYNCHRONOUS_COMMIT:-off}
   case $sync in on | off | local) ;; *) log "PG_SYNCHRONOUS_COMMIT must be on, off or local, got \"$sync\""; exit 2 ;; esac
@@ -106,7 +97,7 @@ start() {
   local port attempt
   for attempt in 1 2 3; do
     port=$(free_port)
-    if run_pg "$PG_BIN/pg_ctl" start -D "$dir/data" -l "$dir/server.log" -w -t 60 -s -o "-p $port $settings" </dev/null >&2; then
+    if as_postgres "$PG_BIN/pg_ctl" start -D "$dir/data" -l "$dir/server.log" -w -t 60 -s -o "-p $port $settings" </dev/null >&2; then
       local url="postgres://postgres@127.0.0.1:$port/postgres"
       log "PostgreSQL $("$PG_BIN/postgres" -V | awk '{print $3}') on $url ($dir)"
       echo "$url"
@@ -120,7 +111,7 @@ start() {
 
 stop() {
   local dir=$1
-  if [ -f "$dir/data/postmaster.pid" ]; then run_pg "$PG_BIN/pg_ctl" stop -D "$dir/data" -m immediate -s >/dev/null 2>&1 || true; fi
+  if [ -f "$dir/data/postmaster.pid" ]; then as_postgres "$PG_BIN/pg_ctl" stop -D "$dir/data" -m immediate -s >/dev/null 2>&1 || true; fi
   rm -rf "$dir"
 }
 

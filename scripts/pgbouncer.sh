@@ -20,6 +20,7 @@
 #   postgres://postgres@127.0.0.1:PORT/postgres on stdout; everything else goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/throwaway-server.sh
 export DEBIAN_FRONTEND=noninteractive
 
 log() { echo "pgbouncer: $*" >&2; }
@@ -35,15 +36,7 @@ install() {
   }
 }
 
-as_owner() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
 
-free_port() {
-  local node=node_modules/.bin/node
-  [ -x "$node" ] || node=node
-  "$node" -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })"
-}
 
 start() {
   local dir=$1 server=$2 pool_size=${3:-20}
@@ -81,7 +74,7 @@ logfile = $dir/pgbouncer.log
 pidfile = $dir/pgbouncer.pid
 INI
     if [ "$(id -u)" = 0 ]; then chown -R postgres: "$dir"; fi
-    if as_owner /usr/sbin/pgbouncer -d -q "$dir/pgbouncer.ini" </dev/null >&2; then
+    if as_postgres /usr/sbin/pgbouncer -d -q "$dir/pgbouncer.ini" </dev/null >&2; then
       local i
       for i in $(seq 1 50); do
         if (echo >"/dev/tcp/127.0.0.1/$listen") 2>/dev/null; then
