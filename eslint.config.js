@@ -4,6 +4,7 @@
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
+import declaredErrorCodes from './eslint-rules/declared-error-codes.ts';
 
 // Walk OpenAPI documents and YAML as plain JSON (`type Json = Record<string, any>`): the documents'
 // shape is checked by redocly (`make lint`) and what is generated from them by tsc and the tests.
@@ -90,6 +91,12 @@ export default defineConfig(
       ],
       '@typescript-eslint/only-throw-error': ['error', { allowThrowingAny: true, allowThrowingUnknown: true }],
     },
+  },
+  {
+    // A handler throws only the error codes its operation declares (eslint-rules/declared-error-codes.ts).
+    files: ['src/**/*.ts'],
+    plugins: { local: { rules: { 'declared-error-codes': declaredErrorCodes } } },
+    rules: { 'local/declared-error-codes': 'error' },
   },
   {
     files: untypedJsonWalkers,

@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    // One migrated template database per run, cloned per test file (test/support/database.ts).
+    // One migrated template database per run, copied per test file (test/support/database.ts).
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
@@ -10,5 +10,15 @@ export default defineConfig({
     // Three files at a time on two cores: many files mostly wait (deadlines, a hung database or
     // bucket, a child process starting), so a third one keeps the cores busy meanwhile.
     maxWorkers: 3,
+    // Each worker process runs file after file instead of one process per file: a new process
+    // loads the app's modules again (about 0.7 s of CPU per file). The suite took 29% less CPU
+    // (docs/benchmarks.md, "The test suite's time"). What a file starts (servers, databases,
+    // threads) it closes in its own afterAll; nothing here mocks modules.
+    isolate: false,
+    // V8's baseline WebAssembly compiler only: each embedded database (PGlite, 10 MB of wasm)
+    // otherwise spends 1-2 s of CPU per test file optimizing functions in background threads
+    // for a database that lives for seconds. Tests that store and search hundreds of chunks
+    // were no slower. The service itself keeps V8's defaults.
+    execArgv: ['--liftoff-only'],
   },
 });

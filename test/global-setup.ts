@@ -9,18 +9,22 @@
 // embedded template is built either way: tests about the embedded database
 // itself still use it.
 import { randomBytes } from 'node:crypto';
-import { readdir, rm, stat, statfs } from 'node:fs/promises';
+import { openAsBlob } from 'node:fs';
+import { mkdtemp, readdir, rm, stat, statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
 import { createMigratedDatabase, quoteIdentifier } from './support/migrated-database.ts';
 import { ensureTemplate } from '../src/composition/database-template.ts';
+import { openDatabase } from '../src/db/connection.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     /** Path of the migrated template database's tarball (PGlite dumpDataDir). */
     templateDataDir: string;
+    /** The same template unpacked into a closed data directory of this run, which test databases copy (test/support/database.ts). */
+    templateDir: string;
     /** Where test databases put their throwaway data directories. */
     testScratchRoot: string;
     /**
@@ -36,16 +40,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await removeAbandonedDirs(scratchRoot);
   const externalUrl = process.env.TEST_DATABASE_URL || undefined;
   // The two templates side by side: the server's takes about a second, PGlite's several.
-  const [embedded, external] = await Promise.allSettled([embeddedTemplate(), externalUrl ? externalTemplate(externalUrl) : Promise.resolve('')]);
+  const [embedded, external] = await Promise.allSettled([embeddedTemplate(scratchRoot), externalUrl ? externalTemplate(externalUrl) : Promise.resolve('')]);
   const template = external.status === 'fulfilled' ? external.value : '';
   const teardown = async () => {
+    if (embedded.status === 'fulfilled') await rm(embedded.value.dir, { recursive: true, force: true });
     if (externalUrl && template) await dropRunDatabases(externalUrl, template);
   };
   if (embedded.status === 'rejected' || external.status === 'rejected') {
     await teardown();
     throw embedded.status === 'rejected' ? embedded.reason : (external as PromiseRejectedResult).reason;
   }
-  project.provide('templateDataDir', embedded.value);
+  project.provide('templateDataDir', embedded.value.tarball);
+  project.provide('templateDir', embedded.value.dir);
   project.provide('testScratchRoot', scratchRoot);
   project.provide('templateDatabase', template);
   return teardown;
@@ -54,9 +60,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
 /**
  * The migrated embedded template the service itself starts from (src/composition/database-template.ts): cached
  * under node_modules/.cache by migration checksums, so a run after the first pays nothing for it.
+ * Unpacked once here (about a second), so each test database is a copy of a directory.
  */
-async function embeddedTemplate(): Promise<string> {
-  return (await ensureTemplate()).path;
+async function embeddedTemplate(scratchRoot: string): Promise<{ tarball: string; dir: string }> {
+  const tarball = (await ensureTemplate()).path;
+  const dir = await mkdtemp(join(scratchRoot, 'workspace-api-template-'));
+  try {
+    const db = await openDatabase({ dataDir: dir, loadDataDir: await openAsBlob(tarball) });
+    await db.close();
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return { tarball, dir };
 }
 
 /** Creates and migrates `wsapi_<random>` on the server; answers its name. Nothing stays connected to it. */

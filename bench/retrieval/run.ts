@@ -25,6 +25,7 @@
  * sampleCollection), for trying a change in a few minutes; its figures are not the collection's.
  *   node bench/retrieval/run.ts
  *   RETRIEVAL_SAMPLE=300 node bench/retrieval/run.ts
+ * RETRIEVAL_CAPTURE=<file> also saves both rankings of every query after the ingest (capture.ts).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,6 +39,7 @@ import { createLogger } from '../../src/logger.ts';
 import { clientFor, createTenant, startDocumentApp, uploadDocument, type Client, type DocumentApp } from '../document-app.ts';
 import { benchEnv, openBenchDatabase } from '../support.ts';
 import { createBm25 } from './bm25.ts';
+import { captureRankings } from './capture.ts';
 import { collectionDir, loadCollection, sampleCollection, type Collection } from './dataset.ts';
 import { filterPaths, SLICES, sliceBounds, type SearchFilters } from './filtered.ts';
 import { meanOver, ndcgAt, recallAt } from './metrics.ts';
@@ -130,6 +132,8 @@ export async function benchRetrieval(db?: Database): Promise<RetrievalOutcome> {
     const created = await database.sql<{ name: string; created_at: Date }[]>`select name, created_at from documents where workspace_id = ${tenant.workspaceId}`;
     const paths = filterPaths(collection, new Map(created.map((row) => [row.name.replace(/\.txt$/, ''), row.created_at.getTime()])), boundaries);
     for (const path of paths) console.log(`  filtered path ${path.name}: ${path.label}; ${path.queries.length} queries with a relevant document inside, ${path.skipped} skipped`);
+    // Both rankings of every query, for comparing fusions offline (capture.ts, fusion.ts).
+    if (process.env.RETRIEVAL_CAPTURE) await captureRankings(app, tenant, collection, process.env.RETRIEVAL_CAPTURE);
     const logged = warnings.summary();
     if (logged.length)
       console.log(

@@ -79,8 +79,10 @@ export const adminUserRoutes = {
     }
     const now = ctx.services.now();
     const sql = ctx.services.db.sql;
-    // The admin still exists: deleting a user deletes the impersonation sessions they started.
-    const admin = found(await findUser(sql, principal.impersonatedBy));
+    // Deleting a user deletes the impersonation sessions they started, so an admin gone since this
+    // session was authenticated means the session has ended with them: 401, as for any ended session.
+    const admin = await findUser(sql, principal.impersonatedBy);
+    if (!admin) throw new ApiError('UNAUTHORIZED', { message: 'This session has ended.' });
     if (isBanned(admin, now)) {
       throw new ApiError('FORBIDDEN', { message: 'The platform admin behind this session is banned.' });
     }

@@ -52,7 +52,8 @@ export interface SearchQuery {
   filters?: SearchFilters;
 }
 
-interface Ranked {
+/** A chunk of one ranking and its score there (cosine similarity, BM25, or the fused score). */
+export interface Ranked {
   id: string;
   score: number;
 }
@@ -65,6 +66,14 @@ export async function searchChunks(sql: Sql, query: SearchQuery, ranking: Search
     else ranked = fuse([await vectorRanking(tx, query), await textRanking(tx, query)]);
     return describe(tx, query, ranked.slice(0, query.limit));
   });
+}
+
+/**
+ * Both rankings of a query, each read to RANKING_DEPTH, best first, with its own scores: what
+ * fusion starts from, for the retrieval benchmark's study of fusions (bench/retrieval/capture.ts).
+ */
+export async function rankChunks(sql: Sql, query: SearchQuery): Promise<{ vector: Ranked[]; text: Ranked[] }> {
+  return sql.begin(async (tx) => ({ vector: await vectorRanking(tx, query), text: await textRanking(tx, query) }));
 }
 
 /**

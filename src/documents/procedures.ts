@@ -25,7 +25,8 @@ async function workspaceIn(ctx: Context<unknown>, workspaceId: string, organizat
   return workspace;
 }
 
-function storageLimitReached(plan: { plan: string; limits: { storageBytes: number } }): ApiError {
+// Typed with its code: `make lint` checks the codes a handler throws against its contract.
+function storageLimitReached(plan: { plan: string; limits: { storageBytes: number } }): ApiError<'LIMIT_REACHED'> {
   return new ApiError('LIMIT_REACHED', {
     message: `Your plan allows ${plan.limits.storageBytes} bytes of storage.`,
     data: { kind: 'storageBytes', limit: plan.limits.storageBytes, plan: plan.plan },

@@ -11,17 +11,20 @@ import { DEFAULT_MODEL_DIR } from '../../src/ai-service/model-files.ts';
 import { loadConfig } from '../../src/config.ts';
 import { logger } from './support.ts';
 
-/** Each thread of this process: its name and niceness (field 19 of /proc/<pid>/task/<tid>/stat). */
-function threads(): { name: string; nice: number }[] {
+/** Each thread of this process: its id, name and niceness (field 19 of /proc/<pid>/task/<tid>/stat). */
+function threads(): { tid: string; name: string; nice: number }[] {
   return readdirSync('/proc/self/task').map((tid) => {
     const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { name: readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim(), nice: Number(fields[16]) };
+    return { tid, name: readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim(), nice: Number(fields[16]) };
   });
 }
 
 describe.runIf(process.platform === 'linux')("the embedding threads' priority", () => {
   const defaults = loadConfig({ AI_THREAD_NICE: '10' }).ai;
+  // The process may hold threads of earlier test files (vitest reuses its workers): only the
+  // threads started from here on are this embedder's.
+  const before = new Set(readdirSync('/proc/self/task'));
   const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, { ...defaults.embedding, nice: defaults.threadNice }, logger);
   afterAll(() => embedder.close());
 
@@ -31,12 +34,13 @@ describe.runIf(process.platform === 'linux')("the embedding threads' priority", 
     await embedder.embed(Array.from({ length: 8 }, () => 'a text long enough to run the model on every thread of its pool '.repeat(8)));
     await embedder.embed(['a search query']);
     const all = threads();
-    const model = all.filter((thread) => thread.name === 'embedder');
+    const started = all.filter((thread) => !before.has(thread.tid));
+    const model = started.filter((thread) => thread.name === 'embedder');
     // The worker thread itself, and onnxruntime's pool (one thread fewer than EMBEDDING_THREADS: the caller works too).
     expect(model.length).toBeGreaterThanOrEqual(defaults.embedding.threads);
     expect(model.map((thread) => thread.nice)).toEqual(model.map(() => 10));
     // comm is cut at 15 characters: `embedder-querie`.
-    const queries = all.filter((thread) => thread.name.startsWith('embedder-quer'));
+    const queries = started.filter((thread) => thread.name.startsWith('embedder-quer'));
     expect(queries.length).toBeGreaterThanOrEqual(1);
     expect(queries.map((thread) => thread.nice)).toEqual(queries.map(() => 0));
     expect(all[0]).toMatchObject({ nice: 0 });

@@ -1,20 +1,16 @@
 // `serve` runs the companion AI service as a child process: on loopback, behind a key it made for
 // it, started again when it dies, and stopped with the API. The API keeps answering throughout.
-import { openAsBlob } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openDatabase } from '../../src/db/connection.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migratedDataDir } from '../support/database.ts';
 import { alive, serveProcess, type ServedProcess } from '../support/serve-process.ts';
 
 let dataDir: string;
 let served: ServedProcess;
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(inject('testScratchRoot'), 'workspace-api-test-'));
-  const db = await openDatabase({ dataDir, loadDataDir: await openAsBlob(inject('templateDataDir')) });
-  await db.close();
+  dataDir = await migratedDataDir();
   // HOST is opened to every interface: the AI service must stay on loopback all the same.
   served = await serveProcess({ DATA_DIR: dataDir, HOST: '0.0.0.0', AI_API_KEY: '' });
 }, 90_000);

@@ -3,22 +3,20 @@
 // closed, its lock released, and the process exits 0. A second signal cuts what still runs.
 // Every step waits for an event (a log line, a socket event, the exit), never for a duration.
 import { once } from 'node:events';
-import { openAsBlob } from 'node:fs';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/connection.ts';
+import { migratedDataDir } from '../support/database.ts';
 import { serveProcess, type ServedProcess } from '../support/serve-process.ts';
 
 let dataDir: string;
 let served: ServedProcess | undefined;
 
 beforeEach(async () => {
-  dataDir = await mkdtemp(join(inject('testScratchRoot'), 'workspace-api-test-'));
   // A migrated database already there: the process starts as on a restart, without the template cache.
-  const db = await openDatabase({ dataDir, loadDataDir: await openAsBlob(inject('templateDataDir')) });
-  await db.close();
+  dataDir = await migratedDataDir();
 });
 
 afterEach(async () => {

@@ -5,13 +5,12 @@
 // clients reach it through the pooler, as DATABASE_URL with DATABASE_POOL_MODE=transaction,
 // and the server itself is their DATABASE_DIRECT_URL; creating and dropping stay on the server.
 import { randomBytes } from 'node:crypto';
-import { openAsBlob } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { inject } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
-import { deletingDataDirOnClose } from './data-dir.ts';
+import { copyDataDir, deletingDataDirOnClose } from './data-dir.ts';
 
 export interface TestDatabaseOptions {
   /**
@@ -53,14 +52,27 @@ function clientOptions(url: string) {
 /** The URL of each external test database, for second clients on it (through the pooler under `make test-pooler`). */
 const databaseUrls = new WeakMap<Database, string>();
 
+/**
+ * A new embedded data directory holding a copy of the migrated template (closed: open it, or hand
+ * it to a process as DATA_DIR); the caller deletes it.
+ */
+export async function migratedDataDir(): Promise<string> {
+  const dataDir = await mkdtemp(join(inject('testScratchRoot'), 'workspace-api-test-'));
+  try {
+    await copyDataDir(inject('templateDir'), dataDir);
+  } catch (error) {
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  }
+  return dataDir;
+}
+
 /** Opens an isolated copy of the migrated template; close() also deletes it. */
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<Database> {
   if (externalDatabaseUrl && !options.embedded) return createExternalTestDatabase(externalDatabaseUrl, options.poolerUrl ?? poolerUrl);
-  const dataDir = await mkdtemp(join(inject('testScratchRoot'), 'workspace-api-test-'));
+  const dataDir = await migratedDataDir();
   try {
-    // PGlite unpacks the tarball into the empty dataDir before starting.
-    const db = await openDatabase({ dataDir, loadDataDir: await openAsBlob(inject('templateDataDir')) });
-    return deletingDataDirOnClose(db, dataDir);
+    return deletingDataDirOnClose(await openDatabase({ dataDir }), dataDir);
   } catch (error) {
     await rm(dataDir, { recursive: true, force: true });
     throw error;

@@ -1,15 +1,13 @@
 /** The first platform admin: grantAdmin / grantConfiguredAdmins, and the `grant-admin` command itself. */
 import { execFile } from 'node:child_process';
-import { openAsBlob } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeGrant, grantAdmin, grantConfiguredAdmins } from '../../../src/admin/grant-admin.ts';
 import { openDatabase, type Database } from '../../../src/db/connection.ts';
 import { createLogger } from '../../../src/logger.ts';
-import { createTestDatabase } from '../../support/database.ts';
+import { createTestDatabase, migratedDataDir } from '../../support/database.ts';
 import { createUser } from '../../support/users.ts';
 
 const now = new Date('2026-11-21T09:15:00.000Z');
@@ -72,8 +70,8 @@ describe('node src/main.ts grant-admin <email>', () => {
 
   beforeAll(async () => {
     // A data directory the command opens itself: the migrated template, plus one user.
-    dataDir = await mkdtemp(join(inject('testScratchRoot'), 'workspace-api-test-'));
-    const db = await openDatabase({ dataDir, loadDataDir: await openAsBlob(inject('templateDataDir')) });
+    dataDir = await migratedDataDir();
+    const db = await openDatabase({ dataDir });
     try {
       await createUser(db, { email: 'First@Example.com' });
     } finally {
