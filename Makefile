@@ -34,8 +34,9 @@ browser:
 test: install browser
 	npm run --silent test
 
-# The whole suite against a throwaway PostgreSQL 15 server with pgvector (installed from Debian
-# packages when missing, as root): real parallel connections, so the race tests run too.
+# The suite's files that open a database (scripts/database-tests.ts) against a throwaway PostgreSQL
+# 15 server with pgvector (installed from Debian packages when missing, as root): real parallel
+# connections, so the race tests run too.
 test-pg: install browser
 	scripts/test-pg.sh
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make test-pg: the whole vitest suite against a real PostgreSQL 15 server with pgvector, several
+# make test-pg: the vitest suite's files that open a database (scripts/database-tests.ts; the rest
+# would run exactly as in `make test`) against a real PostgreSQL 15 server with pgvector, several
 # connections per test file (the embedded PGlite of `make test` has one), so the race and
 # multi-instance tests run for real.
 #
@@ -12,7 +13,7 @@
 #    database once; each test file gets its own copy), then always stops the server and deletes its
 #    directory. The exit code is vitest's.
 #
-# Extra arguments go to vitest: scripts/test-pg.sh test/concurrency
+# Extra arguments go to vitest instead of that list: scripts/test-pg.sh test/concurrency
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive CI=true
@@ -32,6 +33,10 @@ TEST_DATABASE_URL=$(scripts/pg-server.sh start "$dir")
 export TEST_DATABASE_URL
 
 # --- 3. The suite ------------------------------------------------------------------------------
+if [ $# -eq 0 ]; then
+  mapfile -t files < <(node_modules/.bin/node scripts/database-tests.ts)
+  set -- "${files[@]}"
+fi
 set +e
 npm run --silent test -- "$@" </dev/null
 code=$?
