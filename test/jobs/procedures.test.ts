@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClientError } from '../../clients/typescript/src/index.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import type { TestServer } from '../support/server.ts';
+import { settablePlans } from '../concurrency/support.ts';
 import { creditsSpent, startTenantServer, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
 
 const failure = (promise: Promise<unknown>) =>
@@ -103,9 +104,12 @@ describe('with a worker', () => {
 });
 
 describe('without a worker (WORKER=off): jobs stay queued', () => {
+  // One server for both tests (no AI call is made while nothing runs the jobs): each test has an
+  // organization of its own, and the plan lookup gives only the one that needs it a limit.
+  const { plans, limits } = settablePlans();
   let server: TestServer;
   let t: Tenant;
-  beforeAll(async () => ({ server, t } = await startTenantServer({ env: { WORKER: 'off' } })));
+  beforeAll(async () => ({ server, t } = await startTenantServer({ aiService: false, env: { WORKER: 'off', AI_URL: 'http://127.0.0.1:9' }, overrides: { plans } })));
   afterAll(() => server?.close());
 
   it('jobs.cancel refunds the credits; a second cancel answers 409', async () => {
@@ -122,25 +126,18 @@ describe('without a worker (WORKER=off): jobs stay queued', () => {
   });
 
   it("charges past a plan's AI credits are refused with LIMIT_REACHED at the boundary, and a cancel frees them again", async () => {
-    const limited = await startTestServer({
-      env: { WORKER: 'off' },
-      overrides: { plans: { limitsFor: async () => ({ plan: 'free', limits: { workspaces: 3, members: 5, aiCredits: 3, storageBytes: 1 << 30 } }) } },
-    });
-    try {
-      const l = await tenant(limited);
-      const embed = () => l.client.jobs.create({ organizationId: l.org, kind: 'text.embed', input: { texts: ['x'] } });
-      await embed();
-      await embed();
-      const last = await embed(); // the third credit: allowed
-      const refused = await failure(embed());
-      expect(refused).toMatchObject({ status: 403, code: 'LIMIT_REACHED', data: { kind: 'aiCredits', limit: 3, plan: 'free' } });
-      expect(await creditsSpent(limited, l.org)).toBe(3);
-      expect((await l.client.jobs.list({ organizationId: l.org })).items).toHaveLength(3);
-      await l.client.jobs.cancel({ id: last.id });
-      await embed();
-      expect(await creditsSpent(limited, l.org)).toBe(3);
-    } finally {
-      await limited.close();
-    }
+    const l = await tenant(server);
+    limits.set(l.org, { workspaces: 3, members: 5, aiCredits: 3, storageBytes: 1 << 30 });
+    const embed = () => l.client.jobs.create({ organizationId: l.org, kind: 'text.embed', input: { texts: ['x'] } });
+    await embed();
+    await embed();
+    const last = await embed(); // the third credit: allowed
+    const refused = await failure(embed());
+    expect(refused).toMatchObject({ status: 403, code: 'LIMIT_REACHED', data: { kind: 'aiCredits', limit: 3, plan: 'free' } });
+    expect(await creditsSpent(server, l.org)).toBe(3);
+    expect((await l.client.jobs.list({ organizationId: l.org })).items).toHaveLength(3);
+    await l.client.jobs.cancel({ id: last.id });
+    await embed();
+    expect(await creditsSpent(server, l.org)).toBe(3);
   });
 });

@@ -57,6 +57,7 @@ const notRun: [RegExp, string][] = [
   ],
   [/^curl -sN /, 'an event stream that stays open until Ctrl-C; test/jobs/stream.test.ts follows the same stream'],
   [/^(make (test|test-pg|ci)|npm test( --.*)?|scripts\/test-pg\.sh( .*)?)$/, 'runs the test suite, which this test is part of'],
+  [/^node scripts\/database-tests\.ts$/, 'lists the test files make test-pg runs; test/unit/database-tests.test.ts checks the list'],
   [/^make test-pooler$/, 'runs the multi-instance suites of the test suite again behind PgBouncer (CI runs it, .ci/run)'],
   [/^make contract-test( BASE=<url>)?$/, 'runs test/contract/black-box.test.ts, part of the suite (with BASE, against a target you name)'],
   [
