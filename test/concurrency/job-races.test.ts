@@ -16,6 +16,8 @@ import { waitForJob } from '../jobs/support.ts';
 import { apiInstances, BURST_ENV, burst, clientFor, expectOnly, instanceClients, settablePlans, succeeded } from './support.ts';
 
 const { plans, limits } = settablePlans();
+/** The least MAX_EXTRACTED_CHARACTERS allows. */
+const MAX_CHARACTERS = 1000;
 let db: Database;
 let clients: Database[] = [];
 const servers: TestServer[] = [];
@@ -26,7 +28,8 @@ beforeAll(async () => {
   db = await createTestDatabase();
   clients = await instanceClients(db, apiInstances(2));
   // A runs the worker (with the real companion AI service); the others only answer requests.
-  a = await startTestServer({ db, env: { ...BURST_ENV, WORKER_CONCURRENCY: '4' }, overrides: { plans, queue: { pollingSeconds: 0.5 } } });
+  // MAX_EXTRACTED_CHARACTERS at its least makes failedJob's job fail without an extraction thread.
+  a = await startTestServer({ db, env: { ...BURST_ENV, WORKER_CONCURRENCY: '4', MAX_EXTRACTED_CHARACTERS: String(MAX_CHARACTERS) }, overrides: { plans, queue: { pollingSeconds: 0.5 } } });
   servers.push(a);
   for (const client of clients.slice(1)) {
     servers.push(await startTestServer({ db: client, aiService: false, env: { ...BURST_ENV, WORKER: 'off', AI_URL: 'http://127.0.0.1:9' }, overrides: { plans } }));
@@ -58,15 +61,20 @@ async function organization(billing: boolean): Promise<Org> {
 /** The instance a call goes to: round-robin over all, call 0 to A. */
 const api = (org: Org, i: number) => clientFor(servers[i % servers.length]!, org.owner);
 
-/** A document whose extraction fails at once, for good (not a PDF), so its job ends `failed`. */
+/**
+ * A document whose extraction fails at once, for good (its text is longer than A's
+ * MAX_EXTRACTED_CHARACTERS), so its job ends `failed`. Plain text, which the AI service decodes on
+ * its own thread: an unreadable PDF would start an extraction thread (about 0.2 s of CPU) for
+ * every attempt, a third of this file's CPU.
+ */
 async function failedJob(org: Org): Promise<string> {
   const client = api(org, 0);
-  const bytes = new TextEncoder().encode('this is not a PDF at all');
-  const { document, upload } = await client.documents.createUpload({ organizationId: org.id, workspaceId: org.workspaceId, name: 'broken.pdf', contentType: 'application/pdf', size: bytes.byteLength });
+  const bytes = new TextEncoder().encode('too long to be stored. '.repeat(MAX_CHARACTERS / 20));
+  const { document, upload } = await client.documents.createUpload({ organizationId: org.id, workspaceId: org.workspaceId, name: 'too-long.txt', contentType: 'text/plain', size: bytes.byteLength });
   expect((await fetch(upload.url, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
   await client.documents.complete({ id: document.id });
   const job = await client.jobs.create({ organizationId: org.id, kind: 'document.extract', documentId: document.id });
-  expect(await settled(org, job.id)).toBe('failed');
+  expect(await waitForJob({ client }, job.id)).toMatchObject({ status: 'failed', error: { message: expect.stringMatching(/has more than [\d,]+ characters/) } });
   return job.id;
 }
 

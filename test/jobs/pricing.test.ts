@@ -9,8 +9,17 @@ import { indexCredits } from '../../src/credits/pricing.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { creditsSpent, tenant, uploadDocument, waitForJob, type Tenant } from './support.ts';
 
-/** Just over 100 chunks of distinct sentences. */
-const LONG = Array.from({ length: 1240 }, (_, i) => `Sentence ${i} of the long report says something about topic ${i % 37}.`).join(' ');
+/**
+ * Just over 100 chunks of distinct sentences, in paragraphs of 7 sentences (about 440 characters):
+ * the chunker cuts after the one paragraph break each chunk's window holds, so the chunks are about
+ * 630 characters instead of 1000 and the model embeds a third less for the same count (the
+ * embeddings are most of this file's CPU).
+ */
+const LONG = Array.from({ length: 105 }, (_, p) =>
+  Array.from({ length: 7 }, (_, s) => p * 7 + s)
+    .map((i) => `Sentence ${i} of the long report says something about topic ${i % 37}.`)
+    .join(' '),
+).join('\n\n');
 
 describe('indexing priced by chunks', () => {
   let server: TestServer;
