@@ -14,7 +14,7 @@ import type { Database } from '../../src/db/connection.ts';
 import { compose, type ComposeOptions } from '../../src/composition/compose.ts';
 import { answerServerErrors } from '../../src/http/server-errors.ts';
 import { createLogger } from '../../src/logger.ts';
-import { startAiService } from '../../src/ai-service/server.ts';
+import { startAiService, type AiService } from '../../src/ai-service/server.ts';
 import { SUITE_MODEL } from '../ai-service/support.ts';
 import type { Services } from '../../src/context.ts';
 import { createTestDatabase } from './database.ts';
@@ -56,10 +56,26 @@ export interface TestServerOptions {
   /** Share a database between servers (e.g. to restart the app on the same data). */
   db?: Database;
   /**
-   * Start a companion AI service for this server on a loopback port (the default) and point
-   * AI_URL at it; false leaves AI_URL to `env` (e.g. a closed port, for the service being down).
+   * Point AI_URL at the suite's companion AI service on a loopback port (the default; one per
+   * worker process, suiteAiService below); false leaves AI_URL to `env` (e.g. a closed port, for the service being down).
    */
   aiService?: boolean;
+}
+
+/**
+ * The companion AI service test servers point AI_URL at: one per worker process, started by the
+ * first server that needs it and left running for the next files this process runs (vitest's
+ * workers run file after file: vitest.config.ts). It holds no state a test could see besides
+ * its queues, which are empty between files, and starting one cost 0.35-0.45 s of CPU per test
+ * server. Tests about the AI service start their own (test/ai-service/support.ts).
+ */
+let suiteAi: Promise<AiService> | undefined;
+function suiteAiService(): Promise<AiService> {
+  suiteAi ??= startAiService({ settings: { ...loadConfig({}).ai, ...SUITE_MODEL }, host: '127.0.0.1', port: 0, logger: createLogger('silent') }).catch((error: unknown) => {
+    suiteAi = undefined;
+    throw error;
+  });
+  return suiteAi;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -69,7 +85,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const ai = options.aiService === false ? null : await startAiService({ settings: { ...loadConfig({}).ai, ...SUITE_MODEL }, host: '127.0.0.1', port: 0, logger: createLogger('silent') });
+  const ai = options.aiService === false ? null : await suiteAiService();
   const config: Config = loadConfig({
     ...(ai ? { AI_URL: ai.url } : {}),
     NODE_ENV: 'test',
@@ -119,7 +135,6 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       server.closeAllConnections();
       server.close();
       await stop();
-      await ai?.close();
       if (!options.db) await db.close();
       await rm(dataDir, { recursive: true, force: true });
     },
