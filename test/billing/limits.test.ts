@@ -13,6 +13,8 @@ import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { newId } from '../../src/ids.ts';
 import { PLAN_LIMITS } from '../../src/credits/plans.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { createTestDatabase } from '../support/database.ts';
+import type { Database } from '../../src/db/connection.ts';
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
 import { clientOf } from '../jobs/support.ts';
 import { BILLING_ENV } from './support.ts';
@@ -67,6 +69,14 @@ function acceptRequest(server: TestServer, user: TestUser, invitationId: string)
 
 const mailer = { send: async () => {} };
 
+// One database for the file's three servers (one after the other): every test works in an
+// organization of its own, so none needs a fresh database.
+let db: Database;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(() => db?.close());
+
 describe.each([
   ['configured', true],
   ['not configured', false],
@@ -74,7 +84,7 @@ describe.each([
   let server: TestServer;
   let owner: TestUser;
   beforeAll(async () => {
-    server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000', AUTH_RATE_LIMIT_PER_MINUTE: '100000', ...(billed ? BILLING_ENV : {}) }, overrides: { mailer } });
+    server = await startTestServer({ db, env: { RATE_LIMIT_PER_MINUTE: '100000', AUTH_RATE_LIMIT_PER_MINUTE: '100000', ...(billed ? BILLING_ENV : {}) }, overrides: { mailer } });
     owner = await createUser(server.db);
   });
   afterAll(() => server?.close());
@@ -210,7 +220,7 @@ describe('documents.search with a paid embedding provider, billing configured', 
     });
     provider.listen(0, '127.0.0.1');
     await once(provider, 'listening');
-    server = await startTestServer({ aiService: false, env: { ...BILLING_ENV, AI_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}` } });
+    server = await startTestServer({ db, aiService: false, env: { ...BILLING_ENV, AI_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}` } });
   });
   afterAll(async () => {
     await server?.close();

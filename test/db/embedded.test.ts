@@ -1,5 +1,4 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -63,7 +62,8 @@ describe('embedded database', () => {
 describe('embedded database lifecycle', () => {
   let dataDir: string;
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'embedded-lifecycle-'));
+    // Beside the template (testScratchRoot), where copying it is cheapest.
+    dataDir = await mkdtemp(join(inject('testScratchRoot'), 'embedded-lifecycle-'));
   });
   afterAll(() => rm(dataDir, { recursive: true, force: true }));
 

@@ -7,13 +7,15 @@ import { createTestDatabase } from '../support/database.ts';
 import generated from '../../generated/openapi.json' with { type: 'json' };
 import generatedAuth from '../../generated/auth-openapi.json' with { type: 'json' };
 
-describe('/healthz and /readyz', () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer();
-  });
-  afterAll(() => server.close());
+// One server (and its database) for the whole file: every test here only reads, so none needs a
+// fresh one; the servers of other settings share its database. None makes an AI call.
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({ aiService: false });
+});
+afterAll(() => server?.close());
 
+describe('/healthz and /readyz', () => {
   it('/healthz answers while the process runs', async () => {
     const response = await server.fetch('/healthz');
     expect(response.status).toBe(200);
@@ -28,20 +30,19 @@ describe('/healthz and /readyz', () => {
 });
 
 describe('/readyz when the database does not answer', () => {
-  let db: Database;
+  // One server whose database answers each ping as the running test sets it.
+  let ping: () => Promise<void> = () => Promise.resolve();
+  let broken: TestServer;
   beforeAll(async () => {
-    db = await createTestDatabase();
+    const db: Database = server.db;
+    broken = await startTestServer({ aiService: false, db: { ...db, ping: () => ping() } });
   });
-  afterAll(() => db.close());
+  afterAll(() => broken?.close());
 
-  async function readyWith(ping: () => Promise<void>) {
-    const server = await startTestServer({ db: { ...db, ping } });
-    try {
-      const response = await server.fetch('/readyz');
-      return { status: response.status, body: await response.json(), cache: response.headers.get('cache-control') };
-    } finally {
-      await server.close();
-    }
+  async function readyWith(answer: () => Promise<void>) {
+    ping = answer;
+    const response = await broken.fetch('/readyz');
+    return { status: response.status, body: await response.json(), cache: response.headers.get('cache-control') };
   }
 
   it('answers 503 unreachable, exactly as specified', async () => {
@@ -57,14 +58,14 @@ describe('/readyz when the database does not answer', () => {
 
   it('answers 503 unreachable once the real database is gone', async () => {
     const own = await createTestDatabase();
-    const server = await startTestServer({ db: own });
+    const gone = await startTestServer({ aiService: false, db: own });
     try {
       await own.close();
-      const response = await server.fetch('/readyz');
+      const response = await gone.fetch('/readyz');
       expect(response.status).toBe(503);
       expect(await response.json()).toEqual({ status: 'unavailable', checks: { database: 'unreachable' } });
     } finally {
-      await server.close();
+      await gone.close();
     }
   });
 
@@ -83,12 +84,6 @@ describe('/readyz when the database does not answer', () => {
 });
 
 describe('GET /api/v1/openapi.json', () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer();
-  });
-  afterAll(() => server.close());
-
   it('serves the contract with the package version, an ETag and no-cache', async () => {
     const response = await server.fetch('/api/v1/openapi.json');
     expect(response.status).toBe(200);
@@ -139,9 +134,10 @@ describe('the served documents under another PUBLIC_URL', () => {
   let local: TestServer;
   let other: TestServer;
   beforeAll(async () => {
-    [local, other] = await Promise.all([startTestServer(), startTestServer({ env: { PUBLIC_URL: 'https://api.example.com/' } })]);
+    local = server;
+    other = await startTestServer({ aiService: false, db: server.db, env: { PUBLIC_URL: 'https://api.example.com/' } });
   });
-  afterAll(() => Promise.all([local?.close(), other?.close()]));
+  afterAll(() => other?.close());
 
   it('name that address, and their ETags change with it', async () => {
     for (const [path, base] of [

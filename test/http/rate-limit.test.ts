@@ -33,13 +33,16 @@ describe('addressKey and normalizeAddress', () => {
   });
 });
 
-describe('the limiters, in memory and in PostgreSQL', () => {
-  let db: Database;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(() => db?.close());
+// One database for the file: the limiters below count under names of their own, and the servers
+// share it (none of them makes an AI call). On a database server (scripts/test-pg.sh) the servers'
+// per-IP counts live in its rate_limits table: each test of the per-IP limiter starts from none.
+let db: Database;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(() => db?.close());
 
+describe('the limiters, in memory and in PostgreSQL', () => {
   const warnings: unknown[] = [];
   const logger = { warn: (obj: object) => void warnings.push(obj) };
   // Each case a fresh limiter name, so cases never share counts in the table.
@@ -111,10 +114,11 @@ describe('the shared per-IP limiter', () => {
   afterEach(async () => {
     await Promise.all(servers.map((s) => s.close()));
     servers = [];
+    await db.sql`delete from rate_limits where limiter = 'ip'`;
   });
 
   it('answers 429 on /api/v1 and /rpc past the limit, sharing one budget', async () => {
-    const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '3' } });
+    const server = await startTestServer({ db, aiService: false, env: { RATE_LIMIT_PER_MINUTE: '3' } });
     servers.push(server);
     expect((await server.fetch('/api/v1/health')).status).toBe(200);
     expect((await server.fetch('/rpc/system/health', { method: 'POST' })).status).toBe(200);
@@ -128,7 +132,7 @@ describe('the shared per-IP limiter', () => {
   });
 
   it('behind a proxy that appends to X-Forwarded-For, each client has its own budget, whatever it wrote itself', async () => {
-    const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: 'true' } });
+    const server = await startTestServer({ db, aiService: false, env: { RATE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: 'true' } });
     servers.push(server);
     const from = (forwarded: string) => ({ headers: { 'x-forwarded-for': forwarded } });
     expect((await server.fetch('/api/v1/health', from('203.0.113.1'))).status).toBe(200);
@@ -141,7 +145,7 @@ describe('the shared per-IP limiter', () => {
   });
 
   it('counts an IPv6 client by its /64 and an IPv4-mapped address as the IPv4 one', async () => {
-    const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: '1' } });
+    const server = await startTestServer({ db, aiService: false, env: { RATE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: '1' } });
     servers.push(server);
     const from = (forwarded: string) => ({ headers: { 'x-forwarded-for': forwarded } });
     expect((await server.fetch('/api/v1/health', from('2001:db8:1:2::1'))).status).toBe(200);
@@ -152,7 +156,7 @@ describe('the shared per-IP limiter', () => {
   });
 
   it('ignores X-Forwarded-For without TRUST_PROXY', async () => {
-    const server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '1' } });
+    const server = await startTestServer({ db, aiService: false, env: { RATE_LIMIT_PER_MINUTE: '1' } });
     servers.push(server);
     expect((await server.fetch('/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.1' } })).status).toBe(200);
     expect((await server.fetch('/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.2' } })).status).toBe(429);
@@ -160,18 +164,15 @@ describe('the shared per-IP limiter', () => {
 });
 
 describe('the client address under each TRUST_PROXY', () => {
-  let db: Database;
   const servers: Record<string, TestServer> = {};
   const settings = { none: undefined, true: 'true', two: '2', loopback: 'loopback', chain: '127.0.0.1, 10.0.0.0/8' } as const;
   beforeAll(async () => {
-    db = await createTestDatabase();
     for (const [name, value] of Object.entries(settings)) {
-      servers[name] = await startTestServer({ db, env: value === undefined ? {} : { TRUST_PROXY: value } });
+      servers[name] = await startTestServer({ db, aiService: false, env: value === undefined ? {} : { TRUST_PROXY: value } });
     }
   });
   afterAll(async () => {
     await Promise.all(Object.values(servers).map((s) => s.close()));
-    await db.close();
   });
 
   /** The address on the access-log line of one request carrying this X-Forwarded-For. */

@@ -21,7 +21,9 @@ let receiver: SmtpReceiver;
 let server: TestServer;
 beforeAll(async () => {
   receiver = await startSmtpReceiver();
+  // No test here makes an AI call; the servers of other mail settings share this one's database.
   server = await startTestServer({
+    aiService: false,
     env: { ...TEST_ENV, EMAIL_PROVIDER: 'smtp', SMTP_URL: receiver.url, PUBLIC_URL },
     overrides: { now: () => now, plans: { limitsFor: async (organizationId) => (billed.has(organizationId) ? freePlan : null) } },
   });
@@ -305,6 +307,8 @@ describe('when the mail server fails', () => {
   it('answers 500 and keeps the invitation pending, so resend can try again', async () => {
     let failing = true;
     const flaky = await startTestServer({
+      aiService: false,
+      db: server.db,
       env: TEST_ENV,
       overrides: {
         mailer: {
@@ -329,7 +333,7 @@ describe('when the mail server fails', () => {
 
 describe('without an email provider', () => {
   it('answers 412 to invite-member and creates nothing', async () => {
-    const quiet = await startTestServer({ env: { ...TEST_ENV, EMAIL_PROVIDER: 'none' } });
+    const quiet = await startTestServer({ aiService: false, db: server.db, env: { ...TEST_ENV, EMAIL_PROVIDER: 'none' } });
     try {
       const { orgId, owner } = await orgWithRoles(quiet);
       const response = await post(quiet, 'invite-member', owner, { organizationId: orgId, email: address('q'), role: 'member' });
