@@ -14,6 +14,7 @@
  *   RETRIEVAL_SAMPLE=300 node bench/retrieval/fusion.ts /tmp/rankings-300.json
  */
 import { readFileSync } from 'node:fs';
+import { RRF_K } from '../../src/documents/chunk-search.ts';
 import { createBm25 } from './bm25.ts';
 import type { Capture } from './capture.ts';
 import { collectionDir, loadCollection, sampleCollection } from './dataset.ts';
@@ -23,7 +24,8 @@ import { meanOver, ndcgAt } from './metrics.ts';
 const K = 10;
 const SEED = 'fusion-2fold';
 const RESAMPLES = 10_000;
-const BASELINE: Fusion = { kind: 'rrf', k: 60, w: 0.5 };
+// The service's own ranking (chunk-search.ts): plain RRF with its constant.
+const BASELINE: Fusion = { kind: 'rrf', k: RRF_K, w: 0.5 };
 
 /** FNV-1a, 32 bits: the fold of a query, stable across runs and machines. */
 export function foldOf(id: string): 0 | 1 {
@@ -95,15 +97,15 @@ const f = (x: number) => x.toFixed(4);
 const ratio = (x: number, fold?: 0 | 1) => (x / mean(bm25PerQuery, fold)).toFixed(3);
 console.log(`${capture.collection}: ${capture.queries.length} queries (fold 1: ${indices(0).length}, fold 2: ${indices(1).length}), ${capture.model}`);
 console.log(
-  `BM25 (bm25.ts) ${f(bm25Mean)}; RRF k=60 ${f(mean(baseline))} (${ratio(mean(baseline))} ×), fold 1 ${f(mean(baseline, 0))} (${ratio(mean(baseline, 0), 0)} ×), fold 2 ${f(mean(baseline, 1))} (${ratio(mean(baseline, 1), 1)} ×)`,
+  `BM25 (bm25.ts) ${f(bm25Mean)}; RRF k=${RRF_K} ${f(mean(baseline))} (${ratio(mean(baseline))} ×), fold 1 ${f(mean(baseline, 0))} (${ratio(mean(baseline, 0), 0)} ×), fold 2 ${f(mean(baseline, 1))} (${ratio(mean(baseline, 1), 1)} ×)`,
 );
 for (const [name, fusion] of [
-  ['vector alone', { kind: 'rrf', k: 60, w: 1 }],
-  ['full text alone', { kind: 'rrf', k: 60, w: 0 }],
+  ['vector alone', { kind: 'rrf', k: RRF_K, w: 1 }],
+  ['full text alone', { kind: 'rrf', k: RRF_K, w: 0 }],
 ] as const)
   console.log(`${name}: ${f(mean(perQuery(fusion)))} (${ratio(mean(perQuery(fusion)))} ×)`);
 console.log();
-console.log('| fusion | in-sample best (all queries) | fold 1, tuned on fold 2 | fold 2, tuned on fold 1 | cross-validated nDCG@10 (× BM25) | Δ vs RRF k=60, 95% bootstrap interval |');
+console.log(`| fusion | in-sample best (all queries) | fold 1, tuned on fold 2 | fold 2, tuned on fold 1 | cross-validated nDCG@10 (× BM25) | Δ vs RRF k=${RRF_K}, 95% bootstrap interval |`);
 console.log('|---|---|---|---|---|---|');
 const draw = random(20261128);
 const picks = Array.from({ length: RESAMPLES }, () => Array.from({ length: capture.queries.length }, () => Math.floor(draw() * capture.queries.length)));

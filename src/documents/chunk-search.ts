@@ -28,7 +28,7 @@ const EF_SEARCH = 160;
 /** A filter keeping at most this share of a workspace's documents is ranked by an exact scan. */
 const EXACT_SHARE = 0.05;
 /** RRF's constant, the paper's 60: it damps the weight of the very first ranks. */
-const RRF_K = 60;
+export const RRF_K = 60;
 /** BM25's parameters as in Anserini's and BEIR's baselines. */
 const K1 = 0.9;
 const B = 0.4;
