@@ -19,6 +19,7 @@ import { createSession } from '../src/auth/sessions.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import type { Services } from '../src/context.ts';
 import type { Database } from '../src/db/connection.ts';
+import { loadFirstUseModules } from '../src/db/first-use-modules.ts';
 import { compose } from '../src/composition/compose.ts';
 import { newId } from '../src/ids.ts';
 import { startSupervisedChild } from '../src/process/supervised-child.ts';
@@ -108,6 +109,8 @@ export async function startDocumentApp(db: Database, ai: { url: string; apiKey?:
   const config = loadConfig(appEnv);
   const { app, services, stop } = await compose({ config, db, logger });
   server.on('request', app);
+  // As `serve` does once it listens (src/composition/commands.ts).
+  if (db.kind === 'embedded') await loadFirstUseModules(db.sql);
   const worker = config.worker.mode === 'process' ? await startSupervisedChild({ command: 'worker', name: 'job worker', logger, env: () => ({ ...process.env, ...appEnv }) }) : undefined;
   return {
     url,

@@ -35,11 +35,52 @@ export function vectorSearch(sql: Sql, query: VectorQuery): Promise<{ chunkId: s
   return searchChunks(sql, { ...query, text: '' }, 'vector');
 }
 
-/** A stand-in Sql whose transaction hands each statement to `send` (its index in the sequence, the statement). */
+/**
+ * A stand-in Sql whose transaction hands each statement to `send` (its index in the sequence, the
+ * statement). A tagged call that is not awaited is a fragment of another statement (chunk-search.ts
+ * writes its filter conditions so): it is sent only as part of the statement that holds it, its
+ * text and values spliced in where it stands.
+ */
 function intercepting(send: (index: number, statement: Statement) => Promise<unknown>): Sql {
   let index = 0;
-  const tx = (strings: TemplateStringsArray, ...values: unknown[]) => send(index++, { strings, values });
+  const tx = (strings: TemplateStringsArray, ...values: unknown[]) => new Pending(flatten(strings, values), send, () => index++);
   return { begin: async (run: (tx: unknown) => unknown) => run(tx) } as unknown as Sql;
+}
+
+/** A recorded tagged call: a statement once awaited, or a fragment inside another one. */
+class Pending implements PromiseLike<unknown> {
+  readonly statement: Statement;
+  private readonly send: (index: number, statement: Statement) => Promise<unknown>;
+  private readonly next: () => number;
+  constructor(statement: Statement, send: (index: number, statement: Statement) => Promise<unknown>, next: () => number) {
+    this.statement = statement;
+    this.send = send;
+    this.next = next;
+  }
+  then<A = unknown, B = never>(resolve?: ((value: unknown) => A | PromiseLike<A>) | null, reject?: ((reason: unknown) => B | PromiseLike<B>) | null): PromiseLike<A | B> {
+    return this.send(this.next(), this.statement).then(resolve, reject);
+  }
+}
+
+/** The statement with its fragments' text and values spliced in. */
+function flatten(strings: TemplateStringsArray, values: unknown[]): Statement {
+  const parts = [strings[0]!];
+  const flat: unknown[] = [];
+  values.forEach((value, i) => {
+    if (value instanceof Pending) {
+      const inner = value.statement;
+      parts[parts.length - 1] += inner.strings[0]!;
+      inner.values.forEach((innerValue, j) => {
+        flat.push(innerValue);
+        parts.push(inner.strings[j + 1]!);
+      });
+      parts[parts.length - 1] += strings[i + 1]!;
+    } else {
+      flat.push(value);
+      parts.push(strings[i + 1]!);
+    }
+  });
+  return { strings: Object.assign([...parts], { raw: [...parts] }), values: flat };
 }
 
 /**

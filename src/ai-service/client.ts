@@ -37,8 +37,12 @@ export interface CallOptions {
 export interface AiClient {
   /** One vector of EMBEDDING_DIMENSIONS numbers per text, in order; 1 to 2048 texts of 1 to 8000 characters. */
   embed(texts: string[], options?: CallOptions): Promise<{ vectors: number[][]; model: string }>;
-  /** The document's text; `contentType` is one of DOCUMENT_CONTENT_TYPES, parameters allowed. */
-  extract(bytes: Uint8Array, contentType: string, options?: CallOptions): Promise<ExtractResult>;
+  /**
+   * The document's text; `contentType` is one of DOCUMENT_CONTENT_TYPES, parameters allowed. The
+   * bytes may come as a stream (a stored object read as it is sent: the job worker holds no copy
+   * of a large document on its event loop); the caller closes it.
+   */
+  extract(bytes: Uint8Array | AsyncIterable<Uint8Array>, contentType: string, options?: CallOptions): Promise<ExtractResult>;
   health(options?: CallOptions): Promise<HealthReport & { latencyMs: number }>;
 }
 
@@ -76,7 +80,7 @@ interface Exchange {
   method: 'GET' | 'POST';
   path: string;
   headers?: Record<string, string>;
-  body?: string | Uint8Array<ArrayBuffer>;
+  body?: string | Uint8Array<ArrayBuffer> | AsyncIterable<Uint8Array>;
   timeoutMs: number;
   /**
    * The companion's 422 refusals of a document are written for its owner ("The PDF has 5 000
@@ -102,7 +106,10 @@ export function createAiClient(options: AiClientOptions): AiClient {
       const response = await fetchImpl(`${base}${request.path}`, {
         method: request.method,
         headers: { ...authorization, ...request.headers, ...(callOptions.organizationId ? { 'x-organization-id': callOptions.organizationId } : {}) },
-        body: request.body ?? null,
+        // A streamed body goes out as it is read (chunked); fetch requires `duplex: 'half'` for it.
+        ...(request.body === undefined || typeof request.body === 'string' || request.body instanceof Uint8Array
+          ? { body: request.body ?? null }
+          : ({ body: request.body, duplex: 'half' } as unknown as { body: Uint8Array<ArrayBuffer> })),
         signal,
       });
       status = response.status;
@@ -142,7 +149,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
     },
 
     extract(bytes, contentType, callOptions = {}) {
-      const body = bytes as Uint8Array<ArrayBuffer>;
+      const body = bytes as Uint8Array<ArrayBuffer> | AsyncIterable<Uint8Array>;
       const request = { method: 'POST', path: '/v1/extract', headers: { 'content-type': contentType }, body, timeoutMs: 120_000, passRefusals: true } as const;
       return call(request, callOptions, (answer) => {
         if (!isRecord(answer) || typeof answer.text !== 'string') throw new Error('no text');

@@ -17,7 +17,7 @@ import type { Composition } from './compose.ts';
 import { DRAIN_TIMEOUT_MS, trackRequests, watchStopSignals } from './shutdown.ts';
 
 /** The database the configuration names: a server (DATABASE_URL) or the embedded one, new ones from the migrated template. */
-export async function openDatabaseFor(config: Config, logger: Logger, useTemplate = true): Promise<Database> {
+export async function openDatabaseFor(config: Config, logger: Logger, useTemplate = true, onStarting?: () => void): Promise<Database> {
   let loadDataDir: Blob | undefined;
   if (!config.databaseUrl && useTemplate && !(await embeddedDatabaseExists(config.dataDir))) {
     try {
@@ -33,6 +33,7 @@ export async function openDatabaseFor(config: Config, logger: Logger, useTemplat
     logger,
     ...config.database, // timeouts and the transaction guard (DB_* settings)
     ...(loadDataDir ? { loadDataDir } : {}),
+    ...(onStarting ? { onStarting } : {}),
   });
 }
 
@@ -150,17 +151,11 @@ export async function runWorker(config: Config, logger: Logger, useTemplate: boo
 
 export async function serve(config: Config, logger: Logger, useTemplate: boolean, parts: { ai: boolean }): Promise<void> {
   const stop = watchStopSignals(logger);
-  // The HTTP layer's modules load while the database starts (PGlite compiles its WebAssembly off
-  // the main thread). Awaited below; the catch only keeps a failure from counting as unhandled
-  // before then.
-  const appModule = import('./compose.ts');
-  const adminModule = import('../admin/grant-admin.ts');
-  const sweeperModule = import('../auth/expired-sweeper.ts');
+  // The companion, in a process of its own, starts first, while the database opens (it needs no
+  // database): the inline worker calls it as soon as a job is queued, so it is awaited before the
+  // app is built. The catches only keep a failure from counting as unhandled before it is awaited.
   const aiModule = import('../ai-service/child-process.ts');
-  for (const loading of [appModule, adminModule, sweeperModule, aiModule]) loading.catch(() => undefined);
-
-  // The companion, in a process of its own, starts while the database opens (it needs no database):
-  // the inline worker calls it as soon as a job is queued, so it is awaited before the app is built.
+  aiModule.catch(() => undefined);
   const aiStarting = parts.ai ? aiModule.then((module) => module.startAiChild(config.ai, logger)) : undefined;
   aiStarting?.catch(() => undefined);
   // When each part of the start finished, ms since the process started (the `listening` log line; bench/start.ts).
@@ -170,9 +165,20 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     () => done('ai'),
     () => undefined,
   );
+  // The HTTP layer's modules load while the database starts, but only once its thread runs: loading
+  // them takes this thread a few hundred milliseconds, and begun earlier they held up the thread's
+  // start by as much (PGlite then opened after them instead of alongside; bench/start.ts).
+  let threadStarted!: () => void;
+  const starting = new Promise<void>((resolve) => (threadStarted = resolve));
+  const opening = openDatabaseFor(config, logger, useTemplate, threadStarted);
+  await Promise.race([starting, opening.catch(() => undefined)]);
+  const appModule = import('./compose.ts');
+  const adminModule = import('../admin/grant-admin.ts');
+  const sweeperModule = import('../auth/expired-sweeper.ts');
+  for (const loading of [appModule, adminModule, sweeperModule]) loading.catch(() => undefined);
   let db: Awaited<ReturnType<typeof openDatabaseFor>>;
   try {
-    db = await openDatabaseFor(config, logger, useTemplate);
+    db = await opening;
     done('database');
   } catch (error) {
     await aiStarting?.then(
@@ -231,6 +237,10 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   logger.info({ url: config.publicUrl, host: config.host, port, database: db.kind, ai: ai?.url ?? config.ai.url, worker: config.worker.mode, startMs: Math.round(performance.now()), phases }, 'listening');
   flushCompileCache();
   stop.serving();
+  if (db.kind === 'embedded') {
+    const { loadFirstUseModules } = await import('../db/first-use-modules.ts');
+    loadFirstUseModules(db.sql).catch((error: unknown) => logger.warn({ err: error }, 'loading the database modules ahead of their first use failed; the first search will'));
+  }
 
   // A signal during the start is acted on here, once the database is open and consistent.
   const signal = await stop.requested;

@@ -59,6 +59,11 @@ export interface OpenDatabaseOptions {
   poolMode?: DatabaseSettings['poolMode'];
   /** The server itself, for what needs a session (LISTEN, migrations: session-client.ts); without it, databaseUrl. */
   directUrl?: string | undefined;
+  /**
+   * Called once the database is being started: for the embedded one, once its thread runs (PGlite
+   * loads and opens there while the caller's thread does other work); for a server, at once.
+   */
+  onStarting?: () => void;
 }
 
 /** The same defaults as config.ts, for callers (tests, tools) that pass none. */
@@ -140,12 +145,16 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     directUrl: options.directUrl,
   };
 
-  if (options.databaseUrl) return openServer(options.databaseUrl, settings, options.logger);
+  if (options.databaseUrl) {
+    options.onStarting?.();
+    return openServer(options.databaseUrl, settings, options.logger);
+  }
 
   const started = performance.now();
   const embedded = await startEmbeddedDatabase({
     dataDir: options.dataDir,
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    ...(options.onStarting ? { onThreadStarted: options.onStarting } : {}),
   });
   // Listeners by channel. postgres.js hands `onnotify` to its connections (its own `listen` is
   // built on it, with a connection of its own, which the embedded server would refuse), but its

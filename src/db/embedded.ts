@@ -19,6 +19,8 @@ export interface EmbeddedDatabaseOptions {
   dataDir: string;
   /** A tarball from `dumpDataDir()` to start from (tests clone a migrated template); `<dataDir>/pg` must not hold a database yet. */
   loadDataDir?: Blob;
+  /** Called once the thread has been started, before it has opened the database. */
+  onThreadStarted?: () => void;
 }
 
 export interface EmbeddedDatabase {
@@ -71,6 +73,7 @@ export async function startEmbeddedDatabase(options: EmbeddedDatabaseOptions): P
       await writeFile(marker, `${process.pid}\n`);
     }
     thread = startThread({ pgDataPath, loadDataDir: await options.loadDataDir?.arrayBuffer() });
+    options.onThreadStarted?.();
     await thread.listening;
     // A failed creation keeps the marker: the next start begins again from an empty directory.
     if (creating) await rm(marker, { force: true });

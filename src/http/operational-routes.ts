@@ -41,17 +41,24 @@ export function operationalRoutes(options: OperationalRoutesOptions): Router {
 }
 
 /**
- * Serves a contract document built once, when the app is built, with an ETag (a hash of the body,
+ * Serves a contract document, serialized once (at its first request), with an ETag (a hash of the body,
  * so it changes with the document and with the server named), no-cache and 304 on a match.
  * `serverUrl` is the absolute address the document's paths live under on this deployment
  * (`<PUBLIC_URL>/api/v1`, `<PUBLIC_URL>/api/auth`): it becomes the first server, so SDKs generated
  * from the served document reach this deployment without being told where.
  */
 export function documentRoute(document: object, serverUrl?: string): RequestHandler {
-  const served = serverUrl === undefined ? document : withServer(document as ContractDocument, serverUrl);
-  const body = Buffer.from(JSON.stringify(served));
-  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+  // Serialized at the first request, not at start: the documents take tens of milliseconds to
+  // write out and hash, which every start would wait for (bench/start.ts).
+  let built: { body: Buffer; etag: string } | undefined;
+  const build = () => {
+    const served = serverUrl === undefined ? document : withServer(document as ContractDocument, serverUrl);
+    const body = Buffer.from(JSON.stringify(served));
+    return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+  };
   return (req, res) => {
+    built ??= build();
+    const { body, etag } = built;
     res.setHeader('Cache-Control', 'no-cache');
     res.setHeader('ETag', etag);
     if (matchesEtag(req.get('if-none-match'), etag)) {

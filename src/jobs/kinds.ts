@@ -10,6 +10,7 @@
  * (JobFailure, or the AI service's refusal): a longer text than MAX_EXTRACTED_CHARACTERS, a text
  * that would pass the plan's storage, an index the plan's credits do not cover.
  */
+import type { Readable } from 'node:stream';
 import type { Sql } from '../db/connection.ts';
 import type { StorageDriver } from '../storage/driver.ts';
 import type { AiClient } from '../ai-service/client.ts';
@@ -93,8 +94,7 @@ async function documentOf(job: JobRow, deps: KindDeps): Promise<Document> {
 }
 
 async function extract(document: Document, deps: KindDeps): Promise<{ chunks: ChunkPlace[]; characters: number; pages: number | null; language: string }> {
-  const bytes = await readAll(await deps.storage.read(objectKey(document)));
-  const { text, pages, pageStarts, headings, language = 'und' } = await deps.ai.extract(bytes, document.contentType, { organizationId: document.organizationId });
+  const { text, pages, pageStarts, headings, language = 'und' } = await extractStored(document, deps);
   if (text.length > deps.maxCharacters) {
     throw new JobFailure(`The document's text has more than ${format(deps.maxCharacters)} characters; at most ${format(deps.maxCharacters)} can be stored.`);
   }
@@ -126,8 +126,22 @@ function format(value: number): string {
   return value.toLocaleString('en-US');
 }
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
-  const parts: Buffer[] = [];
-  for await (const part of stream) parts.push(Buffer.isBuffer(part) ? part : Buffer.from(part));
-  return Buffer.concat(parts);
+/**
+ * The stored document sent to the AI service as it is read from storage: no copy of it is held
+ * here (two copies of a 17 MB document and their collection stalled the API's event loop for tens
+ * of milliseconds on the embedded database, where this worker shares it; docs/benchmarks.md). A
+ * failed read fails the call, and its own error is what is thrown (a storage fault, not the
+ * AI service's).
+ */
+async function extractStored(document: Document, deps: KindDeps) {
+  const stream = (await deps.storage.read(objectKey(document))) as Readable;
+  let readError: unknown;
+  stream.once('error', (error) => (readError ??= error));
+  try {
+    return await deps.ai.extract(stream, document.contentType, { organizationId: document.organizationId });
+  } catch (error) {
+    throw readError ?? error;
+  } finally {
+    stream.destroy();
+  }
 }
