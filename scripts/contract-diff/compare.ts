@@ -27,6 +27,9 @@
  * already open in the released snapshot is non-breaking, also in what clients receive. Removing a
  * value keeps the tool's verdict, and so does adding one to a closed enum, or to an enum opened in
  * the same change (the snapshot never promised clients that it would grow).
+ *
+ * The tool is handed only the path items a change can reach (prune.ts): the rest cannot differ and
+ * cost most of the time. test/contract/contract-diff.test.ts proves both ways report the same.
  */
 import {
   apiCompare,
@@ -48,6 +51,7 @@ import {
   type DiffType,
   type MappingObjectResolver,
 } from 'api-smart-diff';
+import { pruneUnchanged } from './prune.ts';
 
 export type ChangeKind = DiffType;
 
@@ -213,11 +217,13 @@ function describe(diff: Diff, document: OpenApiDocument): Pick<ContractChange, '
 }
 
 /** The client-visible changes from `released` to `current`, in a stable order. */
-export function compareContract(name: string, released: unknown, current: unknown): ContractDiff {
+export function compareContract(name: string, released: unknown, current: unknown, options: { prune?: boolean } = {}): ContractDiff {
   // Copies: the tool writes each transformed node back into the documents it compares, so a
   // document compared twice would start the second comparison already transformed.
-  const before = structuredClone(released) as OpenApiDocument;
-  const after = structuredClone(current) as OpenApiDocument;
+  const copies: [OpenApiDocument, OpenApiDocument] = [structuredClone(released) as OpenApiDocument, structuredClone(current) as OpenApiDocument];
+  // Unchanged path items yield nothing and cost most of the time (prune.ts says why that is sound);
+  // `prune: false` compares the whole documents, for the test that proves both agree.
+  const [before, after] = options.prune === false || !isObject(copies[0]) || !isObject(copies[1]) ? copies : (pruneUnchanged(copies[0], copies[1]) as [OpenApiDocument, OpenApiDocument]);
   const version = getMaxOpenApiVersion(before, after) ?? '3.1.x';
   const { diffs } = apiCompare(before, after, { rules: rules(version), annotateHook: annotateWith(before, after) });
   const changes = diffs.filter(seenByClients).map((diff): ContractChange => {

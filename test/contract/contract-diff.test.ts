@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareContract, type ContractDiff } from '../../scripts/contract-diff/compare.ts';
 import { judge } from '../../scripts/contract-diff/verdict.ts';
+import { pruneUnchanged } from '../../scripts/contract-diff/prune.ts';
 import { recordRelease, writeUnreleased } from '../../scripts/contract-diff/changelog.ts';
 
 type Json = Record<string, any>;
@@ -37,6 +38,74 @@ describe('contract-diff on changed copies of the released contract', () => {
     for (const name of ['openapi.json', 'auth-openapi.json'] as const) {
       expect(diffAfter(() => {}, name).changes).toEqual([]);
     }
+    // Pruning leaves out every path of identical documents, so the pairing is checked unpruned, on the
+    // paths that share a template (only these two: the tool used to pair them with each other).
+    const twins = structuredClone(released['openapi.json']);
+    twins.paths = { '/workspaces/{slug}': twins.paths['/workspaces/{slug}'], '/workspaces/{id}': twins.paths['/workspaces/{id}'] };
+    expect(Object.keys(twins.paths['/workspaces/{slug}'])).toContain('get');
+    expect(Object.keys(twins.paths['/workspaces/{id}'])).toEqual(expect.arrayContaining(['patch', 'delete']));
+    expect(compareContract('openapi.json', twins, structuredClone(twins), { prune: false }).changes).toEqual([]);
+  });
+
+  it('reports the same changes with pruning as without: nothing breaking hides in a left-out path or component', () => {
+    // Every change the cases below make, at once, so one whole-document comparison checks them all.
+    const everything = (doc: Json) => {
+      const workspace = schemas(doc).Workspace;
+      delete workspace.properties.createdAt;
+      workspace.required = workspace.required.filter((field: string) => field !== 'createdAt');
+      workspace.properties.name.type = ['string', 'null'];
+      workspace.properties.color = { type: 'string' };
+      delete doc.paths['/jobs/{id}/retry'];
+      delete doc.paths['/workspaces/{id}'].patch;
+      schemas(doc).WorkspacesCreateInput.properties.region = { type: 'string' };
+      schemas(doc).WorkspacesCreateInput.required.push('region');
+      doc.paths['/workspaces'].get.parameters.push({ name: 'region', in: 'query', required: true, schema: { type: 'string' } });
+      schemas(doc).JobStatus.enum = schemas(doc).JobStatus.enum.filter((status: string) => status !== 'canceled');
+      schemas(doc).JobKind.enum.push('audio.transcribe');
+      doc.paths['/jobs'].post.summary = 'Start a job';
+    };
+    const after = structuredClone(released['openapi.json']);
+    everything(after);
+    const pruned = compareContract('openapi.json', released['openapi.json'], after);
+    expect(pruned).toEqual(compareContract('openapi.json', released['openapi.json'], after, { prune: false }));
+    expect(breaking(pruned).length).toBeGreaterThan(10);
+    // And on the real bundles the service serves now, as CI compares them.
+    const auth = readJson('generated/auth-openapi.json');
+    expect(compareContract('auth-openapi.json', released['auth-openapi.json'], auth)).toEqual(compareContract('auth-openapi.json', released['auth-openapi.json'], auth, { prune: false }));
+  });
+
+  it('hands the tool only the path items a change reaches (where the time goes), keeping every security scheme', () => {
+    const after = structuredClone(released['openapi.json']);
+    delete schemas(after).Workspace.properties.createdAt;
+    const [prunedBefore, prunedAfter] = pruneUnchanged(released['openapi.json'], after) as [Json, Json];
+    const workspacePaths = Object.keys(released['openapi.json'].paths).filter((path) => JSON.stringify(released['openapi.json'].paths[path]).includes('#/components/schemas/Workspace"'));
+    expect(workspacePaths.length).toBeGreaterThan(0);
+    for (const pruned of [prunedBefore, prunedAfter]) {
+      expect(Object.keys(pruned.paths).length).toBeLessThan(Object.keys(released['openapi.json'].paths).length);
+      expect(pruned.components.securitySchemes).toEqual(released['openapi.json'].components.securitySchemes);
+      expect(pruned.info).toEqual(released['openapi.json'].info);
+    }
+    expect(Object.keys(prunedBefore.paths)).toEqual(expect.arrayContaining(workspacePaths));
+    expect(prunedBefore.paths['/jobs/{id}/retry']).toBeUndefined();
+
+    // A schema named only by a discriminator's mapping still keeps the path that reaches it.
+    const small = (cat: Json): Json => ({
+      openapi: '3.1.0',
+      info: { title: 't', version: '1.0.0' },
+      paths: {
+        '/pets': { get: { responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' } } } } } } },
+        '/other': { get: { responses: { '204': { description: 'none' } } } },
+      },
+      components: { schemas: { Pet: { type: 'object', discriminator: { propertyName: 'kind', mapping: { cat: '#/components/schemas/Cat' } } }, Cat: cat } },
+    });
+    const [catBefore, catAfter] = pruneUnchanged(small({ type: 'object' }), small({ type: 'string' })) as [Json, Json];
+    expect(Object.keys(catBefore.paths)).toEqual(['/pets']);
+    expect(Object.keys(catAfter.components.schemas).sort()).toEqual(['Cat', 'Pet']);
+    // A reference it cannot follow (outside `components`) leaves both documents whole.
+    const odd = small({ type: 'object' });
+    odd.paths['/alias'] = { $ref: '#/paths/~1pets' };
+    const [whole] = pruneUnchanged(odd, structuredClone(odd)) as [Json, Json];
+    expect(whole).toBe(odd);
   });
 
   it('leaves the documents it compares untouched (the tool writes into its inputs; compare.ts hands it copies)', () => {

@@ -2,16 +2,26 @@
  * A throwaway copy of the working tree (node_modules linked, no .git) for tests that change the
  * project as a developer would (`make scaffold`, adding a job kind) and run its own tools on the
  * result: codegen, tsc, Redocly, vitest, contract-diff. Children run with node's own folder first
- * on PATH (redocly's and vitest's children run `node`).
+ * on PATH (redocly's and vitest's children run `node`). What a copy's tsc and template builds
+ * computed is kept for the next run's copy of the same test (`kept` below).
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { copyFile, cp, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * What a copy leaves for the next run's copies of the same test: tsc's build info after each step
+ * and the migrated templates it built. A test makes the same edits every run, so a copy's tsc
+ * otherwise checked the whole project (17 s of CPU) and a new migration's template was built
+ * again (initdb and every migration) for a tree that differs from last time's by what developers
+ * changed since.
+ */
+const kept = join(root, 'node_modules/.cache/workspace-api/throwaway');
 
 export interface Run {
   code: number;
@@ -24,7 +34,11 @@ export interface ThrowawayCopy {
   run(args: string[], env?: NodeJS.ProcessEnv): Promise<Run>;
   /** vitest on these files of the copy. */
   vitest(files: string[]): Promise<Run>;
-  tsc(): Promise<Run>;
+  /**
+   * tsc on the whole copy, incremental. `step` names the state of the tree it checks within the
+   * test (the same edits each run): tsc starts from the build info this step left last time.
+   */
+  tsc(step: string): Promise<Run>;
   /** Every file of the copy (node_modules aside) with a hash of its content. */
   snapshot(): Promise<Map<string, string>>;
   remove(): Promise<void>;
@@ -34,7 +48,8 @@ export async function throwawayCopy(prefix: string): Promise<ThrowawayCopy> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const skip = new Set(['node_modules', '.git', '.data', '.tmp'].map((name) => join(root, name)));
   await cp(root, dir, { recursive: true, filter: (source) => !skip.has(source.replace(/\/$/, '')) });
-  await linkNodeModules(dir);
+  await linkNodeModules(dir, prefix);
+  const cache = join(dir, 'node_modules/.cache');
 
   const run = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> =>
     new Promise((resolve) => {
@@ -55,17 +70,31 @@ export async function throwawayCopy(prefix: string): Promise<ThrowawayCopy> {
     dir,
     run,
     // VITEST* variables of this run would make the child think it is a worker of ours.
+    // --liftoff-only as vitest.config.ts gives the workers: the main process opens the template (global-setup.ts),
+    // and V8 optimizing PGlite's wasm for it cost 0.5 s of CPU per run.
     vitest: (files) =>
       run(
-        ['node_modules/vitest/vitest.mjs', 'run', ...files],
+        ['--liftoff-only', 'node_modules/vitest/vitest.mjs', 'run', ...files],
         Object.fromEntries(
           Object.keys(process.env)
             .filter((key) => key.startsWith('VITEST'))
             .map((key) => [key, undefined]),
         ),
       ),
-    // Incremental, its state in the copy's own cache folder: a second run re-checks only what changed since the first.
-    tsc: () => run(['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.', '--incremental', '--tsBuildInfoFile', 'node_modules/.cache/tsc.tsbuildinfo']),
+    // Incremental: tsc re-checks only the files whose content differs from the build info's
+    // (their hashes are in it, with paths relative to it: every copy sits at the same depth under
+    // the temp folder), and the files those affect; it reports the kept errors of the others. No
+    // build info of this step yet (the first run): the copy's own, of its previous step.
+    async tsc(step) {
+      const info = join(cache, 'tsc.tsbuildinfo');
+      const last = join(kept, `${prefix}${step}.tsbuildinfo`);
+      await copyFile(last, info).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      });
+      const result = await run(['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.', '--incremental', '--tsBuildInfoFile', 'node_modules/.cache/tsc.tsbuildinfo']);
+      await keep(info, last);
+      return result;
+    },
     async snapshot() {
       const files = new Map<string, string>();
       for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
@@ -80,7 +109,10 @@ export async function throwawayCopy(prefix: string): Promise<ThrowawayCopy> {
       }
       return files;
     },
-    remove: () => rm(dir, { recursive: true, force: true }),
+    async remove() {
+      await keepTemplates(join(cache, 'workspace-api'), prefix);
+      await rm(dir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -89,9 +121,10 @@ export async function throwawayCopy(prefix: string): Promise<ThrowawayCopy> {
  * The migrated template lives in node_modules/.cache/workspace-api and a build removes the
  * templates of other migrations (database-template.ts): a copy with a new migration, sharing the
  * folder, deleted the template the suite around it was starting databases from. The current
- * template and the model files are linked into the copy's folder; a new build replaces the links.
+ * template and the model files are linked into the copy's folder, and the template this test's
+ * copy built last run (keepTemplates); a new build replaces the links.
  */
-async function linkNodeModules(dir: string): Promise<void> {
+async function linkNodeModules(dir: string, prefix: string): Promise<void> {
   const modules = join(root, 'node_modules');
   await mkdir(join(dir, 'node_modules/.cache/workspace-api'), { recursive: true });
   for (const name of await readdir(modules)) {
@@ -100,6 +133,36 @@ async function linkNodeModules(dir: string): Promise<void> {
   const cache = join(modules, '.cache/workspace-api');
   for (const name of await readdir(cache)) {
     if (name === 'models' || /^pg-template-.*\.tar$/.test(name)) await symlink(join(cache, name), join(dir, 'node_modules/.cache/workspace-api', name));
+  }
+  for (const name of await readdir(kept).catch(() => [])) {
+    if (name.startsWith(`${prefix}pg-template-`) && name.endsWith('.tar')) await symlink(join(kept, name), join(dir, 'node_modules/.cache/workspace-api', name.slice(prefix.length)));
+  }
+}
+
+/** Copies a file atomically (two copies of one test may finish together; a reader never sees half a file). */
+async function keep(from: string, to: string): Promise<void> {
+  await mkdir(dirname(to), { recursive: true });
+  const partial = `${to}.${process.pid}-${Math.random().toString(36).slice(2)}.partial`;
+  try {
+    await copyFile(from, partial);
+    await rename(partial, to);
+  } catch (error) {
+    await rm(partial, { force: true });
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}
+
+/**
+ * The templates the copy built (files, not the links to the working tree's), for the next run's
+ * copy of the same test; each is 40 MB, so only the newest of a test is kept.
+ */
+async function keepTemplates(cache: string, prefix: string): Promise<void> {
+  for (const name of await readdir(cache).catch(() => [])) {
+    if (!/^pg-template-.*\.tar$/.test(name) || (await lstat(join(cache, name))).isSymbolicLink()) continue;
+    await keep(join(cache, name), join(kept, `${prefix}${name}`));
+    for (const old of await readdir(kept)) {
+      if (old.startsWith(`${prefix}pg-template-`) && old !== `${prefix}${name}` && !old.endsWith('.partial')) await rm(join(kept, old), { force: true });
+    }
   }
 }
 
