@@ -8,7 +8,7 @@ import { createTestDatabase } from '../support/database.ts';
 
 let db: Database;
 beforeAll(async () => {
-  db = await createTestDatabase();
+  db = await createTestDatabase({ fresh: true });
   await db.sql`create table counters (id int primary key, value int not null)`;
   await db.sql`insert into counters select g, 0 from generate_series(1, 10) g`;
   await db.sql`create table events (id int primary key, counter_id int not null, payload text not null)`;

@@ -49,7 +49,7 @@ describe('timeouts on the embedded database', () => {
   let dataDir: string;
   let custom: Database;
   beforeAll(async () => {
-    db = await createTestDatabase({ embedded: true });
+    db = await createTestDatabase({ embedded: true, fresh: true });
     dataDir = await mkdtemp(join(tmpdir(), 'connection-settings-'));
     custom = await openDatabase({
       dataDir,

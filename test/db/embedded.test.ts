@@ -20,7 +20,7 @@ async function templateCopy(dataDir: string): Promise<string> {
 describe('embedded database', () => {
   let db: Database;
   beforeAll(async () => {
-    db = await createTestDatabase({ embedded: true });
+    db = await createTestDatabase({ embedded: true, fresh: true });
   });
   afterAll(() => db?.close());
 

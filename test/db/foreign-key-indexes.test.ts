@@ -11,7 +11,7 @@ import { createTestDatabase } from '../support/database.ts';
 
 let db: Database;
 beforeAll(async () => {
-  db = await createTestDatabase();
+  db = await createTestDatabase({ fresh: true });
 });
 afterAll(() => db?.close());
 

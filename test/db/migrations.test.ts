@@ -18,7 +18,7 @@ const tempDirs: string[] = [];
 let schemaCount = 0;
 
 beforeAll(async () => {
-  db = await createTestDatabase({ embedded: true });
+  db = await createTestDatabase({ embedded: true, fresh: true });
   sql = db.sql;
 });
 afterAll(async () => {

@@ -23,7 +23,7 @@ function within<T>(ms: number, promise: Promise<T>): Promise<T> {
 
 let db: Database;
 beforeAll(async () => {
-  db = await createTestDatabase({ embedded: true });
+  db = await createTestDatabase({ embedded: true, fresh: true });
   await db.sql`create table guard_notes (id int primary key, note text)`;
 });
 afterAll(() => db?.close());

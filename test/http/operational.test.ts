@@ -57,7 +57,7 @@ describe('/readyz when the database does not answer', () => {
   });
 
   it('answers 503 unreachable once the real database is gone', async () => {
-    const own = await createTestDatabase();
+    const own = await createTestDatabase({ fresh: true });
     const gone = await startTestServer({ aiService: false, db: own });
     try {
       await own.close();

@@ -11,6 +11,7 @@ import postgres from 'postgres';
 import { inject } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
 import { copyDataDir, deletingDataDirOnClose } from './data-dir.ts';
+import { takePooledDatabase, type PoolableDatabase } from './database-pool.ts';
 
 export interface TestDatabaseOptions {
   /**
@@ -20,6 +21,12 @@ export interface TestDatabaseOptions {
   embedded?: boolean;
   /** With TEST_DATABASE_URL: through this transaction-mode pooler instead of TEST_POOLER_URL (test/pooler starts its own). */
   poolerUrl?: string;
+  /**
+   * A newly opened embedded database of its own instead of one reused from earlier files
+   * (database-pool.ts): for a file that crashes its thread, dumps or reads its data directory,
+   * expects close() to close it, or changes its schema or server settings.
+   */
+  fresh?: boolean;
 }
 
 /** Set when test databases live on a real server (TEST_DATABASE_URL): several connections, real concurrency. */
@@ -67,12 +74,25 @@ export async function migratedDataDir(): Promise<string> {
   return dataDir;
 }
 
-/** Opens an isolated copy of the migrated template; close() also deletes it. */
+/**
+ * An isolated database holding exactly the migrated template. Embedded, one reset and reused
+ * from an earlier file of this worker process (database-pool.ts), whose close() hands it back;
+ * with `fresh`, a copy of its own, which close() closes and deletes.
+ */
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<Database> {
   if (externalDatabaseUrl && !options.embedded) return createExternalTestDatabase(externalDatabaseUrl, options.poolerUrl ?? poolerUrl);
+  // TEST_DATABASE_POOL=off: every file opens its own, as before the pool (to measure it, or to rule it out).
+  if (options.fresh || process.env.TEST_DATABASE_POOL === 'off') {
+    const { db, dataDir } = await openTemplateCopy();
+    return deletingDataDirOnClose(db, dataDir);
+  }
+  return takePooledDatabase(openTemplateCopy);
+}
+
+async function openTemplateCopy(): Promise<PoolableDatabase> {
   const dataDir = await migratedDataDir();
   try {
-    return deletingDataDirOnClose(await openDatabase({ dataDir }), dataDir);
+    return { db: await openDatabase({ dataDir }), dataDir };
   } catch (error) {
     await rm(dataDir, { recursive: true, force: true });
     throw error;
