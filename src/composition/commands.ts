@@ -167,7 +167,9 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   );
   // The HTTP layer's modules load while the database starts, but only once its thread runs: loading
   // them takes this thread a few hundred milliseconds, and begun earlier they held up the thread's
-  // start by as much (PGlite then opened after them instead of alongside; bench/start.ts).
+  // start by as much (the thread started 1.0 s into the process instead of 0.4 s). On two cores the
+  // start is bound by CPU either way (the AI child, PGlite and these modules: restart 1.6-1.7 s
+  // before and after, bench/start.ts); with more cores PGlite opens alongside instead of after.
   let threadStarted!: () => void;
   const starting = new Promise<void>((resolve) => (threadStarted = resolve));
   const opening = openDatabaseFor(config, logger, useTemplate, threadStarted);
