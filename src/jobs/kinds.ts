@@ -136,7 +136,7 @@ function format(value: number): string {
 async function extractStored(document: Document, deps: KindDeps) {
   const stream = (await deps.storage.read(objectKey(document))) as Readable;
   let readError: unknown;
-  stream.once('error', (error) => (readError ??= error));
+  stream.on('error', (error) => (readError ??= error));
   try {
     return await deps.ai.extract(stream, document.contentType, { organizationId: document.organizationId });
   } catch (error) {
