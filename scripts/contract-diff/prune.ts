@@ -104,11 +104,11 @@ export function pruneUnchanged(before: Json, after: Json): [Json, Json] {
   }
 }
 
+/** pruneUnchanged's work, once it has found both `paths` to be objects. */
 function prunePaths(before: Json, after: Json): [Json, Json] {
-  if (!isObject(before.paths) || !isObject(after.paths)) return [before, after];
-  const afterPaths = after.paths;
-  const kept = new Set(Object.keys(before.paths).filter((path) => !(path in afterPaths) || !unchanged(before, after, path)));
-  for (const path of Object.keys(afterPaths)) if (!(path in before.paths)) kept.add(path);
+  const [beforePaths, afterPaths] = [before.paths as Json, after.paths as Json];
+  const kept = new Set(Object.keys(beforePaths).filter((path) => !(path in afterPaths) || !unchanged(before, after, path)));
+  for (const path of Object.keys(afterPaths)) if (!(path in beforePaths)) kept.add(path);
   const prune = (document: Json): Json => {
     const paths = Object.fromEntries(Object.entries(document.paths as Json).filter(([path]) => kept.has(path)));
     // Whatever stays outside `paths` (webhooks, say) keeps the components it reaches too.

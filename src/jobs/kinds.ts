@@ -10,7 +10,6 @@
  * (JobFailure, or the AI service's refusal): a longer text than MAX_EXTRACTED_CHARACTERS, a text
  * that would pass the plan's storage, an index the plan's credits do not cover.
  */
-import type { Readable } from 'node:stream';
 import type { Sql } from '../db/connection.ts';
 import type { StorageDriver } from '../storage/driver.ts';
 import type { AiClient } from '../ai-service/client.ts';
@@ -134,7 +133,7 @@ function format(value: number): string {
  * AI service's).
  */
 async function extractStored(document: Document, deps: KindDeps) {
-  const stream = (await deps.storage.read(objectKey(document))) as Readable;
+  const stream = await deps.storage.read(objectKey(document));
   let readError: unknown;
   stream.on('error', (error) => (readError ??= error));
   try {

@@ -7,6 +7,7 @@
  * answer in time (the S3 driver, after its client's own retries; local files have no such state):
  * the same call may work later. Procedures answer 503 then, jobs retry.
  */
+import type { Readable } from 'node:stream';
 
 export interface StorageDriver {
   readonly name: 'local' | 's3';
@@ -28,8 +29,11 @@ export interface StorageDriver {
   commitUpload(key: string): Promise<{ size: number } | null>;
   /** The stored object's size in bytes, or null when there is none. */
   stat(key: string): Promise<{ size: number } | null>;
-  /** Streams the stored object (text extraction later reads it). Rejects with ObjectNotFoundError when there is none. */
-  read(key: string): Promise<NodeJS.ReadableStream>;
+  /**
+   * Streams the stored object (text extraction later reads it); the reader destroys it when done
+   * or failed. Rejects with ObjectNotFoundError when there is none.
+   */
+  read(key: string): Promise<Readable>;
   /** Deletes the stored object and any upload of it not committed; deleting what does not exist succeeds. */
   delete(key: string): Promise<void>;
   /**

@@ -6,6 +6,7 @@
  */
 import { open, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { expiryOf, ObjectNotFoundError, parseKey, type StorageDriver } from './driver.ts';
 import { signedQuery, type SignedTarget } from './signed-url.ts';
 
@@ -87,7 +88,7 @@ export class LocalDriver implements StorageDriver {
     }
   }
 
-  async read(key: string): Promise<NodeJS.ReadableStream> {
+  async read(key: string): Promise<Readable> {
     try {
       // Opened here, so a missing file rejects now rather than erroring the stream later.
       const handle = await open(this.filePath(key), 'r');

@@ -20,6 +20,7 @@
  */
 import { CopyObjectCommand, DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { Readable } from 'node:stream';
 import type { S3Settings } from '../config.ts';
 import { contentDisposition } from './content-disposition.ts';
 import { expiryOf, ObjectNotFoundError, parseKey, StorageUnavailableError, type StorageDriver } from './driver.ts';
@@ -132,13 +133,13 @@ export class S3Driver implements StorageDriver {
     }
   }
 
-  async read(key: string): Promise<NodeJS.ReadableStream> {
+  async read(key: string): Promise<Readable> {
     parseKey(key);
     try {
       const object = await this.client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key })).catch(unavailableOn('GetObject'));
       // In Node the body is an http.IncomingMessage (a Readable) with the SDK's helpers mixed in.
       if (!object.Body) throw new ObjectNotFoundError(key);
-      return object.Body as NodeJS.ReadableStream;
+      return object.Body as Readable;
     } catch (error) {
       if (isNotFound(error)) throw new ObjectNotFoundError(key);
       throw error;

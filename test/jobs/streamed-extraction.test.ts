@@ -35,7 +35,7 @@ function wrappedLocalDriver(dataDir: string) {
   const reads: { key: string; stream: Readable; source: Readable; destroyed: () => boolean }[] = [];
 
   async function read(key: string): Promise<Readable> {
-    const source = (await inner.read(key)) as Readable;
+    const source = await inner.read(key);
     const fault = faults.get(key);
     let stream: Readable = source;
     if (fault?.kind === 'fail-after' && fault.times > 0) {
