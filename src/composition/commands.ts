@@ -194,6 +194,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   let sweeper: { stop(): Promise<void> } | undefined;
   let ai: { url: string; apiKey: string; close(): Promise<void> } | undefined;
   let stopJobs: (() => Promise<void>) | undefined;
+  let jobsStarted: Promise<void>;
   let worker: { close(): Promise<void> } | undefined;
   try {
     if (aiStarting) ai = await aiStarting;
@@ -209,6 +210,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     done('app');
     const { app } = built;
     stopJobs = built.stop;
+    jobsStarted = built.started;
     // WORKER=process (the default on a database server): the worker in a child of its own, with its
     // own event loop and core, so jobs keep up while the API is busy, and the API's latency does not
     // depend on the jobs. It reaches the AI service this process started, with its key.
@@ -244,13 +246,24 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     loadFirstUseModules(db.sql).catch((error: unknown) => logger.warn({ err: error }, 'loading the database modules ahead of their first use failed; the first search will'));
   }
 
+  // The queue and the inline worker finish starting while the API serves (compose.ts, `started`):
+  // a queue that cannot start stops the service as a failed start would, exit code 1.
+  const jobsFailed = jobsStarted.then(
+    () => {
+      logger.info({ ms: Math.round(performance.now()) }, 'job queue started');
+      return new Promise<never>(() => {});
+    },
+    (error: unknown) => error,
+  );
   // A signal during the start is acted on here, once the database is open and consistent.
-  const signal = await stop.requested;
+  const ending = await Promise.race([stop.requested.then((signal) => ({ signal })), jobsFailed.then((error) => ({ error }))]);
+  const signal = 'signal' in ending ? ending.signal : undefined;
+  if ('error' in ending) logger.error({ err: ending.error }, 'the job queue could not start: stopping');
   stop.draining();
   const started = performance.now();
   const drained = drain(DRAIN_TIMEOUT_MS, stop.repeated); // no longer accepting connections once this returns
   logger.info({ signal, timeoutMs: DRAIN_TIMEOUT_MS }, 'shutting down: draining requests');
-  let exitCode = 0;
+  let exitCode = 'error' in ending ? 1 : 0;
   try {
     logger.info(await drained, 'requests drained');
     await sweeper?.stop();

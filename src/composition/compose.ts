@@ -29,6 +29,12 @@ export interface ComposeOptions {
 
 export interface Composition {
   services: Services;
+  /**
+   * Resolves once the queue has started and the worker running here, if any, takes jobs; rejects
+   * when either cannot. The app serves before (jobs.create waits for the queue): `serve` listens,
+   * then awaits this and stops the service if it rejects.
+   */
+  started: Promise<void>;
   /** Stops the worker running here, if any (letting running jobs finish), and the queue; the database stays open. */
   stop(timeoutMs?: number): Promise<void>;
 }
@@ -50,32 +56,37 @@ export async function compose(options: ComposeOptions & { role?: 'api' | 'worker
   const { services, limit } = await createServices({ config, db, logger, works, overrides });
   // The worker's chunking thread (jobs/chunker.ts), stopped once the queue has let its jobs finish.
   const chunker = works ? createChunker() : null;
+  // The jobs' deadline for everything the worker does (db/deadline.ts), not the API's: the scope
+  // follows the fetch loops started inside it to every delivery and the housekeeping.
+  const started = !chunker
+    ? services.queue.started
+    : withDeadline(config.database.jobDeadlineMs, () =>
+        startWorker({
+          queue: services.queue,
+          jobs: services.jobs,
+          sql: db.sql,
+          storage: services.storage,
+          ai: services.ai,
+          plans: services.plans,
+          maxCharacters: config.ai.extraction.maxCharacters,
+          chunker,
+          requests: services.requests,
+          now: services.now,
+          logger,
+          concurrency: config.worker.concurrency,
+          batchSize: config.worker.batchSize,
+        }),
+      );
+  started.catch(() => undefined); // its awaiter gets the error (serve, runWorker)
   const stop = async (timeoutMs?: number) => {
+    await started.catch(() => undefined); // a worker still registering would otherwise outlive the stop
     await services.queue.stop(timeoutMs);
     await chunker?.close();
   };
-  if (chunker) {
-    // The jobs' deadline for everything the worker does (db/deadline.ts), not the API's: the scope
-    // follows the fetch loops started inside it to every delivery and the housekeeping.
-    await withDeadline(config.database.jobDeadlineMs, () =>
-      startWorker({
-        queue: services.queue,
-        jobs: services.jobs,
-        sql: db.sql,
-        storage: services.storage,
-        ai: services.ai,
-        plans: services.plans,
-        maxCharacters: config.ai.extraction.maxCharacters,
-        chunker,
-        requests: services.requests,
-        now: services.now,
-        logger,
-        concurrency: config.worker.concurrency,
-        batchSize: config.worker.batchSize,
-      }),
-    );
+  if (role === 'worker') {
+    await started;
+    return { services, started, stop };
   }
-  if (role === 'worker') return { services, stop };
   const app = buildHttpApp({
     services,
     limit,
@@ -83,5 +94,5 @@ export async function compose(options: ComposeOptions & { role?: 'api' | 'worker
     streams: { ...streamHandlers, ...overrides.streams },
     identityHandlers: { ...identityHandlers, ...overrides.authHandlers },
   });
-  return { app, services, stop };
+  return { app, services, started, stop };
 }

@@ -16,7 +16,7 @@ import { createMailer } from '../email/providers.ts';
 import { billedPlans, unbilled } from '../credits/plans.ts';
 import { resolveSecret } from '../secret.ts';
 import { createAiClient } from '../ai-service/client.ts';
-import { startJobQueue, type QueueOptions } from '../jobs/queue.ts';
+import { openJobQueue, type QueueOptions } from '../jobs/queue.ts';
 import { jobEventBus } from '../jobs/event-bus.ts';
 import { jobLifecycle } from '../jobs/lifecycle.ts';
 import { jobStreams } from '../jobs/job-streams.ts';
@@ -45,7 +45,8 @@ export async function createServices(options: ServiceOptions): Promise<{ service
   const secret = resolveSecret(config);
   // In PostgreSQL on a database server (shared by every instance), in memory on the embedded one.
   const limit = rateLimiters({ db, now: clock, logger });
-  const queue = await startJobQueue({ db, settings: config.worker, logger, worker: options.works, ...overrides.queue });
+  // Starting behind the services (queue.ts, Starting): compose's `started` says when it has.
+  const queue = openJobQueue({ db, settings: config.worker, logger, worker: options.works, ...overrides.queue });
   const events = jobEventBus();
   const services: Services = {
     config,

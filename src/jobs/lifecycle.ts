@@ -87,6 +87,9 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
 
   return {
     async create(job, o) {
+      // Before the transaction: a queue still starting (just after the service began to listen)
+      // needs the connection the transaction would hold (queue.ts, Starting).
+      await queue.started;
       const row = await retryingTransaction(sql, async (tx) => {
         const id = newId('job');
         const { credits } = job;

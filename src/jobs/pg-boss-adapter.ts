@@ -23,11 +23,23 @@ const JSON_CAST = /\$(\d+)::jsonb?(?![\w[])/g;
 export function bossDb(sql: Db): BossDb {
   return {
     async executeSql(text, values) {
-      const result: unknown[] = values?.length ? await sql.unsafe(text, parameters(sql, text, values) as never[]) : await sql.unsafe(text);
+      const result: unknown[] = values?.length ? await sql.unsafe(text, parameters(sql, text, values) as never[]) : await sql.unsafe(text).catch(rollingBack(sql, text));
       // Several statements answer one result (itself an array) each; rows are objects.
       const rows = result.length > 0 && result.every(Array.isArray) ? result.flat() : [...result];
       return { rows };
     },
+  };
+}
+
+/**
+ * A failed `BEGIN; ...; COMMIT` block leaves its session inside the aborted transaction (the
+ * server runs the block's statements one by one and stops at the error, before the COMMIT). On
+ * the embedded database that session is the one every request shares, so it is rolled back here.
+ */
+function rollingBack(sql: Db, text: string) {
+  return async (error: unknown): Promise<never> => {
+    if (/^\s*begin\b/i.test(text)) await sql.unsafe('rollback').catch(() => undefined);
+    throw error;
   };
 }
 

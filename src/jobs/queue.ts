@@ -5,6 +5,11 @@
  *
  * - Enqueueing happens inside the caller's transaction (`enqueue(tx, id)`), so a job row, its
  *   credits and its queue entry commit together or not at all.
+ * - Starting: `openJobQueue` answers at once and starts pg-boss behind it (`started`), so the API
+ *   listens while pg-boss runs its first statements (about 200 ms on the embedded database at a
+ *   restart, a sixth of it; bench/start.ts). Enqueueing waits for `started` outside the
+ *   transaction: on the embedded database pg-boss starts through the one connection that a
+ *   transaction would hold.
  * - Waking: pg-boss polls (every 2 s); on an external database the queue also NOTIFYs on insert and
  *   workers LISTEN (pg-boss's own connection), and in this process `wake()` nudges the local workers at once (the embedded
  *   database serves one connection, so there the API and its inline worker share the process).
@@ -73,6 +78,11 @@ export interface Delivery {
 
 export interface JobQueue {
   /**
+   * Resolves once pg-boss has started and both queues exist; rejects when they cannot. `enqueue`
+   * may only be called after it: await it before opening the enqueueing transaction.
+   */
+  readonly started: Promise<void>;
+  /**
    * Queues a job inside the caller's transaction, fairly among organizations when `flow` names its
    * organization (see Fairness; the caller holds the organization's queue lock); answers its
    * virtual start. Without a flow the job takes the queue's virtual time V.
@@ -103,7 +113,15 @@ export interface QueueOptions {
   pollingSeconds?: number;
 }
 
+/** The queue, started: `openJobQueue` once its `started` has resolved. */
 export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
+  const queue = openJobQueue(options);
+  await queue.started;
+  return queue;
+}
+
+/** The queue at once, pg-boss starting behind it (`started`); `work`, `every` and `stop` wait for the start. */
+export function openJobQueue(options: QueueOptions): JobQueue {
   const { db, logger, worker } = options;
   const external = db.kind === 'external';
   const leaseSeconds = options.settings.leaseSeconds;
@@ -131,12 +149,22 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
     monitorIntervalSeconds: checkSeconds,
   });
   boss.on('error', (error) => logger.error({ err: error }, 'job queue error'));
-  await boss.start();
-  await ensureQueues(boss, { leaseSeconds, retryDelaySeconds: options.retryDelaySeconds ?? 5 });
+  let ready = false;
+  const started = (async () => {
+    await boss.start();
+    await ensureQueues(boss, { leaseSeconds, retryDelaySeconds: options.retryDelaySeconds ?? 5 });
+    ready = true;
+  })();
+  // Handled here so that a failed start is not an unhandled rejection before its awaiter comes;
+  // whoever awaits `started` still gets the error.
+  started.catch(() => undefined);
 
   const workerIds: string[] = [];
   return {
+    started,
     async enqueue(tx, jobId, flow) {
+      // Not awaited here: inside the caller's transaction that could wait forever (see Starting).
+      if (!ready) throw new Error('a job was enqueued before the queue started: await queue.started before the transaction');
       const start = virtualStart(await virtualTime(tx), flow?.lastStart ?? null);
       // The group (pg-boss's group_id) is only a label here, no concurrency limit is set: it puts
       // the organization on pg-boss's row, and running rows under its index job_i7 (virtualTime).
@@ -147,6 +175,7 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
       for (const id of workerIds) boss.notifyWorker(id);
     },
     async work(run, concurrency, batchSize = 1) {
+      await started;
       // One pg-boss worker each, so `wake` can reach every one of them.
       for (let i = 0; i < concurrency; i++) {
         let id = '';
@@ -177,10 +206,14 @@ export async function startJobQueue(options: QueueOptions): Promise<JobQueue> {
       }
     },
     async every(cron, run) {
+      await started;
       await boss.schedule(HOUSEKEEPING_QUEUE, cron, {}, { singletonKey: HOUSEKEEPING_QUEUE });
       await boss.work(HOUSEKEEPING_QUEUE, { pollingIntervalSeconds: 30 }, async () => run());
     },
     async stop(timeoutMs = 10_000) {
+      // A start in progress finishes first (pg-boss's stop waits for it too); a failed one leaves
+      // pg-boss's timers to its own stop.
+      await started.catch(() => undefined);
       // The workers first, each waiting for its running jobs (within timeoutMs): pg-boss's own
       // graceful stop polls for them every 500 ms, which made every stop take half a second.
       let timer: NodeJS.Timeout | undefined;

@@ -91,3 +91,20 @@ describe('a scheduled run', () => {
     }
   });
 });
+
+describe('a transaction block that fails', () => {
+  // The embedded database: its one session is shared by pg-boss and every request.
+  let db: Database;
+  beforeAll(async () => {
+    db = await createTestDatabase({ embedded: true });
+  });
+  afterAll(() => db?.close());
+
+  it('is rolled back, so the shared session is not left inside the aborted transaction', async () => {
+    await expect(bossDb(db.sql).executeSql('\n  BEGIN;\n  SET LOCAL lock_timeout = 1000;\n  SELECT 1 / 0;\n  COMMIT;\n')).rejects.toThrow(/division by zero/);
+    expect(await db.sql`select 1 as one`).toEqual([{ one: 1 }]);
+    // A failing statement outside a block is left as it is: there is no transaction to end.
+    await expect(bossDb(db.sql).executeSql('SELECT 1 / 0')).rejects.toThrow(/division by zero/);
+    expect(await db.sql`select 2 as two`).toEqual([{ two: 2 }]);
+  });
+});

@@ -137,3 +137,22 @@ describe('serve stops on SIGTERM by draining', () => {
     expect(await lockReleased()).toBe(true);
   });
 });
+
+describe('serve stops when its job queue cannot start', () => {
+  it('serves first, then logs why, drains, closes the database and exits 1', { timeout: 90_000 }, async () => {
+    // pg-boss's schema broken on purpose: the queue starts after the API listens (jobs/queue.ts, Starting).
+    const db = await openDatabase({ dataDir });
+    try {
+      await db.sql`drop table pgboss.queue cascade`;
+    } finally {
+      await db.close();
+    }
+    const { logged, exited } = await serve();
+    expect(await logged('the job queue could not start: stopping')).toMatchObject({ level: 50 });
+    expect(await exited).toEqual([1, null]);
+    expect(await lockReleased()).toBe(true);
+    // The database was closed cleanly and can be opened again.
+    const reopened = await openDatabase({ dataDir });
+    await reopened.close();
+  });
+});
