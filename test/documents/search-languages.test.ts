@@ -87,6 +87,36 @@ describe('documents.search in the language of each document', () => {
     await t.client.documents.delete({ id: document.id });
   });
 
+  it('weighs a word by the chunks holding it in every language: a German passage using an English word once stays below English ones using it twice', async () => {
+    // Before, a term's df was counted in its configuration's chunks only (1 German chunk holds
+    // `protein`), against N over all chunks, so `german`'s `protein` weighed as a rare word and the
+    // German passage came first; now both terms have the word's df (4 chunks), and term frequency decides.
+    const texts = {
+      soy: 'Soy protein is a complete protein that many people eat instead of meat at lunch and dinner.',
+      whey: 'Whey protein comes from milk, and athletes often drink protein shakes after training at the gym.',
+      egg: 'Egg whites are almost pure protein, and a boiled egg gives about six grams of protein for breakfast.',
+      german: 'Viele Sportler trinken nach dem Training im Verein einen Shake mit Protein und essen danach gemeinsam.',
+    };
+    const added = new Map<string, string>();
+    for (const [name, text] of Object.entries(texts)) {
+      const document = await uploadDocument(t, `${name}.txt`, 'text/plain', new TextEncoder().encode(text));
+      added.set(document.id, name);
+      const job = await t.client.jobs.create({ organizationId: t.org, kind: 'document.index', documentId: document.id });
+      expect(await waitForJob(t, job.id, undefined, 120_000)).toMatchObject({ status: 'succeeded' });
+    }
+    try {
+      const configs = await server.db.sql<{ config: string }[]>`
+        select c.search_config::text as config from document_chunks c where c.document_id = any(${[...added.keys()]}::text[]) order by c.search_config::text`;
+      expect(configs.map((row) => row.config)).toEqual(['english', 'english', 'english', 'german']);
+      const { results } = await t.client.documents.search({ workspaceId: t.workspaceId, query: 'protein', limit: 10 });
+      const names = results.map((hit) => added.get(hit.documentId));
+      expect(names).toHaveLength(4);
+      expect(names[3]).toBe('german');
+    } finally {
+      for (const id of added.keys()) await t.client.documents.delete({ id });
+    }
+  });
+
   it('ranks the English passage for an English query in a workspace with German, and the German one for German', async () => {
     // "houses" stemmed by `english` is "hous"; the German chunks' lexemes are German stems, never compared with it.
     expect(await search('houses built by craftsmen')).toEqual([{ name: 'english', words: ['houses', 'built', 'craftsmen'] }]);
