@@ -16,7 +16,8 @@
 const CJK_RUN = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Hangul}]+/gu;
 const HAS_CJK = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Hangul}]/u;
 
-const segmenter = new Intl.Segmenter(undefined, { granularity: 'word' });
+/** Made at first use: ICU's word-break data takes ~13 ms to load, on the API's start otherwise. */
+let segmenter: Intl.Segmenter | undefined;
 
 /** A word of a text and its range [start, end) in UTF-16 code units. */
 export interface SegmentedWord {
@@ -33,6 +34,7 @@ export function hasCjk(text: string): boolean {
 /** The words of a CJK run (only word-like segments: punctuation is dropped), with ranges offset by `offset`. */
 export function cjkWords(run: string, offset = 0): SegmentedWord[] {
   const words: SegmentedWord[] = [];
+  segmenter ??= new Intl.Segmenter(undefined, { granularity: 'word' });
   for (const segment of segmenter.segment(run)) {
     if (segment.isWordLike) words.push({ start: offset + segment.index, end: offset + segment.index + segment.segment.length, word: segment.segment });
   }
