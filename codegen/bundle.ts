@@ -1,28 +1,47 @@
 /**
- * Bundles the split contract (openapi/) into one document with Redocly, then stamps info.version
- * with the package version: the service has one version, reported by the document, the health
- * route and the system status alike.
+ * Bundles the split contract (openapi/) into one document per API with Redocly, then stamps
+ * info.version with the package version: the service has one version, reported by the document,
+ * the health route and the system status alike.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, extname, join } from 'node:path';
+import { parse } from 'yaml';
 
 type Json = Record<string, any>;
 
-/** `api` names an entry of openapi/redocly.yaml (`v1` or `auth`). */
-export function bundleContract(root: string, version: string, api: string): Json {
+/**
+ * `apis` name entries of openapi/redocly.yaml (`v1`, `auth`); the answer holds a document for each.
+ * One run of the Redocly CLI bundles them all: its start (about 0.4 s of CPU) was half of a
+ * bundle's cost. The CLI rather than @redocly/openapi-core's `bundle` in this process: the CLI
+ * embeds its own openapi-core; the 1.x in node_modules (openapi-typescript's) orders some
+ * components differently, so generated/ would change, and a 2.x in this process wrote the same
+ * bytes but cost as much as this one run (importing it is most of the CLI's start).
+ */
+export function bundleContracts(root: string, version: string, apis: string[]): Record<string, Json> {
+  // Given several APIs, the CLI writes each into the -o folder, named after the API's root file.
+  const config: Json = parse(readFileSync(join(root, 'openapi/redocly.yaml'), 'utf8'));
+  const files = apis.map((api) => {
+    const source = config.apis?.[api]?.root;
+    if (typeof source !== 'string') throw new Error(`openapi/redocly.yaml has no api ${api}`);
+    return `${basename(source, extname(source))}.json`;
+  });
+  if (new Set(files).size !== files.length) throw new Error(`the roots of ${apis.join(', ')} share a file name`);
   const dir = mkdtempSync(join(tmpdir(), 'bundle-'));
   try {
-    const out = join(dir, 'openapi.json');
-    execFileSync(join(root, 'node_modules/.bin/redocly'), ['bundle', api, '--config', 'openapi/redocly.yaml', '-o', out], {
+    execFileSync(join(root, 'node_modules/.bin/redocly'), ['bundle', ...apis, '--config', 'openapi/redocly.yaml', '-o', dir, '--ext', 'json'], {
       cwd: root,
       stdio: ['ignore', 'ignore', 'pipe'],
     });
-    const doc = JSON.parse(readFileSync(out, 'utf8'));
-    if (!doc.paths) throw new Error(`bundling ${api} produced no paths`);
-    doc.info.version = version;
-    return doc;
+    return Object.fromEntries(
+      apis.map((api, i) => {
+        const doc = JSON.parse(readFileSync(join(dir, files[i]!), 'utf8'));
+        if (!doc.paths) throw new Error(`bundling ${api} produced no paths`);
+        doc.info.version = version;
+        return [api, doc];
+      }),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -11,7 +11,7 @@
 import { readFileSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
-import { bundleContract, publishedDocument } from './bundle.ts';
+import { bundleContracts, publishedDocument } from './bundle.ts';
 import { readOperations } from './operations.ts';
 import { buildTypes } from './types.ts';
 import { buildValidators } from './validators.ts';
@@ -29,9 +29,10 @@ const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 const files: Record<string, string> = {};
 let count = 0;
 const lists: Record<'procedures' | 'identity', ReturnType<typeof readOperations>> = { procedures: [], identity: [] };
+const bundles = bundleContracts(root, version, ['v1', 'auth']);
 
 {
-  const bundle = bundleContract(root, version, 'v1');
+  const bundle = bundles.v1!;
   const doc = publishedDocument(bundle);
   const operations = readOperations(doc);
   lists.procedures = operations;
@@ -51,7 +52,7 @@ const lists: Record<'procedures' | 'identity', ReturnType<typeof readOperations>
   for (const [path, text] of Object.entries(buildClientPackage(root, doc, operations, types))) files[`../${path}`] = text;
 }
 {
-  const bundle = bundleContract(root, version, 'auth');
+  const bundle = bundles.auth!;
   const doc = publishedDocument(bundle);
   const operations = readOperations(doc);
   lists.identity = operations;
