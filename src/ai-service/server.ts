@@ -90,6 +90,13 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
     },
   };
 
+  /**
+   * Set by close(): from then on each answer ends its connection. close() waits for every
+   * connection, and a keep-alive one still in use (a request in flight, or sent on it after
+   * close()) would otherwise stay open until the client's own idle timeout, about 4 s for Node's
+   * fetch (a stop just after the start took 3 s more).
+   */
+  let closing = false;
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const started = performance.now();
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
@@ -107,10 +114,11 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       if (!handler) throw new HttpError(405, `${path} accepts ${allowed}.`, { headers: { allow: allowed } });
       signal = callerSignal(response);
       const call = { organization: route.public ? undefined : organizationOf(request), signal };
-      const answer = await handler(request, call);
+      const result = await handler(request, call);
       // Work that ended just as its caller left: there is nobody to answer.
       if (call.signal.aborted) throw call.signal.reason;
-      sendJson(response, 200, answer);
+      if (closing) response.setHeader('connection', 'close');
+      sendJson(response, 200, result);
     } catch (caught) {
       // A caller gone while its body was still arriving breaks the read: that is not our failure.
       const error = signal?.aborted ? (signal.reason as HttpError) : caught instanceof HttpError ? caught : new HttpError(500, 'The AI service failed; try again later.', { cause: caught });
@@ -122,7 +130,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       if (status >= 500 || error.cause) logger[status >= 500 ? 'error' : 'warn']({ err: error.cause ?? error, path, status }, error.message);
       // An answer given before the body was read (401, 413, 415, 404...) closes the connection, so
       // node does not read and discard a large upload just to keep the connection alive.
-      if (!request.complete) response.setHeader('connection', 'close');
+      if (!request.complete || closing) response.setHeader('connection', 'close');
       sendError(response, error);
     }
     logger[path === '/health' ? 'debug' : 'info']({ method: request.method, path, status, ms: Math.round(performance.now() - started) }, 'ai request');
@@ -149,6 +157,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
     stats: () => ({ ...extractor.stats(), embeddings: embedder.stats() }),
     async close() {
       await new Promise<void>((resolve, reject) => {
+        closing = true;
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeIdleConnections();
       });

@@ -1,9 +1,12 @@
+import { once } from 'node:events';
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { AiServiceError, createAiClient, LOCAL_EMBEDDING_MODEL } from '../../src/ai-service/client.ts';
 import { version } from '../../src/version.ts';
 import { closedPort } from '../support/ports.ts';
-import { json, serve, settings } from './support.ts';
+import { startAiService } from '../../src/ai-service/server.ts';
+import { json, logger, serve, settings } from './support.ts';
 
 describe('GET /health', () => {
   it('reports ok with the local provider and the OCR engine', async () => {
@@ -78,6 +81,31 @@ describe('client.health', () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       silent.close();
+    }
+  });
+});
+
+describe('close', () => {
+  it('answers a request still running on a keep-alive connection, with Connection: close, and does not wait for the client to hang up', async () => {
+    const service = await startAiService({ settings: settings(), host: '127.0.0.1', port: 0, logger });
+    // A client that never closes an idle keep-alive connection by itself (Node's Agent has no idle
+    // timeout): close() would wait for it forever if the answer kept the connection open.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const body = JSON.stringify({ input: ['a first text to embed', 'and a second one'], model: LOCAL_EMBEDDING_MODEL });
+      const sent = httpRequest(`${service.url}/v1/embeddings`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+      sent.end(body);
+      const answered = once(sent, 'response') as Promise<[IncomingMessage]>;
+      // The request is queued or running (the model loads first), then the service closes.
+      await expect.poll(() => service.stats().embeddings!.running + service.stats().embeddings!.waiting).toBeGreaterThan(0);
+      const closed = service.close();
+      const [response] = await answered;
+      response.resume();
+      expect(response.statusCode).toBe(200);
+      expect(response.headers.connection).toBe('close');
+      await closed;
+    } finally {
+      agent.destroy();
     }
   });
 });
