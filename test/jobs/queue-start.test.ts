@@ -22,8 +22,8 @@ describe('a queue opened while pg-boss starts', () => {
   it("refuses a job before it has started, then takes it in the caller's transaction", async () => {
     const queue = openJobQueue({ db, settings: { leaseSeconds: 60 }, logger, worker: false });
     try {
-      // pg-boss's start takes several statements, so it cannot have finished yet.
-      await expect(db.sql.begin((tx) => queue.enqueue(tx, 'job_too_early'))).rejects.toThrow(/before the queue started/);
+      // Called before anything awaited: pg-boss's start cannot have run a statement yet.
+      await expect(queue.enqueue(db.sql, 'job_too_early')).rejects.toThrow(/before the queue started/);
       await queue.started;
       await db.sql.begin((tx) => queue.enqueue(tx, 'job_on_time'));
       const rows = await db.sql<{ jobId: string }[]>`
