@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongFilesFirst } from './test/long-files-first.ts';
 
 export default defineConfig({
   test: {
@@ -20,5 +21,7 @@ export default defineConfig({
     // for a database that lives for seconds. Tests that store and search hundreds of chunks
     // were no slower. The service itself keeps V8's defaults.
     execArgv: ['--liftoff-only'],
+    // The longest files first when vitest has no durations yet (test/long-files-first.ts).
+    sequence: { sequencer: LongFilesFirst },
   },
 });

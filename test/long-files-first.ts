@@ -1,0 +1,45 @@
+/**
+ * The order of the suite's files on a machine that has not run it yet (a fresh clone, CI): the
+ * longest first. Vitest orders files by their last duration, but with no record of one (its cache
+ * is in node_modules, which `npm ci` starts over) it runs the larger files first, and some of the
+ * longest files are small ones that start processes: job-kind and scaffold then started late and
+ * ran on alone at the end (fresh clone: 292 s; the same tree with durations recorded: 259 s).
+ * LONG_FILES names them, longest first, as measured on a fresh clone (docs/benchmarks.md); once
+ * vitest has durations for every file it orders by them, and this list is not used. A name that
+ * no longer exists fails the run, so the list cannot go stale silently.
+ */
+import { existsSync } from 'node:fs';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/** Longest first: the wall time of each on a fresh clone, 2026-11-28 (`.ci/run`), in seconds. */
+export const LONG_FILES = [
+  'test/contract/job-kind.test.ts', // 77
+  'test/contract/scaffold.test.ts', // 56
+  'test/ai-service/parser-agreement.test.ts', // 33
+  'test/ai-service/hostile-documents.test.ts', // 28
+  'test/faults/ai-service-faults.test.ts', // 28
+  'test/faults/s3-faults.test.ts', // 27
+  'test/ai-service/queues.test.ts', // 26
+  'test/readme/commands.test.ts', // 25
+  'test/contract/portman.test.ts', // 23
+  'test/cli/first-run.test.ts', // 20
+  'test/ai-service/embeddings-thread.test.ts', // 20
+  'test/faults/stopped-database.test.ts', // 20
+  'test/http/reference-page.test.ts', // 17
+  'test/faults/hung-database.test.ts', // 17
+  'test/process/drain.test.ts', // 16
+  'test/cli/session.test.ts', // 16
+];
+
+const missing = LONG_FILES.filter((file) => !existsSync(new URL(`../${file}`, import.meta.url)));
+if (missing.length > 0) throw new Error(`test/long-files-first.ts names files that do not exist: ${missing.join(', ')}`);
+
+export class LongFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    if (files.every((spec) => this.ctx.cache.getTestSpecificationResult(spec))) return sorted;
+    const rank = (spec: TestSpecification) => LONG_FILES.findIndex((file) => spec.moduleId.endsWith(`/${file}`));
+    const long = sorted.filter((spec) => rank(spec) >= 0).sort((a, b) => rank(a) - rank(b));
+    return [...long, ...sorted.filter((spec) => rank(spec) < 0)];
+  }
+}
