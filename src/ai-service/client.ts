@@ -106,10 +106,9 @@ export function createAiClient(options: AiClientOptions): AiClient {
       const response = await fetchImpl(`${base}${request.path}`, {
         method: request.method,
         headers: { ...authorization, ...request.headers, ...(callOptions.organizationId ? { 'x-organization-id': callOptions.organizationId } : {}) },
+        body: request.body ?? null,
         // A streamed body goes out as it is read (chunked); fetch requires `duplex: 'half'` for it.
-        ...(request.body === undefined || typeof request.body === 'string' || request.body instanceof Uint8Array
-          ? { body: request.body ?? null }
-          : ({ body: request.body, duplex: 'half' } as unknown as { body: Uint8Array<ArrayBuffer> })),
+        ...(request.body !== undefined && typeof request.body !== 'string' && !(request.body instanceof Uint8Array) ? { duplex: 'half' } : {}),
         signal,
       });
       status = response.status;

@@ -38,7 +38,7 @@ export interface ServiceOptions {
   overrides?: ServiceOverrides | undefined;
 }
 
-export async function createServices(options: ServiceOptions): Promise<{ services: Services; limit: LimiterFactory }> {
+export function createServices(options: ServiceOptions): { services: Services; limit: LimiterFactory } {
   const { config, db, logger, overrides = {} } = options;
   const now = overrides.now ?? (() => new Date());
   const clock = () => now().getTime();
