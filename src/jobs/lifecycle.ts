@@ -88,8 +88,11 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
   return {
     async create(job, o) {
       // Before the transaction: a queue still starting (just after the service began to listen)
-      // needs the connection the transaction would hold (queue.ts, Starting).
-      await queue.started;
+      // needs the connection the transaction would hold (queue.ts, Starting). One that could not
+      // start is a dependency down (and the service is stopping): 503, not 500.
+      await queue.started.catch(() => {
+        throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The job queue is unavailable, try again later.' });
+      });
       const row = await retryingTransaction(sql, async (tx) => {
         const id = newId('job');
         const { credits } = job;

@@ -6,6 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/connection.ts';
+import { ApiError } from '../../src/contract/errors.ts';
+import { jobEventBus } from '../../src/jobs/event-bus.ts';
+import { jobLifecycle } from '../../src/jobs/lifecycle.ts';
 import { openJobQueue, QUEUE_SCHEMA } from '../../src/jobs/queue.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createTestDatabase } from '../support/database.ts';
@@ -55,6 +58,12 @@ describe('a queue that cannot start', () => {
     await expect(queue.started).rejects.toThrow(/queue/);
     await expect(db.sql.begin((tx) => queue.enqueue(tx, 'job_never'))).rejects.toThrow(/before the queue started/);
     await expect(queue.work(async () => undefined, 1)).rejects.toThrow(/queue/);
+    // jobs.create answers 503, a dependency down, not a 500.
+    const jobs = jobLifecycle({ sql: db.sql, queue, events: jobEventBus() });
+    const job = { organizationId: 'org_x', workspaceId: null, documentId: null, kind: 'document.index', input: {}, createdBy: null, retryOf: null, credits: 0 } as const;
+    const refused = await jobs.create(job, { now: new Date(), plan: null }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503 });
     await queue.stop(0);
   });
 });
