@@ -3,7 +3,10 @@
  * as they arrive, so the worker writes one batch while the model embeds the next. A chunk whose
  * text the document already has a chunk of, embedded by the model the AI service embeds with now,
  * keeps that chunk's stored embedding (matched by the sha256 of the text); only the others are
- * sent to the AI service, longest first, EMBED_BATCH texts a request, IN_FLIGHT requests at once.
+ * sent to the AI service, longest first, EMBED_BATCH texts a request, IN_FLIGHT requests at once,
+ * and each distinct text once: a text the document repeats (a page's running header long enough
+ * to be a chunk, a table's repeated rows, a pasted paragraph) is embedded once and its vector
+ * stored for every chunk of it.
  *
  * The reused vectors must be of the model that would embed the rest, so the model comes first:
  * from the companion's health report (currentModel), else, with a provider that has no health
@@ -75,6 +78,8 @@ export async function embedChunks(
       );
     pending = pending.filter((index) => !stored.has(hashes[index]!));
   };
+  // The chunks of each distinct text still to embed, by the index of its first chunk (the one sent).
+  let repeats = new Map<number, number[]>();
   const send = async (batch: number[]) => {
     const answer = await deps.ai.embed(
       batch.map((index) => texts[index]!),
@@ -85,7 +90,9 @@ export async function embedChunks(
     if (model && answer.model !== model) throw new Error(`the embedding model changed from ${model} to ${answer.model} while indexing`);
     model = answer.model;
     embedded += batch.length;
-    if (alive) alive = await store(model, batch, answer.vectors);
+    const indexes = batch.flatMap((index) => repeats.get(index) ?? [index]);
+    const vectors = batch.flatMap((index, i) => (repeats.get(index) ?? [index]).map(() => answer.vectors[i]!));
+    if (alive) alive = await store(model, indexes, vectors);
   };
   if (model) await reuse();
   else if (pending.length > 0) {
@@ -93,6 +100,8 @@ export async function embedChunks(
     await send(pending.splice(0, EMBED_BATCH));
     await reuse();
   }
+  repeats = repeatsOf(pending, hashes);
+  pending = [...repeats.keys()];
   pending.sort((a, b) => texts[b]!.length - texts[a]!.length || a - b);
   const batches: number[][] = [];
   for (let i = 0; i < pending.length; i += EMBED_BATCH) batches.push(pending.slice(i, i + EMBED_BATCH));
@@ -113,4 +122,19 @@ export async function embedChunks(
   const failure = lanes.find((lane) => lane.status === 'rejected');
   if (failure) throw failure.reason;
   return { model, embedded, stored: alive };
+}
+
+/** The pending chunks grouped by text: the first chunk of each distinct text, with every chunk of that text. */
+function repeatsOf(pending: readonly number[], hashes: readonly string[]): Map<number, number[]> {
+  const first = new Map<string, number>();
+  const groups = new Map<number, number[]>();
+  for (const index of pending) {
+    const hash = hashes[index]!;
+    const at = first.get(hash);
+    if (at === undefined) {
+      first.set(hash, index);
+      groups.set(index, [index]);
+    } else groups.get(at)!.push(index);
+  }
+  return groups;
 }

@@ -2,7 +2,7 @@
  * What indexing stores of where each chunk came from (issue 24, item 1) and how it stores it (item
  * 5), through the real pipeline (upload, document.index, the companion AI service): each chunk's
  * range in the extracted text, a PDF chunk's pages, a Markdown chunk's heading path; a re-index
- * of an unchanged text sends nothing to embed. Storing in short statements is in
+ * of an unchanged text sends nothing to embed, and a text the document repeats is embedded once. Storing in short statements is in
  * citations-storage.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,8 +44,9 @@ describe('citations of indexed chunks', async () => {
   // The real companion, with every embeddings call counted on its way there.
   const service = await serve();
   let embedCalls = 0;
+  let embedTexts = 0;
   const real = createAiClient({ url: service.url });
-  const counting: AiClient = { ...real, embed: (texts, options) => ((embedCalls += 1), real.embed(texts, options)) };
+  const counting: AiClient = { ...real, embed: (texts, options) => ((embedCalls += 1), (embedTexts += texts.length), real.embed(texts, options)) };
   let server: TestServer;
   let t: Tenant;
   beforeAll(async () => {
@@ -143,5 +144,26 @@ describe('citations of indexed chunks', async () => {
     // Still found by meaning and by words.
     const answer = await t.client.documents.search({ workspaceId: t.workspaceId, query: 'when does the water rise', limit: 3 });
     expect(answer.results[0]).toMatchObject({ documentId: first.id });
+  }, 120_000);
+
+  it('embeds a chunk text the document repeats once, and stores its vector for every chunk of it', async () => {
+    // A 40-character sentence over and over: the chunks (starting 800 characters apart) repeat.
+    const plain = 'The ferry leaves the pier at half past.\n'.repeat(150);
+    const before = embedTexts;
+    const document = await uploadDocument(t, 'ferry.txt', 'text/plain', Buffer.from(plain));
+    await index(document.id);
+    const chunks = await chunksOf(document.id);
+    const distinct = new Set(chunks.map((chunk) => chunk.text));
+    expect(distinct.size).toBeLessThan(chunks.length - 1);
+    expect(embedTexts - before).toBe(distinct.size);
+    // Every chunk has its text's vector, the same for the same text.
+    const vectorOf = new Map<string, string>();
+    for (const chunk of chunks) {
+      expect(chunk.embedding).toMatch(/^\[/);
+      expect(vectorOf.get(chunk.text) ?? chunk.embedding).toBe(chunk.embedding);
+      vectorOf.set(chunk.text, chunk.embedding);
+    }
+    const answer = await t.client.documents.search({ workspaceId: t.workspaceId, query: 'when does the boat depart', limit: 50 });
+    expect(answer.results.filter((hit) => hit.documentId === document.id)).toHaveLength(chunks.length);
   }, 120_000);
 });
