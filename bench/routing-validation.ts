@@ -41,7 +41,8 @@ const list: Handler<'documents.list'> = () => ({ items: [], nextCursor: null, st
 
 /** Just enough of Express's req/res for the REST route: what the router, restInput and the route read and write. */
 function exchange(done: () => void) {
-  const req = { method: 'GET', url: path, headers: {}, id: 'req_1', log: logger, clientIp: '127.0.0.1', principal, query: {} as object };
+  const headers: Record<string, string> = {};
+  const req = { method: 'GET', url: path, headers, get: (name: string) => headers[name.toLowerCase()], id: 'req_1', log: logger, clientIp: '127.0.0.1', principal, query: {} as object };
   const res = {
     statusCode: 0,
     body: '',
@@ -69,9 +70,11 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
   const router = restRouter({ 'documents.list': list }, streamHandlers, services);
   const ctx: Context = { requestId: 'req_1', log: logger, ip: '127.0.0.1', principal, services, tenant: null, row: undefined };
 
+  // The last routed answer's body, for the error when one is not a 200.
+  let answered = '';
   const routed = () =>
     new Promise<number>((resolve, reject) => {
-      const { req, res } = exchange(() => resolve(res.statusCode));
+      const { req, res } = exchange(() => ((answered = res.body), resolve(res.statusCode)));
       req.query = parseQuery(req.url.slice(req.url.indexOf('?') + 1));
       router(req as never, res as never, (error?: unknown) =>
         reject(error instanceof Error ? error : new Error(error === undefined ? `no route matched ${path}` : `the router passed on ${JSON.stringify(error)}`)),
@@ -88,7 +91,10 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
   // Sequential on purpose: latency of one request, not throughput of many interleaved ones.
   const perRequestUs = async (run: () => Promise<number>, n: number) => {
     const started = performance.now();
-    for (let i = 0; i < n; i++) if ((await run()) !== 200) throw new Error('the benchmark request did not answer 200');
+    for (let i = 0; i < n; i++) {
+      const status = await run();
+      if (status !== 200) throw new Error(`the benchmark request answered ${status}: ${answered}`);
+    }
     return ((performance.now() - started) * 1000) / n;
   };
 
