@@ -75,6 +75,7 @@ export async function compose(options: ComposeOptions & { role?: 'api' | 'worker
           logger,
           concurrency: config.worker.concurrency,
           batchSize: config.worker.batchSize,
+          embeddedDatabase: db.kind === 'embedded',
         }),
       );
   started.catch(() => undefined); // its awaiter gets the error (serve, runWorker)

@@ -26,6 +26,8 @@ export interface WorkerOptions extends KindDeps {
   batchSize?: number;
   /** Housekeeping cron (pg-boss syntax); every 10 minutes by default. */
   housekeepingCron?: string;
+  /** The database is the embedded one: housekeeping vacuums it (db/embedded-vacuum.ts). */
+  embeddedDatabase?: boolean;
 }
 
 const GENERIC_FAILURE = 'The job failed.';
@@ -34,7 +36,7 @@ export async function startWorker(options: WorkerOptions): Promise<void> {
   const { queue, logger } = options;
   await queue.work((delivery) => runDelivery(options, delivery), options.concurrency, options.batchSize);
   await queue.every(options.housekeepingCron ?? '*/10 * * * *', async () => {
-    logger.info(await runHousekeeping(options), 'housekeeping done');
+    logger.info(await runHousekeeping({ ...options, ...(options.embeddedDatabase ? { vacuum: { requests: options.requests } } : {}) }), 'housekeeping done');
   });
   logger.info({ concurrency: options.concurrency, batchSize: options.batchSize ?? 1 }, 'job worker started');
   // A model switch shows at the first start on the new model, not ten minutes later. Not awaited:
