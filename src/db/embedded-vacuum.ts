@@ -3,7 +3,7 @@
  * the autovacuum launcher (`autovacuum` says `on`, and nothing ever runs). Without it the rows
  * every delete and update leaves behind stay for good: pg-boss's finished jobs, each re-index's
  * previous chunk generation with its HNSW and GIN entries, deleted documents, expired sessions;
- * and the planner keeps the statistics of a table's first day. A count over 200 000 deleted rows
+ * and nothing runs ANALYZE, so the planner has only what a table's size says. A count over 200 000 deleted rows
  * took 41 ms, 1.2 ms once vacuumed (docs/benchmarks.md, session 33).
  *
  * The job worker's housekeeping calls this on the embedded database (jobs/housekeeping.ts), with
