@@ -59,7 +59,7 @@ function exchange(done: () => void) {
   return { req, res };
 }
 
-export async function benchRoutingValidation(db: Database, { batches = 21, perBatch = 5000 } = {}): Promise<RoutingResult> {
+export async function benchRoutingValidation(db: Database, { batches = 21, perBatch = 5000, warmup = 20_000, validations = 200_000 } = {}): Promise<RoutingResult> {
   // compose wires the services (config, limiters, overrides) as in production; the server itself is not used.
   const app = await startFullApp(db, {
     authenticate: async () => ({ principal, via: 'bearer' as const }),
@@ -98,8 +98,8 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
     return ((performance.now() - started) * 1000) / n;
   };
 
-  await perRequestUs(routed, 20_000); // warm up the JIT on both paths first
-  await perRequestUs(direct, 20_000);
+  await perRequestUs(routed, warmup); // warm up the JIT on both paths first
+  await perRequestUs(direct, warmup);
   const routedUs: number[] = [];
   const directUs: number[] = [];
   const added: number[] = [];
@@ -114,7 +114,7 @@ export async function benchRoutingValidation(db: Database, { batches = 21, perBa
   }
 
   // validateInput alone: a synchronous loop, fresh input each time because Ajv fills defaults in place.
-  const n = 200_000;
+  const n = validations;
   const started = performance.now();
   for (let i = 0; i < n; i++) validateInput('documents.list', { workspaceId: 'ws_i5xx2bzn3kir2gshyl7sn5pk', organizationId: 'org_pycdybk377oxtzq6svizx3or', limit: 20 });
   const validateUs = ((performance.now() - started) * 1000) / n;
