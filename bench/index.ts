@@ -23,7 +23,7 @@ import { benchQueue, queueRows } from './queue.ts';
 import { benchRetrieval, retrievalRows } from './retrieval/run.ts';
 import { benchRoutingValidation, ROUTING_AIM_US } from './routing-validation.ts';
 import { benchSearch, searchRows } from './search.ts';
-import { openBenchDatabase } from './support.ts';
+import { onFreshDatabase, openBenchDatabase } from './support.ts';
 
 const started = performance.now();
 console.log(`Node ${process.version}, ${availableParallelism()} CPUs; NODE_ENV=production, LOG_LEVEL=silent`);
@@ -43,8 +43,7 @@ try {
   const jobRows = searchRows(await benchSearch({ db, where: 'PGlite' }, { size: 10_000 }));
   console.log('the local model: threads × batch size × niceness, with the API answering (bench/embedder-sweep.ts):');
   // Its probe's idle p99 was 57 ms on the database the search bench had filled: a fresh one, as below.
-  const sweepDb = await openBenchDatabase();
-  const sweep = await benchEmbedderSweep(sweepDb).finally(() => sweepDb.close());
+  const sweep = await onFreshDatabase(benchEmbedderSweep);
   jobRows.push(...sweepRows(sweep));
   console.log('indexing on the embedded database:');
   jobRows.push(...indexingRows(await benchIndexing(db, 'PGlite'), sweep.best.chunksPerSecond));
@@ -52,18 +51,12 @@ try {
   jobRows.push(...queueRows(await benchQueue(db, 'PGlite', { backlogSize: 12_000 })));
   console.log('job create → succeeded on the embedded database:');
   // Fresh as well: on the shared database its p95 was 195 ms, 34 ms on a fresh one (2026-11-28).
-  const jobLatencyDb = await openBenchDatabase();
-  jobRows.push(...latencyRows(await benchJobLatency(jobLatencyDb, 'PGlite').finally(() => jobLatencyDb.close())));
+  jobRows.push(...latencyRows(await onFreshDatabase((fresh) => benchJobLatency(fresh, 'PGlite'))));
   console.log('API latency while a large document is indexed, on the embedded database:');
   // A database of its own, as on the real server: the one above holds the search bench's 12 600
   // chunks and what the other benches left, and in it workspaces.list's idle p99 was 44 ms
   // against 9-10 ms on a fresh one (2026-11-28), which made the ratio meaningless.
-  const latencyDb = await openBenchDatabase();
-  try {
-    jobRows.push(...apiLatencyRows(await benchApiLatency(latencyDb, 'PGlite')));
-  } finally {
-    await latencyDb.close();
-  }
+  jobRows.push(...apiLatencyRows(await onFreshDatabase((fresh) => benchApiLatency(fresh, 'PGlite'))));
   console.log('AI service memory:');
   jobRows.push(...aiMemoryRows(process.platform === 'linux' ? await benchAiMemory() : { skipped: 'needs /proc (Linux)' }));
   const real = await startRealServer();

@@ -34,6 +34,16 @@ export async function openBenchDatabase(): Promise<Database> {
   return deletingDataDirOnClose(db, dataDir);
 }
 
+/** Runs `bench` on a fresh embedded database of its own, closed (and deleted) afterwards whatever happens. */
+export async function onFreshDatabase<T>(bench: (db: Database) => Promise<T>): Promise<T> {
+  const db = await openBenchDatabase();
+  try {
+    return await bench(db);
+  } finally {
+    await db.close();
+  }
+}
+
 export interface Running {
   url: string;
   close(): Promise<void>;

@@ -3,8 +3,8 @@
  * the autovacuum launcher (`autovacuum` says `on`, and nothing ever runs). Without it the rows
  * every delete and update leaves behind stay for good: pg-boss's finished jobs, each re-index's
  * previous chunk generation with its HNSW and GIN entries, deleted documents, expired sessions;
- * and nothing runs ANALYZE, so the planner has only what a table's size says. A count over 200 000 deleted rows
- * took 41 ms, 1.2 ms once vacuumed (docs/benchmarks.md, session 33).
+ * and nothing runs ANALYZE, so the planner has only what a table's size says. A count over 200 000
+ * deleted rows took 4 ms, 1.2 ms once vacuumed (docs/benchmarks.md, session 33).
  *
  * The job worker's housekeeping calls this on the embedded database (jobs/housekeeping.ts), with
  * autovacuum's own default thresholds: a table is vacuumed (and analysed) once its dead rows pass
@@ -41,17 +41,19 @@ const deadLeftBehind = new WeakMap<Sql, Map<string, number>>();
 
 /** Vacuums and analyses the tables past autovacuum's thresholds, one at a time, each after the API's requests in flight. */
 export async function vacuumWhereNeeded(sql: Sql, requests: RequestGate): Promise<TableMaintenance[]> {
-  // float8 parameters: next to n_live_tup (bigint) PostgreSQL would take 0.2 for a bigint.
+  // float8 parameters: next to n_live_tup (bigint) PostgreSQL would take 0.2 for a bigint. "analyze"
+  // is a reserved word, quoted where it names the column.
   const tables = await sql<{ table: string; dead: number; live: number; vacuum: boolean; analyze: boolean; hnsw: boolean }[]>`
-    select format('%I.%I', schemaname, relname) as table, n_dead_tup::float8 as dead, n_live_tup::float8 as live,
-           n_dead_tup > ${VACUUM_THRESHOLD}::float8 + ${VACUUM_SCALE}::float8 * n_live_tup as vacuum,
-           n_mod_since_analyze > ${ANALYZE_THRESHOLD}::float8 + ${ANALYZE_SCALE}::float8 * n_live_tup as analyze,
-           exists (select 1 from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
-                   where i.indrelid = s.relid and am.amname = 'hnsw') as hnsw
-    from pg_stat_user_tables s
-    where n_dead_tup > ${VACUUM_THRESHOLD}::float8 + ${VACUUM_SCALE}::float8 * n_live_tup
-       or n_mod_since_analyze > ${ANALYZE_THRESHOLD}::float8 + ${ANALYZE_SCALE}::float8 * n_live_tup
-    order by n_dead_tup desc, 1`;
+    select * from (
+      select format('%I.%I', schemaname, relname) as table, n_dead_tup::float8 as dead, n_live_tup::float8 as live,
+             n_dead_tup > ${VACUUM_THRESHOLD}::float8 + ${VACUUM_SCALE}::float8 * n_live_tup as vacuum,
+             n_mod_since_analyze > ${ANALYZE_THRESHOLD}::float8 + ${ANALYZE_SCALE}::float8 * n_live_tup as "analyze",
+             exists (select 1 from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
+                     where i.indrelid = s.relid and am.amname = 'hnsw') as hnsw
+      from pg_stat_user_tables s
+    ) tables
+    where vacuum or "analyze"
+    order by dead desc, 1`;
   const leftBehind = deadLeftBehind.get(sql) ?? new Map<string, number>();
   deadLeftBehind.set(sql, leftBehind);
   const done: TableMaintenance[] = [];

@@ -90,8 +90,15 @@ export async function embedChunks(
     if (model && answer.model !== model) throw new Error(`the embedding model changed from ${model} to ${answer.model} while indexing`);
     model = answer.model;
     embedded += batch.length;
-    const indexes = batch.flatMap((index) => repeats.get(index) ?? [index]);
-    const vectors = batch.flatMap((index, i) => (repeats.get(index) ?? [index]).map(() => answer.vectors[i]!));
+    // Each text's vector goes to every chunk of that text.
+    const indexes: number[] = [];
+    const vectors: number[][] = [];
+    batch.forEach((index, i) => {
+      for (const chunk of repeats.get(index) ?? [index]) {
+        indexes.push(chunk);
+        vectors.push(answer.vectors[i]!);
+      }
+    });
     if (alive) alive = await store(model, indexes, vectors);
   };
   if (model) await reuse();
