@@ -19,8 +19,13 @@ import type { Serve } from './soak-service.ts';
  * windows 20 s long and 20 s apart had a standard deviation of 8-9%, so a 60-s soak judged by
  * thirds failed 6-10% of quiet runs (CI failed so once, at -13%); minutes 60 s apart: 4%, no pair
  * beyond -8% (docs/benchmarks.md, "Why minutes").
+ * decay: since the AI service takes about 70% of a core (it took 43% when the 10% limit was set),
+ * minutes wander too: a 15-minute quiet run on 2026-11-28 went 569, 505, 520, 482 ... 616, 602, 631
+ * req/s with no trend (serve's CPU per request 0.94-1.19 ms in step with it), and CI failed once at
+ * -11% (611 → 543). A fall of a fifth in two minutes is beyond that wander; a slower decay needs
+ * a longer run (SOAK_S=900) to be told from it.
  */
-export const LIMITS = { decay: 0.1, decayWindowSeconds: 60, memory: 0.3, drainSeconds: 60 };
+export const LIMITS = { decay: 0.2, decayWindowSeconds: 60, memory: 0.3, drainSeconds: 60 };
 
 /** SOAK_DATABASE: PostgreSQL 15 server (`server`, the default) or the embedded PGlite (`embedded`, as `make start`). */
 export type SoakDatabase = 'server' | 'embedded';
