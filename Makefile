@@ -1,6 +1,6 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
 # Node 24 that the `node` dev dependency puts first on their PATH (see ../shared/design/toolchain.md).
-.PHONY: install browser start test test-pg test-pooler codegen codegen-check scaffold contract-diff contract-diff-check contract-release lint format deps mock contract-test bench soak ci clean
+.PHONY: install browser start test test-pg test-pooler codegen codegen-check scaffold contract-diff contract-diff-check contract-release lint lint-eslint lint-types lint-format lint-contract lint-deps format deps mock contract-test bench soak ci clean
 
 STAMP := node_modules/.install-stamp
 
@@ -81,8 +81,22 @@ contract-release: codegen-check
 
 # redocly on the contract and its bundles, tsc, typescript-eslint, Prettier's check and the
 # dependency rules (docs/architecture.md, "Lint and format"). `make format` fixes what Prettier finds.
+# Each is one single-threaded process, so two run at a time: typescript-eslint (about 25 s) beside
+# the others in turn (about 24 s together); one after the other they took 49 s. -O prints each
+# one's output whole when it ends; every one runs even when another fails, and make fails if any did.
 lint: install
-	npm run --silent lint
+	@$(MAKE) --no-print-directory -k -j2 -O lint-eslint lint-types lint-format lint-contract lint-deps
+
+lint-eslint:
+	@npm run --silent eslint
+lint-types:
+	@npm run --silent lint:types
+lint-format:
+	@npm run --silent format:check
+lint-contract:
+	@npm run --silent lint:contract
+lint-deps:
+	@npm run --silent deps
 
 format: install
 	npm run --silent format
