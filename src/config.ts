@@ -110,6 +110,13 @@ export interface AiSettings {
 
 /** Limits on one `/v1/extract` request; a document that breaks one fails its request (422), never the service. */
 export interface ExtractionLimits {
+  /**
+   * The largest document `/v1/extract` reads: MAX_UPLOAD_BYTES and 1 MiB of room, so that every
+   * document the API stores can be read (a constant 26 MiB refused documents the API had stored
+   * under a raised MAX_UPLOAD_BYTES, and a refusal while the worker is still sending can reach it
+   * as a reset connection, retried as if the service were down).
+   */
+  maxBytes: number;
   /** EXTRACT_TIMEOUT_SECONDS: wall time of one extraction; the work is killed, not waited for. */
   timeoutMs: number;
   /** EXTRACT_MEMORY_MB: heap and buffers, together, of the thread that parses one document. */
@@ -259,6 +266,7 @@ function aiSettings(settings: Settings): AiSettings {
     embedding: { threads: settings.EMBEDDING_THREADS ?? (availableParallelism() > 1 ? 2 : 1), batchSize: settings.EMBEDDING_BATCH_SIZE },
     threadNice: settings.AI_THREAD_NICE,
     extraction: {
+      maxBytes: settings.MAX_UPLOAD_BYTES + 1024 * 1024,
       timeoutMs: settings.EXTRACT_TIMEOUT_SECONDS * 1000,
       memoryMb: settings.EXTRACT_MEMORY_MB,
       maxCharacters: settings.MAX_EXTRACTED_CHARACTERS,

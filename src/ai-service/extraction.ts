@@ -36,9 +36,6 @@ import { closeMark, markdownHeadings, openMark, takeHeadingMarks, withoutMarks }
 
 const require = createRequire(import.meta.url);
 
-/** MAX_UPLOAD_BYTES' default (25 MiB) plus room, so every stored document can be read. */
-export const EXTRACT_BODY_LIMIT = 26 * 1024 * 1024;
-
 export type DocumentType = { type: ExtractContentType; charset: string | undefined };
 
 /** The media type (lower-cased) and charset of a Content-Type header, or a 415 when `/v1/extract` does not read it. */

@@ -22,7 +22,7 @@ import { bearerMatches } from './api-key.ts';
 import type { Embedder } from './embedder-interface.ts';
 import { createEmbedder, type EmbedCall, type QueuedEmbedder } from './embedder.ts';
 import { EMBEDDINGS_BODY_LIMIT, createEmbeddings } from './embeddings.ts';
-import { EXTRACT_BODY_LIMIT, documentType } from './extraction.ts';
+import { documentType } from './extraction.ts';
 import { createExtractor, type ExtractorStats } from './extractor.ts';
 import type { QueueStats } from './fair-queue.ts';
 import { healthReport } from './health.ts';
@@ -35,7 +35,7 @@ export interface AiServiceOptions {
   /** Defaults to settings.port (AI_PORT); 0 picks a free port. */
   port?: number;
   logger: Logger;
-  /** The largest document `/v1/extract` reads, in bytes; default 26 MiB (MAX_UPLOAD_BYTES' default plus room). */
+  /** The largest document `/v1/extract` reads, in bytes; default settings.extraction.maxBytes (MAX_UPLOAD_BYTES plus room). */
   maxExtractBytes?: number;
   /** The extraction queue's size (extractor.ts: THREADS, QUEUE_BOUNDS); tests make it small. */
   extraction?: { threads?: number; maxWaiting?: number; maxWaitingPerOrganization?: number };
@@ -72,7 +72,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
   const logger = parent.child({ component: 'ai-service' });
   const embedder = createEmbedder(settings, logger);
   const extractor = createExtractor({ limits: settings.extraction, logger, nice: settings.threadNice, ...options.extraction });
-  const maxExtractBytes = options.maxExtractBytes ?? EXTRACT_BODY_LIMIT;
+  const maxExtractBytes = options.maxExtractBytes ?? settings.extraction.maxBytes;
 
   const routes: Record<string, Route> = {
     '/health': { public: true, handlers: { GET: () => healthReport(settings, extractor.ocr, embedder) } },

@@ -240,7 +240,8 @@ export const configSchema = {
       maximum: Number.MAX_SAFE_INTEGER,
       default: 26_214_400,
       'x-default': '`26214400` (25 MiB)',
-      description: 'Largest document accepted by documents.createUpload, documents.complete and the local `PUT /uploads/...` route.',
+      description:
+        'Largest document accepted by documents.createUpload, documents.complete and the local `PUT /uploads/...` route. The AI service reads documents up to this size plus 1 MiB: where it runs apart from the API (AI_URL), give it the same value.',
     },
     STORAGE_DRIVER: {
       type: 'string',

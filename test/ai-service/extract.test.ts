@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AiServiceError, createAiClient } from '../../src/ai-service/client.ts';
-import { fixture, json, serve } from './support.ts';
+import { loadConfig } from '../../src/config.ts';
+import { fixture, json, serve, settings } from './support.ts';
 
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 
@@ -121,6 +122,24 @@ describe('POST /v1/extract', async () => {
     });
     expect(streamed.status).toBe(413);
     expect((await json(streamed)).error.message).toContain('1000 bytes');
+  });
+
+  // The limit follows MAX_UPLOAD_BYTES: a constant 26 MiB refused what a raised MAX_UPLOAD_BYTES
+  // let the API store, and every index job of such a document failed (or was retried as if the
+  // service were down, when the refusal reached the worker as a reset).
+  it('reads every document MAX_UPLOAD_BYTES lets the API store', async () => {
+    const maxUploadBytes = 30 * 1024 * 1024;
+    const { extraction } = loadConfig({ MAX_UPLOAD_BYTES: String(maxUploadBytes) }).ai;
+    expect(extraction.maxBytes).toBeGreaterThanOrEqual(maxUploadBytes);
+    const raised = await serve({ settings: settings({ extraction }) });
+    const post = (bytes: Uint8Array) => fetch(`${raised.url}/v1/extract`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: bytes });
+    // Read, then refused for its text (more characters than MAX_EXTRACTED_CHARACTERS), not for its size.
+    const stored = await post(new Uint8Array(maxUploadBytes).fill(0x61));
+    expect(stored.status).toBe(422);
+    expect((await json(stored)).error.message).toMatch(/characters/);
+    const over = await post(new Uint8Array(extraction.maxBytes + 1));
+    expect(over.status).toBe(413);
+    await over.arrayBuffer();
   });
 });
 

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXTRACT_BODY_LIMIT } from '../../src/ai-service/extraction.ts';
+import { loadConfig } from '../../src/config.ts';
 import { LocalDriver } from '../../src/storage/local-driver.ts';
 import { eventually } from '../faults/support.ts';
 import { expectSettledAndBalanced, jobLedgers, statusHistory } from '../faults/service-faults-support.ts';
@@ -194,7 +194,7 @@ describe('a stored document streamed to the AI service', () => {
   });
 
   it('fails a stream over the extraction limit with the 413 message, and destroys the stream', { timeout: 120_000 }, async () => {
-    const { done, reads } = await extract('A short head before a very long tail.', 'padded.txt', () => ({ kind: 'pad-to', bytes: EXTRACT_BODY_LIMIT + (1 << 20) }));
+    const { done, reads } = await extract('A short head before a very long tail.', 'padded.txt', () => ({ kind: 'pad-to', bytes: loadConfig({}).ai.extraction.maxBytes + (1 << 20) }));
     expect(done).toMatchObject({ status: 'failed', error: { message: 'The document is too large to read.' }, attempt: 1 });
     expect(reads.length).toBe(1);
     expect(reads[0]!.destroyed()).toBe(true);
