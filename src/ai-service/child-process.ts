@@ -46,7 +46,7 @@ export async function startAiChild(settings: AiSettings, logger: Logger): Promis
  * aiSettings; test/process/ai-child-environment.test.ts fails when it reads one not matched here)
  * and the log level.
  */
-const AI_SETTING = /^(AI_|EMBEDDING_|OPENAI_|EXTRACT_|OCR_)|^(MAX_EXTRACTED_CHARACTERS|LOG_LEVEL)$/;
+const AI_SETTING = /^(AI_|EMBEDDING_|OPENAI_|EXTRACT_|OCR_)|^(MAX_EXTRACTED_CHARACTERS|MAX_UPLOAD_BYTES|LOG_LEVEL)$/;
 export const AI_CHILD_SETTINGS: readonly string[] = Object.keys(configSchema.properties).filter((name) => AI_SETTING.test(name));
 
 /**
