@@ -108,7 +108,7 @@ export interface AiSettings {
   extraction: ExtractionLimits;
 }
 
-/** Limits on one `/v1/extract` request; a document that breaks one fails its request (422), never the service. */
+/** Limits on one `/v1/extract` request; a document that breaks one fails its request (422, or 413 for maxBytes), never the service. */
 export interface ExtractionLimits {
   /**
    * The largest document `/v1/extract` reads: MAX_UPLOAD_BYTES and 1 MiB of room, so that every
