@@ -35,8 +35,6 @@ export interface AiServiceOptions {
   /** Defaults to settings.port (AI_PORT); 0 picks a free port. */
   port?: number;
   logger: Logger;
-  /** The largest document `/v1/extract` reads, in bytes; default settings.extraction.maxBytes (MAX_UPLOAD_BYTES plus room). */
-  maxExtractBytes?: number;
   /** The extraction queue's size (extractor.ts: THREADS, QUEUE_BOUNDS); tests make it small. */
   extraction?: { threads?: number; maxWaiting?: number; maxWaitingPerOrganization?: number };
 }
@@ -72,7 +70,6 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
   const logger = parent.child({ component: 'ai-service' });
   const embedder = createEmbedder(settings, logger);
   const extractor = createExtractor({ limits: settings.extraction, logger, nice: settings.threadNice, ...options.extraction });
-  const maxExtractBytes = options.maxExtractBytes ?? settings.extraction.maxBytes;
 
   const routes: Record<string, Route> = {
     '/health': { public: true, handlers: { GET: () => healthReport(settings, extractor.ocr, embedder) } },
@@ -84,7 +81,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
         POST: async (request, call) => {
           // The type first, so an unsupported document is refused before its bytes are read.
           const type = documentType(request.headers['content-type']);
-          return extractor.extract(await readBody(request, maxExtractBytes), type, call);
+          return extractor.extract(await readBody(request, settings.extraction.maxBytes), type, call);
         },
       },
     },

@@ -3,6 +3,8 @@ import { AiServiceError, createAiClient } from '../../src/ai-service/client.ts';
 import { loadConfig } from '../../src/config.ts';
 import { fixture, json, serve, settings } from './support.ts';
 
+const DEFAULT_EXTRACTION = settings().extraction;
+
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 
 describe('POST /v1/extract', async () => {
@@ -112,7 +114,7 @@ describe('POST /v1/extract', async () => {
   it('answers 413 over the limit, declared or streamed', async () => {
     const declared = await extract(new Uint8Array(27 * 1024 * 1024), 'text/plain');
     expect(declared.status).toBe(413);
-    const small = await serve({ maxExtractBytes: 1000 });
+    const small = await serve({ settings: settings({ extraction: { ...DEFAULT_EXTRACTION, maxBytes: 1000 } }) });
     const chunks = [new Uint8Array(600), new Uint8Array(600)];
     const streamed = await fetch(`${small.url}/v1/extract`, {
       method: 'POST',
@@ -144,7 +146,7 @@ describe('POST /v1/extract', async () => {
 });
 
 describe('client.extract', async () => {
-  const service = await serve({ maxExtractBytes: 10_000 });
+  const service = await serve({ settings: settings({ extraction: { ...DEFAULT_EXTRACTION, maxBytes: 10_000 } }) });
   const client = createAiClient({ url: service.url });
 
   it('returns text and pages', async () => {
