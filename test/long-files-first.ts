@@ -11,24 +11,23 @@
 import { existsSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** Longest first: the wall time of each on a fresh clone, 2026-11-28 (`.ci/run`), in seconds. */
+/** Longest first: the wall time of each on a fresh clone's first run, 2026-11-28, in seconds. */
 export const LONG_FILES = [
-  'test/contract/job-kind.test.ts', // 77
-  'test/contract/scaffold.test.ts', // 56
-  'test/ai-service/parser-agreement.test.ts', // 33
-  'test/ai-service/hostile-documents.test.ts', // 28
-  'test/faults/ai-service-faults.test.ts', // 28
+  'test/contract/scaffold.test.ts', // 48
+  'test/contract/job-kind.test.ts', // 40
+  'test/ai-service/parser-agreement.test.ts', // 37
+  'test/faults/ai-service-faults.test.ts', // 29
   'test/faults/s3-faults.test.ts', // 27
-  'test/ai-service/queues.test.ts', // 26
-  'test/readme/commands.test.ts', // 25
-  'test/contract/portman.test.ts', // 23
-  'test/cli/first-run.test.ts', // 20
-  'test/ai-service/embeddings-thread.test.ts', // 20
+  'test/cli/first-run.test.ts', // 24
   'test/faults/stopped-database.test.ts', // 20
-  'test/http/reference-page.test.ts', // 17
-  'test/faults/hung-database.test.ts', // 17
-  'test/process/drain.test.ts', // 16
-  'test/cli/session.test.ts', // 16
+  'test/ai-service/hostile-documents.test.ts', // 20
+  'test/ai-service/queues.test.ts', // 19
+  'test/readme/commands.test.ts', // 18
+  'test/faults/hung-database.test.ts', // 16
+  'test/contract/contract-diff.test.ts', // 16
+  'test/contract/portman.test.ts', // 15
+  'test/jobs/hostile-documents.test.ts', // 13
+  'test/cli/session.test.ts', // 13
 ];
 
 const missing = LONG_FILES.filter((file) => !existsSync(new URL(`../${file}`, import.meta.url)));

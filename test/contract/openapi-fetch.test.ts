@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertMatchesContract } from '../support/contract-check.ts';
+import { COMPILERS } from '../support/compilers.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -132,38 +133,41 @@ afterAll(async () => {
 });
 
 describe('openapi-typescript + openapi-fetch from the served documents', () => {
-  it('the client module type-checks under strict TypeScript', async () => {
-    const tsc = join(root, 'node_modules/.bin/tsc');
-    const args = [
-      '--noEmit',
-      '--strict',
-      '--exactOptionalPropertyTypes',
-      '--noUncheckedIndexedAccess',
-      '--skipLibCheck',
-      '--target',
-      'es2022',
-      '--module',
-      'esnext',
-      '--moduleResolution',
-      'bundler',
-      '--allowImportingTsExtensions',
-      '--types',
-      'node',
-      '--lib',
-      'es2022,dom',
-      join(dir, 'flow.ts'),
-    ];
-    const { stdout } = await promisify(execFile)(tsc, args, { cwd: root }).catch((error: { stdout: string }) => error);
-    const diagnostics = stdout
-      .split('\n')
-      .filter((line) => /error TS\d+/.test(line))
-      .map((line) => line.replace(dir + '/', '').replace(/^\.tmp\/openapi-fetch-\d+\//, ''));
-    const known = diagnostics.filter((line) => KNOWN_TYPE_ERRORS.some((pattern) => pattern.test(line)));
-    // Anything else is a contract gap (or a mistake in the module above): none is allowed.
-    expect(diagnostics.filter((line) => !known.includes(line))).toEqual([]);
-    // The known ones still happen; once the contract is fixed, delete them from KNOWN_TYPE_ERRORS.
-    expect(KNOWN_TYPE_ERRORS.filter((pattern) => !known.some((line) => pattern.test(line)))).toEqual([]);
-  }, 120_000);
+  it.each(COMPILERS)(
+    'the client module type-checks under strict %s',
+    async (_name, tsc) => {
+      const args = [
+        '--noEmit',
+        '--strict',
+        '--exactOptionalPropertyTypes',
+        '--noUncheckedIndexedAccess',
+        '--skipLibCheck',
+        '--target',
+        'es2022',
+        '--module',
+        'esnext',
+        '--moduleResolution',
+        'bundler',
+        '--allowImportingTsExtensions',
+        '--types',
+        'node',
+        '--lib',
+        'es2022,dom',
+        join(dir, 'flow.ts'),
+      ];
+      const { stdout } = await promisify(execFile)(process.execPath, [...tsc, ...args], { cwd: root }).catch((error: { stdout: string }) => error);
+      const diagnostics = stdout
+        .split('\n')
+        .filter((line) => /error TS\d+/.test(line))
+        .map((line) => line.replace(dir + '/', '').replace(/^\.tmp\/openapi-fetch-\d+\//, ''));
+      const known = diagnostics.filter((line) => KNOWN_TYPE_ERRORS.some((pattern) => pattern.test(line)));
+      // Anything else is a contract gap (or a mistake in the module above): none is allowed.
+      expect(diagnostics.filter((line) => !known.includes(line))).toEqual([]);
+      // The known ones still happen; once the contract is fixed, delete them from KNOWN_TYPE_ERRORS.
+      expect(KNOWN_TYPE_ERRORS.filter((pattern) => !known.some((line) => pattern.test(line)))).toEqual([]);
+    },
+    120_000,
+  );
 
   it('runs the document flow against the real server with servers[0] as base URL', async () => {
     expect(v1Document.servers[0]!.url).toBe(`${server.origin}/api/v1`);

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createClient as generateSdk } from '@hey-api/openapi-ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMPILERS } from '../support/compilers.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import packageJson from '../../package.json' with { type: 'json' };
 import { addMembership, createUser, type TestUser } from '../support/users.ts';
@@ -39,25 +40,28 @@ afterAll(async () => {
 });
 
 describe('an SDK generated from /api/v1/openapi.json', () => {
-  it('type-checks under strict TypeScript', async () => {
-    const tsc = join(root, 'node_modules/.bin/tsc');
-    const args = [
-      '--noEmit',
-      '--strict',
-      '--skipLibCheck',
-      '--target',
-      'es2022',
-      '--module',
-      'esnext',
-      '--moduleResolution',
-      'bundler',
-      '--lib',
-      'es2022,dom',
-      join(dir, 'sdk/index.ts'),
-      join(dir, 'sdk/client.gen.ts'),
-    ];
-    await expect(promisify(execFile)(tsc, args, { cwd: root })).resolves.toBeDefined();
-  }, 120_000);
+  it.each(COMPILERS)(
+    'type-checks under strict %s',
+    async (_name, tsc) => {
+      const args = [
+        '--noEmit',
+        '--strict',
+        '--skipLibCheck',
+        '--target',
+        'es2022',
+        '--module',
+        'esnext',
+        '--moduleResolution',
+        'bundler',
+        '--lib',
+        'es2022,dom',
+        join(dir, 'sdk/index.ts'),
+        join(dir, 'sdk/client.gen.ts'),
+      ];
+      await expect(promisify(execFile)(process.execPath, [...tsc, ...args], { cwd: root })).resolves.toBeDefined();
+    },
+    120_000,
+  );
 
   it('calls the real server: public, signed-in, and an error answer', async () => {
     const sdk = await import(join(dir, 'sdk/index.ts'));
