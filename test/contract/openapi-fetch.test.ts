@@ -6,15 +6,13 @@
  * a workspace, upload a document (createUpload, PUT the bytes, complete), list it, download the
  * same bytes, delete it. Every answer is also checked against the contract.
  */
-import { execFile } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertMatchesContract } from '../support/contract-check.ts';
-import { COMPILERS } from '../support/compilers.ts';
+import { COMPILERS, strictTypeCheck } from '../support/compilers.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -136,26 +134,8 @@ describe('openapi-typescript + openapi-fetch from the served documents', () => {
   it.each(COMPILERS)(
     'the client module type-checks under strict %s',
     async (_name, tsc) => {
-      const args = [
-        '--noEmit',
-        '--strict',
-        '--exactOptionalPropertyTypes',
-        '--noUncheckedIndexedAccess',
-        '--skipLibCheck',
-        '--target',
-        'es2022',
-        '--module',
-        'esnext',
-        '--moduleResolution',
-        'bundler',
-        '--allowImportingTsExtensions',
-        '--types',
-        'node',
-        '--lib',
-        'es2022,dom',
-        join(dir, 'flow.ts'),
-      ];
-      const { stdout } = await promisify(execFile)(process.execPath, [...tsc, ...args], { cwd: root }).catch((error: { stdout: string }) => error);
+      const options = ['--exactOptionalPropertyTypes', '--noUncheckedIndexedAccess', '--allowImportingTsExtensions', '--types', 'node'];
+      const { stdout } = await strictTypeCheck(tsc, [join(dir, 'flow.ts')], options).catch((error: { stdout: string }) => error);
       const diagnostics = stdout
         .split('\n')
         .filter((line) => /error TS\d+/.test(line))
