@@ -4,16 +4,17 @@
  * itself), the embedded database's thread against PGlite on the main thread (embedded-thread.ts),
  * then the jobs, search and document benchmarks on that embedded database and on a throwaway
  * PostgreSQL 15 server with pgvector (pg-server.ts; its rows say why when it cannot be had), the AI
- * service's memory, and last the retrieval quality benchmark, unfiltered and on two filtered paths,
- * when its collection is there (RETRIEVAL_COLLECTION or ../shared/datasets/nfcorpus; about 15
- * minutes more; RETRIEVAL_SAMPLE=<n> for a small sample: bench/retrieval/run.ts), then a table of
- * each figure beside its aim. A measurement, not a test: nothing fails when a figure misses its
- * aim.
+ * service's memory and its parsing threads' CPU, and last the retrieval quality benchmark,
+ * unfiltered and on two filtered paths, when its collection is there (RETRIEVAL_COLLECTION or
+ * ../shared/datasets/nfcorpus; about 15 minutes more; RETRIEVAL_SAMPLE=<n> for a small sample:
+ * bench/retrieval/run.ts), then a table of each figure beside its aim. A measurement, not a test:
+ * nothing fails when a figure misses its aim.
  */
 import { availableParallelism } from 'node:os';
 import { aiMemoryRows, benchAiMemory } from './ai-memory.ts';
 import { apiLatencyRows, benchApiLatency } from './api-latency.ts';
 import { embeddedThreadRows } from './embedded-thread.ts';
+import { extractThreadRows } from './extract-thread.ts';
 import { benchHealthVsBare, HEALTH_AIM } from './health-vs-bare.ts';
 import { benchEmbedderSweep, sweepRows } from './embedder-sweep.ts';
 import { benchIndexing, indexingRows } from './indexing.ts';
@@ -59,6 +60,8 @@ try {
   jobRows.push(...apiLatencyRows(await onFreshDatabase((fresh) => benchApiLatency(fresh, 'PGlite'))));
   console.log('AI service memory:');
   jobRows.push(...aiMemoryRows(process.platform === 'linux' ? await benchAiMemory() : { skipped: 'needs /proc (Linux)' }));
+  console.log("AI service, one document's parsing thread (bench/extract-thread.ts):");
+  jobRows.push(...(await extractThreadRows()));
   const real = await startRealServer();
   if (real.skipped !== undefined) {
     console.log(`real PostgreSQL rows skipped: ${real.skipped}`);
