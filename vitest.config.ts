@@ -14,9 +14,11 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Three files at a time on two cores: many files mostly wait (deadlines, a hung database or
-    // bucket, a child process starting), so a third one keeps the cores busy meanwhile.
-    maxWorkers: 3,
+    // Four files at a time on two cores: many files mostly wait (deadlines, a hung database or
+    // bucket, a child process starting), so the others keep the cores busy meanwhile. With three,
+    // a third of the cores' time was idle during `make test-pg` (179 s; 161 with four) and `make
+    // test` took 195 s (188 with four): docs/benchmarks.md.
+    maxWorkers: 4,
     // Each worker process runs file after file instead of one process per file: a new process
     // loads the app's modules again (about 0.7 s of CPU per file). The suite took 29% less CPU
     // (docs/benchmarks.md, "The test suite's time"). What a file starts (servers, databases,

@@ -11,9 +11,15 @@
 import { existsSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** Longest first: the wall time of each on a fresh clone's first run, 2026-11-28, in seconds. */
+/**
+ * Longest first: the wall time of each on a fresh clone's first run, 2026-11-28, in seconds. The
+ * two marked `test-pg` are short on the embedded database and among the longest of `make test-pg`,
+ * which orders its files by this list too.
+ */
 export const LONG_FILES = [
   'test/contract/scaffold.test.ts', // 48
+  'test/auth/limits-saturated-pool.test.ts', // test-pg: 34
+  'test/concurrency/worker-kill.test.ts', // test-pg: 22
   'test/contract/job-kind.test.ts', // 40
   'test/ai-service/parser-agreement.test.ts', // 37
   'test/faults/ai-service-faults.test.ts', // 29
