@@ -52,11 +52,11 @@ export async function throwawayCopy(prefix: string): Promise<ThrowawayCopy> {
 
   const run = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> =>
     new Promise((resolve) => {
-      // NODE_COMPILE_CACHE: V8's code cache for the tools' modules (tsc's 9 MB among them), kept with the service's (src/main.ts).
+      // process.env holds the suite's NODE_COMPILE_CACHE (vitest.config.ts): V8's code cache for the
+      // tools' modules too (tsc's 9 MB among them), kept with the service's (src/main.ts).
       const full: NodeJS.ProcessEnv = {
         ...process.env,
         NO_COLOR: '1',
-        NODE_COMPILE_CACHE: join(root, 'node_modules/.cache/workspace-api/compile/'),
         ...env,
         PATH: `${dirname(process.execPath)}:${join(dir, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
       };
