@@ -12,6 +12,7 @@
 import { readFile } from 'node:fs/promises';
 import { createAiClient } from '../src/ai-service/client.ts';
 import { forkAiService } from './document-app.ts';
+import { cpuSeconds } from './soak-sample.ts';
 
 const FIXTURES = [
   ['report.pdf', 'application/pdf'],
@@ -20,12 +21,6 @@ const FIXTURES = [
 ] as const;
 const ROUNDS = 15;
 export const EXTRACT_THREAD_AIM = 0.8;
-
-/** utime + stime of `pid`, all its threads, in milliseconds (clock ticks of 10 ms). */
-async function cpuMs(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 /** Milliseconds of the service's CPU per document, after one warm-up round (the cache filled, the first thread's costs paid). */
 async function perDocument(env: Record<string, string>): Promise<number> {
@@ -37,9 +32,9 @@ async function perDocument(env: Record<string, string>): Promise<number> {
       for (const { bytes, type } of documents) await client.extract(bytes, type);
     };
     await round();
-    const before = await cpuMs(ai.pid);
+    const before = await cpuSeconds(ai.pid);
     for (let i = 0; i < ROUNDS; i++) await round();
-    return ((await cpuMs(ai.pid)) - before) / (ROUNDS * documents.length);
+    return (((await cpuSeconds(ai.pid)) - before) * 1000) / (ROUNDS * documents.length);
   } finally {
     await ai.close();
   }

@@ -191,7 +191,7 @@ async function readStat(pid: number, path = `/proc/${pid}/stat`): Promise<{ ppid
  * CPU seconds (user + system) of a process; with `withChildren`, of its children too, those still
  * running and those that ended (PostgreSQL's backends come and go).
  */
-async function cpuSeconds(pid: number, withChildren = false): Promise<number> {
+export async function cpuSeconds(pid: number, withChildren = false): Promise<number> {
   const own = await readStat(pid);
   if (!own) return NaN;
   let total = own.cpuSeconds;
