@@ -3400,8 +3400,21 @@ export interface components {
          *           "applied": 12,
          *           "pending": [],
          *           "unknown": 0,
-         *           "latestApplied": "0012_feature_flags.sql"
-         *         }
+         *           "latestApplied": "0016_background_migrations"
+         *         },
+         *         "backgroundMigrations": [
+         *           {
+         *             "name": "chunk-text-hashes",
+         *             "state": "succeeded",
+         *             "rowsDone": 48213,
+         *             "rowsTotal": 48213,
+         *             "batches": 61,
+         *             "lastError": null,
+         *             "startedAt": "2026-12-06T08:00:00.000Z",
+         *             "updatedAt": "2026-12-06T08:01:12.000Z",
+         *             "finishedAt": "2026-12-06T08:01:12.000Z"
+         *           }
+         *         ]
          *       },
          *       "ai": {
          *         "ok": true,
@@ -3485,7 +3498,7 @@ export interface components {
                  */
                 subscriptions: number;
             };
-            /** @description The database's reachability and migration state. */
+            /** @description The database's reachability, migration state and background migrations. */
             database: {
                 /**
                  * @description True when the database answered the check.
@@ -3530,6 +3543,57 @@ export interface components {
                      */
                     latestApplied: string | null;
                 } | null;
+                /** @description Data changes over whole tables that the workers make in small, throttled batches after a migration, instead of under the migration's locks, oldest first. Each one goes on from where it was after a restart. Null when the database could not be read. */
+                backgroundMigrations: {
+                    /**
+                     * @description The background migration's name.
+                     * @example chunk-text-hashes
+                     */
+                    name: string;
+                    /**
+                     * @description `running` until its last batch, then `succeeded`. An open enum (x-extensible-enum), so clients must accept a state they do not know.
+                     * @example running
+                     * @enum {string}
+                     */
+                    state: "running" | "succeeded";
+                    /**
+                     * @description Rows its batches have visited.
+                     * @example 420000
+                     */
+                    rowsDone: number;
+                    /**
+                     * @description Rows of the table when it started (its progress is rowsDone / rowsTotal); at least rowsDone.
+                     * @example 1000000
+                     */
+                    rowsTotal: number;
+                    /**
+                     * @description Batches run so far.
+                     * @example 512
+                     */
+                    batches: number;
+                    /**
+                     * @description Why the last batch failed, when it did (it is tried again); null after a batch that succeeded.
+                     * @example null
+                     */
+                    lastError: string | null;
+                    /**
+                     * Format: date-time
+                     * @example 2026-12-06T08:00:00.000Z
+                     */
+                    startedAt: Date;
+                    /**
+                     * Format: date-time
+                     * @description When its last batch ran.
+                     * @example 2026-12-06T08:04:10.000Z
+                     */
+                    updatedAt: Date;
+                    /**
+                     * Format: date-time
+                     * @description When it succeeded; null while it runs.
+                     * @example null
+                     */
+                    finishedAt: Date | null;
+                }[] | null;
             };
             /** @description The companion AI service's health. */
             ai: {

@@ -15033,7 +15033,7 @@ return errors === 0;
 validate122.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_SystemStatus = validate123;
-const schema152 = {"type":"object","description":"The state of this deployment for platform admins: version, counts, and the health and settings of the database, the companion AI service, the job queue, storage, billing, email and sign-in. No secret (keys, passwords, connection strings with credentials) appears in it.","required":["version","environment","runtime","startedAt","uptimeSeconds","counts","database","ai","queue","storage","billing","email","auth"],"additionalProperties":false,"properties":{"version":{"type":"string","description":"The service's package version; the same value as system.health and info.version.","examples":["0.1.0"]},"environment":{"type":"string","description":"The deployment environment (NODE_ENV).","examples":["production"]},"runtime":{"type":"string","description":"The JavaScript runtime and its version.","examples":["node v24.21.0"]},"startedAt":{"type":"string","format":"date-time","description":"When this API process started.","examples":["2026-11-21T06:00:00.000Z"]},"uptimeSeconds":{"type":"integer","minimum":0,"description":"Whole seconds since `startedAt`.","examples":[11700]},"counts":{"type":"object","description":"Rows on the whole platform.","required":["users","organizations","workspaces","subscriptions"],"additionalProperties":false,"properties":{"users":{"type":"integer","minimum":0,"examples":[128]},"organizations":{"type":"integer","minimum":0,"examples":[37]},"workspaces":{"type":"integer","minimum":0,"examples":[112]},"subscriptions":{"type":"integer","minimum":0,"description":"Live subscriptions.","examples":[9]}}},"database":{"type":"object","description":"The database's reachability and migration state.","required":["ok","latencyMs","error","migrations"],"additionalProperties":false,"properties":{"ok":{"type":"boolean","description":"True when the database answered the check.","examples":[true]},"latencyMs":{"type":["number","null"],"minimum":0,"description":"Round-trip time of the check in milliseconds; null when it failed.","examples":[1.8]},"error":{"type":["string","null"],"description":"Why the check failed; null when it succeeded.","examples":[null]},"migrations":{"description":"Migration state; null when the database could not be read.","oneOf":[{"type":"object","required":["shipped","applied","pending","unknown","latestApplied"],"additionalProperties":false,"properties":{"shipped":{"type":"integer","minimum":0,"description":"Migrations shipped with this version of the service.","examples":[12]},"applied":{"type":"integer","minimum":0,"description":"Migrations recorded as applied in the database.","examples":[12]},"pending":{"type":"array","description":"Names of shipped migrations not applied yet.","items":{"type":"string"},"examples":[[]]},"unknown":{"type":"integer","minimum":0,"description":"Applied migrations this version does not ship (the database is ahead of the code).","examples":[0]},"latestApplied":{"type":["string","null"],"description":"Name of the newest applied migration; null when none is applied.","examples":["0012_feature_flags.sql"]}}},{"type":"null"}]}}},"ai":{"type":"object","description":"The companion AI service's health.","required":["ok","latencyMs","error","url","problems","provider","model","ocr","staleDocuments"],"additionalProperties":false,"properties":{"ok":{"type":"boolean","description":"True when the AI service answered its health route with ok: true. It answers 200 with ok: false and lists `problems` when its configuration cannot serve.","examples":[true]},"latencyMs":{"type":["number","null"],"minimum":0,"description":"Round-trip time of the check in milliseconds; null when it was unreachable.","examples":[4.2]},"error":{"type":["string","null"],"description":"Why the AI service could not be reached; null when it answered.","examples":[null]},"url":{"type":"string","description":"The AI service's base address as configured.","examples":["http://127.0.0.1:3001"]},"problems":{"type":"array","default":[],"description":"Configuration faults the AI service reports; empty when none.","items":{"type":"string"},"examples":[[]]},"provider":{"type":["string","null"],"description":"The embedding provider it uses (`local` or `openai`); null when unknown.","examples":["local"]},"model":{"type":["string","null"],"description":"The embedding model it answers with, the `model` of documents.search answers (`all-MiniLM-L6-v2` for the local provider); null when unknown or when it cannot embed.","examples":["all-MiniLM-L6-v2"]},"staleDocuments":{"type":["integer","null"],"minimum":0,"description":"Indexed documents whose chunks were embedded by another model than `model` (the model was switched). Searches do not see them; the workers re-index them in the background, free of charge, and this count falls to 0 as they do. Null when `model` is unknown.","examples":[0]},"ocr":{"type":["string","null"],"description":"The OCR engine it uses for images; null when unknown or none.","examples":["tesseract.js eng"]}}},"queue":{"type":"object","description":"The job queue.","required":["configured","worker","concurrency","depth","running","failed","oldestQueuedAt"],"additionalProperties":false,"properties":{"configured":{"type":"boolean","description":"True when the queue is set up and jobs can be accepted.","examples":[true]},"worker":{"type":"string","enum":["process","inline","off"],"description":"`process` when this API started a worker process of its own beside it (on a database server, the default); `inline` when this process also runs the worker (the embedded database); `off` when workers run as separate processes (or not at all).","examples":["inline"]},"concurrency":{"type":"integer","minimum":0,"description":"pg-boss workers of the worker this API started (each runs one fetched batch at a time).","examples":[2]},"depth":{"type":["integer","null"],"minimum":0,"description":"Queued jobs; null when the queue could not be read.","examples":[3]},"running":{"type":["integer","null"],"minimum":0,"description":"Running jobs; null when the queue could not be read.","examples":[1]},"failed":{"type":["integer","null"],"minimum":0,"description":"Failed jobs; null when the queue could not be read.","examples":[0]},"oldestQueuedAt":{"type":["string","null"],"format":"date-time","description":"When the oldest queued job was created; null when none is queued.","examples":["2026-11-21T09:14:58.000Z"]}}},"storage":{"type":"object","description":"Where document bytes are stored.","required":["driver","location","maxUploadBytes"],"additionalProperties":false,"properties":{"driver":{"type":"string","enum":["local","s3"],"description":"`local` (files under the data directory, served by /uploads) or `s3` (an S3-compatible bucket).","examples":["local"]},"location":{"type":"string","description":"The directory (local) or the bucket and endpoint (s3), without credentials.","examples":["./data/uploads"]},"maxUploadBytes":{"type":"integer","minimum":1,"description":"MAX_UPLOAD_BYTES, the largest document accepted.","examples":[26214400]}}},"billing":{"type":"object","description":"The billing configuration.","required":["enabled","unpricedPlans"],"additionalProperties":false,"properties":{"enabled":{"type":"boolean","description":"True when billing is configured (plan limits are then enforced).","examples":[true]},"unpricedPlans":{"type":"array","description":"Paid plans without a configured price, which cannot be subscribed to; empty when all are priced.","items":{"type":"string"},"examples":[[]]}}},"email":{"type":"object","description":"How the service sends email.","required":["provider","from"],"additionalProperties":false,"properties":{"provider":{"type":"string","description":"The configured email provider.","examples":["smtp"]},"from":{"type":"string","description":"The sender address of outgoing email.","examples":["Workspace API <no-reply@example.com>"]}}},"auth":{"$ref":"https://contract.local/schemas/AuthConfig"}},"examples":[{"version":"0.1.0","environment":"production","runtime":"node v24.21.0","startedAt":"2026-11-21T06:00:00.000Z","uptimeSeconds":11700,"counts":{"users":128,"organizations":37,"workspaces":112,"subscriptions":9},"database":{"ok":true,"latencyMs":1.8,"error":null,"migrations":{"shipped":12,"applied":12,"pending":[],"unknown":0,"latestApplied":"0012_feature_flags.sql"}},"ai":{"ok":true,"latencyMs":4.2,"error":null,"url":"http://127.0.0.1:3001","problems":[],"provider":"local","model":"all-MiniLM-L6-v2","ocr":"tesseract.js eng","staleDocuments":0},"queue":{"configured":true,"worker":"inline","concurrency":2,"depth":3,"running":1,"failed":0,"oldestQueuedAt":"2026-11-21T09:14:58.000Z"},"storage":{"driver":"local","location":"./data/uploads","maxUploadBytes":26214400},"billing":{"enabled":true,"unpricedPlans":[]},"email":{"provider":"smtp","from":"Workspace API <no-reply@example.com>"},"auth":{"socialProviders":["github"],"requireEmailVerification":true}}],"$id":"https://contract.local/schemas/SystemStatus"};
+const schema152 = {"type":"object","description":"The state of this deployment for platform admins: version, counts, and the health and settings of the database, the companion AI service, the job queue, storage, billing, email and sign-in. No secret (keys, passwords, connection strings with credentials) appears in it.","required":["version","environment","runtime","startedAt","uptimeSeconds","counts","database","ai","queue","storage","billing","email","auth"],"additionalProperties":false,"properties":{"version":{"type":"string","description":"The service's package version; the same value as system.health and info.version.","examples":["0.1.0"]},"environment":{"type":"string","description":"The deployment environment (NODE_ENV).","examples":["production"]},"runtime":{"type":"string","description":"The JavaScript runtime and its version.","examples":["node v24.21.0"]},"startedAt":{"type":"string","format":"date-time","description":"When this API process started.","examples":["2026-11-21T06:00:00.000Z"]},"uptimeSeconds":{"type":"integer","minimum":0,"description":"Whole seconds since `startedAt`.","examples":[11700]},"counts":{"type":"object","description":"Rows on the whole platform.","required":["users","organizations","workspaces","subscriptions"],"additionalProperties":false,"properties":{"users":{"type":"integer","minimum":0,"examples":[128]},"organizations":{"type":"integer","minimum":0,"examples":[37]},"workspaces":{"type":"integer","minimum":0,"examples":[112]},"subscriptions":{"type":"integer","minimum":0,"description":"Live subscriptions.","examples":[9]}}},"database":{"type":"object","description":"The database's reachability, migration state and background migrations.","required":["ok","latencyMs","error","migrations","backgroundMigrations"],"additionalProperties":false,"properties":{"ok":{"type":"boolean","description":"True when the database answered the check.","examples":[true]},"latencyMs":{"type":["number","null"],"minimum":0,"description":"Round-trip time of the check in milliseconds; null when it failed.","examples":[1.8]},"error":{"type":["string","null"],"description":"Why the check failed; null when it succeeded.","examples":[null]},"migrations":{"description":"Migration state; null when the database could not be read.","oneOf":[{"type":"object","required":["shipped","applied","pending","unknown","latestApplied"],"additionalProperties":false,"properties":{"shipped":{"type":"integer","minimum":0,"description":"Migrations shipped with this version of the service.","examples":[12]},"applied":{"type":"integer","minimum":0,"description":"Migrations recorded as applied in the database.","examples":[12]},"pending":{"type":"array","description":"Names of shipped migrations not applied yet.","items":{"type":"string"},"examples":[[]]},"unknown":{"type":"integer","minimum":0,"description":"Applied migrations this version does not ship (the database is ahead of the code).","examples":[0]},"latestApplied":{"type":["string","null"],"description":"Name of the newest applied migration; null when none is applied.","examples":["0012_feature_flags.sql"]}}},{"type":"null"}]},"backgroundMigrations":{"description":"Data changes over whole tables that the workers make in small, throttled batches after a migration, instead of under the migration's locks, oldest first. Each one goes on from where it was after a restart. Null when the database could not be read.","oneOf":[{"type":"array","items":{"type":"object","required":["name","state","rowsDone","rowsTotal","batches","lastError","startedAt","updatedAt","finishedAt"],"additionalProperties":false,"properties":{"name":{"type":"string","description":"The background migration's name.","examples":["chunk-text-hashes"]},"state":{"type":"string","enum":["running","succeeded"],"description":"`running` until its last batch, then `succeeded`. An open enum (x-extensible-enum), so clients must accept a state they do not know.","examples":["running"]},"rowsDone":{"type":"integer","minimum":0,"description":"Rows its batches have visited.","examples":[420000]},"rowsTotal":{"type":"integer","minimum":0,"description":"Rows of the table when it started (its progress is rowsDone / rowsTotal); at least rowsDone.","examples":[1000000]},"batches":{"type":"integer","minimum":0,"description":"Batches run so far.","examples":[512]},"lastError":{"type":["string","null"],"description":"Why the last batch failed, when it did (it is tried again); null after a batch that succeeded.","examples":[null]},"startedAt":{"type":"string","format":"date-time","examples":["2026-12-06T08:00:00.000Z"]},"updatedAt":{"type":"string","format":"date-time","description":"When its last batch ran.","examples":["2026-12-06T08:04:10.000Z"]},"finishedAt":{"type":["string","null"],"format":"date-time","description":"When it succeeded; null while it runs.","examples":[null]}}}},{"type":"null"}]}}},"ai":{"type":"object","description":"The companion AI service's health.","required":["ok","latencyMs","error","url","problems","provider","model","ocr","staleDocuments"],"additionalProperties":false,"properties":{"ok":{"type":"boolean","description":"True when the AI service answered its health route with ok: true. It answers 200 with ok: false and lists `problems` when its configuration cannot serve.","examples":[true]},"latencyMs":{"type":["number","null"],"minimum":0,"description":"Round-trip time of the check in milliseconds; null when it was unreachable.","examples":[4.2]},"error":{"type":["string","null"],"description":"Why the AI service could not be reached; null when it answered.","examples":[null]},"url":{"type":"string","description":"The AI service's base address as configured.","examples":["http://127.0.0.1:3001"]},"problems":{"type":"array","default":[],"description":"Configuration faults the AI service reports; empty when none.","items":{"type":"string"},"examples":[[]]},"provider":{"type":["string","null"],"description":"The embedding provider it uses (`local` or `openai`); null when unknown.","examples":["local"]},"model":{"type":["string","null"],"description":"The embedding model it answers with, the `model` of documents.search answers (`all-MiniLM-L6-v2` for the local provider); null when unknown or when it cannot embed.","examples":["all-MiniLM-L6-v2"]},"staleDocuments":{"type":["integer","null"],"minimum":0,"description":"Indexed documents whose chunks were embedded by another model than `model` (the model was switched). Searches do not see them; the workers re-index them in the background, free of charge, and this count falls to 0 as they do. Null when `model` is unknown.","examples":[0]},"ocr":{"type":["string","null"],"description":"The OCR engine it uses for images; null when unknown or none.","examples":["tesseract.js eng"]}}},"queue":{"type":"object","description":"The job queue.","required":["configured","worker","concurrency","depth","running","failed","oldestQueuedAt"],"additionalProperties":false,"properties":{"configured":{"type":"boolean","description":"True when the queue is set up and jobs can be accepted.","examples":[true]},"worker":{"type":"string","enum":["process","inline","off"],"description":"`process` when this API started a worker process of its own beside it (on a database server, the default); `inline` when this process also runs the worker (the embedded database); `off` when workers run as separate processes (or not at all).","examples":["inline"]},"concurrency":{"type":"integer","minimum":0,"description":"pg-boss workers of the worker this API started (each runs one fetched batch at a time).","examples":[2]},"depth":{"type":["integer","null"],"minimum":0,"description":"Queued jobs; null when the queue could not be read.","examples":[3]},"running":{"type":["integer","null"],"minimum":0,"description":"Running jobs; null when the queue could not be read.","examples":[1]},"failed":{"type":["integer","null"],"minimum":0,"description":"Failed jobs; null when the queue could not be read.","examples":[0]},"oldestQueuedAt":{"type":["string","null"],"format":"date-time","description":"When the oldest queued job was created; null when none is queued.","examples":["2026-11-21T09:14:58.000Z"]}}},"storage":{"type":"object","description":"Where document bytes are stored.","required":["driver","location","maxUploadBytes"],"additionalProperties":false,"properties":{"driver":{"type":"string","enum":["local","s3"],"description":"`local` (files under the data directory, served by /uploads) or `s3` (an S3-compatible bucket).","examples":["local"]},"location":{"type":"string","description":"The directory (local) or the bucket and endpoint (s3), without credentials.","examples":["./data/uploads"]},"maxUploadBytes":{"type":"integer","minimum":1,"description":"MAX_UPLOAD_BYTES, the largest document accepted.","examples":[26214400]}}},"billing":{"type":"object","description":"The billing configuration.","required":["enabled","unpricedPlans"],"additionalProperties":false,"properties":{"enabled":{"type":"boolean","description":"True when billing is configured (plan limits are then enforced).","examples":[true]},"unpricedPlans":{"type":"array","description":"Paid plans without a configured price, which cannot be subscribed to; empty when all are priced.","items":{"type":"string"},"examples":[[]]}}},"email":{"type":"object","description":"How the service sends email.","required":["provider","from"],"additionalProperties":false,"properties":{"provider":{"type":"string","description":"The configured email provider.","examples":["smtp"]},"from":{"type":"string","description":"The sender address of outgoing email.","examples":["Workspace API <no-reply@example.com>"]}}},"auth":{"$ref":"https://contract.local/schemas/AuthConfig"}},"examples":[{"version":"0.1.0","environment":"production","runtime":"node v24.21.0","startedAt":"2026-11-21T06:00:00.000Z","uptimeSeconds":11700,"counts":{"users":128,"organizations":37,"workspaces":112,"subscriptions":9},"database":{"ok":true,"latencyMs":1.8,"error":null,"migrations":{"shipped":12,"applied":12,"pending":[],"unknown":0,"latestApplied":"0016_background_migrations"},"backgroundMigrations":[{"name":"chunk-text-hashes","state":"succeeded","rowsDone":48213,"rowsTotal":48213,"batches":61,"lastError":null,"startedAt":"2026-12-06T08:00:00.000Z","updatedAt":"2026-12-06T08:01:12.000Z","finishedAt":"2026-12-06T08:01:12.000Z"}]},"ai":{"ok":true,"latencyMs":4.2,"error":null,"url":"http://127.0.0.1:3001","problems":[],"provider":"local","model":"all-MiniLM-L6-v2","ocr":"tesseract.js eng","staleDocuments":0},"queue":{"configured":true,"worker":"inline","concurrency":2,"depth":3,"running":1,"failed":0,"oldestQueuedAt":"2026-11-21T09:14:58.000Z"},"storage":{"driver":"local","location":"./data/uploads","maxUploadBytes":26214400},"billing":{"enabled":true,"unpricedPlans":[]},"email":{"provider":"smtp","from":"Workspace API <no-reply@example.com>"},"auth":{"socialProviders":["github"],"requireEmailVerification":true}}],"$id":"https://contract.local/schemas/SystemStatus"};
 
 function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/SystemStatus" */;
@@ -15485,9 +15485,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-for(const key2 in data10){
-if(!((((key2 === "ok") || (key2 === "latencyMs")) || (key2 === "error")) || (key2 === "migrations"))){
-const err39 = {instancePath:instancePath+"/database",schemaPath:"#/properties/database/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data10.backgroundMigrations === undefined){
+const err39 = {instancePath:instancePath+"/database",schemaPath:"#/properties/database/required",keyword:"required",params:{missingProperty: "backgroundMigrations"},message:"must have required property '"+"backgroundMigrations"+"'"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -15496,10 +15495,9 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-if(data10.ok !== undefined){
-if(typeof data10.ok !== "boolean"){
-const err40 = {instancePath:instancePath+"/database/ok",schemaPath:"#/properties/database/properties/ok/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+for(const key2 in data10){
+if(!(((((key2 === "ok") || (key2 === "latencyMs")) || (key2 === "error")) || (key2 === "migrations")) || (key2 === "backgroundMigrations"))){
+const err40 = {instancePath:instancePath+"/database",schemaPath:"#/properties/database/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -15509,10 +15507,9 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data10.latencyMs !== undefined){
-let data12 = data10.latencyMs;
-if((!((typeof data12 == "number") && (isFinite(data12)))) && (data12 !== null)){
-const err41 = {instancePath:instancePath+"/database/latencyMs",schemaPath:"#/properties/database/properties/latencyMs/type",keyword:"type",params:{type: schema152.properties.database.properties.latencyMs.type},message:"must be number,null"};
+if(data10.ok !== undefined){
+if(typeof data10.ok !== "boolean"){
+const err41 = {instancePath:instancePath+"/database/ok",schemaPath:"#/properties/database/properties/ok/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -15521,9 +15518,11 @@ vErrors.push(err41);
 }
 errors++;
 }
-if((typeof data12 == "number") && (isFinite(data12))){
-if(data12 < 0 || isNaN(data12)){
-const err42 = {instancePath:instancePath+"/database/latencyMs",schemaPath:"#/properties/database/properties/latencyMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data10.latencyMs !== undefined){
+let data12 = data10.latencyMs;
+if((!((typeof data12 == "number") && (isFinite(data12)))) && (data12 !== null)){
+const err42 = {instancePath:instancePath+"/database/latencyMs",schemaPath:"#/properties/database/properties/latencyMs/type",keyword:"type",params:{type: schema152.properties.database.properties.latencyMs.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -15532,17 +15531,28 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-}
-if(data10.error !== undefined){
-let data13 = data10.error;
-if((typeof data13 !== "string") && (data13 !== null)){
-const err43 = {instancePath:instancePath+"/database/error",schemaPath:"#/properties/database/properties/error/type",keyword:"type",params:{type: schema152.properties.database.properties.error.type},message:"must be string,null"};
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 < 0 || isNaN(data12)){
+const err43 = {instancePath:instancePath+"/database/latencyMs",schemaPath:"#/properties/database/properties/latencyMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err43];
 }
 else {
 vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+if(data10.error !== undefined){
+let data13 = data10.error;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err44 = {instancePath:instancePath+"/database/error",schemaPath:"#/properties/database/properties/error/type",keyword:"type",params:{type: schema152.properties.database.properties.error.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
 }
 errors++;
 }
@@ -15555,17 +15565,7 @@ let passing0 = null;
 const _errs34 = errors;
 if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
 if(data14.shipped === undefined){
-const err44 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "shipped"},message:"must have required property '"+"shipped"+"'"};
-if(vErrors === null){
-vErrors = [err44];
-}
-else {
-vErrors.push(err44);
-}
-errors++;
-}
-if(data14.applied === undefined){
-const err45 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "applied"},message:"must have required property '"+"applied"+"'"};
+const err45 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "shipped"},message:"must have required property '"+"shipped"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -15574,8 +15574,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data14.pending === undefined){
-const err46 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "pending"},message:"must have required property '"+"pending"+"'"};
+if(data14.applied === undefined){
+const err46 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "applied"},message:"must have required property '"+"applied"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -15584,8 +15584,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data14.unknown === undefined){
-const err47 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "unknown"},message:"must have required property '"+"unknown"+"'"};
+if(data14.pending === undefined){
+const err47 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "pending"},message:"must have required property '"+"pending"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -15594,8 +15594,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(data14.latestApplied === undefined){
-const err48 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "latestApplied"},message:"must have required property '"+"latestApplied"+"'"};
+if(data14.unknown === undefined){
+const err48 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "unknown"},message:"must have required property '"+"unknown"+"'"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -15604,9 +15604,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-for(const key3 in data14){
-if(!(((((key3 === "shipped") || (key3 === "applied")) || (key3 === "pending")) || (key3 === "unknown")) || (key3 === "latestApplied"))){
-const err49 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data14.latestApplied === undefined){
+const err49 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/required",keyword:"required",params:{missingProperty: "latestApplied"},message:"must have required property '"+"latestApplied"+"'"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -15615,11 +15614,9 @@ vErrors.push(err49);
 }
 errors++;
 }
-}
-if(data14.shipped !== undefined){
-let data15 = data14.shipped;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err50 = {instancePath:instancePath+"/database/migrations/shipped",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/shipped/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key3 in data14){
+if(!(((((key3 === "shipped") || (key3 === "applied")) || (key3 === "pending")) || (key3 === "unknown")) || (key3 === "latestApplied"))){
+const err50 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -15628,9 +15625,11 @@ vErrors.push(err50);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 < 0 || isNaN(data15)){
-const err51 = {instancePath:instancePath+"/database/migrations/shipped",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/shipped/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data14.shipped !== undefined){
+let data15 = data14.shipped;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err51 = {instancePath:instancePath+"/database/migrations/shipped",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/shipped/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -15639,12 +15638,9 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-}
-if(data14.applied !== undefined){
-let data16 = data14.applied;
-if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
-const err52 = {instancePath:instancePath+"/database/migrations/applied",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/applied/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 < 0 || isNaN(data15)){
+const err52 = {instancePath:instancePath+"/database/migrations/shipped",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/shipped/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -15653,14 +15649,28 @@ vErrors.push(err52);
 }
 errors++;
 }
-if((typeof data16 == "number") && (isFinite(data16))){
-if(data16 < 0 || isNaN(data16)){
-const err53 = {instancePath:instancePath+"/database/migrations/applied",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/applied/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data14.applied !== undefined){
+let data16 = data14.applied;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err53 = {instancePath:instancePath+"/database/migrations/applied",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/applied/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err53];
 }
 else {
 vErrors.push(err53);
+}
+errors++;
+}
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 < 0 || isNaN(data16)){
+const err54 = {instancePath:instancePath+"/database/migrations/applied",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/applied/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
 }
 errors++;
 }
@@ -15672,19 +15682,7 @@ if(Array.isArray(data17)){
 const len0 = data17.length;
 for(let i0=0; i0<len0; i0++){
 if(typeof data17[i0] !== "string"){
-const err54 = {instancePath:instancePath+"/database/migrations/pending/" + i0,schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/pending/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err54];
-}
-else {
-vErrors.push(err54);
-}
-errors++;
-}
-}
-}
-else {
-const err55 = {instancePath:instancePath+"/database/migrations/pending",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/pending/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err55 = {instancePath:instancePath+"/database/migrations/pending/" + i0,schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/pending/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -15694,10 +15692,9 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data14.unknown !== undefined){
-let data19 = data14.unknown;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err56 = {instancePath:instancePath+"/database/migrations/unknown",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/unknown/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err56 = {instancePath:instancePath+"/database/migrations/pending",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/pending/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -15706,9 +15703,11 @@ vErrors.push(err56);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 < 0 || isNaN(data19)){
-const err57 = {instancePath:instancePath+"/database/migrations/unknown",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/unknown/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data14.unknown !== undefined){
+let data19 = data14.unknown;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err57 = {instancePath:instancePath+"/database/migrations/unknown",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/unknown/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -15717,12 +15716,9 @@ vErrors.push(err57);
 }
 errors++;
 }
-}
-}
-if(data14.latestApplied !== undefined){
-let data20 = data14.latestApplied;
-if((typeof data20 !== "string") && (data20 !== null)){
-const err58 = {instancePath:instancePath+"/database/migrations/latestApplied",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/latestApplied/type",keyword:"type",params:{type: schema152.properties.database.properties.migrations.oneOf[0].properties.latestApplied.type},message:"must be string,null"};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 < 0 || isNaN(data19)){
+const err58 = {instancePath:instancePath+"/database/migrations/unknown",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/unknown/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -15733,13 +15729,27 @@ errors++;
 }
 }
 }
-else {
-const err59 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data14.latestApplied !== undefined){
+let data20 = data14.latestApplied;
+if((typeof data20 !== "string") && (data20 !== null)){
+const err59 = {instancePath:instancePath+"/database/migrations/latestApplied",schemaPath:"#/properties/database/properties/migrations/oneOf/0/properties/latestApplied/type",keyword:"type",params:{type: schema152.properties.database.properties.migrations.oneOf[0].properties.latestApplied.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err59];
 }
 else {
 vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
 }
 errors++;
 }
@@ -15750,12 +15760,12 @@ passing0 = 0;
 }
 const _errs49 = errors;
 if(data14 !== null){
-const err60 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+const err61 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
 if(vErrors === null){
-vErrors = [err60];
+vErrors = [err61];
 }
 else {
-vErrors.push(err60);
+vErrors.push(err61);
 }
 errors++;
 }
@@ -15771,12 +15781,12 @@ passing0 = 1;
 }
 }
 if(!valid3){
-const err61 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err62 = {instancePath:instancePath+"/database/migrations",schemaPath:"#/properties/database/properties/migrations/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
 if(vErrors === null){
-vErrors = [err61];
+vErrors = [err62];
 }
 else {
-vErrors.push(err61);
+vErrors.push(err62);
 }
 errors++;
 }
@@ -15792,23 +15802,19 @@ vErrors = null;
 }
 }
 }
-}
-else {
-const err62 = {instancePath:instancePath+"/database",schemaPath:"#/properties/database/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err62];
-}
-else {
-vErrors.push(err62);
-}
-errors++;
-}
-}
-if(data.ai !== undefined){
-let data21 = data.ai;
-if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
-if(data21.ok === undefined){
-const err63 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "ok"},message:"must have required property '"+"ok"+"'"};
+if(data10.backgroundMigrations !== undefined){
+let data21 = data10.backgroundMigrations;
+const _errs52 = errors;
+let valid7 = false;
+let passing1 = null;
+const _errs53 = errors;
+if(Array.isArray(data21)){
+const len1 = data21.length;
+for(let i1=0; i1<len1; i1++){
+let data22 = data21[i1];
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+if(data22.name === undefined){
+const err63 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -15817,8 +15823,8 @@ vErrors.push(err63);
 }
 errors++;
 }
-if(data21.latencyMs === undefined){
-const err64 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "latencyMs"},message:"must have required property '"+"latencyMs"+"'"};
+if(data22.state === undefined){
+const err64 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/required",keyword:"required",params:{missingProperty: "state"},message:"must have required property '"+"state"+"'"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -15827,8 +15833,8 @@ vErrors.push(err64);
 }
 errors++;
 }
-if(data21.error === undefined){
-const err65 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(data22.rowsDone === undefined){
+const err65 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/required",keyword:"required",params:{missingProperty: "rowsDone"},message:"must have required property '"+"rowsDone"+"'"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -15837,8 +15843,8 @@ vErrors.push(err65);
 }
 errors++;
 }
-if(data21.url === undefined){
-const err66 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(data22.rowsTotal === undefined){
+const err66 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/required",keyword:"required",params:{missingProperty: "rowsTotal"},message:"must have required property '"+"rowsTotal"+"'"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -15847,8 +15853,8 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(data21.problems === undefined){
-const err67 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "problems"},message:"must have required property '"+"problems"+"'"};
+if(data22.batches === undefined){
+const err67 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/required",keyword:"required",params:{missingProperty: "batches"},message:"must have required property '"+"batches"+"'"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -15857,8 +15863,8 @@ vErrors.push(err67);
 }
 errors++;
 }
-if(data21.provider === undefined){
-const err68 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+if(data22.lastError === undefined){
+const err68 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/required",keyword:"required",params:{missingProperty: "lastError"},message:"must have required property '"+"lastError"+"'"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -15867,8 +15873,8 @@ vErrors.push(err68);
 }
 errors++;
 }
-if(data21.model === undefined){
-const err69 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "model"},message:"must have required property '"+"model"+"'"};
+if(data22.startedAt === undefined){
+const err69 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/required",keyword:"required",params:{missingProperty: "startedAt"},message:"must have required property '"+"startedAt"+"'"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -15877,8 +15883,8 @@ vErrors.push(err69);
 }
 errors++;
 }
-if(data21.ocr === undefined){
-const err70 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "ocr"},message:"must have required property '"+"ocr"+"'"};
+if(data22.updatedAt === undefined){
+const err70 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -15887,8 +15893,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-if(data21.staleDocuments === undefined){
-const err71 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "staleDocuments"},message:"must have required property '"+"staleDocuments"+"'"};
+if(data22.finishedAt === undefined){
+const err71 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/required",keyword:"required",params:{missingProperty: "finishedAt"},message:"must have required property '"+"finishedAt"+"'"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -15897,9 +15903,9 @@ vErrors.push(err71);
 }
 errors++;
 }
-for(const key4 in data21){
-if(!(func8.call(schema152.properties.ai.properties, key4))){
-const err72 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+for(const key4 in data22){
+if(!(func8.call(schema152.properties.database.properties.backgroundMigrations.oneOf[0].items.properties, key4))){
+const err72 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -15909,9 +15915,9 @@ vErrors.push(err72);
 errors++;
 }
 }
-if(data21.ok !== undefined){
-if(typeof data21.ok !== "boolean"){
-const err73 = {instancePath:instancePath+"/ai/ok",schemaPath:"#/properties/ai/properties/ok/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data22.name !== undefined){
+if(typeof data22.name !== "string"){
+const err73 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/name",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -15921,10 +15927,10 @@ vErrors.push(err73);
 errors++;
 }
 }
-if(data21.latencyMs !== undefined){
-let data23 = data21.latencyMs;
-if((!((typeof data23 == "number") && (isFinite(data23)))) && (data23 !== null)){
-const err74 = {instancePath:instancePath+"/ai/latencyMs",schemaPath:"#/properties/ai/properties/latencyMs/type",keyword:"type",params:{type: schema152.properties.ai.properties.latencyMs.type},message:"must be number,null"};
+if(data22.state !== undefined){
+let data24 = data22.state;
+if(typeof data24 !== "string"){
+const err74 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/state",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -15933,9 +15939,8 @@ vErrors.push(err74);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 < 0 || isNaN(data23)){
-const err75 = {instancePath:instancePath+"/ai/latencyMs",schemaPath:"#/properties/ai/properties/latencyMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(!((data24 === "running") || (data24 === "succeeded"))){
+const err75 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/state",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/state/enum",keyword:"enum",params:{allowedValues: schema152.properties.database.properties.backgroundMigrations.oneOf[0].items.properties.state.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -15945,11 +15950,10 @@ vErrors.push(err75);
 errors++;
 }
 }
-}
-if(data21.error !== undefined){
-let data24 = data21.error;
-if((typeof data24 !== "string") && (data24 !== null)){
-const err76 = {instancePath:instancePath+"/ai/error",schemaPath:"#/properties/ai/properties/error/type",keyword:"type",params:{type: schema152.properties.ai.properties.error.type},message:"must be string,null"};
+if(data22.rowsDone !== undefined){
+let data25 = data22.rowsDone;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err76 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/rowsDone",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/rowsDone/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -15958,10 +15962,9 @@ vErrors.push(err76);
 }
 errors++;
 }
-}
-if(data21.url !== undefined){
-if(typeof data21.url !== "string"){
-const err77 = {instancePath:instancePath+"/ai/url",schemaPath:"#/properties/ai/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 < 0 || isNaN(data25)){
+const err77 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/rowsDone",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/rowsDone/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -15971,13 +15974,11 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data21.problems !== undefined){
-let data26 = data21.problems;
-if(Array.isArray(data26)){
-const len1 = data26.length;
-for(let i1=0; i1<len1; i1++){
-if(typeof data26[i1] !== "string"){
-const err78 = {instancePath:instancePath+"/ai/problems/" + i1,schemaPath:"#/properties/ai/properties/problems/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data22.rowsTotal !== undefined){
+let data26 = data22.rowsTotal;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err78 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/rowsTotal",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/rowsTotal/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -15986,10 +15987,9 @@ vErrors.push(err78);
 }
 errors++;
 }
-}
-}
-else {
-const err79 = {instancePath:instancePath+"/ai/problems",schemaPath:"#/properties/ai/properties/problems/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 < 0 || isNaN(data26)){
+const err79 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/rowsTotal",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/rowsTotal/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -15999,10 +15999,11 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data21.provider !== undefined){
-let data28 = data21.provider;
-if((typeof data28 !== "string") && (data28 !== null)){
-const err80 = {instancePath:instancePath+"/ai/provider",schemaPath:"#/properties/ai/properties/provider/type",keyword:"type",params:{type: schema152.properties.ai.properties.provider.type},message:"must be string,null"};
+}
+if(data22.batches !== undefined){
+let data27 = data22.batches;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err80 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/batches",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/batches/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -16011,11 +16012,9 @@ vErrors.push(err80);
 }
 errors++;
 }
-}
-if(data21.model !== undefined){
-let data29 = data21.model;
-if((typeof data29 !== "string") && (data29 !== null)){
-const err81 = {instancePath:instancePath+"/ai/model",schemaPath:"#/properties/ai/properties/model/type",keyword:"type",params:{type: schema152.properties.ai.properties.model.type},message:"must be string,null"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 < 0 || isNaN(data27)){
+const err81 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/batches",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/batches/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -16025,10 +16024,11 @@ vErrors.push(err81);
 errors++;
 }
 }
-if(data21.staleDocuments !== undefined){
-let data30 = data21.staleDocuments;
-if((!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))) && (data30 !== null)){
-const err82 = {instancePath:instancePath+"/ai/staleDocuments",schemaPath:"#/properties/ai/properties/staleDocuments/type",keyword:"type",params:{type: schema152.properties.ai.properties.staleDocuments.type},message:"must be integer,null"};
+}
+if(data22.lastError !== undefined){
+let data28 = data22.lastError;
+if((typeof data28 !== "string") && (data28 !== null)){
+const err82 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/lastError",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/lastError/type",keyword:"type",params:{type: schema152.properties.database.properties.backgroundMigrations.oneOf[0].items.properties.lastError.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -16037,9 +16037,12 @@ vErrors.push(err82);
 }
 errors++;
 }
-if((typeof data30 == "number") && (isFinite(data30))){
-if(data30 < 0 || isNaN(data30)){
-const err83 = {instancePath:instancePath+"/ai/staleDocuments",schemaPath:"#/properties/ai/properties/staleDocuments/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data22.startedAt !== undefined){
+let data29 = data22.startedAt;
+if(typeof data29 === "string"){
+if(!(formats0.validate(data29))){
+const err83 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/startedAt",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/startedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -16049,11 +16052,8 @@ vErrors.push(err83);
 errors++;
 }
 }
-}
-if(data21.ocr !== undefined){
-let data31 = data21.ocr;
-if((typeof data31 !== "string") && (data31 !== null)){
-const err84 = {instancePath:instancePath+"/ai/ocr",schemaPath:"#/properties/ai/properties/ocr/type",keyword:"type",params:{type: schema152.properties.ai.properties.ocr.type},message:"must be string,null"};
+else {
+const err84 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/startedAt",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/startedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -16063,9 +16063,11 @@ vErrors.push(err84);
 errors++;
 }
 }
-}
-else {
-const err85 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data22.updatedAt !== undefined){
+let data30 = data22.updatedAt;
+if(typeof data30 === "string"){
+if(!(formats0.validate(data30))){
+const err85 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/updatedAt",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -16075,11 +16077,8 @@ vErrors.push(err85);
 errors++;
 }
 }
-if(data.queue !== undefined){
-let data32 = data.queue;
-if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
-if(data32.configured === undefined){
-const err86 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "configured"},message:"must have required property '"+"configured"+"'"};
+else {
+const err86 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/updatedAt",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -16088,8 +16087,11 @@ vErrors.push(err86);
 }
 errors++;
 }
-if(data32.worker === undefined){
-const err87 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "worker"},message:"must have required property '"+"worker"+"'"};
+}
+if(data22.finishedAt !== undefined){
+let data31 = data22.finishedAt;
+if((typeof data31 !== "string") && (data31 !== null)){
+const err87 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/finishedAt",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/finishedAt/type",keyword:"type",params:{type: schema152.properties.database.properties.backgroundMigrations.oneOf[0].items.properties.finishedAt.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -16098,8 +16100,9 @@ vErrors.push(err87);
 }
 errors++;
 }
-if(data32.concurrency === undefined){
-const err88 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "concurrency"},message:"must have required property '"+"concurrency"+"'"};
+if(typeof data31 === "string"){
+if(!(formats0.validate(data31))){
+const err88 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1+"/finishedAt",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/properties/finishedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -16108,8 +16111,11 @@ vErrors.push(err88);
 }
 errors++;
 }
-if(data32.depth === undefined){
-const err89 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "depth"},message:"must have required property '"+"depth"+"'"};
+}
+}
+}
+else {
+const err89 = {instancePath:instancePath+"/database/backgroundMigrations/" + i1,schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -16118,8 +16124,10 @@ vErrors.push(err89);
 }
 errors++;
 }
-if(data32.running === undefined){
-const err90 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "running"},message:"must have required property '"+"running"+"'"};
+}
+}
+else {
+const err90 = {instancePath:instancePath+"/database/backgroundMigrations",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/0/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -16128,8 +16136,14 @@ vErrors.push(err90);
 }
 errors++;
 }
-if(data32.failed === undefined){
-const err91 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "failed"},message:"must have required property '"+"failed"+"'"};
+var _valid1 = _errs53 === errors;
+if(_valid1){
+valid7 = true;
+passing1 = 0;
+}
+const _errs76 = errors;
+if(data21 !== null){
+const err91 = {instancePath:instancePath+"/database/backgroundMigrations",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -16138,8 +16152,19 @@ vErrors.push(err91);
 }
 errors++;
 }
-if(data32.oldestQueuedAt === undefined){
-const err92 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "oldestQueuedAt"},message:"must have required property '"+"oldestQueuedAt"+"'"};
+var _valid1 = _errs76 === errors;
+if(_valid1 && valid7){
+valid7 = false;
+passing1 = [passing1, 1];
+}
+else {
+if(_valid1){
+valid7 = true;
+passing1 = 1;
+}
+}
+if(!valid7){
+const err92 = {instancePath:instancePath+"/database/backgroundMigrations",schemaPath:"#/properties/database/properties/backgroundMigrations/oneOf",keyword:"oneOf",params:{passingSchemas: passing1},message:"must match exactly one schema in oneOf"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -16148,9 +16173,21 @@ vErrors.push(err92);
 }
 errors++;
 }
-for(const key5 in data32){
-if(!(((((((key5 === "configured") || (key5 === "worker")) || (key5 === "concurrency")) || (key5 === "depth")) || (key5 === "running")) || (key5 === "failed")) || (key5 === "oldestQueuedAt"))){
-const err93 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+else {
+errors = _errs52;
+if(vErrors !== null){
+if(_errs52){
+vErrors.length = _errs52;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+}
+else {
+const err93 = {instancePath:instancePath+"/database",schemaPath:"#/properties/database/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -16160,9 +16197,11 @@ vErrors.push(err93);
 errors++;
 }
 }
-if(data32.configured !== undefined){
-if(typeof data32.configured !== "boolean"){
-const err94 = {instancePath:instancePath+"/queue/configured",schemaPath:"#/properties/queue/properties/configured/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.ai !== undefined){
+let data32 = data.ai;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(data32.ok === undefined){
+const err94 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "ok"},message:"must have required property '"+"ok"+"'"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -16171,11 +16210,8 @@ vErrors.push(err94);
 }
 errors++;
 }
-}
-if(data32.worker !== undefined){
-let data34 = data32.worker;
-if(typeof data34 !== "string"){
-const err95 = {instancePath:instancePath+"/queue/worker",schemaPath:"#/properties/queue/properties/worker/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data32.latencyMs === undefined){
+const err95 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "latencyMs"},message:"must have required property '"+"latencyMs"+"'"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -16184,8 +16220,8 @@ vErrors.push(err95);
 }
 errors++;
 }
-if(!(((data34 === "process") || (data34 === "inline")) || (data34 === "off"))){
-const err96 = {instancePath:instancePath+"/queue/worker",schemaPath:"#/properties/queue/properties/worker/enum",keyword:"enum",params:{allowedValues: schema152.properties.queue.properties.worker.enum},message:"must be equal to one of the allowed values"};
+if(data32.error === undefined){
+const err96 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -16194,11 +16230,8 @@ vErrors.push(err96);
 }
 errors++;
 }
-}
-if(data32.concurrency !== undefined){
-let data35 = data32.concurrency;
-if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
-const err97 = {instancePath:instancePath+"/queue/concurrency",schemaPath:"#/properties/queue/properties/concurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data32.url === undefined){
+const err97 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -16207,9 +16240,8 @@ vErrors.push(err97);
 }
 errors++;
 }
-if((typeof data35 == "number") && (isFinite(data35))){
-if(data35 < 0 || isNaN(data35)){
-const err98 = {instancePath:instancePath+"/queue/concurrency",schemaPath:"#/properties/queue/properties/concurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data32.problems === undefined){
+const err98 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "problems"},message:"must have required property '"+"problems"+"'"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -16218,12 +16250,8 @@ vErrors.push(err98);
 }
 errors++;
 }
-}
-}
-if(data32.depth !== undefined){
-let data36 = data32.depth;
-if((!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))) && (data36 !== null)){
-const err99 = {instancePath:instancePath+"/queue/depth",schemaPath:"#/properties/queue/properties/depth/type",keyword:"type",params:{type: schema152.properties.queue.properties.depth.type},message:"must be integer,null"};
+if(data32.provider === undefined){
+const err99 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -16232,9 +16260,8 @@ vErrors.push(err99);
 }
 errors++;
 }
-if((typeof data36 == "number") && (isFinite(data36))){
-if(data36 < 0 || isNaN(data36)){
-const err100 = {instancePath:instancePath+"/queue/depth",schemaPath:"#/properties/queue/properties/depth/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data32.model === undefined){
+const err100 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "model"},message:"must have required property '"+"model"+"'"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -16243,12 +16270,8 @@ vErrors.push(err100);
 }
 errors++;
 }
-}
-}
-if(data32.running !== undefined){
-let data37 = data32.running;
-if((!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))) && (data37 !== null)){
-const err101 = {instancePath:instancePath+"/queue/running",schemaPath:"#/properties/queue/properties/running/type",keyword:"type",params:{type: schema152.properties.queue.properties.running.type},message:"must be integer,null"};
+if(data32.ocr === undefined){
+const err101 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "ocr"},message:"must have required property '"+"ocr"+"'"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -16257,9 +16280,8 @@ vErrors.push(err101);
 }
 errors++;
 }
-if((typeof data37 == "number") && (isFinite(data37))){
-if(data37 < 0 || isNaN(data37)){
-const err102 = {instancePath:instancePath+"/queue/running",schemaPath:"#/properties/queue/properties/running/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data32.staleDocuments === undefined){
+const err102 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/required",keyword:"required",params:{missingProperty: "staleDocuments"},message:"must have required property '"+"staleDocuments"+"'"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -16268,12 +16290,9 @@ vErrors.push(err102);
 }
 errors++;
 }
-}
-}
-if(data32.failed !== undefined){
-let data38 = data32.failed;
-if((!(((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38))) && (isFinite(data38)))) && (data38 !== null)){
-const err103 = {instancePath:instancePath+"/queue/failed",schemaPath:"#/properties/queue/properties/failed/type",keyword:"type",params:{type: schema152.properties.queue.properties.failed.type},message:"must be integer,null"};
+for(const key5 in data32){
+if(!(func8.call(schema152.properties.ai.properties, key5))){
+const err103 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -16282,9 +16301,10 @@ vErrors.push(err103);
 }
 errors++;
 }
-if((typeof data38 == "number") && (isFinite(data38))){
-if(data38 < 0 || isNaN(data38)){
-const err104 = {instancePath:instancePath+"/queue/failed",schemaPath:"#/properties/queue/properties/failed/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data32.ok !== undefined){
+if(typeof data32.ok !== "boolean"){
+const err104 = {instancePath:instancePath+"/ai/ok",schemaPath:"#/properties/ai/properties/ok/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -16294,11 +16314,10 @@ vErrors.push(err104);
 errors++;
 }
 }
-}
-if(data32.oldestQueuedAt !== undefined){
-let data39 = data32.oldestQueuedAt;
-if((typeof data39 !== "string") && (data39 !== null)){
-const err105 = {instancePath:instancePath+"/queue/oldestQueuedAt",schemaPath:"#/properties/queue/properties/oldestQueuedAt/type",keyword:"type",params:{type: schema152.properties.queue.properties.oldestQueuedAt.type},message:"must be string,null"};
+if(data32.latencyMs !== undefined){
+let data34 = data32.latencyMs;
+if((!((typeof data34 == "number") && (isFinite(data34)))) && (data34 !== null)){
+const err105 = {instancePath:instancePath+"/ai/latencyMs",schemaPath:"#/properties/ai/properties/latencyMs/type",keyword:"type",params:{type: schema152.properties.ai.properties.latencyMs.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -16307,9 +16326,9 @@ vErrors.push(err105);
 }
 errors++;
 }
-if(typeof data39 === "string"){
-if(!(formats0.validate(data39))){
-const err106 = {instancePath:instancePath+"/queue/oldestQueuedAt",schemaPath:"#/properties/queue/properties/oldestQueuedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 < 0 || isNaN(data34)){
+const err106 = {instancePath:instancePath+"/ai/latencyMs",schemaPath:"#/properties/ai/properties/latencyMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -16320,9 +16339,10 @@ errors++;
 }
 }
 }
-}
-else {
-const err107 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data32.error !== undefined){
+let data35 = data32.error;
+if((typeof data35 !== "string") && (data35 !== null)){
+const err107 = {instancePath:instancePath+"/ai/error",schemaPath:"#/properties/ai/properties/error/type",keyword:"type",params:{type: schema152.properties.ai.properties.error.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -16332,11 +16352,9 @@ vErrors.push(err107);
 errors++;
 }
 }
-if(data.storage !== undefined){
-let data40 = data.storage;
-if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
-if(data40.driver === undefined){
-const err108 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'"};
+if(data32.url !== undefined){
+if(typeof data32.url !== "string"){
+const err108 = {instancePath:instancePath+"/ai/url",schemaPath:"#/properties/ai/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -16345,8 +16363,14 @@ vErrors.push(err108);
 }
 errors++;
 }
-if(data40.location === undefined){
-const err109 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "location"},message:"must have required property '"+"location"+"'"};
+}
+if(data32.problems !== undefined){
+let data37 = data32.problems;
+if(Array.isArray(data37)){
+const len2 = data37.length;
+for(let i2=0; i2<len2; i2++){
+if(typeof data37[i2] !== "string"){
+const err109 = {instancePath:instancePath+"/ai/problems/" + i2,schemaPath:"#/properties/ai/properties/problems/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -16355,8 +16379,10 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data40.maxUploadBytes === undefined){
-const err110 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "maxUploadBytes"},message:"must have required property '"+"maxUploadBytes"+"'"};
+}
+}
+else {
+const err110 = {instancePath:instancePath+"/ai/problems",schemaPath:"#/properties/ai/properties/problems/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -16365,9 +16391,11 @@ vErrors.push(err110);
 }
 errors++;
 }
-for(const key6 in data40){
-if(!(((key6 === "driver") || (key6 === "location")) || (key6 === "maxUploadBytes"))){
-const err111 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+if(data32.provider !== undefined){
+let data39 = data32.provider;
+if((typeof data39 !== "string") && (data39 !== null)){
+const err111 = {instancePath:instancePath+"/ai/provider",schemaPath:"#/properties/ai/properties/provider/type",keyword:"type",params:{type: schema152.properties.ai.properties.provider.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -16377,10 +16405,10 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data40.driver !== undefined){
-let data41 = data40.driver;
-if(typeof data41 !== "string"){
-const err112 = {instancePath:instancePath+"/storage/driver",schemaPath:"#/properties/storage/properties/driver/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data32.model !== undefined){
+let data40 = data32.model;
+if((typeof data40 !== "string") && (data40 !== null)){
+const err112 = {instancePath:instancePath+"/ai/model",schemaPath:"#/properties/ai/properties/model/type",keyword:"type",params:{type: schema152.properties.ai.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -16389,8 +16417,11 @@ vErrors.push(err112);
 }
 errors++;
 }
-if(!((data41 === "local") || (data41 === "s3"))){
-const err113 = {instancePath:instancePath+"/storage/driver",schemaPath:"#/properties/storage/properties/driver/enum",keyword:"enum",params:{allowedValues: schema152.properties.storage.properties.driver.enum},message:"must be equal to one of the allowed values"};
+}
+if(data32.staleDocuments !== undefined){
+let data41 = data32.staleDocuments;
+if((!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))) && (data41 !== null)){
+const err113 = {instancePath:instancePath+"/ai/staleDocuments",schemaPath:"#/properties/ai/properties/staleDocuments/type",keyword:"type",params:{type: schema152.properties.ai.properties.staleDocuments.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -16399,10 +16430,9 @@ vErrors.push(err113);
 }
 errors++;
 }
-}
-if(data40.location !== undefined){
-if(typeof data40.location !== "string"){
-const err114 = {instancePath:instancePath+"/storage/location",schemaPath:"#/properties/storage/properties/location/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data41 == "number") && (isFinite(data41))){
+if(data41 < 0 || isNaN(data41)){
+const err114 = {instancePath:instancePath+"/ai/staleDocuments",schemaPath:"#/properties/ai/properties/staleDocuments/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -16412,10 +16442,11 @@ vErrors.push(err114);
 errors++;
 }
 }
-if(data40.maxUploadBytes !== undefined){
-let data43 = data40.maxUploadBytes;
-if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
-const err115 = {instancePath:instancePath+"/storage/maxUploadBytes",schemaPath:"#/properties/storage/properties/maxUploadBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data32.ocr !== undefined){
+let data42 = data32.ocr;
+if((typeof data42 !== "string") && (data42 !== null)){
+const err115 = {instancePath:instancePath+"/ai/ocr",schemaPath:"#/properties/ai/properties/ocr/type",keyword:"type",params:{type: schema152.properties.ai.properties.ocr.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -16424,9 +16455,10 @@ vErrors.push(err115);
 }
 errors++;
 }
-if((typeof data43 == "number") && (isFinite(data43))){
-if(data43 < 1 || isNaN(data43)){
-const err116 = {instancePath:instancePath+"/storage/maxUploadBytes",schemaPath:"#/properties/storage/properties/maxUploadBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+else {
+const err116 = {instancePath:instancePath+"/ai",schemaPath:"#/properties/ai/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -16436,10 +16468,11 @@ vErrors.push(err116);
 errors++;
 }
 }
-}
-}
-else {
-const err117 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.queue !== undefined){
+let data43 = data.queue;
+if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
+if(data43.configured === undefined){
+const err117 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "configured"},message:"must have required property '"+"configured"+"'"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -16448,12 +16481,8 @@ vErrors.push(err117);
 }
 errors++;
 }
-}
-if(data.billing !== undefined){
-let data44 = data.billing;
-if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
-if(data44.enabled === undefined){
-const err118 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(data43.worker === undefined){
+const err118 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "worker"},message:"must have required property '"+"worker"+"'"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -16462,8 +16491,8 @@ vErrors.push(err118);
 }
 errors++;
 }
-if(data44.unpricedPlans === undefined){
-const err119 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/required",keyword:"required",params:{missingProperty: "unpricedPlans"},message:"must have required property '"+"unpricedPlans"+"'"};
+if(data43.concurrency === undefined){
+const err119 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "concurrency"},message:"must have required property '"+"concurrency"+"'"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -16472,9 +16501,8 @@ vErrors.push(err119);
 }
 errors++;
 }
-for(const key7 in data44){
-if(!((key7 === "enabled") || (key7 === "unpricedPlans"))){
-const err120 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(data43.depth === undefined){
+const err120 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "depth"},message:"must have required property '"+"depth"+"'"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -16483,10 +16511,8 @@ vErrors.push(err120);
 }
 errors++;
 }
-}
-if(data44.enabled !== undefined){
-if(typeof data44.enabled !== "boolean"){
-const err121 = {instancePath:instancePath+"/billing/enabled",schemaPath:"#/properties/billing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data43.running === undefined){
+const err121 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "running"},message:"must have required property '"+"running"+"'"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -16495,14 +16521,8 @@ vErrors.push(err121);
 }
 errors++;
 }
-}
-if(data44.unpricedPlans !== undefined){
-let data46 = data44.unpricedPlans;
-if(Array.isArray(data46)){
-const len2 = data46.length;
-for(let i2=0; i2<len2; i2++){
-if(typeof data46[i2] !== "string"){
-const err122 = {instancePath:instancePath+"/billing/unpricedPlans/" + i2,schemaPath:"#/properties/billing/properties/unpricedPlans/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data43.failed === undefined){
+const err122 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "failed"},message:"must have required property '"+"failed"+"'"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -16511,10 +16531,8 @@ vErrors.push(err122);
 }
 errors++;
 }
-}
-}
-else {
-const err123 = {instancePath:instancePath+"/billing/unpricedPlans",schemaPath:"#/properties/billing/properties/unpricedPlans/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data43.oldestQueuedAt === undefined){
+const err123 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/required",keyword:"required",params:{missingProperty: "oldestQueuedAt"},message:"must have required property '"+"oldestQueuedAt"+"'"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -16523,10 +16541,9 @@ vErrors.push(err123);
 }
 errors++;
 }
-}
-}
-else {
-const err124 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key6 in data43){
+if(!(((((((key6 === "configured") || (key6 === "worker")) || (key6 === "concurrency")) || (key6 === "depth")) || (key6 === "running")) || (key6 === "failed")) || (key6 === "oldestQueuedAt"))){
+const err124 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -16536,11 +16553,9 @@ vErrors.push(err124);
 errors++;
 }
 }
-if(data.email !== undefined){
-let data48 = data.email;
-if(data48 && typeof data48 == "object" && !Array.isArray(data48)){
-if(data48.provider === undefined){
-const err125 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+if(data43.configured !== undefined){
+if(typeof data43.configured !== "boolean"){
+const err125 = {instancePath:instancePath+"/queue/configured",schemaPath:"#/properties/queue/properties/configured/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -16549,8 +16564,11 @@ vErrors.push(err125);
 }
 errors++;
 }
-if(data48.from === undefined){
-const err126 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+}
+if(data43.worker !== undefined){
+let data45 = data43.worker;
+if(typeof data45 !== "string"){
+const err126 = {instancePath:instancePath+"/queue/worker",schemaPath:"#/properties/queue/properties/worker/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -16559,9 +16577,8 @@ vErrors.push(err126);
 }
 errors++;
 }
-for(const key8 in data48){
-if(!((key8 === "provider") || (key8 === "from"))){
-const err127 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+if(!(((data45 === "process") || (data45 === "inline")) || (data45 === "off"))){
+const err127 = {instancePath:instancePath+"/queue/worker",schemaPath:"#/properties/queue/properties/worker/enum",keyword:"enum",params:{allowedValues: schema152.properties.queue.properties.worker.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -16571,9 +16588,10 @@ vErrors.push(err127);
 errors++;
 }
 }
-if(data48.provider !== undefined){
-if(typeof data48.provider !== "string"){
-const err128 = {instancePath:instancePath+"/email/provider",schemaPath:"#/properties/email/properties/provider/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data43.concurrency !== undefined){
+let data46 = data43.concurrency;
+if(!(((typeof data46 == "number") && (!(data46 % 1) && !isNaN(data46))) && (isFinite(data46)))){
+const err128 = {instancePath:instancePath+"/queue/concurrency",schemaPath:"#/properties/queue/properties/concurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -16582,10 +16600,9 @@ vErrors.push(err128);
 }
 errors++;
 }
-}
-if(data48.from !== undefined){
-if(typeof data48.from !== "string"){
-const err129 = {instancePath:instancePath+"/email/from",schemaPath:"#/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data46 == "number") && (isFinite(data46))){
+if(data46 < 0 || isNaN(data46)){
+const err129 = {instancePath:instancePath+"/queue/concurrency",schemaPath:"#/properties/queue/properties/concurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -16596,8 +16613,10 @@ errors++;
 }
 }
 }
-else {
-const err130 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data43.depth !== undefined){
+let data47 = data43.depth;
+if((!(((typeof data47 == "number") && (!(data47 % 1) && !isNaN(data47))) && (isFinite(data47)))) && (data47 !== null)){
+const err130 = {instancePath:instancePath+"/queue/depth",schemaPath:"#/properties/queue/properties/depth/type",keyword:"type",params:{type: schema152.properties.queue.properties.depth.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -16606,12 +16625,9 @@ vErrors.push(err130);
 }
 errors++;
 }
-}
-if(data.auth !== undefined){
-let data51 = data.auth;
-if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
-if(data51.socialProviders === undefined){
-const err131 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "socialProviders"},message:"must have required property '"+"socialProviders"+"'"};
+if((typeof data47 == "number") && (isFinite(data47))){
+if(data47 < 0 || isNaN(data47)){
+const err131 = {instancePath:instancePath+"/queue/depth",schemaPath:"#/properties/queue/properties/depth/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -16620,8 +16636,12 @@ vErrors.push(err131);
 }
 errors++;
 }
-if(data51.requireEmailVerification === undefined){
-const err132 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "requireEmailVerification"},message:"must have required property '"+"requireEmailVerification"+"'"};
+}
+}
+if(data43.running !== undefined){
+let data48 = data43.running;
+if((!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))) && (data48 !== null)){
+const err132 = {instancePath:instancePath+"/queue/running",schemaPath:"#/properties/queue/properties/running/type",keyword:"type",params:{type: schema152.properties.queue.properties.running.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -16630,9 +16650,9 @@ vErrors.push(err132);
 }
 errors++;
 }
-for(const key9 in data51){
-if(!((key9 === "socialProviders") || (key9 === "requireEmailVerification"))){
-const err133 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+if((typeof data48 == "number") && (isFinite(data48))){
+if(data48 < 0 || isNaN(data48)){
+const err133 = {instancePath:instancePath+"/queue/running",schemaPath:"#/properties/queue/properties/running/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -16642,14 +16662,11 @@ vErrors.push(err133);
 errors++;
 }
 }
-if(data51.socialProviders !== undefined){
-let data52 = data51.socialProviders;
-if(Array.isArray(data52)){
-const len3 = data52.length;
-for(let i3=0; i3<len3; i3++){
-let data53 = data52[i3];
-if(typeof data53 !== "string"){
-const err134 = {instancePath:instancePath+"/auth/socialProviders/" + i3,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data43.failed !== undefined){
+let data49 = data43.failed;
+if((!(((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49))) && (isFinite(data49)))) && (data49 !== null)){
+const err134 = {instancePath:instancePath+"/queue/failed",schemaPath:"#/properties/queue/properties/failed/type",keyword:"type",params:{type: schema152.properties.queue.properties.failed.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -16658,8 +16675,9 @@ vErrors.push(err134);
 }
 errors++;
 }
-if(!((data53 === "github") || (data53 === "google"))){
-const err135 = {instancePath:instancePath+"/auth/socialProviders/" + i3,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/enum",keyword:"enum",params:{allowedValues: schema47.properties.socialProviders.items.enum},message:"must be equal to one of the allowed values"};
+if((typeof data49 == "number") && (isFinite(data49))){
+if(data49 < 0 || isNaN(data49)){
+const err135 = {instancePath:instancePath+"/queue/failed",schemaPath:"#/properties/queue/properties/failed/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -16669,18 +16687,11 @@ vErrors.push(err135);
 errors++;
 }
 }
-let i4 = data52.length;
-let j0;
-if(i4 > 1){
-const indices0 = {};
-for(;i4--;){
-let item0 = data52[i4];
-if(typeof item0 !== "string"){
-continue;
 }
-if(typeof indices0[item0] == "number"){
-j0 = indices0[item0];
-const err136 = {instancePath:instancePath+"/auth/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/uniqueItems",keyword:"uniqueItems",params:{i: i4, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i4+" are identical)"};
+if(data43.oldestQueuedAt !== undefined){
+let data50 = data43.oldestQueuedAt;
+if((typeof data50 !== "string") && (data50 !== null)){
+const err136 = {instancePath:instancePath+"/queue/oldestQueuedAt",schemaPath:"#/properties/queue/properties/oldestQueuedAt/type",keyword:"type",params:{type: schema152.properties.queue.properties.oldestQueuedAt.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -16688,14 +16699,10 @@ else {
 vErrors.push(err136);
 }
 errors++;
-break;
 }
-indices0[item0] = i4;
-}
-}
-}
-else {
-const err137 = {instancePath:instancePath+"/auth/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(typeof data50 === "string"){
+if(!(formats0.validate(data50))){
+const err137 = {instancePath:instancePath+"/queue/oldestQueuedAt",schemaPath:"#/properties/queue/properties/oldestQueuedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -16705,9 +16712,10 @@ vErrors.push(err137);
 errors++;
 }
 }
-if(data51.requireEmailVerification !== undefined){
-if(typeof data51.requireEmailVerification !== "boolean"){
-const err138 = {instancePath:instancePath+"/auth/requireEmailVerification",schemaPath:"https://contract.local/schemas/AuthConfig/properties/requireEmailVerification/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+else {
+const err138 = {instancePath:instancePath+"/queue",schemaPath:"#/properties/queue/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -16717,9 +16725,11 @@ vErrors.push(err138);
 errors++;
 }
 }
-}
-else {
-const err139 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.storage !== undefined){
+let data51 = data.storage;
+if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
+if(data51.driver === undefined){
+const err139 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -16728,15 +16738,398 @@ vErrors.push(err139);
 }
 errors++;
 }
-}
-}
-else {
-const err140 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data51.location === undefined){
+const err140 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "location"},message:"must have required property '"+"location"+"'"};
 if(vErrors === null){
 vErrors = [err140];
 }
 else {
 vErrors.push(err140);
+}
+errors++;
+}
+if(data51.maxUploadBytes === undefined){
+const err141 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/required",keyword:"required",params:{missingProperty: "maxUploadBytes"},message:"must have required property '"+"maxUploadBytes"+"'"};
+if(vErrors === null){
+vErrors = [err141];
+}
+else {
+vErrors.push(err141);
+}
+errors++;
+}
+for(const key7 in data51){
+if(!(((key7 === "driver") || (key7 === "location")) || (key7 === "maxUploadBytes"))){
+const err142 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err142];
+}
+else {
+vErrors.push(err142);
+}
+errors++;
+}
+}
+if(data51.driver !== undefined){
+let data52 = data51.driver;
+if(typeof data52 !== "string"){
+const err143 = {instancePath:instancePath+"/storage/driver",schemaPath:"#/properties/storage/properties/driver/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err143];
+}
+else {
+vErrors.push(err143);
+}
+errors++;
+}
+if(!((data52 === "local") || (data52 === "s3"))){
+const err144 = {instancePath:instancePath+"/storage/driver",schemaPath:"#/properties/storage/properties/driver/enum",keyword:"enum",params:{allowedValues: schema152.properties.storage.properties.driver.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err144];
+}
+else {
+vErrors.push(err144);
+}
+errors++;
+}
+}
+if(data51.location !== undefined){
+if(typeof data51.location !== "string"){
+const err145 = {instancePath:instancePath+"/storage/location",schemaPath:"#/properties/storage/properties/location/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err145];
+}
+else {
+vErrors.push(err145);
+}
+errors++;
+}
+}
+if(data51.maxUploadBytes !== undefined){
+let data54 = data51.maxUploadBytes;
+if(!(((typeof data54 == "number") && (!(data54 % 1) && !isNaN(data54))) && (isFinite(data54)))){
+const err146 = {instancePath:instancePath+"/storage/maxUploadBytes",schemaPath:"#/properties/storage/properties/maxUploadBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err146];
+}
+else {
+vErrors.push(err146);
+}
+errors++;
+}
+if((typeof data54 == "number") && (isFinite(data54))){
+if(data54 < 1 || isNaN(data54)){
+const err147 = {instancePath:instancePath+"/storage/maxUploadBytes",schemaPath:"#/properties/storage/properties/maxUploadBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err147];
+}
+else {
+vErrors.push(err147);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err148 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err148];
+}
+else {
+vErrors.push(err148);
+}
+errors++;
+}
+}
+if(data.billing !== undefined){
+let data55 = data.billing;
+if(data55 && typeof data55 == "object" && !Array.isArray(data55)){
+if(data55.enabled === undefined){
+const err149 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(vErrors === null){
+vErrors = [err149];
+}
+else {
+vErrors.push(err149);
+}
+errors++;
+}
+if(data55.unpricedPlans === undefined){
+const err150 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/required",keyword:"required",params:{missingProperty: "unpricedPlans"},message:"must have required property '"+"unpricedPlans"+"'"};
+if(vErrors === null){
+vErrors = [err150];
+}
+else {
+vErrors.push(err150);
+}
+errors++;
+}
+for(const key8 in data55){
+if(!((key8 === "enabled") || (key8 === "unpricedPlans"))){
+const err151 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err151];
+}
+else {
+vErrors.push(err151);
+}
+errors++;
+}
+}
+if(data55.enabled !== undefined){
+if(typeof data55.enabled !== "boolean"){
+const err152 = {instancePath:instancePath+"/billing/enabled",schemaPath:"#/properties/billing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err152];
+}
+else {
+vErrors.push(err152);
+}
+errors++;
+}
+}
+if(data55.unpricedPlans !== undefined){
+let data57 = data55.unpricedPlans;
+if(Array.isArray(data57)){
+const len3 = data57.length;
+for(let i3=0; i3<len3; i3++){
+if(typeof data57[i3] !== "string"){
+const err153 = {instancePath:instancePath+"/billing/unpricedPlans/" + i3,schemaPath:"#/properties/billing/properties/unpricedPlans/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err153];
+}
+else {
+vErrors.push(err153);
+}
+errors++;
+}
+}
+}
+else {
+const err154 = {instancePath:instancePath+"/billing/unpricedPlans",schemaPath:"#/properties/billing/properties/unpricedPlans/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err154];
+}
+else {
+vErrors.push(err154);
+}
+errors++;
+}
+}
+}
+else {
+const err155 = {instancePath:instancePath+"/billing",schemaPath:"#/properties/billing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err155];
+}
+else {
+vErrors.push(err155);
+}
+errors++;
+}
+}
+if(data.email !== undefined){
+let data59 = data.email;
+if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
+if(data59.provider === undefined){
+const err156 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+if(vErrors === null){
+vErrors = [err156];
+}
+else {
+vErrors.push(err156);
+}
+errors++;
+}
+if(data59.from === undefined){
+const err157 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err157];
+}
+else {
+vErrors.push(err157);
+}
+errors++;
+}
+for(const key9 in data59){
+if(!((key9 === "provider") || (key9 === "from"))){
+const err158 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err158];
+}
+else {
+vErrors.push(err158);
+}
+errors++;
+}
+}
+if(data59.provider !== undefined){
+if(typeof data59.provider !== "string"){
+const err159 = {instancePath:instancePath+"/email/provider",schemaPath:"#/properties/email/properties/provider/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err159];
+}
+else {
+vErrors.push(err159);
+}
+errors++;
+}
+}
+if(data59.from !== undefined){
+if(typeof data59.from !== "string"){
+const err160 = {instancePath:instancePath+"/email/from",schemaPath:"#/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err160];
+}
+else {
+vErrors.push(err160);
+}
+errors++;
+}
+}
+}
+else {
+const err161 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err161];
+}
+else {
+vErrors.push(err161);
+}
+errors++;
+}
+}
+if(data.auth !== undefined){
+let data62 = data.auth;
+if(data62 && typeof data62 == "object" && !Array.isArray(data62)){
+if(data62.socialProviders === undefined){
+const err162 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "socialProviders"},message:"must have required property '"+"socialProviders"+"'"};
+if(vErrors === null){
+vErrors = [err162];
+}
+else {
+vErrors.push(err162);
+}
+errors++;
+}
+if(data62.requireEmailVerification === undefined){
+const err163 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/required",keyword:"required",params:{missingProperty: "requireEmailVerification"},message:"must have required property '"+"requireEmailVerification"+"'"};
+if(vErrors === null){
+vErrors = [err163];
+}
+else {
+vErrors.push(err163);
+}
+errors++;
+}
+for(const key10 in data62){
+if(!((key10 === "socialProviders") || (key10 === "requireEmailVerification"))){
+const err164 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err164];
+}
+else {
+vErrors.push(err164);
+}
+errors++;
+}
+}
+if(data62.socialProviders !== undefined){
+let data63 = data62.socialProviders;
+if(Array.isArray(data63)){
+const len4 = data63.length;
+for(let i4=0; i4<len4; i4++){
+let data64 = data63[i4];
+if(typeof data64 !== "string"){
+const err165 = {instancePath:instancePath+"/auth/socialProviders/" + i4,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err165];
+}
+else {
+vErrors.push(err165);
+}
+errors++;
+}
+if(!((data64 === "github") || (data64 === "google"))){
+const err166 = {instancePath:instancePath+"/auth/socialProviders/" + i4,schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/items/enum",keyword:"enum",params:{allowedValues: schema47.properties.socialProviders.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err166];
+}
+else {
+vErrors.push(err166);
+}
+errors++;
+}
+}
+let i5 = data63.length;
+let j0;
+if(i5 > 1){
+const indices0 = {};
+for(;i5--;){
+let item0 = data63[i5];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err167 = {instancePath:instancePath+"/auth/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i5+" are identical)"};
+if(vErrors === null){
+vErrors = [err167];
+}
+else {
+vErrors.push(err167);
+}
+errors++;
+break;
+}
+indices0[item0] = i5;
+}
+}
+}
+else {
+const err168 = {instancePath:instancePath+"/auth/socialProviders",schemaPath:"https://contract.local/schemas/AuthConfig/properties/socialProviders/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err168];
+}
+else {
+vErrors.push(err168);
+}
+errors++;
+}
+}
+if(data62.requireEmailVerification !== undefined){
+if(typeof data62.requireEmailVerification !== "boolean"){
+const err169 = {instancePath:instancePath+"/auth/requireEmailVerification",schemaPath:"https://contract.local/schemas/AuthConfig/properties/requireEmailVerification/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err169];
+}
+else {
+vErrors.push(err169);
+}
+errors++;
+}
+}
+}
+else {
+const err170 = {instancePath:instancePath+"/auth",schemaPath:"https://contract.local/schemas/AuthConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err170];
+}
+else {
+vErrors.push(err170);
+}
+errors++;
+}
+}
+}
+else {
+const err171 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
 }
 errors++;
 }

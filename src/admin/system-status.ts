@@ -7,6 +7,7 @@
 import type { Handlers, Services } from '../context.ts';
 import type { PaidPlan } from '../config.ts';
 import { migrationStatus } from '../db/migrations.ts';
+import { listBackgroundMigrations } from '../jobs/background-migrations-store.ts';
 import { AiServiceError } from '../ai-service/client.ts';
 import { queueStats } from '../jobs/queue-stats.ts';
 import { countStaleDocuments } from '../jobs/reindex.ts';
@@ -47,20 +48,26 @@ export const systemStatusProcedures = {
   },
 } satisfies Handlers;
 
-/** A `select 1` round trip, then the migration state; either failing is reported, not thrown. */
+/** A `select 1` round trip, then the migration state and the background migrations; any failing is reported, not thrown. */
 async function databaseCheck(services: Services) {
   const started = performance.now();
   try {
     await withTimeout(services.db.sql`select 1`, DATABASE_TIMEOUT_MS, 'the database did not answer within 2 s');
   } catch (error) {
-    return { ok: false, latencyMs: null, error: messageOf(error), migrations: null };
+    return { ok: false, latencyMs: null, error: messageOf(error), migrations: null, backgroundMigrations: null };
   }
   const latencyMs = round(performance.now() - started);
   const migrations = await migrationStatus(services.db.sql).catch((error: unknown) => {
     services.logger.warn({ err: error }, 'system status: the migration state could not be read');
     return null;
   });
-  return { ok: true, latencyMs, error: null, migrations };
+  // Before the workers first ran this release, its table may not exist yet (an API started first): null.
+  const background = await listBackgroundMigrations(services.db.sql).catch((error: unknown) => {
+    services.logger.warn({ err: error }, 'system status: the background migrations could not be read');
+    return null;
+  });
+  const backgroundMigrations = background?.map(({ cursor: _cursor, ...row }) => row) ?? null;
+  return { ok: true, latencyMs, error: null, migrations, backgroundMigrations };
 }
 
 /** Whole-platform counts; zeros when the database cannot be read (database.ok says why). */

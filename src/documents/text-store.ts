@@ -330,3 +330,29 @@ function chunkRow(document: ChunkDocument, model: string, config: string, chunk:
     created_at: now,
   };
 }
+
+/** Chunks of every document, for a background migration's progress (jobs/background-migrations.ts). */
+export async function countChunks(sql: Db): Promise<number> {
+  const [row] = await sql<{ count: number }[]>`select count(*)::float8 as count from document_chunks`;
+  return row!.count;
+}
+
+/**
+ * One batch of the background migration `chunk-text-hashes`: the chunks after `after` in id order
+ * (at most `limit`), with the text hash that chunks stored before sql/0013 lack filled in, as
+ * textHash (jobs/embed-chunks.ts) computes it: sha256 of the UTF-8 text, in hex. A re-index then
+ * reuses their embeddings instead of paying the AI service again. Answers the last id visited
+ * (null: none was left) and how many were visited.
+ */
+export async function fillChunkTextHashes(tx: Db, after: string | null, limit: number): Promise<{ last: string | null; visited: number }> {
+  const [row] = await tx<{ last: string | null; visited: number }[]>`
+    with batch as (
+      select id from document_chunks where id > ${after ?? ''} order by id limit ${limit}
+    ), filled as (
+      update document_chunks c set text_hash = encode(sha256(convert_to(c.text, 'UTF8')), 'hex')
+      from batch where c.id = batch.id and c.text_hash is null
+      returning 1
+    )
+    select (select max(id) from batch) as last, (select count(*) from batch)::int as visited, (select count(*) from filled)::int as filled`;
+  return { last: row!.last, visited: row!.visited };
+}

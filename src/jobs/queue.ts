@@ -51,6 +51,12 @@ import { SessionListenDb } from './pg-boss-session-listen.ts';
 
 export const JOBS_QUEUE = 'jobs';
 export const HOUSEKEEPING_QUEUE = 'housekeeping';
+/**
+ * Slices of background migrations (background-migrations.ts), one job per slice, keyed by the
+ * migration's name. pg-boss's `stately` policy keeps at most one waiting and one running job per
+ * key, so queuing a slice that is already queued does nothing.
+ */
+export const BACKGROUND_MIGRATIONS_QUEUE = 'background-migrations';
 /** pg-boss's own tables live in this schema. */
 export const QUEUE_SCHEMA = 'pgboss';
 /** A failing run is retried this many times before the job is failed (decisions.md, Jobs). */
@@ -59,6 +65,12 @@ export const RETRY_LIMIT = 2;
 export interface QueuedJob {
   jobId: string;
 }
+
+interface BackgroundSlice {
+  name: string;
+}
+
+const QUEUES = [JOBS_QUEUE, HOUSEKEEPING_QUEUE, BACKGROUND_MIGRATIONS_QUEUE];
 
 /** pg-boss's priority is an integer column: a virtual start never goes past this (see Fairness). */
 export const MAX_VIRTUAL_START = 2_147_483_647;
@@ -78,7 +90,7 @@ export interface Delivery {
 
 export interface JobQueue {
   /**
-   * Resolves once pg-boss has started and both queues exist; rejects when they cannot. `enqueue`
+   * Resolves once pg-boss has started and every queue exists; rejects when they cannot. `enqueue`
    * may only be called after it: await it before opening the enqueueing transaction.
    */
   readonly started: Promise<void>;
@@ -97,6 +109,10 @@ export interface JobQueue {
   work(run: (delivery: Delivery) => Promise<void>, concurrency: number, batchSize?: number): Promise<void>;
   /** Runs `run` on a schedule (pg-boss cron, at most once per occurrence across every worker). */
   every(cron: string, run: () => Promise<void>): Promise<void>;
+  /** Queues a slice of the named background migration, unless one is waiting already. */
+  queueBackgroundMigration(name: string): Promise<void>;
+  /** Runs each slice of a background migration that this process's worker takes, one at a time. */
+  workBackgroundMigrations(run: (name: string) => Promise<void>): Promise<void>;
   /** Stops fetching, waits for running jobs (up to timeoutMs) and ends pg-boss's timers. */
   stop(timeoutMs?: number): Promise<void>;
 }
@@ -210,6 +226,14 @@ export function openJobQueue(options: QueueOptions): JobQueue {
       await boss.schedule(HOUSEKEEPING_QUEUE, cron, {}, { singletonKey: HOUSEKEEPING_QUEUE });
       await boss.work(HOUSEKEEPING_QUEUE, { pollingIntervalSeconds: 30 }, async () => run());
     },
+    async queueBackgroundMigration(name) {
+      await started;
+      await boss.send(BACKGROUND_MIGRATIONS_QUEUE, { name } satisfies BackgroundSlice, { singletonKey: name });
+    },
+    async workBackgroundMigrations(run) {
+      await started;
+      await boss.work(BACKGROUND_MIGRATIONS_QUEUE, { pollingIntervalSeconds }, async ([job]) => run((job!.data as BackgroundSlice).name));
+    },
     async stop(timeoutMs = 10_000) {
       // A start in progress finishes first (pg-boss's stop waits for it too); a failed one leaves
       // pg-boss's timers to its own stop.
@@ -220,7 +244,7 @@ export function openJobQueue(options: QueueOptions): JobQueue {
       const late = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, timeoutMs);
       });
-      await Promise.race([Promise.all([JOBS_QUEUE, HOUSEKEEPING_QUEUE].map((name) => boss.offWork(name, { wait: true }))), late]);
+      await Promise.race([Promise.all(QUEUES.map((name) => boss.offWork(name, { wait: true }))), late]);
       clearTimeout(timer);
       await boss.stop({ graceful: true, timeout: timeoutMs, close: false });
     },
@@ -261,7 +285,7 @@ export async function virtualTime(tx: Db): Promise<number> {
   return row!.v;
 }
 
-/** The settings of both queues; a start updates them only when they differ from what is stored. */
+/** The settings of every queue; a start updates them only when they differ from what is stored. */
 function queueOptions(o: { leaseSeconds: number; retryDelaySeconds: number }) {
   return {
     retryLimit: RETRY_LIMIT,
@@ -277,9 +301,10 @@ function queueOptions(o: { leaseSeconds: number; retryDelaySeconds: number }) {
 
 async function ensureQueues(boss: PgBoss, o: { leaseSeconds: number; retryDelaySeconds: number }): Promise<void> {
   const wanted = queueOptions(o);
-  for (const name of [JOBS_QUEUE, HOUSEKEEPING_QUEUE]) {
+  for (const name of QUEUES) {
     const stored = await boss.getQueue(name);
-    if (!stored) await boss.createQueue(name, wanted);
+    // The policy is fixed when a queue is made (pg-boss cannot change it later).
+    if (!stored) await boss.createQueue(name, name === BACKGROUND_MIGRATIONS_QUEUE ? { ...wanted, policy: 'stately' } : wanted);
     else if (Object.entries(wanted).some(([key, value]) => (stored as unknown as Record<string, unknown>)[key] !== value)) await boss.updateQueue(name, wanted);
     // pg-boss reads a queue's settings into a cache on first use, through its own connection: were
     // that first use `enqueue` inside a transaction, it would need a second connection while the
@@ -290,7 +315,7 @@ async function ensureQueues(boss: PgBoss, o: { leaseSeconds: number; retryDelayS
 }
 
 /**
- * pg-boss's schema and the two queues, made through `sql` (a migration step of the embedded
+ * pg-boss's schema and the queues, made through `sql` (a migration step of the embedded
  * template, composition/database-template.ts, and of the test template on a server): a database made from the
  * template starts its queue without creating them.
  */

@@ -4,12 +4,14 @@
  * runs, and it ends succeeded, queued again for a retry (the queue redelivers it after a backoff),
  * or failed with a readable message. Provider details stay in the log.
  *
- * It also runs the housekeeping on the queue's schedule (housekeeping.ts).
+ * It also runs the housekeeping on the queue's schedule (housekeeping.ts), and the background
+ * migrations this release ships (background-migrations.ts), slice after slice.
  */
 import type { Logger } from '../logger.ts';
 import { AiServiceError } from '../ai-service/client.ts';
 import { StorageUnavailableError } from '../storage/driver.ts';
 import { STORAGE_UNAVAILABLE } from '../storage/unavailable.ts';
+import { pendingBackgroundMigrations, runSlice } from './background-migrations.ts';
 import { runHousekeeping } from './housekeeping.ts';
 import { queueReindexing } from './reindex.ts';
 import { JobFailure, kinds, type KindDeps } from './kinds.ts';
@@ -35,13 +37,27 @@ const GENERIC_FAILURE = 'The job failed.';
 export async function startWorker(options: WorkerOptions): Promise<void> {
   const { queue, logger } = options;
   await queue.work((delivery) => runDelivery(options, delivery), options.concurrency, options.batchSize);
+  await queue.workBackgroundMigrations(async (name) => {
+    if ((await runSlice(name, options)) === 'more') await queue.queueBackgroundMigration(name);
+  });
   await queue.every(options.housekeepingCron ?? '*/10 * * * *', async () => {
     logger.info(await runHousekeeping({ ...options, ...(options.embeddedDatabase ? { vacuum: { requests: options.requests } } : {}) }), 'housekeeping done');
+    // A slice whose job failed for good left its migration unfinished: it goes on from its cursor.
+    await queueBackgroundMigrations(options);
   });
   logger.info({ concurrency: options.concurrency, batchSize: options.batchSize ?? 1 }, 'job worker started');
   // A model switch shows at the first start on the new model, not ten minutes later. Not awaited:
   // the AI service may still be starting; housekeeping tries again.
   void queueReindexing(options).catch((error: unknown) => logger.warn({ err: error }, 're-indexing could not be queued'));
+  await queueBackgroundMigrations(options);
+}
+
+async function queueBackgroundMigrations(options: WorkerOptions): Promise<void> {
+  try {
+    for (const name of await pendingBackgroundMigrations(options.sql, options.now())) await options.queue.queueBackgroundMigration(name);
+  } catch (error) {
+    options.logger.warn({ err: error }, 'background migrations could not be queued; housekeeping tries again');
+  }
 }
 
 export async function runDelivery(options: WorkerOptions, delivery: Delivery): Promise<void> {

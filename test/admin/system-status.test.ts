@@ -52,6 +52,8 @@ describe('with the AI service up and billing configured', () => {
     expect(answer.database).toMatchObject({ ok: true, error: null });
     expect(answer.database.latencyMs).toEqual(expect.any(Number));
     expect(answer.database.migrations).toEqual({ shipped: shipped.length, applied: shipped.length, pending: [], unknown: 0, latestApplied: shipped.at(-1)!.replace(/\.sql$/, '') });
+    // No worker runs here (WORKER=off), so none has started the background migrations yet.
+    expect(answer.database.backgroundMigrations).toEqual([]);
 
     expect(answer.ai).toMatchObject({ ok: true, error: null, url: server.services.config.ai.url, problems: [], provider: 'local', model: LOCAL_EMBEDDING_MODEL, staleDocuments: 0 });
     expect(answer.ai.latencyMs).toEqual(expect.any(Number));

@@ -185,3 +185,144 @@ describe.skipIf(!externalUrl)('migrate against a real PostgreSQL server', () => 
     }
   });
 });
+
+describe('migrate: files that run outside a transaction', () => {
+  const table = "create table items (id int primary key, code text);\ninsert into items select n, 'c' || n from generate_series(1, 50) n;";
+
+  it('builds an index CONCURRENTLY, statement by statement, and records the file', async () => {
+    const dir = await sqlDir({
+      '0001_items.sql': table,
+      '0002_items_code.sql': '-- concurrently: outside a transaction\ncreate index concurrently if not exists items_code on items (code);\n',
+    });
+    expect(await migrate(sql, { dir })).toEqual(['0001_items', '0002_items_code']);
+    const [index] = await sql`select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = 'items_code' and c.relnamespace = current_schema()::regnamespace`;
+    expect(index).toEqual({ valid: true });
+  });
+
+  it('drops an invalid index left by a failed build and builds it again', async () => {
+    const dir = await sqlDir({
+      '0001_items.sql': `${table}\ninsert into items values (51, 'c1');`,
+      '0002_unique_code.sql': 'create unique index concurrently if not exists items_code_key on items (code);\n',
+    });
+    await expect(migrate(sql, { dir })).rejects.toThrow(/0002_unique_code\.sql failed.*could not create unique index/);
+    const invalid = () => sql`select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = 'items_code_key' and c.relnamespace = current_schema()::regnamespace`;
+    expect(await invalid()).toEqual([{ valid: false }]);
+
+    await sql`delete from items where id = 51`;
+    expect(await migrate(sql, { dir })).toEqual(['0002_unique_code']);
+    expect(await invalid()).toEqual([{ valid: true }]);
+  });
+
+  it.each([
+    [
+      'mixes it with other statements',
+      'create index concurrently if not exists a on t (x);\ncreate table u (id int);',
+      /mixes a statement that cannot run in a transaction \(line 1\) with others \(line 2\)/,
+    ],
+    ['builds without IF NOT EXISTS', 'create index concurrently a on t (x);', /line 1: .*must say CREATE INDEX CONCURRENTLY IF NOT EXISTS/],
+    ['drops without IF EXISTS', '\n\ndrop index concurrently a;', /line 3: .*must say DROP INDEX CONCURRENTLY IF EXISTS/],
+  ])('refuses a file that %s, running none of it', async (_what, contents, message) => {
+    const dir = await sqlDir({ '0001_bad.sql': contents });
+    await expect(migrate(sql, { dir })).rejects.toThrow(message);
+    expect((await migrationStatus(sql, dir)).applied).toBe(0);
+  });
+});
+
+describe.skipIf(!externalUrl)('migrate against a real PostgreSQL server: locks', () => {
+  // Each test in a schema of its own, with a table `items`, reached by clients whose search_path names it.
+  let admin: postgres.Sql;
+  let schema = '';
+  const client = () => postgres(externalUrl!, { max: 2, onnotice: () => {}, connection: { search_path: schema } });
+  const fast = { firstTimeoutMs: 50, maxTimeoutMs: 200, pauseMs: 50, maxPauseMs: 200 };
+
+  beforeAll(() => {
+    admin = postgres(externalUrl!, { max: 1, onnotice: () => {} });
+  });
+  beforeEach(async () => {
+    schema = `migrations_locks_${process.pid}_${++schemaCount}`;
+    await admin.unsafe(`create schema ${schema}; create table ${schema}.items (id int primary key, code text)`);
+  });
+  afterAll(async () => {
+    await admin?.unsafe(`select string_agg(format('drop schema %I cascade', nspname), '; ') as drops from pg_namespace where nspname like 'migrations_locks_${process.pid}_%'`).then(async ([row]) => {
+      if (row?.drops) await admin.unsafe(row.drops as string);
+    });
+    await admin?.end();
+  });
+
+  it('gives up its lock while a long transaction holds the table, so reads never queue behind it, and applies once it ends', async () => {
+    const holder = client();
+    const reader = client();
+    const runner = client();
+    try {
+      // A long transaction that read the table: ALTER TABLE must wait for it.
+      const held = holder.begin(async (tx) => {
+        await tx`select count(*) from items`;
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const dir = await sqlDir({ '0001_add_column.sql': 'alter table items add column note text;' });
+      const waits: unknown[] = [];
+      const migrating = migrate(runner, { dir, lockRetry: { ...fast, attempts: 100 }, logger: { info: () => {}, warn: (wait) => waits.push(wait) } });
+      // Meanwhile reads of the table answer at once: nothing waits in the lock queue for longer than a try's lock_timeout.
+      const slowest = await readsDuring(reader, 1_200);
+      expect(slowest).toBeLessThan(600);
+      await held;
+      expect(await migrating).toEqual(['0001_add_column']);
+      expect(waits.length).toBeGreaterThan(0);
+      expect(JSON.stringify(waits)).toMatch(/select count\(\*\) from items/);
+    } finally {
+      await Promise.all([holder.end(), reader.end(), runner.end()]);
+    }
+  });
+
+  it('fails after its tries, naming the transaction that held the lock, and leaves nothing applied', async () => {
+    const holder = client();
+    const runner = client();
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    try {
+      const held = holder.begin(async (tx) => {
+        await tx`select pg_sleep(0), count(*) from items -- the long one`;
+        await released;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      const dir = await sqlDir({ '0001_add_other.sql': 'alter table items add column other text;' });
+      await expect(migrate(runner, { dir, lockRetry: { ...fast, attempts: 3 } })).rejects.toThrow(/0001_add_other\.sql failed.*in 3 tries.*the long one/s);
+      release();
+      await held;
+      expect((await migrationStatus(runner, dir)).applied).toBe(0);
+    } finally {
+      release();
+      await Promise.all([holder.end(), runner.end()]);
+    }
+  });
+
+  it('lets runners in separate sessions wait for one that builds an index CONCURRENTLY, without a deadlock', async () => {
+    const clients = [client(), client(), client()];
+    try {
+      await admin.unsafe(`insert into ${schema}.items (id, code) select n, 'c' || n from generate_series(1, 20000) n`);
+      const dir = await sqlDir({
+        '0001_first.sql': 'create table later (id int);',
+        '0002_code_index.sql': 'create index concurrently if not exists items_code on items (code);',
+        '0003_then.sql': 'alter table later add column x int;',
+      });
+      const results = await Promise.all(clients.map((each) => migrate(each, { dir })));
+      expect(results.flat().sort()).toEqual(['0001_first', '0002_code_index', '0003_then']);
+    } finally {
+      await Promise.all(clients.map((each) => each.end()));
+    }
+  });
+});
+
+/** The slowest of back-to-back reads of `items` over `ms`. */
+async function readsDuring(reader: postgres.Sql, ms: number): Promise<number> {
+  let slowest = 0;
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    const started = performance.now();
+    await reader`select count(*) from items`;
+    slowest = Math.max(slowest, performance.now() - started);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return slowest;
+}

@@ -36,6 +36,7 @@ const owners: Record<string, string> = {
   rate_limits: 'src/auth/shared-rate-limit.ts',
   stream_leases: 'src/jobs/stream-leases.ts',
   idempotency_keys: 'src/idempotency/store.ts',
+  background_migrations: 'src/jobs/background-migrations-store.ts',
 };
 
 /** The tables the migrations create. */
