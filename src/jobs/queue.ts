@@ -86,6 +86,11 @@ export interface Delivery {
   jobId: string;
   finalAttempt: boolean;
   signal: AbortSignal;
+  /**
+   * Queues this job again, in its place and for the same organization, to be delivered after
+   * `seconds` (to another worker, likely); the current delivery then ends as done.
+   */
+  defer(seconds: number): Promise<void>;
 }
 
 export interface JobQueue {
@@ -201,7 +206,10 @@ export function openJobQueue(options: QueueOptions): JobQueue {
             await Promise.all(
               jobs.map(async (job) => {
                 try {
-                  await run({ jobId: (job.data as QueuedJob).jobId, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
+                  const defer = async (seconds: number) => {
+                    await boss.send(JOBS_QUEUE, job.data as QueuedJob, { priority: job.priority, startAfter: seconds, ...(job.groupId ? { group: { id: job.groupId } } : {}) });
+                  };
+                  await run({ jobId: (job.data as QueuedJob).jobId, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal, defer });
                 } catch (error) {
                   // Stored on pg-boss's row as a thrown error's would be. If the fail itself cannot be
                   // recorded, the throw fails the whole batch: its finished jobs are delivered again

@@ -33,6 +33,8 @@ export interface WorkerOptions extends KindDeps {
 }
 
 const GENERIC_FAILURE = 'The job failed.';
+/** How long a job of an unknown kind waits before it is delivered again (to a newer worker, once one runs). */
+export const UNKNOWN_KIND_DEFER_SECONDS = 15;
 
 export async function startWorker(options: WorkerOptions): Promise<void> {
   const { queue, logger } = options;
@@ -65,6 +67,14 @@ export async function runDelivery(options: WorkerOptions, delivery: Delivery): P
   const job = await jobs.startRun(delivery.jobId, options.now());
   if (!job) return; // canceled, already finished or deleted: nothing to run
   const log = logger.child({ jobId: job.id, kind: job.kind, attempt: job.attempt });
+  if (!Object.hasOwn(kinds, job.kind)) {
+    // A kind a newer release added, created by its API while this release's workers still run
+    // (docs/deploying.md, Upgrading): back in the queue, uncounted, for a worker that knows it.
+    await delivery.defer(UNKNOWN_KIND_DEFER_SECONDS);
+    await jobs.requeueRun(job.id, options.now());
+    log.info({ deferSeconds: UNKNOWN_KIND_DEFER_SECONDS }, 'job of a kind this release does not know: left to a newer worker');
+    return;
+  }
   try {
     const result = await kinds[job.kind](job, options);
     await jobs.succeedRun(job.id, result, options.now());
