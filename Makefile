@@ -1,6 +1,6 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
 # Node 24 that the `node` dev dependency puts first on their PATH (see ../shared/design/toolchain.md).
-.PHONY: install browser start test test-pg test-pooler codegen codegen-check scaffold contract-diff contract-diff-check contract-release lint lint-eslint lint-types lint-format lint-contract lint-deps format deps mock contract-test bench soak ci clean
+.PHONY: install browser start test test-pg test-pooler codegen codegen-check scaffold contract-diff contract-diff-check contract-release lint lint-eslint lint-types lint-format lint-contract lint-deps lint-migrations format deps mock contract-test bench soak ci clean
 
 STAMP := node_modules/.install-stamp
 
@@ -79,14 +79,15 @@ contract-diff-check: install
 contract-release: codegen-check
 	node_modules/.bin/node scripts/contract-diff.ts --release
 
-# redocly on the contract and its bundles, tsc, typescript-eslint, Prettier's check and the
-# dependency rules (docs/architecture.md, "Lint and format"). `make format` fixes what Prettier finds.
+# redocly on the contract and its bundles, tsc, typescript-eslint, Prettier's check, the
+# dependency rules (docs/architecture.md, "Lint and format") and the migration rules
+# (docs/migrations.md). `make format` fixes what Prettier finds.
 # Two run at a time: typescript-eslint (25-32 s, one thread) beside the others in turn (about 18 s
 # together: Prettier 10, tsc 3 as TypeScript 7's native compiler, dependency-cruiser 3, Redocly 2).
 # -O prints each one's output whole when it ends; every one runs even when another fails, and make
 # fails if any did.
 lint: install
-	@$(MAKE) --no-print-directory -k -j2 -O lint-eslint lint-types lint-format lint-contract lint-deps
+	@$(MAKE) --no-print-directory -k -j2 -O lint-eslint lint-types lint-format lint-contract lint-deps lint-migrations
 
 lint-eslint:
 	@npm run --silent eslint
@@ -98,6 +99,14 @@ lint-contract:
 	@npm run --silent lint:contract
 lint-deps:
 	@npm run --silent deps
+
+# The migrations after the previous release's (releases/previous.json) must not stop traffic nor
+# remove what that release still uses (docs/migrations.md; rules in scripts/migration-lint/rules.ts).
+# Part of `lint`; this target runs it alone. --liftoff-only: V8's baseline compiler for the parser's
+# WebAssembly (libpg-query); its optimizing compiler would spend 2 s and 600 MB on it after the
+# 0.2 s of work are done (as the tests' execArgv, vitest.config.ts).
+lint-migrations: install
+	@node_modules/.bin/node --liftoff-only scripts/lint-migrations.ts
 
 format: install
 	npm run --silent format

@@ -5,6 +5,8 @@
 // (IF NOT EXISTS / IF EXISTS), so that the runner can start it over from the top. The same rules
 // are checked by `make lint-migrations` before a file ships; here they are checked again because a
 // file that breaks them would otherwise fail half way on a production database.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { MigrationFile } from './migration-files.ts';
 
 /** A CREATE INDEX CONCURRENTLY or DROP INDEX CONCURRENTLY of a file that runs outside a transaction. */
@@ -27,19 +29,14 @@ interface ParsedStatement {
   stmt_len?: number;
 }
 
-// Only a file that mentions the word is parsed: the parser is a 1.8 MB WebAssembly module that
-// loads in about 50 ms, and most files never need it.
+// Only a file that mentions the word is parsed: the parser (libpg-query, PostgreSQL's own, as
+// WebAssembly) runs in a child process (migration-parse.ts says why), a few hundred ms a file.
 const mayBeConcurrent = /concurrently/i;
+const parser = fileURLToPath(new URL('./migration-parse.ts', import.meta.url));
 
 export async function migrationSteps(file: MigrationFile): Promise<MigrationSteps> {
   if (!mayBeConcurrent.test(file.contents)) return { kind: 'transaction' };
-  const { parse } = await import('libpg-query');
-  let statements: ParsedStatement[];
-  try {
-    statements = ((await parse(file.contents)) as { stmts?: ParsedStatement[] }).stmts ?? [];
-  } catch (error) {
-    throw new Error(`Migration ${file.fileName} does not parse: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
+  const statements = (await parseSql(file)).stmts ?? [];
   // The parser's locations count bytes of UTF-8, not UTF-16 code units.
   const bytes = Buffer.from(file.contents);
   const located = statements.map((statement) => {
@@ -73,6 +70,16 @@ export async function migrationSteps(file: MigrationFile): Promise<MigrationStep
       return { text, line, builds: create ? builtIndex(create) : null };
     }),
   };
+}
+
+function parseSql(file: MigrationFile): Promise<{ stmts?: ParsedStatement[] }> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(process.execPath, ['--liftoff-only', parser], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`Migration ${file.fileName} does not parse: ${stderr.trim() || error.message}`, { cause: error }));
+      else resolve(JSON.parse(stdout) as { stmts?: ParsedStatement[] });
+    });
+    child.stdin?.end(file.contents);
+  });
 }
 
 function isConcurrent(stmt: ParsedStatement['stmt']): boolean {

@@ -4,7 +4,7 @@
  * goes back to the queue, in its place, for a newer worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JobKind } from '../../src/jobs/kinds.ts';
+import type { JobKind } from '../../src/jobs/store.ts';
 import { QUEUE_SCHEMA } from '../../src/jobs/queue.ts';
 import { UNKNOWN_KIND_DEFER_SECONDS } from '../../src/jobs/worker.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
