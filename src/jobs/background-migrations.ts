@@ -22,7 +22,7 @@ import { isLockTimeout } from '../db/lock-retry.ts';
 import { OPEN_GATE, type RequestGate } from '../db/request-gate.ts';
 import { countChunks, fillChunkTextHashes } from '../documents/text-store.ts';
 import type { Logger } from '../logger.ts';
-import { claimBackgroundMigration, recordBatch, recordBatchError, startBackgroundMigration } from './background-migrations-store.ts';
+import { claimBackgroundMigration, listBackgroundMigrations, recordBatch, recordBatchError, startBackgroundMigration } from './background-migrations-store.ts';
 
 export interface BackgroundMigration {
   /** Fixed forever: its row in background_migrations is found by it. */
@@ -59,12 +59,16 @@ const MAX_BATCH = 5_000;
 const BATCH_LOCK_TIMEOUT_MS = 200;
 const BATCH_STATEMENT_TIMEOUT_MS = 10_000;
 
-/** Records each known migration as started (once) and answers those still to finish. */
+/**
+ * Records each known migration as started (once: its rows are counted then, not at every start)
+ * and answers those still to finish.
+ */
 export async function pendingBackgroundMigrations(sql: Sql, now: Date, known: readonly BackgroundMigration[] = backgroundMigrations): Promise<string[]> {
+  const states = new Map((await listBackgroundMigrations(sql)).map((row) => [row.name, row.state]));
   const pending: string[] = [];
   for (const migration of known) {
-    const row = await startBackgroundMigration(sql, migration.name, await migration.count(sql), now);
-    if (row.state !== 'succeeded') pending.push(migration.name);
+    const state = states.get(migration.name) ?? (await startBackgroundMigration(sql, migration.name, await migration.count(sql), now)).state;
+    if (state !== 'succeeded') pending.push(migration.name);
   }
   return pending;
 }
