@@ -1,6 +1,6 @@
 # The verbs people type. Every target installs what it needs first; npm scripts run on the
 # Node 24 that the `node` dev dependency puts first on their PATH (see ../shared/design/toolchain.md).
-.PHONY: install browser start test test-pg test-pooler codegen codegen-check scaffold contract-diff contract-diff-check contract-release lint lint-eslint lint-types lint-format lint-contract lint-deps lint-migrations format deps mock contract-test bench soak ci clean
+.PHONY: install browser start test test-pg test-pooler test-upgrade codegen codegen-check scaffold contract-diff contract-diff-check contract-release lint lint-eslint lint-types lint-format lint-contract lint-deps lint-migrations format deps mock contract-test bench soak ci clean
 
 STAMP := node_modules/.install-stamp
 
@@ -46,6 +46,14 @@ test-pg: install browser
 # docs/deploying.md, "Behind a connection pooler").
 test-pooler: install
 	scripts/test-pooler.sh
+
+# An upgrade without downtime (issue 37; scripts/test-upgrade.sh, test/upgrade/): the previous release
+# (releases/previous.json, unpacked and installed under .tmp/previous-release) serves a workspace of
+# 100 000 chunks under load on a throwaway PostgreSQL 15 while this tree's `migrate` runs, then both
+# serve, then this tree alone; fails on a 5xx, a transport error, a request over 2 s during `migrate`
+# or a job that does not succeed. Then the same with a throwaway table-rewriting migration, which must fail.
+test-upgrade: install
+	scripts/test-upgrade.sh
 
 codegen: install
 	npm run --silent codegen
@@ -136,7 +144,7 @@ bench: install
 soak: install
 	@exec node_modules/.bin/node bench/soak.ts
 
-ci: lint codegen-check contract-diff-check test test-pg test-pooler
+ci: lint codegen-check contract-diff-check test test-pg test-pooler test-upgrade
 	SOAK_S=180 $(MAKE) soak
 
 clean:

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import { LongFilesFirst } from './test/long-files-first.ts';
 
 // V8's code cache on disk for the workers' modules and for the threads they start (each document
@@ -11,6 +11,10 @@ export default defineConfig({
   test: {
     // One migrated template database per run, copied per test file (test/support/database.ts).
     globalSetup: ['test/global-setup.ts'],
+    // The upgrade runs (make test-upgrade) start fleets of processes on a server of their own for
+    // minutes: their own config, test/upgrade/vitest.config.ts. .tmp/ holds the previous release's
+    // tree they unpack, whose own tests are not ours to run.
+    exclude: [...configDefaults.exclude, 'test/upgrade/**', '.tmp/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -59,6 +59,7 @@ const notRun: [RegExp, string][] = [
   [/^(make (test|test-pg|ci)|npm test( --.*)?|scripts\/test-pg\.sh( .*)?)$/, 'runs the test suite, which this test is part of'],
   [/^node scripts\/database-tests\.ts$/, 'lists the test files make test-pg runs; test/unit/database-tests.test.ts checks the list'],
   [/^make test-pooler$/, 'runs the multi-instance suites of the test suite again behind PgBouncer (CI runs it, .ci/run)'],
+  [/^make test-upgrade$/, 'runs two releases side by side for minutes on a server of its own (CI runs it, .ci/run)'],
   [/^make contract-test( BASE=<url>)?$/, 'runs test/contract/black-box.test.ts, part of the suite (with BASE, against a target you name)'],
   [
     /^(make (install|browser)|npm ci|apt-get install jq|node_modules\/\.bin\/node scripts\/install-model\.ts)$/,
@@ -66,8 +67,8 @@ const notRun: [RegExp, string][] = [
   ],
   [/^make clean$/, 'deletes the local .data and .tmp folders'],
   [
-    /^make (codegen|codegen-check|lint|deps|contract-diff|contract-diff-check|contract-release)$/,
-    'a development step CI runs itself (make ci, .ci/run); test/unit/ and test/contract/contract-diff.test.ts hold their checks',
+    /^make (codegen|codegen-check|lint|lint-migrations|deps|contract-diff|contract-diff-check|contract-release)$/,
+    'a development step CI runs itself (make ci, .ci/run); test/unit/, test/lint/migration-lint.test.ts and test/contract/contract-diff.test.ts hold their checks',
   ],
   [/^(npm run|make) format$/, 'rewrites the source files in place (Prettier); make lint checks that they are formatted'],
   [/^(make mock|npm run (mail-catcher|s3-local))$/, 'a development server that runs until Ctrl-C; the suite starts the same programs on free ports (test/support/prism.ts, smtp.ts, s3.ts)'],
