@@ -2559,7 +2559,7 @@ return errors === 0;
 validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.input_jobs_create = validate41;
-const schema69 = {"description":"The body of jobs.create: one of three shapes, chosen by `kind`. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the job's workspace is the document's) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`. Any other field is refused with 400 BAD_REQUEST.","examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.index","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"},{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"text.embed","input":{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}}],"type":"object","properties":{},"required":[],"$id":"https://contract.local/procedures/jobs.create/input","allOf":[{"type":"object","required":["kind"],"properties":{"kind":{"enum":["document.extract","document.index","text.embed"]}}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.extract"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentExtractInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.index"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentIndexInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"text.embed"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateTextEmbedInput"}}]};
+const schema69 = {"description":"The body of jobs.create: one of four shapes, chosen by `kind`. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the job's workspace is the document's) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`; `workspace.index` needs `workspaceId` (a workspace of the organization) and takes neither. Any other field is refused with 400 BAD_REQUEST.","examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.index","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"},{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"text.embed","input":{"texts":["Quarterly revenue grew 14%.","Churn fell to 2.1%."]}},{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"workspace.index","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk"}],"type":"object","properties":{},"required":[],"$id":"https://contract.local/procedures/jobs.create/input","allOf":[{"type":"object","required":["kind"],"properties":{"kind":{"enum":["document.extract","document.index","text.embed","workspace.index"]}}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.extract"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentExtractInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"document.index"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateDocumentIndexInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"text.embed"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateTextEmbedInput"}},{"if":{"type":"object","required":["kind"],"properties":{"kind":{"const":"workspace.index"}}},"then":{"$ref":"https://contract.local/schemas/JobsCreateWorkspaceIndexInput"}}]};
 const schema70 = {"type":"object","description":"The body of jobs.create for a `document.extract` job (1 AI credit): extract the text of a `ready` document. Takes no `input`.","required":["organizationId","kind","documentId"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"document.extract","description":"The job kind (the discriminator of the jobs.create body).","examples":["document.extract"]},"documentId":{"$ref":"https://contract.local/schemas/DocumentId","description":"The document to extract; 404 when it is not in the organization, 412 while its upload is unfinished."}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"document.extract","documentId":"doc_zjli6ufh3reosfhypn5nwk2d"}],"$id":"https://contract.local/schemas/JobsCreateDocumentExtractInput"};
 
 function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3088,6 +3088,151 @@ return errors === 0;
 }
 validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+const schema78 = {"type":"object","description":"The body of jobs.create for a `workspace.index` job: extract and index every `ready` document of the workspace that is not indexed with the current embedding model, in one job. Priced per document as `document.index` is (see jobs.create). Takes no `input` and no `documentId`.","required":["organizationId","kind","workspaceId"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that runs and pays for the job; the caller needs job:create in it."},"kind":{"type":"string","const":"workspace.index","description":"The job kind (the discriminator of the jobs.create body).","examples":["workspace.index"]},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId","description":"The workspace whose documents to index; 404 when it is not in the organization."}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","kind":"workspace.index","workspaceId":"ws_i5xx2bzn3kir2gshyl7sn5pk"}],"$id":"https://contract.local/schemas/JobsCreateWorkspaceIndexInput"};
+
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/JobsCreateWorkspaceIndexInput" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate48.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.organizationId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.kind === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.workspaceId === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "workspaceId"},message:"must have required property '"+"workspaceId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "organizationId") || (key0 === "kind")) || (key0 === "workspaceId"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+let data0 = data.organizationId;
+if(typeof data0 === "string"){
+if(!pattern8.test(data0)){
+const err4 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/pattern",keyword:"pattern",params:{pattern: "^org_[a-z2-7]{24}$"},message:"must match pattern \""+"^org_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/OrganizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.kind !== undefined){
+let data1 = data.kind;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("workspace.index" !== data1){
+const err7 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "workspace.index"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.workspaceId !== undefined){
+let data2 = data.workspaceId;
+if(typeof data2 === "string"){
+if(!pattern24.test(data2)){
+const err8 = {instancePath:instancePath+"/workspaceId",schemaPath:"https://contract.local/schemas/WorkspaceId/pattern",keyword:"pattern",params:{pattern: "^ws_[a-z2-7]{24}$"},message:"must match pattern \""+"^ws_[a-z2-7]{24}$"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/workspaceId",schemaPath:"https://contract.local/schemas/WorkspaceId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate48.errors = vErrors;
+return errors === 0;
+}
+validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.create/input" */;
@@ -3113,7 +3258,7 @@ errors++;
 }
 if(data.kind !== undefined){
 let data0 = data.kind;
-if(!(((data0 === "document.extract") || (data0 === "document.index")) || (data0 === "text.embed"))){
+if(!((((data0 === "document.extract") || (data0 === "document.index")) || (data0 === "text.embed")) || (data0 === "workspace.index"))){
 const err1 = {instancePath:instancePath+"/kind",schemaPath:"#/allOf/0/properties/kind/enum",keyword:"enum",params:{allowedValues: schema69.allOf[0].properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
@@ -3379,13 +3524,96 @@ props0 = props0 || {};
 Object.assign(props0, props2);
 }
 }
-if(!(data && typeof data == "object" && !Array.isArray(data))){
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const _errs23 = errors;
+let valid8 = true;
+const _errs24 = errors;
+if(errors === _errs24){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing3;
+if((data.kind === undefined) && (missing3 = "kind")){
+const err15 = {};
 if(vErrors === null){
 vErrors = [err15];
 }
 else {
 vErrors.push(err15);
+}
+errors++;
+}
+else {
+if(data.kind !== undefined){
+if("workspace.index" !== data.kind){
+const err16 = {};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err17 = {};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+var _valid3 = _errs24 === errors;
+errors = _errs23;
+if(vErrors !== null){
+if(_errs23){
+vErrors.length = _errs23;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid3){
+const _errs27 = errors;
+if(!(validate48(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate48.errors : vErrors.concat(validate48.errors);
+errors = vErrors.length;
+}
+var _valid3 = _errs27 === errors;
+valid8 = _valid3;
+if(valid8){
+var props3 = true;
+}
+}
+if(!valid8){
+const err18 = {instancePath,schemaPath:"#/allOf/4/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(props0 !== true && props3 !== undefined){
+if(props3 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props3);
+}
+}
+if(!(data && typeof data == "object" && !Array.isArray(data))){
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
 }
 errors++;
 }
@@ -3395,14 +3623,14 @@ return errors === 0;
 }
 validate41.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-exports.input_jobs_get = validate48;
-const schema78 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.get/input"};
+exports.input_jobs_get = validate50;
+const schema81 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.get/input"};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.get/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate48.evaluated;
+const evaluated0 = validate50.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3468,20 +3696,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate48.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
-validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_list = validate49;
-const schema80 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"},"documentId":{"$ref":"https://contract.local/schemas/DocumentId"},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":25,"examples":[25]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]},"includeResult":{"type":"boolean","default":false,"examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.list/input"};
-const schema84 = {"type":"string","description":"A job's state: `queued` until a worker takes it, `running`, then one of the finished states `succeeded`, `failed` or `canceled` (only a queued job can be canceled).","enum":["queued","running","succeeded","failed","canceled"],"examples":["succeeded"],"$id":"https://contract.local/schemas/JobStatus"};
+exports.input_jobs_list = validate51;
+const schema83 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"},"documentId":{"$ref":"https://contract.local/schemas/DocumentId"},"status":{"$ref":"https://contract.local/schemas/JobStatus"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":25,"examples":[25]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]},"includeResult":{"type":"boolean","default":false,"examples":[false]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.list/input"};
+const schema87 = {"type":"string","description":"A job's state: `queued` until a worker takes it, `running`, then one of the finished states `succeeded`, `failed` or `canceled` (only a queued job can be canceled).","enum":["queued","running","succeeded","failed","canceled"],"examples":["succeeded"],"$id":"https://contract.local/schemas/JobStatus"};
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.list/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate49.evaluated;
+const evaluated0 = validate51.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3605,7 +3833,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((((data3 === "queued") || (data3 === "running")) || (data3 === "succeeded")) || (data3 === "failed")) || (data3 === "canceled"))){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/JobStatus/enum",keyword:"enum",params:{allowedValues: schema84.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/JobStatus/enum",keyword:"enum",params:{allowedValues: schema87.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3714,19 +3942,19 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate49.errors = vErrors;
+validate51.errors = vErrors;
 return errors === 0;
 }
-validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_retry = validate50;
-const schema85 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.retry/input"};
+exports.input_jobs_retry = validate52;
+const schema88 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/JobId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.retry/input"};
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.retry/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate50.evaluated;
+const evaluated0 = validate52.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3792,19 +4020,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate50.errors = vErrors;
+validate52.errors = vErrors;
 return errors === 0;
 }
-validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_jobs_stream = validate51;
-const schema87 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.stream/input"};
+exports.input_jobs_stream = validate53;
+const schema90 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"workspaceId":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/jobs.stream/input"};
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/jobs.stream/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate51.evaluated;
+const evaluated0 = validate53.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3895,19 +4123,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate51.errors = vErrors;
+validate53.errors = vErrors;
 return errors === 0;
 }
-validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_organizations_auditLog = validate52;
-const schema90 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.auditLog/input"};
+exports.input_organizations_auditLog = validate54;
+const schema93 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":50,"examples":[50]},"cursor":{"type":"string","minLength":1,"maxLength":200,"x-single-line":true,"examples":["eyJ0IjoiMjAyNi0xMS0yMVQwOToxNTowMC4wMDBaIiwiaSI6ImRvY185TG0zWGM3VmIyTnEifQ.k3Jx"]}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.auditLog/input"};
 
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.auditLog/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate52.evaluated;
+const evaluated0 = validate54.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4054,19 +4282,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate52.errors = vErrors;
+validate54.errors = vErrors;
 return errors === 0;
 }
-validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_organizations_usage = validate53;
-const schema92 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.usage/input"};
+exports.input_organizations_usage = validate55;
+const schema95 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/organizations.usage/input"};
 
-function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/organizations.usage/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate53.evaluated;
+const evaluated0 = validate55.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4132,19 +4360,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate53.errors = vErrors;
+validate55.errors = vErrors;
 return errors === 0;
 }
-validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_system_authConfig = validate54;
-const schema94 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.authConfig/input"};
+exports.input_system_authConfig = validate56;
+const schema97 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.authConfig/input"};
 
-function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.authConfig/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate54.evaluated;
+const evaluated0 = validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4173,19 +4401,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate54.errors = vErrors;
+validate56.errors = vErrors;
 return errors === 0;
 }
-validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_system_flags = validate55;
-const schema95 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.flags/input"};
+exports.input_system_flags = validate57;
+const schema98 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.flags/input"};
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/system.flags/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate57.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4241,103 +4469,103 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate55.errors = vErrors;
-return errors === 0;
-}
-validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.input_system_health = validate56;
-const schema97 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.health/input"};
-
-function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/system.health/input" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate56.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate56.errors = vErrors;
-return errors === 0;
-}
-validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.input_user_me = validate57;
-const schema98 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/user.me/input"};
-
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/user.me/input" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate57.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
 validate57.errors = vErrors;
 return errors === 0;
 }
 validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_create = validate58;
-const schema99 = {"type":"object","description":"The body of workspaces.create.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","name":"Research","slug":"research"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that will own the workspace; the caller needs workspace:create in it."},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the same organization (404 otherwise), or null / absent for none.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Research"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Lowercase letters, digits and inner hyphens; unique within the organization (409 otherwise).","examples":["research"]}},"required":["organizationId","name","slug"],"$id":"https://contract.local/procedures/workspaces.create/input"};
-const schema101 = {"type":"string","pattern":"^team_[a-z2-7]{24}$","description":"A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"],"$id":"https://contract.local/schemas/TeamId"};
-const pattern56 = new RegExp("^team_[a-z2-7]{24}$", "u");
+exports.input_system_health = validate58;
+const schema100 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/system.health/input"};
 
 function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/workspaces.create/input" */;
+/*# sourceURL="https://contract.local/procedures/system.health/input" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate58.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate58.errors = vErrors;
+return errors === 0;
+}
+validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.input_user_me = validate59;
+const schema101 = {"type":"object","properties":{},"required":[],"additionalProperties":false,"$id":"https://contract.local/procedures/user.me/input"};
+
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/user.me/input" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate59.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate59.errors = vErrors;
+return errors === 0;
+}
+validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.input_workspaces_create = validate60;
+const schema102 = {"type":"object","description":"The body of workspaces.create.","additionalProperties":false,"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","name":"Research","slug":"research"}],"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization that will own the workspace; the caller needs workspace:create in it."},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the same organization (404 otherwise), or null / absent for none.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Research"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"Lowercase letters, digits and inner hyphens; unique within the organization (409 otherwise).","examples":["research"]}},"required":["organizationId","name","slug"],"$id":"https://contract.local/procedures/workspaces.create/input"};
+const schema104 = {"type":"string","pattern":"^team_[a-z2-7]{24}$","description":"A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"],"$id":"https://contract.local/schemas/TeamId"};
+const pattern58 = new RegExp("^team_[a-z2-7]{24}$", "u");
+
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/workspaces.create/input" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4418,7 +4646,7 @@ const _errs6 = errors;
 let valid2 = false;
 const _errs7 = errors;
 if(typeof data1 === "string"){
-if(!pattern56.test(data1)){
+if(!pattern58.test(data1)){
 const err6 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/TeamId/pattern",keyword:"pattern",params:{pattern: "^team_[a-z2-7]{24}$"},message:"must match pattern \""+"^team_[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -4587,19 +4815,19 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate58.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_delete = validate59;
-const schema102 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.delete/input"};
+exports.input_workspaces_delete = validate61;
+const schema105 = {"type":"object","properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"}},"required":["id"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.delete/input"};
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.delete/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4665,19 +4893,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate59.errors = vErrors;
+validate61.errors = vErrors;
 return errors === 0;
 }
-validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_get = validate60;
-const schema104 = {"type":"object","properties":{"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["research"]},"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["slug","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.get/input"};
+exports.input_workspaces_get = validate62;
+const schema107 = {"type":"object","properties":{"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["research"]},"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["slug","organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.get/input"};
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.get/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4808,19 +5036,19 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate62.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_list = validate61;
-const schema106 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.list/input"};
+exports.input_workspaces_list = validate63;
+const schema109 = {"type":"object","properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId"}},"required":["organizationId"],"additionalProperties":false,"$id":"https://contract.local/procedures/workspaces.list/input"};
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.list/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate63.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4886,19 +5114,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate61.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
-validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.input_workspaces_update = validate62;
-const schema108 = {"type":"object","description":"The optional body of workspaces.update. Every field is optional; only the fields present are changed, and an empty or absent body leaves the workspace as it is.","additionalProperties":false,"examples":[{"name":"Research & Development","slug":"research-dev"}],"properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"New display name; one line, no control characters.","examples":["Research & Development"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"New slug; unique within the organization (409 otherwise).","examples":["research-dev"]},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]}},"required":["id"],"$id":"https://contract.local/procedures/workspaces.update/input"};
+exports.input_workspaces_update = validate64;
+const schema111 = {"type":"object","description":"The optional body of workspaces.update. Every field is optional; only the fields present are changed, and an empty or absent body leaves the workspace as it is.","additionalProperties":false,"examples":[{"name":"Research & Development","slug":"research-dev"}],"properties":{"id":{"$ref":"https://contract.local/schemas/WorkspaceId"},"name":{"type":"string","minLength":1,"maxLength":80,"x-single-line":true,"description":"New display name; one line, no control characters.","examples":["Research & Development"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"New slug; unique within the organization (409 otherwise).","examples":["research-dev"]},"teamId":{"anyOf":[{"$ref":"https://contract.local/schemas/TeamId"},{"type":"null"}],"description":"A team of the workspace's organization (404 otherwise), or null to detach the workspace from its team.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]}},"required":["id"],"$id":"https://contract.local/procedures/workspaces.update/input"};
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/workspaces.update/input" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate62.evaluated;
+const evaluated0 = validate64.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5059,7 +5287,7 @@ const _errs10 = errors;
 let valid2 = false;
 const _errs11 = errors;
 if(typeof data3 === "string"){
-if(!pattern56.test(data3)){
+if(!pattern58.test(data3)){
 const err13 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/TeamId/pattern",keyword:"pattern",params:{pattern: "^team_[a-z2-7]{24}$"},message:"must match pattern \""+"^team_[a-z2-7]{24}$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -5128,8 +5356,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate62.errors = vErrors;
+validate64.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

@@ -24,6 +24,8 @@ export interface ComposeOptions {
     handlers?: Handlers;
     streams?: StreamHandlers;
     authHandlers?: AuthHandlers;
+    /** How long a workspace.index slice takes new documents (jobs/workspace-index.ts SLICE_MS when absent). */
+    sliceMs?: number;
   };
 }
 
@@ -76,6 +78,7 @@ export async function compose(options: ComposeOptions & { role?: 'api' | 'worker
           concurrency: config.worker.concurrency,
           batchSize: config.worker.batchSize,
           embeddedDatabase: db.kind === 'embedded',
+          ...(overrides.sliceMs === undefined ? {} : { sliceMs: overrides.sliceMs }),
         }),
       );
   started.catch(() => undefined); // its awaiter gets the error (serve, runWorker)

@@ -96,6 +96,26 @@ export async function refundJob(tx: Db, job: { id: string; organizationId: strin
   return charges.reduce((sum, c) => sum + c.amount, 0);
 }
 
+/**
+ * Gives back `amount` of what a job was charged (a workspace.index job's documents it did not
+ * index), from its latest charges first, each part counted back in the period of the charge it
+ * gives back and never more than that charge's net after earlier refunds. Answers what it gave back.
+ */
+export async function refundJobPart(tx: Db, job: { id: string; organizationId: string }, amount: number, now: Date): Promise<number> {
+  if (amount <= 0) return 0;
+  const periods = await tx<{ net: number; countsAt: Date }[]>`
+    select sum(amount)::int as net, counts_at as "countsAt" from credit_ledger where job_id = ${job.id}
+    group by counts_at having sum(amount) > 0 order by counts_at desc`;
+  let left = amount;
+  for (const period of periods) {
+    if (left === 0) break;
+    const part = Math.min(left, period.net);
+    await record(tx, { organizationId: job.organizationId, amount: -part, reason: 'job.cancel', jobId: job.id, now, countsAt: period.countsAt });
+    left -= part;
+  }
+  return amount - left;
+}
+
 async function record(tx: Db, c: Omit<Charge, 'plan'> & { countsAt: Date }): Promise<void> {
   await tx`
     insert into credit_ledger (id, organization_id, job_id, amount, reason, created_at, counts_at)

@@ -1,6 +1,7 @@
 /**
- * What a job costs in AI credits (decisions.md, Jobs): document.extract 1, text.embed 1, and
- * document.index 2 per started block of 100 chunks of the document's extracted text, so a book
+ * What a job costs in AI credits (decisions.md, Jobs): document.extract 1, text.embed 1,
+ * document.index 2 per started block of 100 chunks of the document's extracted text (and
+ * workspace.index that of each of its documents), so a book
  * costs what its embeddings cost and not what a memo does. The chunks are counted from the
  * extraction that exists when the job is created; without one the job is charged 2 and the rest
  * when it has extracted the text itself (jobs/kinds.ts). The count is stored with the text
@@ -8,6 +9,7 @@
  */
 import type { Db } from '../db/db.ts';
 import { readChunkCount } from '../documents/text-store.ts';
+import type { DocumentToIndex, PricedDocument } from '../jobs/job-documents-store.ts';
 import type { JobKind } from '../jobs/store.ts';
 
 const KIND_CREDITS = {
@@ -23,8 +25,26 @@ export function indexCredits(chunks: number): number {
   return INDEX_CREDITS_PER_BLOCK * Math.max(1, Math.ceil(chunks / CHUNKS_PER_BLOCK));
 }
 
-/** The credits a new job of this kind is charged. */
-export async function creditsFor(sql: Db, job: { kind: JobKind; documentId: string | null }): Promise<number> {
-  if (job.kind !== 'document.index') return KIND_CREDITS[job.kind];
-  return indexCredits((job.documentId ? await readChunkCount(sql, job.documentId) : null) ?? 0);
+/**
+ * A workspace.index job's documents, each priced as a document.index job of it would be now (from
+ * its last extraction's chunks; one block without one, the rest once the job knows), and free when
+ * it was indexed before with another model (the service re-indexes those itself: jobs/reindex.ts).
+ */
+export function priceDocuments(documents: readonly DocumentToIndex[]): PricedDocument[] {
+  return documents.map((document) => ({ id: document.id, credits: document.indexed ? 0 : indexCredits(document.chunks) }));
+}
+
+/**
+ * The credits a new job of this kind is charged. A workspace.index job: the sum of its documents'
+ * prices (priceDocuments).
+ */
+export async function creditsFor(sql: Db, job: { kind: JobKind; documentId: string | null; documents?: readonly { credits: number }[] | undefined }): Promise<number> {
+  switch (job.kind) {
+    case 'document.index':
+      return indexCredits((job.documentId ? await readChunkCount(sql, job.documentId) : null) ?? 0);
+    case 'workspace.index':
+      return (job.documents ?? []).reduce((sum, document) => sum + document.credits, 0);
+    default:
+      return KIND_CREDITS[job.kind];
+  }
 }

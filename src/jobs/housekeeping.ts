@@ -6,6 +6,8 @@
  * - job events older than the retention window (events-store.ts) are pruned;
  * - documents indexed by another embedding model than the current one are queued for re-indexing
  *   (reindex.ts);
+ * - workspace.index jobs a worker of the previous release failed without settling their documents
+ *   are settled: the documents not done are refunded (lifecycle.ts settleStopped);
  * - on the embedded database, which has no autovacuum, the tables past autovacuum's thresholds
  *   are vacuumed and analysed (db/embedded-vacuum.ts); a failure there is logged and tried again
  *   next time, the rest of the housekeeping stands.
@@ -40,6 +42,7 @@ export interface HousekeepingOutcome {
   objectsFailed: number;
   eventsPruned: number;
   reindexQueued: number;
+  jobsSettled: number;
   /** The embedded database's tables vacuumed or analysed (none on a server). */
   tablesMaintained: TableMaintenance[];
 }
@@ -50,6 +53,7 @@ export async function runHousekeeping(deps: HousekeepingDeps): Promise<Housekeep
   const objects = await deleteObjectsBestEffort(deps.storage, keys, deps.logger, { task: 'housekeeping' });
   const eventsPruned = await pruneJobEvents(deps.sql, now);
   const { queued } = await queueReindexing(deps);
+  const jobsSettled = await deps.jobs.settleStopped(now);
   // Last: what the steps above deleted is vacuumed in the same pass.
   const tablesMaintained = deps.vacuum
     ? await vacuumWhereNeeded(deps.sql, deps.vacuum.requests).catch((error: unknown) => {
@@ -57,5 +61,5 @@ export async function runHousekeeping(deps: HousekeepingDeps): Promise<Housekeep
         return [];
       })
     : [];
-  return { abandonedUploads: keys.length, objectsFailed: objects.failed, eventsPruned, reindexQueued: queued, tablesMaintained };
+  return { abandonedUploads: keys.length, objectsFailed: objects.failed, eventsPruned, reindexQueued: queued, jobsSettled, tablesMaintained };
 }

@@ -23,11 +23,21 @@ import { writeAudit } from '../audit/store.ts';
 import { newId } from '../ids.ts';
 import { ApiError } from '../contract/errors.ts';
 import { retryingTransaction } from '../db/retry-transaction.ts';
-import { charge, refundJob } from '../credits/credit-ledger.ts';
+import { charge, refundJob, refundJobPart } from '../credits/credit-ledger.ts';
 import type { JobEventBus } from './event-bus.ts';
 import { appendJobEvent } from './events-store.ts';
 import type { JobQueue } from './queue.ts';
-import { addJobCredits, insertJob, lockOrganizationQueue, queuedJobsOf, transitionJob, type JobChange, type JobKind, type JobRow, type JobStatus } from './store.ts';
+import {
+  addDocumentCredits,
+  cancelPendingDocuments,
+  countDocumentAttempt,
+  endDocument,
+  insertJobDocuments,
+  stoppedWithPendingDocuments,
+  type JobDocumentState,
+  type PricedDocument,
+} from './job-documents-store.ts';
+import { addJobCredits, advanceProgress, findJob, insertJob, lockOrganizationQueue, queuedJobsOf, transitionJob, type JobChange, type JobKind, type JobRow, type JobStatus } from './store.ts';
 
 /**
  * Retry-After of a create refused by the cap on queued jobs: a guess at when some have run (a job
@@ -45,6 +55,15 @@ export interface NewJob {
   retryOf: string | null;
   /** What it is charged (credits/pricing.ts creditsFor); 0 for the operator's re-indexing, which is not the organization's doing. */
   credits: number;
+  /** workspace.index: the documents it works on, each priced (their credits add up to `credits`). */
+  documents?: readonly PricedDocument[];
+}
+
+/** How one document of a workspace.index job ended (workspace-index.ts). */
+export interface DocumentEnd {
+  state: Exclude<JobDocumentState, 'pending' | 'canceled'>;
+  message?: string | null;
+  chunks?: number | null;
 }
 
 export interface JobLifecycle {
@@ -69,6 +88,36 @@ export interface JobLifecycle {
   failRun(jobId: string, message: string, now: Date): Promise<JobRow | null>;
   /** A failed run that the queue will retry after its backoff: the job waits, queued, again. */
   requeueRun(jobId: string, now: Date): Promise<JobRow | null>;
+  /**
+   * A running job's next slice starts (QueuedJob.continued): the job as it is when it is still
+   * running; queued (a slice failed and the queue retries it) → running, counted as an attempt;
+   * null when there is nothing to run (canceled, finished, deleted).
+   */
+  resumeRun(jobId: string, now: Date): Promise<JobRow | null>;
+  /**
+   * Queues a running job's next slice behind the organization's queued jobs, as a new job of the
+   * organization would be (queue.ts, Fairness): a job over many documents takes its turns with
+   * everyone else's instead of holding a worker. The job stays running meanwhile.
+   */
+  continueRun(job: JobRow, now: Date, startAfterSeconds?: number): Promise<void>;
+  /**
+   * One document of a workspace.index job ended: recorded, refunded when it did not earn its
+   * charge (failed, gone), and counted on the job's progress, with a stream event when `announce`.
+   * Null when the job is not running any more (canceled meanwhile: the document's charge was given
+   * back by the cancel) or the document was not pending.
+   */
+  endJobDocument(job: JobRow, documentId: string, end: DocumentEnd, o: { now: Date; announce: boolean }): Promise<JobRow | null>;
+  /** A transient failure of one document of a workspace.index job: its attempts so far, or null when it is not pending. */
+  retryJobDocument(jobId: string, documentId: string, message: string): Promise<number | null>;
+  /**
+   * Settles the workspace.index jobs that stopped with documents still pending (failed by a worker
+   * of the release before this kind, which knows nothing of job_documents): those documents are
+   * ended as canceled and refunded, as this release's failRun and cancel do (housekeeping.ts).
+   * Answers how many jobs it settled.
+   */
+  settleStopped(now: Date): Promise<number>;
+  /** The rest of a workspace.index document's price, once the run knows its chunks (403 LIMIT_REACHED when the plan cannot cover it). */
+  chargeJobDocument(job: JobRow, documentId: string, amount: number, o: { now: Date; plan: PlanLimits | null }): Promise<void>;
 }
 
 /** The lifecycle of one service: its database, its queue, and the bus its stream readers listen on. */
@@ -78,8 +127,11 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
   const change = async (jobId: string, from: JobStatus[], to: JobChange, now: Date): Promise<JobRow | null> => {
     const row = await retryingTransaction(sql, async (tx) => {
       const changed = await transitionJob(tx, jobId, from, to, now);
-      if (changed) await appendJobEvent(tx, changed);
-      return changed;
+      if (!changed) return null;
+      // A workspace.index job that failed gives back what it had not done.
+      const settled = to.status === 'failed' ? await settleDocuments(tx, changed, now) : changed;
+      await appendJobEvent(tx, settled);
+      return settled;
     });
     if (row) events.announce();
     return row;
@@ -109,8 +161,11 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
         if (credits > 0) await charge(tx, { organizationId: job.organizationId, amount: credits, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: id, now: o.now, plan: o.plan });
         // pg-boss's row before ours: the job's place in the fair queue is stored on both.
         const queueStart = await queue.enqueue(tx, id, { organizationId: job.organizationId, lastStart: queued.lastStart });
-        const inserted = await insertJob(tx, { id, ...job, queueStart }, o.now);
+        const { documents, ...columns } = job;
+        const progress = documents ? { documents: documents.length, done: 0, failed: 0 } : null;
+        const inserted = await insertJob(tx, { id, ...columns, queueStart, progress }, o.now);
         if (inserted === 'already-retried') throw new ApiError('CONFLICT', { message: 'This job was already retried; retry its retry instead.' });
+        if (documents) await insertJobDocuments(tx, id, documents);
         if (o.retriedBy && job.retryOf) {
           await writeAudit(
             tx,
@@ -135,11 +190,15 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
 
     async cancel(jobId, now) {
       const row = await retryingTransaction(sql, async (tx) => {
-        const canceled = await transitionJob(tx, jobId, ['queued'], { status: 'canceled' }, now);
+        // A running workspace.index job stops after the documents in hand (workspace-index.ts).
+        const canceled =
+          (await transitionJob(tx, jobId, ['queued'], { status: 'canceled' }, now)) ?? (await transitionJob(tx, jobId, ['running'], { status: 'canceled' }, now, { kind: 'workspace.index' }));
         if (!canceled) return null;
-        if (canceled.attempt === 0) await refundJob(tx, canceled, now);
-        await appendJobEvent(tx, canceled);
-        return canceled;
+        let settled = canceled;
+        if (canceled.kind === 'workspace.index') settled = await settleDocuments(tx, canceled, now);
+        else if (canceled.attempt === 0) await refundJob(tx, canceled, now);
+        await appendJobEvent(tx, settled);
+        return settled;
       });
       if (row) events.announce();
       return row;
@@ -149,7 +208,78 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
     succeedRun: (jobId, result, now) => change(jobId, ['running'], { status: 'succeeded', result }, now),
     failRun: (jobId, message, now) => change(jobId, ['running'], { status: 'failed', errorMessage: message }, now),
     requeueRun: (jobId, now) => change(jobId, ['running'], { status: 'queued' }, now),
+
+    async resumeRun(jobId, now) {
+      const started = await change(jobId, ['queued'], { status: 'running' }, now);
+      if (started) return started;
+      const job = await findJob(sql, jobId);
+      return job?.status === 'running' ? job : null;
+    },
+
+    async continueRun(job, now, startAfterSeconds) {
+      await retryingTransaction(sql, async (tx) => {
+        await lockOrganizationQueue(tx, job.organizationId);
+        const queued = await queuedJobsOf(tx, job.organizationId);
+        await queue.enqueue(tx, job.id, { organizationId: job.organizationId, lastStart: queued.lastStart }, { continued: true, ...(startAfterSeconds ? { startAfterSeconds } : {}) });
+      });
+      queue.wake();
+    },
+
+    async endJobDocument(job, documentId, end, o) {
+      const row = await retryingTransaction(sql, async (tx) => {
+        const ended = await endDocument(tx, job.id, documentId, end);
+        if (!ended) return null;
+        if (end.state === 'failed' || end.state === 'gone') {
+          const refunded = await refundJobPart(tx, job, ended.credits, o.now);
+          if (refunded > 0) await addJobCredits(tx, job.id, -refunded, o.now);
+        }
+        const advanced = await advanceProgress(tx, job.id, { done: 1, failed: end.state === 'failed' ? 1 : 0 }, o.now);
+        if (advanced && o.announce) await appendJobEvent(tx, advanced);
+        return advanced;
+      });
+      if (row && o.announce) events.announce();
+      return row;
+    },
+
+    async settleStopped(now) {
+      let settled = 0;
+      for (const jobId of await stoppedWithPendingDocuments(sql, 100)) {
+        // The refund is capped by what the job's ledger rows still hold (refundJobPart): a job the
+        // old release refunded in full at its cancel gets nothing more.
+        const done = await retryingTransaction(sql, async (tx) => {
+          const job = await findJob(tx, jobId);
+          if (!job || (job.status !== 'failed' && job.status !== 'canceled')) return false;
+          await settleDocuments(tx, job, now);
+          return true;
+        });
+        if (done) settled += 1;
+      }
+      return settled;
+    },
+
+    retryJobDocument: (jobId, documentId, message) => retryingTransaction(sql, (tx) => countDocumentAttempt(tx, jobId, documentId, message)),
+
+    async chargeJobDocument(job, documentId, amount, o) {
+      await retryingTransaction(sql, async (tx) => {
+        await charge(tx, { organizationId: job.organizationId, amount, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: job.id, now: o.now, plan: o.plan });
+        await addJobCredits(tx, job.id, amount, o.now);
+        await addDocumentCredits(tx, job.id, documentId, amount);
+      });
+    },
   };
+}
+
+/**
+ * A workspace.index job that stopped (canceled or failed): its documents still pending are ended
+ * as canceled and what they were charged is given back; answers the row with its credits after.
+ */
+async function settleDocuments(tx: Parameters<typeof transitionJob>[0], job: JobRow, now: Date): Promise<JobRow> {
+  if (job.kind !== 'workspace.index') return job;
+  const pending = await cancelPendingDocuments(tx, job.id);
+  const refunded = await refundJobPart(tx, job, pending.credits, now);
+  if (refunded === 0) return job;
+  await addJobCredits(tx, job.id, -refunded, now);
+  return { ...job, credits: job.credits - refunded };
 }
 
 /**

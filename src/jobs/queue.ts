@@ -64,6 +64,11 @@ export const RETRY_LIMIT = 2;
 
 export interface QueuedJob {
   jobId: string;
+  /**
+   * The next slice of a job that is already running (workspace.index: continueRun in
+   * lifecycle.ts), not a new start: its attempt is not counted again. Absent on the first delivery.
+   */
+  continued?: boolean;
 }
 
 interface BackgroundSlice {
@@ -84,6 +89,8 @@ export interface QueueFlow {
 /** One delivery of a job to a worker: `finalAttempt` when a failure now fails the job for good. */
 export interface Delivery {
   jobId: string;
+  /** A running job's next slice (QueuedJob.continued). */
+  continued: boolean;
   finalAttempt: boolean;
   signal: AbortSignal;
   /**
@@ -104,7 +111,7 @@ export interface JobQueue {
    * organization (see Fairness; the caller holds the organization's queue lock); answers its
    * virtual start. Without a flow the job takes the queue's virtual time V.
    */
-  enqueue(tx: Db, jobId: string, flow?: QueueFlow): Promise<number>;
+  enqueue(tx: Db, jobId: string, flow?: QueueFlow, options?: { continued?: boolean; startAfterSeconds?: number }): Promise<number>;
   /** Nudges this process's workers to fetch now; call after the enqueueing transaction committed. */
   wake(): void;
   /**
@@ -183,13 +190,19 @@ export function openJobQueue(options: QueueOptions): JobQueue {
   const workerIds: string[] = [];
   return {
     started,
-    async enqueue(tx, jobId, flow) {
+    async enqueue(tx, jobId, flow, options = {}) {
       // Not awaited here: inside the caller's transaction that could wait forever (see Starting).
       if (!ready) throw new Error('a job was enqueued before the queue started: await queue.started before the transaction');
       const start = virtualStart(await virtualTime(tx), flow?.lastStart ?? null);
       // The group (pg-boss's group_id) is only a label here, no concurrency limit is set: it puts
       // the organization on pg-boss's row, and running rows under its index job_i7 (virtualTime).
-      await boss.send(JOBS_QUEUE, { jobId } satisfies QueuedJob, { db: bossDb(tx), priority: -start, ...(flow ? { group: { id: flow.organizationId } } : {}) });
+      const job: QueuedJob = options.continued ? { jobId, continued: true } : { jobId };
+      await boss.send(JOBS_QUEUE, job, {
+        db: bossDb(tx),
+        priority: -start,
+        ...(options.startAfterSeconds ? { startAfter: options.startAfterSeconds } : {}),
+        ...(flow ? { group: { id: flow.organizationId } } : {}),
+      });
       return start;
     },
     wake() {
@@ -209,7 +222,8 @@ export function openJobQueue(options: QueueOptions): JobQueue {
                   const defer = async (seconds: number) => {
                     await boss.send(JOBS_QUEUE, job.data as QueuedJob, { priority: job.priority, startAfter: seconds, ...(job.groupId ? { group: { id: job.groupId } } : {}) });
                   };
-                  await run({ jobId: (job.data as QueuedJob).jobId, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal, defer });
+                  const data = job.data as QueuedJob;
+                  await run({ jobId: data.jobId, continued: data.continued === true, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal, defer });
                 } catch (error) {
                   // Stored on pg-boss's row as a thrown error's would be. If the fail itself cannot be
                   // recorded, the throw fails the whole batch: its finished jobs are delivered again

@@ -15,6 +15,7 @@ import { isUniqueViolation } from '../db/errors.ts';
 export type Job = components['schemas']['Job'];
 export type JobKind = Job['kind'];
 export type JobStatus = Job['status'];
+export type JobProgress = components['schemas']['JobProgress'];
 
 /** A job row as stored: everything, whatever its state. */
 export interface JobRow {
@@ -26,6 +27,8 @@ export interface JobRow {
   status: JobStatus;
   input: Record<string, unknown>;
   result: unknown;
+  /** workspace.index: how many of its documents are done; null for the other kinds. */
+  progress: JobProgress | null;
   errorMessage: string | null;
   credits: number;
   attempt: number;
@@ -41,7 +44,7 @@ export interface JobRow {
 
 // A constant list, so `unsafe` injects nothing from outside.
 export const JOB_COLUMNS = `id, organization_id as "organizationId", workspace_id as "workspaceId", document_id as "documentId",
-  kind, status, input, result, error_message as "errorMessage", credits, attempt, retry_of as "retryOf",
+  kind, status, input, result, progress, error_message as "errorMessage", credits, attempt, retry_of as "retryOf",
   created_by as "createdBy", created_at as "createdAt", started_at as "startedAt", finished_at as "finishedAt",
   updated_at as "updatedAt", created_at::text as "cursorAt"`;
 
@@ -66,6 +69,7 @@ export function toJob(row: JobRow, options: { includeResult?: boolean } = {}): J
     status: row.status,
     ...(finished ? { input: row.input } : {}),
     ...(finished && (options.includeResult ?? true) && row.result !== null && row.result !== undefined ? { result: row.result } : {}),
+    ...(row.progress ? { progress: row.progress } : {}),
     error: row.errorMessage === null ? null : { message: row.errorMessage },
     credits: row.credits,
     attempt: row.attempt,
@@ -123,6 +127,8 @@ export interface JobInsert {
   createdBy: string | null;
   /** Its virtual start in the fair queue (queue.ts, Fairness); null for a job queued without one. */
   queueStart: number | null;
+  /** workspace.index: its progress from the start (the documents it will work on, none done). */
+  progress?: JobProgress | null;
 }
 
 /** The first half of the two-key advisory lock of an organization's queued jobs (an arbitrary constant of this service). */
@@ -154,9 +160,9 @@ export async function queuedJobsOf(tx: Db, organizationId: string): Promise<{ co
 export async function insertJob(tx: Db, job: JobInsert, now: Date): Promise<JobRow | 'already-retried'> {
   try {
     const [row] = await tx<JobRow[]>`
-      insert into jobs (id, organization_id, workspace_id, document_id, kind, input, credits, retry_of, created_by, queue_start, created_at, updated_at)
+      insert into jobs (id, organization_id, workspace_id, document_id, kind, input, credits, retry_of, created_by, queue_start, progress, created_at, updated_at)
       values (${job.id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${tx.json(job.input as never)}, ${job.credits},
-              ${job.retryOf}, ${job.createdBy}, ${job.queueStart}, ${now}, ${now})
+              ${job.retryOf}, ${job.createdBy}, ${job.queueStart}, ${job.progress ? tx.json(job.progress) : null}, ${now}, ${now})
       returning ${tx.unsafe(JOB_COLUMNS)}`;
     return row!;
   } catch (error) {
@@ -172,7 +178,7 @@ export type JobChange = { status: 'running' } | { status: 'succeeded'; result: u
  * Applies `change` when the job is in one of the `from` states; null when it is not (any more), so
  * a late or repeated delivery changes nothing.
  */
-export async function transitionJob(tx: Db, jobId: string, from: readonly JobStatus[], change: JobChange, now: Date): Promise<JobRow | null> {
+export async function transitionJob(tx: Db, jobId: string, from: readonly JobStatus[], change: JobChange, now: Date, only: { kind?: JobKind } = {}): Promise<JobRow | null> {
   const set = (() => {
     switch (change.status) {
       case 'running':
@@ -188,14 +194,34 @@ export async function transitionJob(tx: Db, jobId: string, from: readonly JobSta
     }
   })();
   const [row] = await tx<JobRow[]>`
-    update jobs set ${set} where id = ${jobId} and status in ${tx(from as JobStatus[])}
+    update jobs set ${set} where id = ${jobId} and status in ${tx(from as JobStatus[])} ${only.kind ? tx`and kind = ${only.kind}` : tx``}
     returning ${tx.unsafe(JOB_COLUMNS)}`;
   return row ?? null;
 }
 
-/** Adds to what a running job is charged (the rest of a document.index price, once its size is known). */
+/**
+ * Adds to what a running job is charged (the rest of a document.index price, once its size is
+ * known), or takes off what it gave back (a negative amount: a workspace.index job's refunds).
+ */
 export async function addJobCredits(tx: Db, jobId: string, amount: number, now: Date): Promise<void> {
   await tx`update jobs set credits = credits + ${amount}, updated_at = ${now} where id = ${jobId}`;
+}
+
+/**
+ * Counts documents done (and failed, of them) on a running job's progress; the row as it is now, or
+ * null when the job is not running any more (canceled meanwhile). Counters in one statement, so
+ * the runs of one job can record at once.
+ */
+export async function advanceProgress(tx: Db, jobId: string, step: { done: number; failed: number }, now: Date): Promise<JobRow | null> {
+  const [row] = await tx<JobRow[]>`
+    update jobs set progress = jsonb_build_object(
+        'documents', (progress->>'documents')::int,
+        'done', (progress->>'done')::int + ${step.done}::int,
+        'failed', (progress->>'failed')::int + ${step.failed}::int),
+      updated_at = ${now}
+    where id = ${jobId} and status = 'running' and progress is not null
+    returning ${tx.unsafe(JOB_COLUMNS)}`;
+  return row ?? null;
 }
 
 /**

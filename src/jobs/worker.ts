@@ -9,12 +9,12 @@
  */
 import type { Logger } from '../logger.ts';
 import { AiServiceError } from '../ai-service/client.ts';
-import { StorageUnavailableError } from '../storage/driver.ts';
-import { STORAGE_UNAVAILABLE } from '../storage/unavailable.ts';
+import { isRetryable, readableMessage } from './failure-message.ts';
 import { pendingBackgroundMigrations, runSlice } from './background-migrations.ts';
 import { runHousekeeping } from './housekeeping.ts';
 import { queueReindexing } from './reindex.ts';
-import { JobFailure, kinds, type KindDeps } from './kinds.ts';
+import { kinds, type KindDeps } from './kinds.ts';
+import { ContinueLater } from './workspace-index.ts';
 import type { JobLifecycle } from './lifecycle.ts';
 import type { Delivery, JobQueue } from './queue.ts';
 
@@ -32,7 +32,6 @@ export interface WorkerOptions extends KindDeps {
   embeddedDatabase?: boolean;
 }
 
-const GENERIC_FAILURE = 'The job failed.';
 /** How long a job of an unknown kind waits before it is delivered again (to a newer worker, once one runs). */
 export const UNKNOWN_KIND_DEFER_SECONDS = 15;
 
@@ -64,7 +63,8 @@ async function queueBackgroundMigrations(options: WorkerOptions): Promise<void> 
 
 export async function runDelivery(options: WorkerOptions, delivery: Delivery): Promise<void> {
   const { jobs, logger } = options;
-  const job = await jobs.startRun(delivery.jobId, options.now());
+  // A running job's next slice (workspace.index) is not a new start.
+  const job = delivery.continued ? await jobs.resumeRun(delivery.jobId, options.now()) : await jobs.startRun(delivery.jobId, options.now());
   if (!job) return; // canceled, already finished or deleted: nothing to run
   const log = logger.child({ jobId: job.id, kind: job.kind, attempt: job.attempt });
   if (!Object.hasOwn(kinds, job.kind)) {
@@ -76,11 +76,18 @@ export async function runDelivery(options: WorkerOptions, delivery: Delivery): P
     return;
   }
   try {
-    const result = await kinds[job.kind](job, options);
-    await jobs.succeedRun(job.id, result, options.now());
-    log.info('job succeeded');
+    const result = await kinds[job.kind](job, options, { signal: delivery.signal, jobs });
+    if (result instanceof ContinueLater) {
+      // Its turn is over: the next slice waits behind other organizations' jobs (lifecycle.ts continueRun).
+      await jobs.continueRun(job, options.now(), result.afterSeconds);
+      log.info({ afterSeconds: result.afterSeconds }, 'job continues in its next turn');
+      return;
+    }
+    // Null: it stopped meanwhile (a workspace.index job canceled while running), and stays as it is.
+    if (await jobs.succeedRun(job.id, result, options.now())) log.info('job succeeded');
+    else log.info('job ended while it ran (canceled)');
   } catch (error: unknown) {
-    const retryable = !(error instanceof JobFailure) && !(error instanceof AiServiceError && !error.retryable);
+    const retryable = isRetryable(error);
     log.warn({ err: error, detail: error instanceof AiServiceError ? error.detail : undefined, retryable, finalAttempt: delivery.finalAttempt }, 'job run failed');
     if (retryable && !delivery.finalAttempt) {
       await jobs.requeueRun(job.id, options.now());
@@ -88,11 +95,4 @@ export async function runDelivery(options: WorkerOptions, delivery: Delivery): P
     }
     await jobs.failRun(job.id, readableMessage(error), options.now());
   }
-}
-
-function readableMessage(error: unknown): string {
-  if (error instanceof JobFailure || error instanceof AiServiceError) return error.message;
-  // The driver's detail stays in the log line above, as a provider's does.
-  if (error instanceof StorageUnavailableError) return STORAGE_UNAVAILABLE;
-  return GENERIC_FAILURE;
 }

@@ -65,8 +65,8 @@ describe(`adding the job kind ${KIND} as docs/contract-changes.md says`, () => {
   });
 
   it('after the contract and codegen, tsc names the two places still missing: the runner and the price', async () => {
-    await edit(`${SCHEMAS}/JobKind.yaml`, 'enum: [document.extract, document.index, text.embed]', `enum: [document.extract, document.index, text.embed, ${KIND}]`);
-    await edit(`${SCHEMAS}/JobKind.yaml`, 'answers the vectors in its result.', `answers the vectors in its result, \`${KIND}\` (1) counts the words of a document's extracted text.`);
+    await edit(`${SCHEMAS}/JobKind.yaml`, 'enum: [document.extract, document.index, text.embed, workspace.index]', `enum: [document.extract, document.index, text.embed, workspace.index, ${KIND}]`);
+    await edit(`${SCHEMAS}/JobKind.yaml`, 'in one job that reports its progress.', `in one job that reports its progress, \`${KIND}\` (1) counts the words of a document's extracted text.`);
     const extract = await readFile(join(copy.dir, SCHEMAS, 'JobsCreateDocumentExtractInput.yaml'), 'utf8');
     await writeFile(
       join(copy.dir, SCHEMAS, 'JobsCreateDocumentCountInput.yaml'),
@@ -103,6 +103,11 @@ describe(`adding the job kind ${KIND} as docs/contract-changes.md says`, () => {
         "  'text.embed': async (job, deps) => {",
       ].join('\n'),
     );
+    await edit(
+      'src/jobs/kinds.ts',
+      "import { findDocument, type Document } from '../documents/store.ts';\n",
+      "import { findDocument, type Document } from '../documents/store.ts';\nimport { readIndexableText } from '../documents/text-store.ts';\nimport { JobFailure } from './job-failure.ts';\n",
+    );
     await edit('src/credits/pricing.ts', "  'text.embed': 1,\n", `  'text.embed': 1,\n  '${KIND}': 1,\n`);
     const [tsc, oneSource] = await Promise.all([copy.tsc(), copy.vitest(['test/unit/one-source.test.ts'])]);
     expect(tsc.code, tsc.out).toBe(0);
@@ -117,8 +122,8 @@ describe(`adding the job kind ${KIND} as docs/contract-changes.md says`, () => {
     expect(checks).toContain("check (kind in ('document.extract', 'document.index', 'text.embed'))");
     const sql = [
       `-- The ${KIND} job kind (docs/contract-changes.md, "Adding a job kind").`,
-      'alter table jobs drop constraint jobs_kind_check;',
-      `alter table jobs add constraint jobs_kind_check check (kind in ('document.extract', 'document.index', 'text.embed', '${KIND}'));`,
+      'alter table jobs drop constraint jobs_kind_check,',
+      `  add constraint jobs_kind_check check (kind in ('document.extract', 'document.index', 'text.embed', 'workspace.index', '${KIND}')) not valid;`,
       '',
     ].join('\n');
     await writeFile(join(copy.dir, migration), sql);

@@ -37,6 +37,7 @@ const owners: Record<string, string> = {
   stream_leases: 'src/jobs/stream-leases.ts',
   idempotency_keys: 'src/idempotency/store.ts',
   background_migrations: 'src/jobs/background-migrations-store.ts',
+  job_documents: 'src/jobs/job-documents-store.ts',
 };
 
 /** The tables the migrations create. */
