@@ -174,6 +174,7 @@ describe('--help', () => {
         'orgs use',
         'workspaces list',
         'workspaces create',
+        'workspaces index',
         'documents list',
         'documents upload',
         'documents download',
@@ -181,6 +182,7 @@ describe('--help', () => {
         'documents delete',
         'jobs run',
         'jobs follow',
+        'jobs cancel',
         'search',
       ]),
     );

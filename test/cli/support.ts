@@ -53,6 +53,8 @@ export interface RunningCli {
   done: Promise<CliResult>;
   /** Resolves once stderr contains `text` (rejects if the process exits first). */
   stderrContains(text: string): Promise<void>;
+  /** Sends SIGINT, as Ctrl-C at a terminal does. */
+  interrupt(): void;
 }
 
 export function startCli(args: string[], env: Record<string, string>, input = ''): RunningCli {
@@ -81,6 +83,9 @@ export function startCli(args: string[], env: Record<string, string>, input = ''
       return stderr;
     },
     done,
+    interrupt() {
+      child.kill('SIGINT');
+    },
     stderrContains(text) {
       if (stderr.includes(text)) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {

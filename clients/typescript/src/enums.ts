@@ -4,7 +4,7 @@
 export const documentContentTypeValues = ["text/plain","text/markdown","text/csv","text/html","application/json","application/pdf","application/vnd.openxmlformats-officedocument.wordprocessingml.document","image/png","image/jpeg"] as const;
 
 /** The values of JobKind (components.schemas.JobKind). Open: answers may carry a value not listed here. */
-export const jobKindValues = ["document.extract","document.index","text.embed"] as const;
+export const jobKindValues = ["document.extract","document.index","text.embed","workspace.index"] as const;
 
 /** The values of JobStatus (components.schemas.JobStatus). */
 export const jobStatusValues = ["queued","running","succeeded","failed","canceled"] as const;

@@ -562,7 +562,20 @@ export interface paths {
          *     document.extract and document.index need `documentId`: a document of the organization
          *     (404 NOT_FOUND otherwise) that is `ready` (412 PRECONDITION_FAILED while its upload is
          *     unfinished); the job's workspace is the document's. text.embed needs `input.texts` and
-         *     answers the vectors in its result. While billing is configured, a job the remaining credits
+         *     answers the vectors in its result.
+         *
+         *     workspace.index needs `workspaceId`, a workspace of the organization (404 NOT_FOUND
+         *     otherwise). It works on the workspace's `ready` documents that are not indexed with the
+         *     current embedding model when it is created (documents uploaded later are not included), as
+         *     one job: one for the cap on queued jobs below, however many documents. Each document costs
+         *     what a document.index job of it would: charged now from its last extraction (2 when it has
+         *     none, the rest once the job has extracted it), 0 for a document indexed before with another
+         *     model (the service re-indexes those for free). Documents that fail (their reason is in the
+         *     result's `failures`), that were deleted meanwhile, or that were not reached when the job is
+         *     canceled are refunded. Its `progress` counts the documents done, and each step of it is a
+         *     `job` event on jobs.stream. Its documents take turns with other organizations' jobs, a few
+         *     at a time, so a large workspace does not hold the workers. A second run when everything is
+         *     indexed has nothing to do and costs nothing. While billing is configured, a job the remaining credits
          *     cannot cover answers 403 LIMIT_REACHED (kind `aiCredits`).
          *
          *     Jobs of different organizations are served in turns: one organization's backlog delays
@@ -613,7 +626,9 @@ export interface paths {
          * Cancel a queued job
          * @description Cancels a `queued` job. The credits charged for it are refunded when none of its attempts
          *     has started; a job waiting for a retry after a failed attempt (`queued` with `attempt` ≥ 1)
-         *     keeps its charge, since its work was done. A refund counts in the period of the charge it
+         *     keeps its charge, since its work was done. A `workspace.index` job can also be canceled
+         *     while it is `running`: it stops after the documents in hand, keeps what it indexed, and
+         *     refunds every document it had not finished. A refund counts in the period of the charge it
          *     gives back. No request body. Needs job:cancel (every role) in the job's organization,
          *     derived from the row. A job in any other state answers 409 CONFLICT and is left unchanged.
          */
@@ -2540,11 +2555,36 @@ export interface components {
          */
         JobStatus: "queued" | "running" | "succeeded" | "failed" | "canceled";
         /**
-         * @description What a job does, and the AI credits it costs: `document.extract` (1) extracts a document's text, `document.index` (2) splits it into chunks and embeds them for search (extracting first when no extraction exists), `text.embed` (1) embeds the given texts and answers the vectors in its result. Open: a later version may add kinds, so clients must accept a kind they do not know.
+         * @description What a job does, and the AI credits it costs: `document.extract` (1) extracts a document's text, `document.index` (2) splits it into chunks and embeds them for search (extracting first when no extraction exists), `text.embed` (1) embeds the given texts and answers the vectors in its result, `workspace.index` (a document.index's price per document) indexes every document of a workspace not yet indexed with the current model, in one job that reports its progress. Open: a later version may add kinds, so clients must accept a kind they do not know.
          * @example document.index
          * @enum {string}
          */
-        JobKind: "document.extract" | "document.index" | "text.embed";
+        JobKind: "document.extract" | "document.index" | "text.embed" | "workspace.index";
+        /**
+         * @description How far a job that works through many documents (`workspace.index`) has come. Present on such jobs from their creation (`documents` is then the number of documents the job will work on) and updated as it runs; every update is also a `job` event on jobs.stream. Absent on other kinds.
+         * @example {
+         *       "documents": 2000,
+         *       "done": 1250,
+         *       "failed": 1
+         *     }
+         */
+        JobProgress: {
+            /**
+             * @description The documents the job works on, fixed when it is created.
+             * @example 2000
+             */
+            documents: number;
+            /**
+             * @description Documents finished so far, indexed or failed (`failed` of them), or gone meanwhile.
+             * @example 1250
+             */
+            done: number;
+            /**
+             * @description Documents that could not be indexed; the result lists why.
+             * @example 1
+             */
+            failed: number;
+        };
         /**
          * @description A background job, metered in AI credits. `input` and `result` are populated only once the job is finished (while queued or running they are absent or repeat what the caller sent); list rows omit `result` unless `includeResult=true`.
          * @example {
@@ -2609,12 +2649,13 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description The job's outcome once it succeeded, by kind: document.extract `{ characters, pages }`, document.index `{ chunks, model }`, text.embed `{ model, vectors }` (one 384-number vector per text, in order). Absent while the job is not finished and for failed or canceled jobs; omitted from jobs.list rows unless `includeResult=true`.
+             * @description The job's outcome once it succeeded, by kind: document.extract `{ characters, pages }`, document.index `{ chunks, model }`, text.embed `{ model, vectors }` (one 384-number vector per text, in order), workspace.index `{ documents, indexed, unchanged, gone, failed, chunks, model, failures }` (counts of documents, the chunks stored, and `failures`: up to 100 `{ documentId, message }`, the first that failed). Absent while the job is not finished and for failed or canceled jobs; omitted from jobs.list rows unless `includeResult=true`.
              * @example {
              *       "chunks": 24
              *     }
              */
             result?: unknown;
+            progress?: components["schemas"]["JobProgress"];
             /** @description Why the job failed, or null. */
             error: {
                 /**
@@ -2625,7 +2666,7 @@ export interface components {
                 message: string;
             } | null;
             /**
-             * @description AI credits charged for this job (refunded when it is canceled). A document.index job whose text was not extracted when it was created adds the rest of its price once it knows the chunk count (jobs.create); 0 for the re-indexing the service queues itself after an embedding model change.
+             * @description AI credits charged for this job (refunded when it is canceled). A document.index job whose text was not extracted when it was created adds the rest of its price once it knows the chunk count (jobs.create); 0 for the re-indexing the service queues itself after an embedding model change. A workspace.index job's credits go up as it learns its documents' prices and down as it refunds the documents it did not index (failed, gone, or canceled).
              * @example 2
              */
             credits: number;
@@ -2983,7 +3024,26 @@ export interface components {
             };
         };
         /**
-         * @description The body of jobs.create: one of three shapes, chosen by `kind`. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the job's workspace is the document's) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`. Any other field is refused with 400 BAD_REQUEST.
+         * @description The body of jobs.create for a `workspace.index` job: extract and index every `ready` document of the workspace that is not indexed with the current embedding model, in one job. Priced per document as `document.index` is (see jobs.create). Takes no `input` and no `documentId`.
+         * @example {
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "kind": "workspace.index",
+         *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk"
+         *     }
+         */
+        JobsCreateWorkspaceIndexInput: {
+            /** @description The organization that runs and pays for the job; the caller needs job:create in it. */
+            organizationId: components["schemas"]["OrganizationId"];
+            /**
+             * @description The job kind (the discriminator of the jobs.create body). (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "workspace.index";
+            /** @description The workspace whose documents to index; 404 when it is not in the organization. */
+            workspaceId: components["schemas"]["WorkspaceId"];
+        };
+        /**
+         * @description The body of jobs.create: one of four shapes, chosen by `kind`. `document.extract` and `document.index` need `documentId` (a `ready` document of the organization; the job's workspace is the document's) and take no `input`; `text.embed` needs `input.texts` and takes no `documentId`; `workspace.index` needs `workspaceId` (a workspace of the organization) and takes neither. Any other field is refused with 400 BAD_REQUEST.
          * @example {
          *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
          *       "kind": "document.index",
@@ -2999,8 +3059,13 @@ export interface components {
          *         ]
          *       }
          *     }
+         * @example {
+         *       "organizationId": "org_pycdybk377oxtzq6svizx3or",
+         *       "kind": "workspace.index",
+         *       "workspaceId": "ws_i5xx2bzn3kir2gshyl7sn5pk"
+         *     }
          */
-        JobsCreateInput: components["schemas"]["JobsCreateDocumentExtractInput"] | components["schemas"]["JobsCreateDocumentIndexInput"] | components["schemas"]["JobsCreateTextEmbedInput"];
+        JobsCreateInput: components["schemas"]["JobsCreateDocumentExtractInput"] | components["schemas"]["JobsCreateDocumentIndexInput"] | components["schemas"]["JobsCreateTextEmbedInput"] | components["schemas"]["JobsCreateWorkspaceIndexInput"];
         /**
          * @description A job's id: `job_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
          * @example job_s6kc6o6oya7vngcngsuu4stu

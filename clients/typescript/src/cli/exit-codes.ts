@@ -3,7 +3,7 @@
  * here is a breaking change of the tool.
  */
 export const ExitCode = {
-  /** The command did what it was asked (for `jobs follow`/`jobs run`/`documents upload --index`: the job succeeded). */
+  /** The command did what it was asked (for `jobs follow`/`jobs run`/`documents upload --index`/`workspaces index`: the job succeeded). */
   ok: 0,
   /** The service answered an error (any but 401 UNAUTHORIZED), e.g. a wrong password at login. */
   apiError: 1,
@@ -14,12 +14,17 @@ export const ExitCode = {
    * `signup` on a deployment that requires a verified email address: the account exists, unsigned-in.
    */
   notSignedIn: 3,
-  /** The job ended `failed` or `canceled` (`jobs run`, `jobs follow`, `documents upload --index`). */
+  /** The job ended `failed` or `canceled` (`jobs run`, `jobs follow`, `documents upload --index`, `workspaces index`). */
   jobFailed: 4,
   /** The service could not be reached (connection refused, DNS, TLS, reset, timeout). */
   network: 5,
   /** A local file could not be read or written (upload source, download target, credentials). */
   localFile: 6,
+  /**
+   * Ctrl-C (SIGINT) while following a job: the tool stopped watching, the job goes on on the
+   * service. 128 + the signal's number, what a shell reports for a process ended by it.
+   */
+  interrupted: 130,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

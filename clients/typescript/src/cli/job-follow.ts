@@ -13,17 +13,20 @@ const FINISHED: ReadonlySet<string> = new Set(['succeeded', 'failed', 'canceled'
 
 export const isFinished = (job: Job) => FINISHED.has(job.status);
 
-/** Calls `onChange` with the job whenever its status changes, and answers it once finished. */
+/** Where the job is: its status and, for a job that reports it (workspace.index), how far it has come. */
+const stateOf = (job: Job) => `${job.status} ${job.progress ? `${job.progress.done}/${job.progress.documents}/${job.progress.failed}` : ''}`;
+
+/** Calls `onChange` with the job whenever its status or its progress changes, and answers it once finished. */
 export async function followJob(client: Client, id: string, onChange: (job: Job) => void): Promise<Job> {
   let job = await client.jobs.get({ id });
-  let status = job.status;
+  let state = stateOf(job);
   onChange(job);
   if (isFinished(job)) return job;
 
   const seen = (next: Job) => {
     job = next;
-    if (next.status !== status) {
-      status = next.status;
+    if (stateOf(next) !== state) {
+      state = stateOf(next);
       onChange(next);
     }
     return isFinished(next);

@@ -1,9 +1,14 @@
 /**
- * What `jobs run`, `jobs follow` and `documents upload --index` share: creating a job (waiting out
- * a full queue), watching it with a spinner or a log line per status change, and the final line.
+ * What `jobs run`, `jobs follow`, `documents upload --index` and `workspaces index` share: creating
+ * a job (waiting out a full queue), watching it with a spinner or a log line per change (its status,
+ * and its progress for a job that reports one), and the final line.
  */
 import { ApiClientError } from '../index.ts';
-import { duration } from './format.ts';
+import type { RunState } from './command-kit.ts';
+import { ExitCode } from './exit-codes.ts';
+import { reportFailure } from './failure.ts';
+import { duration, grouped } from './format.ts';
+import { failuresTable, indexFailures, indexResultOf, indexSummary } from './index-report.ts';
 import { followJob, isFinished, type Job } from './job-follow.ts';
 import { spinner } from './progress.ts';
 import type { Client, Session } from './session.ts';
@@ -35,19 +40,76 @@ export async function createJob(session: Session, input: JobsCreateInput, waitMs
   }
 }
 
-/** Follows the job to its end: a spinner with its status for a person, a line per status change on stderr in a log. */
+/**
+ * Without a person watching, a job's progress is logged at most this often (its status changes
+ * always): a workspace of thousands of documents would otherwise log a line for each.
+ */
+const PROGRESS_LOG_INTERVAL_MS = 1000;
+
+/**
+ * Follows the job to its end: a spinner with its status (and progress) for a person, a line per
+ * change on stderr in a log. Ctrl-C stops the watching only: the job goes on on the service, and
+ * the tool says so and how to follow it again or cancel it (exit code 130).
+ */
 export async function watchJob(session: Session, id: string): Promise<Job> {
   const { output } = session;
   const spin = spinner(output, `Job ${id}: connecting`);
+  let last: Job | undefined;
+  let loggedAt = 0;
+  const interrupted = () => {
+    spin.stop();
+    stopWatching(session, id, last);
+  };
+  process.once('SIGINT', interrupted);
   try {
     return await followJob(session.client(), id, (current) => {
-      const text = `Job ${current.id} (${current.kind}): ${current.status}`;
+      const statusChanged = current.status !== last?.status;
+      last = current;
+      const text = statusLine(current);
       spin.text(text);
-      if (!output.interactive && !isFinished(current)) output.note(text);
+      if (output.interactive || isFinished(current)) return;
+      if (statusChanged || Date.now() - loggedAt >= PROGRESS_LOG_INTERVAL_MS) {
+        output.note(text);
+        loggedAt = Date.now();
+      }
     });
   } finally {
+    process.off('SIGINT', interrupted);
     spin.stop();
   }
+}
+
+/** `Job job_... (workspace.index): running, 120/2000 documents done, 1 failed`. */
+function statusLine(job: Job): string {
+  const progress = job.progress ? `, ${job.progress.done}/${job.progress.documents} documents done, ${job.progress.failed} failed` : '';
+  return `Job ${job.id} (${job.kind}): ${job.status}${progress}`;
+}
+
+/** Ctrl-C: the job is not canceled (a long workspace.index goes on); say so, and exit 130. */
+function stopWatching(session: Session, id: string, job: Job | undefined): never {
+  const where = job ? ` (${job.kind}, ${job.status}${job.progress ? `: ${job.progress.done}/${job.progress.documents} documents done` : ''})` : '';
+  const message = `Stopped following job ${id}${where}; the job goes on on the service. Follow it again with \`workspace-api jobs follow ${id}\`, or cancel it with \`workspace-api jobs cancel ${id}\`.`;
+  // With --json stderr carries errors only, as JSON: the interruption is reported as one.
+  if (session.output.json) reportFailure({ exitCode: ExitCode.interrupted, code: 'INTERRUPTED', message }, true);
+  else session.output.note(message);
+  process.exit(ExitCode.interrupted);
+}
+
+/**
+ * Prints the finished job: the job as JSON, or its final line (and, for a workspace.index job,
+ * the documents that failed, with their names). Exit code 4 unless it succeeded; a job that
+ * succeeded with some documents failed is a success (0): the failures are listed.
+ */
+export async function reportJob(session: Session, state: RunState, job: Job): Promise<void> {
+  const { output } = session;
+  const failures = output.json ? [] : await indexFailures(session.client(), job);
+  output.result(job, () => {
+    output.line(finalLine(job, output.interactive));
+    if (failures.length > 0) output.line(failuresTable(failures, output.columns));
+    const failed = indexResultOf(job)?.failed ?? 0;
+    if (failed > failures.length) output.note(`The first ${failures.length} of the ${failed} documents that failed are listed.`);
+  });
+  if (job.status !== 'succeeded') state.exitCode = ExitCode.jobFailed;
 }
 
 /** The job's end in one line: how long it took and what it gave, or why it failed. */
@@ -59,7 +121,10 @@ export function finalLine(job: Job, symbols: boolean): string {
     const summary = resultSummary(job);
     return `${mark(true)}${title} succeeded${took === undefined ? '' : ` in ${duration(took)}`}${summary ? `: ${summary}` : ''}.`;
   }
-  if (job.status === 'canceled') return `${mark(false)}${title} was canceled.`;
+  if (job.status === 'canceled') {
+    const reached = job.progress && job.progress.done > 0 ? ` after ${grouped(job.progress.done)} of ${grouped(job.progress.documents)} documents (what it indexed stays indexed)` : '';
+    return `${mark(false)}${title} was canceled${reached}.`;
+  }
   return `${mark(false)}${title} failed${took === undefined ? '' : ` after ${duration(took)}`}: ${job.error?.message ?? 'no reason given'}`;
 }
 
@@ -69,6 +134,8 @@ function resultSummary(job: Job): string | undefined {
   if (!result) return undefined;
   if (job.kind === 'document.extract') return `${count(result.characters, 'character')}${typeof result.pages === 'number' ? `, ${count(result.pages, 'page')}` : ''}`;
   if (job.kind === 'document.index') return `${count(result.chunks, 'chunk')}${typeof result.model === 'string' ? ` embedded with ${result.model}` : ''}`;
+  const indexed = indexResultOf(job);
+  if (indexed) return indexSummary(indexed);
   if (job.kind === 'text.embed' && Array.isArray(result.vectors)) return `${count(result.vectors.length, 'vector')}${typeof result.model === 'string' ? ` from ${result.model}` : ''}`;
   return undefined;
 }

@@ -16,13 +16,14 @@ import { ExitCode } from './exit-codes.ts';
 
 const EXIT_CODES = `
 Exit codes:
-  ${ExitCode.ok}  success (jobs run / jobs follow / documents upload --index: the job succeeded)
+  ${ExitCode.ok}  success (jobs run / jobs follow / documents upload --index / workspaces index: the job succeeded)
   ${ExitCode.apiError}  the service answered an error
   ${ExitCode.usage}  usage error: unknown command or option, missing or malformed argument
   ${ExitCode.notSignedIn}  not signed in, or the token was refused (401 UNAUTHORIZED); signup awaiting email verification
   ${ExitCode.jobFailed}  the job failed or was canceled
   ${ExitCode.network}  the service could not be reached
   ${ExitCode.localFile}  a local file could not be read or written
+  ${ExitCode.interrupted}  Ctrl-C while following a job (the job goes on on the service)
 
 Environment: WORKSPACE_API_URL, WORKSPACE_API_TOKEN, WORKSPACE_API_ORG (as the options),
 WORKSPACE_API_EMAIL and WORKSPACE_API_PASSWORD (signup, login). Documentation: docs/cli.md.`;

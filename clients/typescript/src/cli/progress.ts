@@ -40,16 +40,23 @@ export function uploadProgress(output: Output, label: string, total: number): Pr
 
 export interface Spinner {
   text(text: string): void;
+  /** Writes lines (through `write`) above the spinner, which is drawn again below them. */
+  above(write: () => void): void;
   stop(): void;
 }
 
 export function spinner(output: Output, text: string): Spinner {
-  if (!output.interactive) return { text() {}, stop() {} };
+  if (!output.interactive) return { text() {}, above: (write) => write(), stop() {} };
   // discardStdin off: ora would put stdin in raw mode, where Ctrl-C is no longer a signal.
   const running = ora({ text, stream: process.stderr, discardStdin: false }).start();
   return {
     text(next) {
       running.text = next;
+    },
+    above(write) {
+      running.clear();
+      write();
+      running.render();
     },
     stop() {
       running.stop();

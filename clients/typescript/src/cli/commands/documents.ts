@@ -1,4 +1,4 @@
-/** `documents list|upload|download|text|delete`; `upload --index` also indexes the file and follows the job. */
+/** `documents list|upload|download|text|delete`; `upload --index` also indexes the file and follows the job, `upload` of several files sends them a few at a time. */
 import { createWriteStream } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
@@ -12,11 +12,9 @@ import { CliError, ExitCode, usageError } from '../exit-codes.ts';
 import { bytes, date } from '../format.ts';
 import { createJob, finalLine, watchJob } from '../job-watch.ts';
 import { uploadProgress } from '../progress.ts';
-import type { Client } from '../session.ts';
+import type { Session } from '../session.ts';
 import { renderTable } from '../table.ts';
-import { putFile } from '../upload.ts';
-
-type ContentType = Parameters<Client['documents']['createUpload']>[0]['contentType'];
+import { uploadDocument, uploadedLine, uploadFiles, UPLOADS_AT_ONCE, type LocalFile } from '../upload-batch.ts';
 
 export function registerDocumentCommands(program: Command, state: RunState): void {
   const documents = program.command('documents').helpCommand(false).description('upload, list, read, download and delete the documents of a workspace');
@@ -62,39 +60,35 @@ export function registerDocumentCommands(program: Command, state: RunState): voi
 
   documents
     .command('upload')
-    .description('upload a file into a workspace: create the upload, send the bytes (with a progress bar), complete it; with --index, index it for search')
+    .description('upload a file, or several, into a workspace: create the upload, send the bytes (with a progress bar), complete it; with --index, index the file for search')
     .argument('<workspace>', 'workspace id (ws_...) or slug')
-    .argument('<file>', 'the file to upload')
-    .option('--name <name>', "the document's name (default: the file's name)")
+    .argument('<files...>', `the file to upload, or several (${UPLOADS_AT_ONCE} at a time)`)
+    .option('--name <name>', "the document's name (default: the file's name; one file only)")
     .option('--content-type <type>', `the media type (default: from the extension, one of ${KNOWN_EXTENSIONS.join(' ')})`)
-    .option('--index', 'then run a document.index job (it extracts the text first) and follow it to its end')
-    .option('--extract', 'then run a document.extract job (the text only, not searchable yet) and follow it to its end')
+    .option('--index', 'then run a document.index job (it extracts the text first) and follow it to its end; one file only')
+    .option('--extract', 'then run a document.extract job (the text only, not searchable yet) and follow it to its end; one file only')
     .addHelpText(
       'after',
       `
 With --index or --extract the exit code is ${ExitCode.jobFailed} when the job fails (the document stays
-uploaded), and --json prints { "document": ..., "job": ... }. Examples:
+uploaded), and --json prints { "document": ..., "job": ... }. Several files are uploaded
+${UPLOADS_AT_ONCE} at a time, a line each; one that fails does not stop the others (the exit code is then
+the first failure's), and --json prints an array of { "file", "document" } or { "file", "error" }.
+Index them after with one job: workspace-api workspaces index <workspace>. Examples:
   $ workspace-api documents upload research ./q3-report.pdf --index
-  $ workspace-api documents upload research ./q3-report.pdf --json | jq -r .id`,
+  $ workspace-api documents upload research ./q3-report.pdf --json | jq -r .id
+  $ workspace-api documents upload research notes/*.md && workspace-api workspaces index research`,
     )
     .action(
-      withSession(state, async (session, workspace: string, file: string, options: { name?: string; contentType?: string; index?: boolean; extract?: boolean }) => {
+      withSession(state, async (session, workspace: string, paths: string[], options: UploadOptions) => {
         if (options.index && options.extract) throw usageError('Pass --index or --extract, not both: indexing extracts the text first.');
-        const contentType = options.contentType ?? contentTypeOf(file);
-        if (!contentType) throw usageError(`Cannot tell the media type of ${file} from its extension: pass --content-type.`);
-        const size = await fileSize(file);
+        if (paths.length > 1) return uploadSeveral(session, state, workspace, paths, options);
+        const file = await localFile(paths[0]!, options);
         const client = session.client();
         const organizationId = await session.organization();
-        const name = options.name ?? basename(file);
-        const { document, upload } = await client.documents.createUpload({ organizationId, workspaceId: await session.workspace(workspace), name, contentType: contentType as ContentType, size });
-        const progress = uploadProgress(session.output, name, size);
-        try {
-          await putFile(upload, file, size, (sent) => progress.update(sent));
-        } finally {
-          progress.stop();
-        }
-        const completed = await client.documents.complete({ id: document.id });
-        const uploaded = `Uploaded ${completed.name} (${bytes(completed.size)}) as ${completed.id}.`;
+        const target = { organizationId, workspaceId: await session.workspace(workspace) };
+        const completed = await uploadDocument(client, target, file, () => uploadProgress(session.output, file.name, file.size));
+        const uploaded = uploadedLine(completed);
         const kind = options.index ? 'document.index' : options.extract ? 'document.extract' : undefined;
         if (!kind) return session.output.result(completed, () => session.output.line(uploaded));
         // Said at once: the job may take minutes, and the document is there whatever it ends in.
@@ -177,6 +171,38 @@ uploaded), and --json prints { "document": ..., "job": ... }. Examples:
         session.output.result(deleted, () => session.output.line(`Deleted ${id}.`));
       }),
     );
+}
+
+interface UploadOptions {
+  name?: string;
+  contentType?: string;
+  index?: boolean;
+  extract?: boolean;
+}
+
+/**
+ * Several files: checked first (a media type for each, each readable), so a typo fails before
+ * anything is sent; then uploaded a few at a time. No job per file: one workspace.index job after
+ * indexes them all, and a folder of per-file jobs would fill the organization's job queue.
+ */
+async function uploadSeveral(session: Session, state: RunState, workspace: string, paths: string[], options: UploadOptions): Promise<void> {
+  if (options.name) throw usageError('--name names one document: upload one file with it, or leave it out.');
+  if (options.index || options.extract) {
+    throw usageError(`--${options.index ? 'index' : 'extract'} takes one file. Upload the files, then index them in one job: workspace-api workspaces index ${workspace}`);
+  }
+  const unknown = paths.filter((path) => !(options.contentType ?? contentTypeOf(path)));
+  if (unknown.length > 0) throw usageError(`Cannot tell the media type of ${unknown.join(', ')} from the extension: pass --content-type, or upload them apart.`);
+  const files: LocalFile[] = [];
+  for (const path of paths) files.push(await localFile(path, options));
+  const organizationId = await session.organization();
+  await uploadFiles(session, state, workspace, { organizationId, workspaceId: await session.workspace(workspace) }, files);
+}
+
+/** A file to upload: its media type (usage error when unknown) and its size (exit 6 when unreadable). */
+async function localFile(path: string, options: UploadOptions): Promise<LocalFile> {
+  const contentType = options.contentType ?? contentTypeOf(path);
+  if (!contentType) throw usageError(`Cannot tell the media type of ${path} from its extension: pass --content-type.`);
+  return { path, name: options.name ?? basename(path), contentType, size: await fileSize(path) };
 }
 
 /** The size of a regular file to upload; a missing or unreadable one is the caller's mistake. */
