@@ -32,6 +32,12 @@ export interface CallOptions {
    * (docs/ai-service.md "Queues"), so one organization's backlog does not hold another's.
    */
   organizationId?: string | undefined;
+  /**
+   * embed: what the texts are for, sent as X-Embedding-Purpose. The companion embeds a search's
+   * query apart from documents' chunks (docs/ai-service.md "Queues"), however few the texts; other
+   * providers ignore it. Without it, the companion goes by the number of texts.
+   */
+  purpose?: 'query' | 'document' | undefined;
 }
 
 export interface AiClient {
@@ -105,7 +111,12 @@ export function createAiClient(options: AiClientOptions): AiClient {
     try {
       const response = await fetchImpl(`${base}${request.path}`, {
         method: request.method,
-        headers: { ...authorization, ...request.headers, ...(callOptions.organizationId ? { 'x-organization-id': callOptions.organizationId } : {}) },
+        headers: {
+          ...authorization,
+          ...request.headers,
+          ...(callOptions.organizationId ? { 'x-organization-id': callOptions.organizationId } : {}),
+          ...(callOptions.purpose ? { 'x-embedding-purpose': callOptions.purpose } : {}),
+        },
         body: request.body ?? null,
         // A streamed body goes out as it is read (chunked); fetch requires `duplex: 'half'` for it.
         ...(request.body !== undefined && typeof request.body !== 'string' && !(request.body instanceof Uint8Array) ? { duplex: 'half' } : {}),

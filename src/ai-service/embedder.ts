@@ -6,18 +6,22 @@
  * The local one runs the model in two worker threads, each with its own copy of the model (it
  * loads in 0.1-0.4 s):
  * - the documents' thread, at EMBEDDING_THREADS and AI_THREAD_NICE: requests wait in a fair line
- *   (fair-queue.ts) and go to it EMBEDDING_BATCH_SIZE texts at a time, taking turns across
- *   organizations first (the one served least recently), then across the requests of one
- *   organization; it starts with the service, so the first document does not wait for the load;
+ *   (fair-queue.ts) and go to it in batches of up to EMBEDDING_BATCH_SIZE texts that gather
+ *   several requests, of several organizations (embedding-batches.ts): each organization waiting
+ *   gets an equal share of a batch, the one served least recently first, and its requests share
+ *   its part in arrival order; it starts with the service, so the first document does not wait
+ *   for the load;
  * - the queries' thread, one onnxruntime thread at the API's priority, started by the first
  *   query (a service that never searches never holds the second copy): requests of a few texts
  *   (QUERY_TEXTS: a search's query) wait in a line of their own and never behind a document's
- *   batch. A search waits for the CPU like any other request, so the documents' thread can be
- *   niced to give the API's requests the cores without making searches wait for indexing (the
- *   soak saw a query pass its 10 s deadline when one niced thread embedded both).
+ *   batch; a batch of this line holds one request. A search waits for the CPU like any other
+ *   request, so the documents' thread can be niced to give the API's requests the cores without
+ *   making searches wait for indexing (the soak saw a query pass its 10 s deadline when one niced
+ *   thread embedded both).
  * Past EMBEDDINGS_QUEUE_BOUNDS waiting requests a new one is refused with 503 and Retry-After; a
- * request whose caller went away stops being batched. A thread that dies fails the request it was
- * working on (502) and is replaced; the service lives on. Missing model files or a model that
+ * request whose caller went away stops being batched (a batch already sent with some of its texts
+ * still answers the others in it). A thread that dies fails every request with texts in the batch
+ * it was working on (502) and is replaced; the service lives on. Missing model files or a model that
  * fails to load make `problem()` say so and embed() answer 503, until the files are there (checked
  * again on each call) or, after a load failure, RETRY_MS have passed.
  */
@@ -25,6 +29,7 @@ import { Worker } from 'node:worker_threads';
 import type { AiSettings } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { ThreadMessage, ThreadRequest, ThreadSetup } from './embedder-thread.ts';
+import { nextBatch, shareTokens, type BatchPart } from './embedding-batches.ts';
 import { createFairLine, NO_ORGANIZATION, type QueueStats } from './fair-queue.ts';
 import { HttpError } from './http-exchange.ts';
 import { DEFAULT_MODEL_DIR, missingModelFiles } from './model-files.ts';
@@ -41,7 +46,7 @@ export interface EmbedderOptions {
 export interface LocalModelSetup {
   /** onnxruntime threads per inference call (EMBEDDING_THREADS). */
   threads: number;
-  /** Texts per inference call and per turn of the queue (EMBEDDING_BATCH_SIZE). */
+  /** Texts per inference call (EMBEDDING_BATCH_SIZE): the most a batch holds, shared among the organizations waiting. */
   batchSize: number;
   /** The embedding thread's niceness (AI_THREAD_NICE; thread-priority.ts). */
   nice: number;
@@ -60,6 +65,12 @@ export function createEmbedder(settings: AiSettings, logger: Logger, options: Em
 /** Who asks, for the turns: the organization (X-Organization-Id) and whether the caller is still there. */
 export interface EmbedCall {
   organization?: string | undefined;
+  /**
+   * X-Embedding-Purpose: a search's query goes to the queries' line, a document's chunks to the
+   * documents' (batched with other requests), however many texts. Absent (an older caller): a
+   * request of at most QUERY_TEXTS texts is taken for a query.
+   */
+  purpose?: 'query' | 'document' | undefined;
   /** Aborts when the caller goes away: its texts stop being sent to the model. */
   signal?: AbortSignal | undefined;
 }
@@ -67,8 +78,26 @@ export interface EmbedCall {
 /** An embedder that takes turns (the local one); a provider's embed() ignores the call. */
 export interface QueuedEmbedder extends Embedder {
   embed(texts: string[], call?: EmbedCall): Promise<EmbeddingsResult>;
-  /** The local model's queues; `running` counts its threads (queries', documents') with a batch in hand. Null for a provider. */
-  stats(): QueueStats | null;
+  /**
+   * The local model's queues; `running` counts its threads (queries', documents') with a batch in
+   * hand, `waiting` the requests none of whose texts is in a batch in hand. Null for a provider.
+   */
+  stats(): EmbedderStats | null;
+}
+
+export interface EmbedderStats extends QueueStats {
+  /** Batches sent to the model's threads so far, both lanes. */
+  batches: number;
+  /** Texts in them: texts / batches says how full the batches are. */
+  texts: number;
+}
+
+/** What a batch holds, for tests and benchmarks (createLocalEmbedder's `watch`). */
+export interface BatchSent {
+  /** The thread's name: `embedder` (documents) or `embedder-queries`. */
+  thread: string;
+  /** Each request's texts in it, in the order they were taken. */
+  parts: { organization: string; texts: string[] }[];
 }
 
 /**
@@ -102,6 +131,8 @@ interface Lane {
   name: string;
   model: LocalModelSetup;
   line: Line;
+  /** Whether a batch gathers several requests (documents) or holds one (queries). */
+  mixes: boolean;
   thread: Thread | null;
 }
 
@@ -116,7 +147,7 @@ interface Request {
   sent: number;
   vectors: number[][];
   tokens: number;
-  /** Its caller went away: no more batches are sent, and the answer is not given. */
+  /** Its caller went away or it failed: it has left its line, and a batch in flight with its texts does not answer it. */
   cancelled: boolean;
   resolve(result: EmbeddingsResult): void;
   reject(error: Error): void;
@@ -125,8 +156,8 @@ interface Request {
 interface Thread {
   worker: Worker;
   ready: boolean;
-  /** The request and its text indexes the thread is working on. */
-  current: { request: Request; indexes: number[] } | null;
+  /** The batch the thread is working on: each request's text indexes in it. */
+  current: BatchPart<Request>[] | null;
 }
 
 /** The health report is public: the cause goes to the log, not here. */
@@ -135,15 +166,27 @@ const LOAD_FAILED = 'The embedding model failed to load (the AI service log says
 /** A stopping thread that has not left by then is terminated anyway (a batch takes about a second). */
 const STOP_TIMEOUT_MS = 10_000;
 
-export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger: Logger): LocalEmbedder {
-  /** Requests with texts left to send, in turns; the one being worked on is not in its line. */
-  const queries: Lane = { name: 'embedder-queries', model: QUERY_MODEL, line: createFairLine<Request>((request) => request.organization), thread: null };
-  const documents: Lane = { name: 'embedder', model, line: createFairLine<Request>((request) => request.organization), thread: null };
+/** `watch` hears of every batch as it is sent (tests, benchmarks). */
+export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger: Logger, watch?: (batch: BatchSent) => void): LocalEmbedder {
+  /** Requests with texts left to send, in turns; one whose last texts are in a batch has left its line. */
+  const queries: Lane = { name: 'embedder-queries', model: QUERY_MODEL, line: createFairLine<Request>((request) => request.organization), mixes: false, thread: null };
+  const documents: Lane = { name: 'embedder', model, line: createFairLine<Request>((request) => request.organization), mixes: true, thread: null };
   const lanes = [queries, documents];
   const clearLines = () => lanes.flatMap((lane) => lane.line.clear());
-  const waitingCount = (organization?: string) => queries.line.size(organization) + documents.line.size(organization);
+  /**
+   * Requests in a line none of whose texts is in the batch in hand. One with texts in it and
+   * texts left is back in its line already, but it is being worked on: it counts as running, as it
+   * did when a batch held one request, for the stats and for EMBEDDINGS_QUEUE_BOUNDS.
+   */
+  const waitingCount = (organization?: string) =>
+    lanes.reduce((sum, lane) => {
+      const inHand = (lane.thread?.current ?? []).filter((part) => !part.last && !part.request.cancelled && (organization === undefined || part.request.organization === organization));
+      return sum + lane.line.size(organization) - inHand.length;
+    }, 0);
   let dropped = 0;
   let refused = 0;
+  let batches = 0;
+  let batchedTexts = 0;
   let failure: { message: string; at: number } | null = null;
   let closed = false;
 
@@ -173,11 +216,12 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
         lane.thread = null;
         loadFailed(lane, { problem: message.message });
       } else {
-        const { request, indexes } = own.current!;
+        const parts = own.current!;
         own.current = null;
-        lane.line.finished(request.organization);
-        if (message.type === 'done') received(request, indexes, message.vectors, message.tokens);
-        else fail(request, new HttpError(502, 'The embedding model failed; try again later.', { cause: new Error(message.message) }));
+        if (message.type === 'done') received(parts, message.vectors, message.tokens);
+        else failBatch(parts, () => new HttpError(502, 'The embedding model failed; try again later.', { cause: new Error(message.message) }));
+        // The requests whose last texts this batch held; the others are back in the line already.
+        for (const part of parts) if (part.last) lane.line.finished(part.request.organization);
       }
       pump();
     });
@@ -189,27 +233,30 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
         loadFailed(lane, { code });
         return;
       }
-      logger.error({ code, thread: lane.name, working: Boolean(own.current) }, 'embedding thread stopped; starting another');
+      logger.error({ code, thread: lane.name, working: Boolean(own.current), requests: own.current?.length ?? 0 }, 'embedding thread stopped; starting another');
       if (own.current) {
-        lane.line.finished(own.current.request.organization);
-        fail(own.current.request, new HttpError(502, 'The embedding model stopped; try again later.'));
+        // Every request with texts in the batch lost them; the others wait for the next thread.
+        failBatch(own.current, () => new HttpError(502, 'The embedding model stopped; try again later.'));
+        for (const part of own.current) if (part.last) lane.line.finished(part.request.organization);
       }
       start(lane);
     });
     refresh(lane);
   };
 
-  /** Sends each idle thread the next batch of the request whose turn it is in its line. */
+  /** Sends each idle thread the next batch of its line (embedding-batches.ts). */
   const pump = () => {
     for (const lane of lanes) {
       const thread = lane.thread;
       if (thread?.ready && !thread.current && lane.line.size() > 0) {
-        const request = lane.line.take()!;
-        const indexes = request.order.slice(request.sent, request.sent + lane.model.batchSize);
-        request.sent += indexes.length;
-        thread.current = { request, indexes };
-        const job: ThreadRequest = { type: 'embed', texts: indexes.map((index) => request.texts[index]!) };
+        const parts = nextBatch(lane.line, lane.model.batchSize, lane.mixes);
+        thread.current = parts;
+        const texts = parts.flatMap((part) => part.indexes.map((index) => part.request.texts[index]!));
+        batches += 1;
+        batchedTexts += texts.length;
+        const job: ThreadRequest = { type: 'embed', texts };
         thread.worker.postMessage(job);
+        watch?.({ thread: lane.name, parts: parts.map((part) => ({ organization: part.request.organization, texts: part.indexes.map((index) => part.request.texts[index]!) })) });
       }
       refresh(lane);
     }
@@ -222,26 +269,37 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     else lane.thread.worker.unref();
   };
 
-  const received = (request: Request, indexes: number[], flat: Float32Array, tokens: number) => {
-    // Its caller went away while this batch ran: the rest is not sent.
-    if (request.cancelled) return;
-    indexes.forEach((index, position) => {
-      const vector = flat.subarray(position * EMBEDDING_DIMENSIONS, (position + 1) * EMBEDDING_DIMENSIONS);
-      // 8 decimals keep float32's precision at these magnitudes and the JSON answer short.
-      request.vectors[index] = Array.from(vector, (value) => Math.round(value * 1e8) / 1e8);
+  /** The vectors come back in the batch's order: part by part, each part's texts in its order. */
+  const received = (parts: BatchPart<Request>[], flat: Float32Array, tokens: number) => {
+    const shares = shareTokens(tokens, parts);
+    let position = 0;
+    parts.forEach((part, at) => {
+      const { request, indexes } = part;
+      const first = position;
+      position += indexes.length;
+      // Its caller went away while this batch ran: its texts in it are thrown away, the rest was never sent.
+      if (request.cancelled) return;
+      indexes.forEach((index, offset) => {
+        const vector = flat.subarray((first + offset) * EMBEDDING_DIMENSIONS, (first + offset + 1) * EMBEDDING_DIMENSIONS);
+        // 8 decimals keep float32's precision at these magnitudes and the JSON answer short.
+        request.vectors[index] = Array.from(vector, (value) => Math.round(value * 1e8) / 1e8);
+      });
+      request.tokens += shares[at]!;
+      // One batch at a time per thread: the batch with its last texts is the last to come back.
+      if (part.last) request.resolve({ vectors: request.vectors, model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: request.tokens, total_tokens: request.tokens } });
     });
-    request.tokens += tokens;
-    if (request.sent < request.order.length) {
-      // Behind its organization's other requests, and after the other organizations' turns.
-      request.lane.line.push(request.organization, request);
-    } else {
-      request.resolve({ vectors: request.vectors, model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: request.tokens, total_tokens: request.tokens } });
-    }
   };
 
+  /** Takes the request out of its line for good (its texts left are never sent) and rejects it. */
   const fail = (request: Request, error: Error) => {
+    if (request.cancelled) return;
+    request.cancelled = true;
     request.lane.line.remove(request);
     request.reject(error);
+  };
+
+  const failBatch = (parts: BatchPart<Request>[], error: () => Error) => {
+    for (const part of parts) fail(part.request, error());
   };
 
   /** Why nothing can be embedded now, or null. */
@@ -298,7 +356,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
         const order = texts.map((_, index) => index).sort((a, b) => texts[b]!.length - texts[a]!.length);
         const request: Request = {
           organization,
-          lane: texts.length <= QUERY_TEXTS ? queries : documents,
+          lane: (call.purpose ?? (texts.length <= QUERY_TEXTS ? 'query' : 'document')) === 'query' ? queries : documents,
           texts,
           order,
           sent: 0,
@@ -311,7 +369,6 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
         const signal = call.signal;
         if (signal) {
           const gone = () => {
-            request.cancelled = true;
             dropped += 1;
             logger.info({ texts: texts.length, sent: request.sent }, 'embeddings request dropped: the caller went away');
             fail(request, signal.reason as Error);
@@ -334,7 +391,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     },
     stats() {
       const running = lanes.filter((lane) => lane.thread?.current).length;
-      return { running, waiting: waitingCount(), dropped, refused };
+      return { running, waiting: waitingCount(), dropped, refused, batches, texts: batchedTexts };
     },
     crashThread() {
       const crash: ThreadRequest = { type: 'crash' };
@@ -346,8 +403,9 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       const threads = lanes.flatMap((lane) => (lane.thread ? [lane.thread] : []));
       for (const lane of lanes) lane.thread = null;
       const stopping = unavailable('The AI service is shutting down.');
-      for (const request of clearLines()) request.reject(stopping);
-      for (const thread of threads) thread.current?.request.reject(stopping);
+      // A request with texts left is in its line and may have texts in a batch too: rejected once.
+      const unanswered = new Set([...clearLines(), ...threads.flatMap((thread) => (thread.current ?? []).map((part) => part.request))]);
+      for (const request of unanswered) request.reject(stopping);
       await Promise.all(threads.map((thread) => stop(thread)));
     },
   };

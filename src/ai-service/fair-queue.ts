@@ -6,7 +6,9 @@
  * - FairLine: waiting items kept per group (an organization), served round-robin across groups,
  *   the group served least recently first, and in arrival order within a group. A group with
  *   nothing waiting or running is forgotten, so a returning organization counts as new: it has
- *   nothing in progress, and the map stays as small as the work in it.
+ *   nothing in progress, and the map stays as small as the work in it. So an item taken and put
+ *   back (the embedder's request with texts left) is pushed before its take is finished: the
+ *   other order leaves the group idle for a moment, and it would come back ahead of everyone.
  * - FairQueue: a FairLine in front of `capacity` tasks running at once, with a bound on waiting
  *   work (in total and per group) past which a request is refused at once with 503 and
  *   Retry-After, and with waiting work dropped when its caller's signal aborts.
@@ -20,8 +22,13 @@ export const NO_ORGANIZATION = '';
 
 export interface FairLine<T> {
   push(group: string, item: T): void;
-  /** The oldest item of the group served least recently, which now counts as just served. */
-  take(): T | undefined;
+  /**
+   * The oldest item of the group served least recently (or of `group`), which now counts as just
+   * served. Undefined when nothing (of that group) waits.
+   */
+  take(group?: string): T | undefined;
+  /** The groups with items waiting, in the order take() serves them: the one served least recently first. */
+  turns(): string[];
   /** Removes an item still waiting; false when it is not waiting. */
   remove(item: T): boolean;
   /** Items waiting, in total or of one group. */
@@ -58,16 +65,26 @@ export function createFairLine<T>(groupOf: (item: T) => string): FairLine<T> {
       group.items.push(item);
       total += 1;
     },
-    take() {
+    take(key) {
       let chosen: Group<T> | undefined;
-      for (const group of groups.values()) {
-        if (group.items.length > 0 && (!chosen || group.served < chosen.served)) chosen = group;
+      if (key !== undefined) chosen = groups.get(key);
+      else {
+        for (const group of groups.values()) {
+          if (group.items.length > 0 && (!chosen || group.served < chosen.served)) chosen = group;
+        }
       }
-      if (!chosen) return undefined;
+      if (!chosen || chosen.items.length === 0) return undefined;
       chosen.served = turn++;
       chosen.active += 1;
       total -= 1;
       return chosen.items.shift();
+    },
+    turns() {
+      // A stable sort: groups never served (-1) keep their order of arrival, as in take().
+      return [...groups.entries()]
+        .filter(([, group]) => group.items.length > 0)
+        .sort(([, a], [, b]) => a.served - b.served)
+        .map(([key]) => key);
     },
     remove(item) {
       const key = groupOf(item);

@@ -78,6 +78,14 @@ export function callerSignal(response: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
+/** X-Embedding-Purpose: `query` (a search) or `document` (chunks to index); a 400 when it is anything else. */
+export function purposeOf(request: IncomingMessage): 'query' | 'document' | undefined {
+  const value = request.headers['x-embedding-purpose'];
+  if (value === undefined) return undefined;
+  if (value !== 'query' && value !== 'document') throw new HttpError(400, 'X-Embedding-Purpose must be query or document.');
+  return value;
+}
+
 /** X-Organization-Id: whose work a request is, for fair turns (fair-queue.ts); a 400 when malformed. */
 export function organizationOf(request: IncomingMessage): string | undefined {
   const value = request.headers['x-organization-id'];

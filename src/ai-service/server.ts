@@ -20,13 +20,12 @@ import type { AiSettings } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { bearerMatches } from './api-key.ts';
 import type { Embedder } from './embedder-interface.ts';
-import { createEmbedder, type EmbedCall, type QueuedEmbedder } from './embedder.ts';
+import { createEmbedder, type EmbedCall, type EmbedderStats, type QueuedEmbedder } from './embedder.ts';
 import { EMBEDDINGS_BODY_LIMIT, createEmbeddings } from './embeddings.ts';
 import { documentType } from './extraction.ts';
 import { createExtractor, type ExtractorStats } from './extractor.ts';
-import type { QueueStats } from './fair-queue.ts';
 import { healthReport } from './health.ts';
-import { CALLER_GONE, HttpError, callerSignal, organizationOf, readBody, readJson, sendError, sendJson } from './http-exchange.ts';
+import { CALLER_GONE, HttpError, callerSignal, organizationOf, purposeOf, readBody, readJson, sendError, sendJson } from './http-exchange.ts';
 
 export interface AiServiceOptions {
   settings: AiSettings;
@@ -42,7 +41,7 @@ export interface AiServiceOptions {
 /** What the queues hold now and have dropped or refused so far (fair-queue.ts), for tests and logs. */
 export interface AiServiceStats extends ExtractorStats {
   /** The local model's batches; null with a provider. */
-  embeddings: QueueStats | null;
+  embeddings: EmbedderStats | null;
 }
 
 export interface AiService {
@@ -110,7 +109,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       const allowed = Object.keys(route.handlers).join(', ');
       if (!handler) throw new HttpError(405, `${path} accepts ${allowed}.`, { headers: { allow: allowed } });
       signal = callerSignal(response);
-      const call = { organization: route.public ? undefined : organizationOf(request), signal };
+      const call = { organization: route.public ? undefined : organizationOf(request), purpose: route.public ? undefined : purposeOf(request), signal };
       const result = await handler(request, call);
       // Work that ended just as its caller left: there is nobody to answer.
       if (call.signal.aborted) throw call.signal.reason;

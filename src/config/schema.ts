@@ -314,7 +314,8 @@ export const configSchema = {
       minimum: 1,
       maximum: 64,
       default: 8,
-      description: 'Texts per inference of the local model, and per turn of its queue across organizations (texts of similar length go together, so little is padding).',
+      description:
+        "The most texts one inference of the local model takes for documents: a batch gathers the requests waiting, of several organizations, each organization waiting getting an equal share of it ([ai-service.md](ai-service.md#queues)); a document's texts of similar length go together, so little is padding.",
     },
     AI_THREAD_NICE: {
       type: 'integer',

@@ -26,7 +26,7 @@ export const search: Handler<'documents.search'> = async (input, ctx) => {
 
   let embedded: { vectors: number[][]; model: string };
   try {
-    embedded = await services.ai.embed([input.query], { timeoutMs: SEARCH_TIMEOUT_MS, organizationId: workspace.organizationId });
+    embedded = await services.ai.embed([input.query], { timeoutMs: SEARCH_TIMEOUT_MS, organizationId: workspace.organizationId, purpose: 'query' });
   } catch (error: unknown) {
     if (!(error instanceof AiServiceError)) throw error;
     ctx.log.warn({ err: error, detail: error.detail }, 'search query could not be embedded');

@@ -83,7 +83,7 @@ export async function embedChunks(
   const send = async (batch: number[]) => {
     const answer = await deps.ai.embed(
       batch.map((index) => texts[index]!),
-      { organizationId: document.organizationId },
+      { organizationId: document.organizationId, purpose: 'document' },
     );
     // Vectors of two models must never share a document (a provider switched in the middle, or
     // since its health report): the run fails as a transient error and the retry starts over.

@@ -44,7 +44,7 @@ export const kinds: Record<JobKind, (job: JobRow, deps: KindDeps, run: KindRun) 
 
   'text.embed': async (job, deps) => {
     const texts = (job.input as { texts: string[] }).texts;
-    const { vectors, model } = await deps.ai.embed(texts, { organizationId: job.organizationId });
+    const { vectors, model } = await deps.ai.embed(texts, { organizationId: job.organizationId, purpose: 'document' });
     return { model, vectors };
   },
 };

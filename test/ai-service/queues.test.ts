@@ -120,6 +120,16 @@ describe('the extraction queue', async () => {
     expect(response.status).toBe(400);
     expect((await json(response)).error.type).toBe('invalid_request_error');
   });
+
+  it('refuses an X-Embedding-Purpose other than query or document with 400', async () => {
+    const response = await fetch(`${service.url}/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-embedding-purpose': 'search' },
+      body: JSON.stringify({ input: ['a'] }),
+    });
+    expect(response.status).toBe(400);
+    expect((await json(response)).error.message).toBe('X-Embedding-Purpose must be query or document.');
+  });
 });
 
 describe('a document that runs out of time on the service', async () => {
