@@ -18,9 +18,16 @@ import type { KindDeps } from './kind-deps.ts';
 /**
  * Indexes one document (document.index, and each document of workspace.index): its stored text,
  * or an extraction first; `pay` is told the chunk count before anything is embedded and throws to
- * stop (the plan's credits do not cover it). `unchanged`: the stored chunks were already these.
+ * stop (the plan's credits do not cover it). `options.model`: the model the AI service serves, when
+ * the caller asked it already (workspace.index, once a slice). `unchanged`: the stored chunks were
+ * already these.
  */
-export async function indexDocument(document: Document, deps: KindDeps, pay: (chunks: number) => Promise<void>): Promise<{ chunks: number; model: string; unchanged: boolean }> {
+export async function indexDocument(
+  document: Document,
+  deps: KindDeps,
+  pay: (chunks: number) => Promise<void>,
+  options: { model?: string } = {},
+): Promise<{ chunks: number; model: string; unchanged: boolean }> {
   const stored = await readIndexableText(deps.sql, document.id);
   const { chunks, language } = stored ? { chunks: placeChunks(await deps.chunker.chunk(stored.text), stored.pageStarts, stored.headings), language: stored.language } : await extract(document, deps);
   await pay(chunks.length);
@@ -29,7 +36,7 @@ export async function indexDocument(document: Document, deps: KindDeps, pay: (ch
   const placed = chunks.map((chunk, index) => ({ ...chunk, textHash: hashes[index]! }));
   const config = await searchConfigOf(deps.sql, textSearchConfig(language));
   const now = deps.now();
-  const known = await currentModel(deps.ai);
+  const known = options.model ?? (await currentModel(deps.ai));
   // The same text, places, model and configuration as the stored chunks: nothing to embed or write.
   if (known && (await unchangedChunks(deps.sql, document.id, known, config, placed))) {
     if (!(await touchIndexed(deps.sql, document.id, chunks.length, now))) throw gone();

@@ -36,11 +36,12 @@ export class ContinueLater {
 /** How long a slice takes new documents before it gives its worker back. */
 export const SLICE_MS = 5_000;
 /**
- * Documents a slice works on at once: enough for the AI service to batch their embeddings across
- * requests and keep its extraction threads busy (docs/ai-service.md), and under its queues' bound
- * for one organization (8 waiting extractions), so one job alone is never refused as busy.
+ * Documents a slice works on at once: enough for the AI service to fill its batches (8 texts) with
+ * their embeddings across requests and keep its extraction threads busy (docs/ai-service.md), and
+ * within its queues' bound for one organization (8 waiting extractions), so one job alone is never
+ * refused as busy.
  */
-export const IN_FLIGHT = 4;
+export const IN_FLIGHT = 8;
 /** At most this many `failures` in the result; the rest are counted in `failed`. */
 export const MAX_FAILURES = 100;
 /** Progress events on jobs.stream at most this often (each document still counts at once). */
@@ -56,6 +57,8 @@ export async function runWorkspaceIndex(job: JobRow, deps: KindDeps, run: KindRu
   let stopped = false;
   let model = '';
   const outcomes: Outcome[] = [];
+  // Once a slice, not once a document: the AI service's health call is a round trip of its own.
+  const served = await currentModel(deps.ai);
 
   const end = async (documentId: string, ended: DocumentEnd): Promise<Outcome> => {
     const now = performance.now();
@@ -71,14 +74,19 @@ export async function runWorkspaceIndex(job: JobRow, deps: KindDeps, run: KindRu
     const document = await findDocument(deps.sql, pending.documentId);
     if (!document || document.status !== 'ready') return end(pending.documentId, { state: 'gone' });
     try {
-      const indexed = await indexDocument(document, deps, async (chunks) => {
-        // As document.index: the price by chunks, less what was charged at create (0 for a free re-index).
-        const due = pending.credits > 0 ? indexCredits(chunks) - pending.credits : 0;
-        if (due > 0) {
-          const plan = await deps.plans.limitsFor(job.organizationId);
-          await chargeRest(chunks, due, () => run.jobs.chargeJobDocument(job, pending.documentId, due, { now: deps.now(), plan }));
-        }
-      });
+      const indexed = await indexDocument(
+        document,
+        deps,
+        async (chunks) => {
+          // As document.index: the price by chunks, less what was charged at create (0 for a free re-index).
+          const due = pending.credits > 0 ? indexCredits(chunks) - pending.credits : 0;
+          if (due > 0) {
+            const plan = await deps.plans.limitsFor(job.organizationId);
+            await chargeRest(chunks, due, () => run.jobs.chargeJobDocument(job, pending.documentId, due, { now: deps.now(), plan }));
+          }
+        },
+        served ? { model: served } : {},
+      );
       if (indexed.model) model = indexed.model;
       return end(pending.documentId, { state: indexed.unchanged ? 'unchanged' : 'indexed', chunks: indexed.chunks });
     } catch (error) {
@@ -125,5 +133,5 @@ export async function runWorkspaceIndex(job: JobRow, deps: KindDeps, run: KindRu
     return new ContinueLater(ended === 0 && busy.length > 0 ? Math.max(...busy.map((outcome) => outcome.afterSeconds)) : 0);
   }
   const summary = await summarizeJobDocuments(deps.sql, job.id, MAX_FAILURES);
-  return { ...summary, model: model || (await currentModel(deps.ai)) };
+  return { ...summary, model: model || served };
 }

@@ -83,19 +83,19 @@ describe('workspace.index', () => {
 
   it('a document deleted before its turn is counted as gone and refunded', async () => {
     const t = await tenant(server);
-    const notes = await uploadNotes(t, 6);
+    const notes = await uploadNotes(t, 12);
     const created = await t.client.jobs.create({ organizationId: t.org, kind: 'workspace.index', workspaceId: t.workspaceId });
-    // The last in id order: a slice takes 4, so it is not reached before this delete.
+    // The last in id order: a slice takes IN_FLIGHT (8), so it is not reached before this delete.
     const last = [...notes].sort().at(-1)!;
     await t.client.documents.delete({ id: last });
     const job = await waitForJob(t, created.id);
-    expect(job).toMatchObject({ status: 'succeeded', credits: 10, result: { documents: 6, indexed: 5, gone: 1, failed: 0 } });
-    expect(await creditsSpent(server, t.org)).toBe(10);
+    expect(job).toMatchObject({ status: 'succeeded', credits: 22, result: { documents: 12, indexed: 11, gone: 1, failed: 0 } });
+    expect(await creditsSpent(server, t.org)).toBe(22);
   });
 
   it('a running job cancels: it keeps what it indexed and refunds the rest', async () => {
     const t = await tenant(server);
-    await uploadNotes(t, 16);
+    await uploadNotes(t, 24);
     const created = await t.client.jobs.create({ organizationId: t.org, kind: 'workspace.index', workspaceId: t.workspaceId });
     // Running, some documents done: cancel between two slices or during one.
     let running = await t.client.jobs.get({ id: created.id });
@@ -106,7 +106,7 @@ describe('workspace.index', () => {
     }
     const canceled = await t.client.jobs.cancel({ id: created.id });
     expect(canceled.status).toBe('canceled');
-    expect(canceled.progress!.done).toBeLessThan(16);
+    expect(canceled.progress!.done).toBeLessThan(24);
     // Whatever was in hand finishes and keeps its charge; nothing more starts.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const states = await jobDocumentStates(server, created.id);
@@ -126,15 +126,15 @@ describe('workspace.index', () => {
   it("another organization's job runs between its slices", async () => {
     const a = await tenant(server);
     const b = await tenant(server);
-    await uploadNotes(a, 20);
+    await uploadNotes(a, 32);
     const big = await a.client.jobs.create({ organizationId: a.org, kind: 'workspace.index', workspaceId: a.workspaceId });
     await waitForJob(a, big.id, ['running']);
     const small = await b.client.jobs.create({ organizationId: b.org, kind: 'text.embed', input: { texts: ['a quick one'] } });
     expect((await waitForJob(b, small.id)).status).toBe('succeeded');
-    // B's job did not wait for A's twenty documents.
+    // B's job did not wait for A's 32 documents.
     const meanwhile = await a.client.jobs.get({ id: big.id });
-    expect(meanwhile.progress!.done).toBeLessThan(20);
-    expect(await waitForJob(a, big.id)).toMatchObject({ status: 'succeeded', result: { indexed: 20 } });
+    expect(meanwhile.progress!.done).toBeLessThan(32);
+    expect(await waitForJob(a, big.id)).toMatchObject({ status: 'succeeded', result: { indexed: 32 } });
   });
 
   it('a workspace of another organization is not found', async () => {
