@@ -4,7 +4,11 @@
  *   - a fresh data directory, started from the migrated template (src/composition/database-template.ts);
  *   - a restart on that directory;
  *   - the baseline in the same run: a fresh data directory with `--no-template` (PGlite's initdb,
- *     then every migration: the path every fresh start took before the template).
+ *     then every migration: the path every fresh start took before the template);
+ *   - the floor in the same run (start-floor.ts): a process that only opens the embedded database
+ *     as `serve` does, fresh from the template and again on that directory, and answers one query.
+ *     The service's fresh start and restart are reported as ratios to these (issue 39: a start
+ *     should pay for little more than its database; aims 1.5 fresh, 1.2 restart).
  * Also the stop: SIGTERM to exit. Rounds alternate the order of the two fresh starts; medians are
  * reported. The template is built first if missing (that time is printed, not counted: it is paid
  * once per migration change, normally at install). A measurement, not a test: nothing fails when
@@ -22,6 +26,8 @@ import { ensureTemplate } from '../src/composition/database-template.ts';
 import { median } from './statistics.ts';
 
 export const START_AIM_MS = { fresh: 2500, restart: 1500 };
+/** The start as a ratio to the floor (start-floor.ts) in the same run. */
+export const FLOOR_AIM = { fresh: 1.5, restart: 1.2 };
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -44,6 +50,9 @@ export interface StartBenchResult {
   freshMs: number;
   restartMs: number;
   baselineMs: number;
+  /** The floor (start-floor.ts), medians: a fresh data directory from the template, and a reopen of it. */
+  floorFreshMs: number;
+  floorRestartMs: number;
   stopMs: number;
   /** Median of each phase (StartMeasure.phases) over the fresh starts and over the restarts. */
   freshPhases: Record<string, number>;
@@ -52,6 +61,23 @@ export interface StartBenchResult {
   cleanStops: boolean;
   /** Set when the template had to be built first (ms). */
   templateBuildMs: number | undefined;
+}
+
+/** Spawn to `ready` of start-floor.ts on dataDir: the embedded database opened and one query answered. */
+export async function measureFloor(dataDir: string): Promise<number> {
+  const started = performance.now();
+  const child = spawn(process.execPath, ['bench/start-floor.ts', dataDir], { cwd: root, env: { ...process.env, DATABASE_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const ready = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      if (line === 'ready') resolve(performance.now() - started);
+    });
+    exited.then(([code]) => reject(new Error(`the floor exited (${code}) before ready: ${stderr.trim()}`)), reject);
+  });
+  await exited;
+  return ready;
 }
 
 /** Starts the server on dataDir (port chosen by the OS), waits for /readyz 200, stops it with SIGTERM. */
@@ -102,6 +128,8 @@ export async function benchStart({ rounds = 3 } = {}): Promise<StartBenchResult>
   const freshPhases: Record<string, number>[] = [];
   const restartPhases: Record<string, number>[] = [];
   const baseline: number[] = [];
+  const floorFresh: number[] = [];
+  const floorRestart: number[] = [];
   const stops: StartMeasure[] = [];
   try {
     // Untimed: warms the file cache and Node's compile cache, as any start after install would have.
@@ -123,10 +151,14 @@ export async function benchStart({ rounds = 3 } = {}): Promise<StartBenchResult>
         baseline.push(m.readyMs);
         stops.push(m);
       };
-      for (const run of round % 2 ? [runFresh, runBaseline] : [runBaseline, runFresh]) await run();
+      const runFloor = async () => {
+        floorFresh.push(await measureFloor(join(dir, 'floor')));
+        floorRestart.push(await measureFloor(join(dir, 'floor')));
+      };
+      for (const run of round % 2 ? [runFloor, runFresh, runBaseline] : [runBaseline, runFresh, runFloor]) await run();
       console.log(
         `  start round ${round}: fresh ${ms(fresh.at(-1)!)}, restart ${ms(restart.at(-1)!)}, ` +
-          `fresh without template ${ms(baseline.at(-1)!)}; stops ${stops
+          `fresh without template ${ms(baseline.at(-1)!)}, floor ${ms(floorFresh.at(-1)!)} fresh and ${ms(floorRestart.at(-1)!)} reopened; stops ${stops
             .slice(-3)
             .map((s) => `${ms(s.stopMs)} (exit ${s.exitCode})`)
             .join(', ')}`,
@@ -139,6 +171,8 @@ export async function benchStart({ rounds = 3 } = {}): Promise<StartBenchResult>
     freshMs: median(fresh),
     restartMs: median(restart),
     baselineMs: median(baseline),
+    floorFreshMs: median(floorFresh),
+    floorRestartMs: median(floorRestart),
     stopMs: median(stops.map((s) => s.stopMs)),
     freshPhases: medianPhases(freshPhases),
     restartPhases: medianPhases(restartPhases),
@@ -159,6 +193,8 @@ export async function startRows(): Promise<string[][]> {
   }
   return [
     ['start, fresh data dir (from the template)', `${seconds(r.freshMs)}`, `<= ${seconds(START_AIM_MS.fresh)}`],
+    ['start, fresh / floor (the database alone, fresh from the template)', `${(r.freshMs / r.floorFreshMs).toFixed(2)}  (${seconds(r.freshMs)} / ${seconds(r.floorFreshMs)})`, `<= ${FLOOR_AIM.fresh}`],
+    ['start, restart / floor (the database alone, reopened)', `${(r.restartMs / r.floorRestartMs).toFixed(2)}  (${seconds(r.restartMs)} / ${seconds(r.floorRestartMs)})`, `<= ${FLOOR_AIM.restart}`],
     ['  baseline: fresh without template (initdb) / fresh', `${(r.baselineMs / r.freshMs).toFixed(1)}x  (${seconds(r.baselineMs)} / ${seconds(r.freshMs)})`, ''],
     ['  phases, fresh (done at, since the process started)', phaseList(r.freshPhases), ''],
     ['start, restart on that data dir', `${seconds(r.restartMs)}`, `<= ${seconds(START_AIM_MS.restart)}`],

@@ -9,8 +9,9 @@
  *   (fair-queue.ts) and go to it in batches of up to EMBEDDING_BATCH_SIZE texts that gather
  *   several requests, of several organizations (embedding-batches.ts): each organization waiting
  *   gets an equal share of a batch, the one served least recently first, and its requests share
- *   its part in arrival order; it starts with the service, so the first document does not wait
- *   for the load;
+ *   its part in arrival order; it starts with the first document's request (the load, 0.1-0.4 s
+ *   and about 1.4 s of CPU, would otherwise take a core from the service's own start: `serve`
+ *   opens its database meanwhile, issue 39);
  * - the queries' thread, one onnxruntime thread at the API's priority, started by the first
  *   query (a service that never searches never holds the second copy): requests of a few texts
  *   (QUERY_TEXTS: a search's query) wait in a line of their own and never behind a document's
@@ -327,9 +328,8 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     clearTimeout(timer);
   };
 
-  // The documents' thread starts at once; the queries' with the first query (a service that never
-  // searches never holds the second copy of the model).
-  if (!missingModelFiles(dir)) start(documents);
+  // Each thread starts with its lane's first request (embed): the documents' one is not loaded
+  // during the service's start, and a service that never searches never holds the second copy.
 
   return {
     model: LOCAL_EMBEDDING_MODEL,

@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbedder, createLocalEmbedder } from '../../src/ai-service/embedder.ts';
 import { HttpError } from '../../src/ai-service/http-exchange.ts';
 import { DEFAULT_MODEL_DIR, MODEL_FILES } from '../../src/ai-service/model-files.ts';
@@ -21,6 +21,9 @@ const twoBatches = () => Array.from({ length: 17 }, (_, index) => long(index));
 
 describe('the local embedder', () => {
   const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, ONE_THREAD, logger);
+  // Each thread starts with its lane's first request: both are loaded before the tests, which
+  // watch them working, not loading.
+  beforeAll(() => Promise.all([embedder.embed(twoBatches().slice(0, 5)), embedder.embed(['warm query'])]));
   afterAll(() => embedder.close());
 
   it('names its model and has no problem', async () => {
