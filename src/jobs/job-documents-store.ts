@@ -74,9 +74,13 @@ export async function countPending(sql: Sql, jobId: string): Promise<number> {
   return row!.count;
 }
 
-/** Adds to what a pending document was charged (the rest of its price, once the run has extracted it). */
-export async function addDocumentCredits(tx: Db, jobId: string, documentId: string, amount: number): Promise<void> {
-  await tx`update job_documents set credits = credits + ${amount} where job_id = ${jobId} and document_id = ${documentId}`;
+/**
+ * Adds to what a pending document was charged (the rest of its price, once the run has extracted
+ * it); false when it is not pending any more (the job stopped meanwhile), and nothing changed.
+ */
+export async function addDocumentCredits(tx: Db, jobId: string, documentId: string, amount: number): Promise<boolean> {
+  const rows = await tx`update job_documents set credits = credits + ${amount} where job_id = ${jobId} and document_id = ${documentId} and state = 'pending' returning 1`;
+  return rows.length > 0;
 }
 
 /**

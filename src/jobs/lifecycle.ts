@@ -116,7 +116,10 @@ export interface JobLifecycle {
    * Answers how many jobs it settled.
    */
   settleStopped(now: Date): Promise<number>;
-  /** The rest of a workspace.index document's price, once the run knows its chunks (403 LIMIT_REACHED when the plan cannot cover it). */
+  /**
+   * The rest of a workspace.index document's price, once the run knows its chunks (403
+   * LIMIT_REACHED when the plan cannot cover it); nothing when the document is not pending any more.
+   */
   chargeJobDocument(job: JobRow, documentId: string, amount: number, o: { now: Date; plan: PlanLimits | null }): Promise<void>;
 }
 
@@ -263,11 +266,18 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
       await retryingTransaction(sql, async (tx) => {
         await charge(tx, { organizationId: job.organizationId, amount, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: job.id, now: o.now, plan: o.plan });
         await addJobCredits(tx, job.id, amount, o.now);
-        await addDocumentCredits(tx, job.id, documentId, amount);
+        // Last, in the lock order (the job's row before its documents'): a document the job no
+        // longer has pending (canceled meanwhile) is not charged; the rollback takes the charge back.
+        if (!(await addDocumentCredits(tx, job.id, documentId, amount))) throw new NotPending();
+      }).catch((error: unknown) => {
+        if (!(error instanceof NotPending)) throw error;
       });
     },
   };
 }
+
+/** chargeJobDocument's rollback: the document is not pending any more. */
+class NotPending extends Error {}
 
 /**
  * A workspace.index job that stopped (canceled or failed): its documents still pending are ended

@@ -97,18 +97,27 @@ export async function runWorkspaceIndex(job: JobRow, deps: KindDeps, run: KindRu
     }
   };
 
-  // IN_FLIGHT lanes take the pending documents in id order until the slice's time is up.
+  // IN_FLIGHT lanes take the pending documents in id order until the slice's time is up. One
+  // page is read at a time, shared: two lanes must never take the same document (it would be
+  // charged twice).
   let cursor: string | null = null;
-  let page: PendingDocument[] = [];
+  const page: PendingDocument[] = [];
   let exhausted = false;
+  let reading: Promise<void> | null = null;
   const take = async (): Promise<PendingDocument | undefined> => {
-    if (stopped || run.signal.aborted || performance.now() >= sliceEnds) return undefined;
-    if (page.length === 0 && !exhausted) {
-      page = await pendingDocuments(deps.sql, job.id, cursor, IN_FLIGHT * 4);
-      exhausted = page.length === 0;
-      cursor = page.at(-1)?.documentId ?? cursor;
+    for (;;) {
+      if (stopped || run.signal.aborted || performance.now() >= sliceEnds) return undefined;
+      if (page.length > 0) return page.shift();
+      if (exhausted) return undefined;
+      reading ??= pendingDocuments(deps.sql, job.id, cursor, IN_FLIGHT * 4)
+        .then((rows) => {
+          page.push(...rows);
+          exhausted = rows.length === 0;
+          cursor = rows.at(-1)?.documentId ?? cursor;
+        })
+        .finally(() => (reading = null));
+      await reading;
     }
-    return page.shift();
   };
   const lane = async () => {
     for (let pending = await take(); pending; pending = await take()) {
