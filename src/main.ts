@@ -8,6 +8,9 @@
  *   migrate          apply pending migrations, then exit
  *   migrate status   report shipped, applied, pending and unknown migrations as JSON
  *   grant-admin <email>  make the existing user with this email a platform admin (docs/platform-admin.md)
+ *   backup <path>    a consistent backup of the embedded database and the local uploads into the new directory <path>,
+ *                    taken by the running service (through its control channel) or, when stopped, by this command
+ *   restore <path>   restore such a backup into an empty DATA_DIR (docs/backups.md); both refuse with DATABASE_URL
  * Migrations run before `serve`, `api` and `worker` start (and before grant-admin); `serve` and `api` also make the
  * existing users listed in ADMIN_EMAILS platform admins.
  *
@@ -35,7 +38,7 @@ const [{ ConfigError, loadConfig }, { runAi, runGrantAdmin, runMigrate, runWorke
   import('./logger.ts'),
 ]);
 
-const USAGE = 'usage: node src/main.ts serve|api|worker [--no-template] | ai | migrate [status] [--no-template] | grant-admin <email>';
+const USAGE = 'usage: node src/main.ts serve|api|worker [--no-template] | ai | migrate [status] [--no-template] | grant-admin <email> | backup <path> | restore <path>';
 
 async function main(argv: string[]): Promise<void> {
   let config: Config;
@@ -65,6 +68,12 @@ async function main(argv: string[]): Promise<void> {
     case 'grant-admin':
       if (!sub) break;
       return runGrantAdmin(config, logger, sub);
+    case 'backup':
+      if (!sub) break;
+      return (await import('./composition/backup-commands.ts')).runBackup(config, logger, sub);
+    case 'restore':
+      if (!sub) break;
+      return (await import('./composition/backup-commands.ts')).runRestore(config, sub);
   }
   console.error(USAGE);
   process.exit(2);
