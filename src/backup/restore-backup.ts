@@ -8,7 +8,7 @@ import { copyFile, mkdir, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { lockDataDir } from '../db/data-dir-lock.ts';
 import { embeddedPgDataPath } from '../db/embedded.ts';
-import { copyTree } from './file-trees.ts';
+import { copyTree, syncPath, syncTree } from './file-trees.ts';
 import { readManifest, type BackupManifest } from './manifest.ts';
 
 /** restore must not go ahead; the message says why and what to do. */
@@ -50,7 +50,9 @@ export async function restoreBackup(options: { source: string; dataDir: string }
     // The database last, and whole at once: a restore cut off halfway leaves no `pg` a start would open.
     const pg = embeddedPgDataPath(dataDir);
     await copyTree(join(source, 'pg'), `${pg}.restoring`);
+    await syncTree(dataDir);
     await rename(`${pg}.restoring`, pg);
+    await syncPath(dataDir);
   } finally {
     await lock.release();
   }

@@ -31,7 +31,7 @@ import { embeddedPgDataPath } from '../db/embedded.ts';
 import { migrationStatus } from '../db/migrations.ts';
 import type { Logger } from '../logger.ts';
 import { version } from '../version.ts';
-import { catchUp, copyTree, linkUploads, measureTree, statTree } from './file-trees.ts';
+import { catchUp, copyTree, linkUploads, measureTree, statTree, syncPath, syncTree } from './file-trees.ts';
 import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, MANIFEST_FILE, type BackupManifest } from './manifest.ts';
 
 export interface TakeBackupOptions {
@@ -55,7 +55,9 @@ export async function takeBackup(options: TakeBackupOptions): Promise<BackupMani
   // Beside the destination, so the finished backup is renamed into place at once.
   const staging = await mkdtemp(join(dirname(destination), `.${basename(destination)}.partial-`));
   const uploads = join(options.dataDir, 'uploads'); // the local driver's location (local-driver.ts)
-  // On the uploads' file system, for the links.
+  // On the uploads' file system, for the links. Any left by a backup cut off (this process is the
+  // only one taking backups of this DATA_DIR: it holds its lock) only hold space.
+  for (const name of await readdir(options.dataDir)) if (name.startsWith('.backup-links-')) await rm(join(options.dataDir, name), { recursive: true, force: true });
   const links = options.localUploads ? await mkdtemp(join(options.dataDir, '.backup-links-')) : undefined;
   const started = performance.now();
   try {
@@ -79,7 +81,9 @@ export async function takeBackup(options: TakeBackupOptions): Promise<BackupMani
       secret,
     };
     await writeFile(join(staging, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+    await syncTree(staging);
     await rename(staging, destination);
+    await syncPath(dirname(destination));
     options.logger.info({ destination, ms: Math.round(performance.now() - started), database: manifest.database, uploads: manifest.uploads }, 'backup taken');
     return manifest;
   } catch (error) {
