@@ -1,14 +1,16 @@
 // `backup` and `restore` as real processes (docs/backups.md): a backup taken from a running service
 // while clients upload documents is restored into a new DATA_DIR, a service started on it has every
 // document acknowledged before the backup began, byte for byte; restore refuses a directory in use
-// or not empty, and backup refuses with DATABASE_URL. Every step waits for an event (a log line, an
+// or not empty; with the service stopped, backup opens the database itself; and backup refuses
+// with DATABASE_URL. Every step waits for an event (a log line, an
 // answer, an exit), never for a duration.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BackupManifest } from '../../src/backup/manifest.ts';
 import { openDatabase } from '../../src/db/connection.ts';
 import { migratedDataDir } from '../support/database.ts';
 import { spawnService, type ServiceProcess } from '../support/processes.ts';
@@ -113,7 +115,7 @@ describe('backup and restore of the embedded database and local uploads', () => 
     await rm(scratch, { recursive: true, force: true });
   });
 
-  it('a backup taken while clients write holds every write acknowledged before it began; restore refuses a directory in use or not empty', async () => {
+  it('a backup taken while clients write holds every write acknowledged before it began; restore refuses a directory in use or not empty; a stopped service is backed up by the command', async () => {
     const api = await startApi(dataDir);
     apis.push(api);
     const workspace = (await call(api, user, 'POST', '/workspaces', { organizationId: org, name: 'Kept', slug: 'kept' })) as { id: string };
@@ -157,10 +159,16 @@ describe('backup and restore of the embedded database and local uploads', () => 
     expect(notEmpty.code).not.toBe(0);
     expect(notEmpty.stderr).toMatch(/not empty \(stray\.txt\)/);
 
+    // Killed, the service leaves its lock behind: backup then opens the database itself (while the
+    // restore runs). It holds every document, and each with its file.
     await api.service.stop();
     await rm(join(restoredDir, 'stray.txt'));
-    const restored = await command(['restore', backupDir], { DATA_DIR: restoredDir });
+    const [restored, offline] = await Promise.all([command(['restore', backupDir], { DATA_DIR: restoredDir }), command(['backup', join(scratch, 'offline')], { DATA_DIR: dataDir })]);
     expect(restored.code, restored.stderr).toBe(0);
+    expect(offline.code, offline.stderr).toBe(0);
+    expect(offline.stdout).not.toContain('by the running service');
+    const manifest = JSON.parse(await readFile(join(scratch, 'offline', 'manifest.json'), 'utf8')) as BackupManifest;
+    expect(manifest.uploads).toMatchObject({ readyDocuments: acknowledged.length, missingReady: [] });
 
     const back = await startApi(restoredDir);
     apis.push(back);
