@@ -22,6 +22,7 @@ import { errorHandler, MAX_BODY_BYTES, sendError } from './error-handler.ts';
 import { identityLimiter } from './identity-limiter.ts';
 import { ipLimiter } from './ip-limiter.ts';
 import { jsonBody } from './json-body.ts';
+import { lingeringClose } from './lingering-close.ts';
 import { notFound, undeclaredOptions } from './not-found.ts';
 import { operationalRoutes } from './operational-routes.ts';
 import { metricsRoute } from './metrics-route.ts';
@@ -60,6 +61,9 @@ export function buildHttpApp(options: HttpAppOptions): Express {
 
   // A registry per app, not prom-client's global one: tests build many apps in one process.
   const metrics = createMetrics({ sql: db.sql, logger });
+  // First: any answer, from anywhere below, sent before its request's body was read closes the
+  // connection only after reading the rest (lingering-close.ts).
+  app.use(lingeringClose());
   app.use(countRequests(services.requests), clientIp(), requestId(logger), accessLog(), callMetrics(metrics), securityHeaders(), corsPolicy(config), wellEncodedPath());
   // OPTIONS that is not a trusted preflight: 405 or 404 like any undeclared method, before a router answers it.
   app.use(undeclaredOptions());

@@ -40,9 +40,8 @@ const INPUT_SQLSTATES: Record<string, string> = {
  * transport knows it; errors raised before routing (limiter, body reader) learn it from the path.
  */
 export function sendError(req: Request, res: Response, error: unknown, operation?: Pick<ProcedureDefinition, 'name' | 'errors'>): void {
-  // A body refused before it was read (its type, charset, encoding or length): close the
-  // connection after the answer instead of reading the rest.
-  if (isBodyError(error) && !req.complete && !res.headersSent) res.setHeader('Connection', 'close');
+  // A body refused before it was read (its type, charset, encoding or length) is not read further:
+  // the answer closes the connection after discarding what is still arriving (lingering-close.ts).
   if (res.headersSent) {
     req.log.error({ err: error }, 'error after the response started');
     res.destroy();
@@ -84,10 +83,10 @@ function contractBreach(operation: string, status: number, body: unknown): unkno
 /**
  * 413 payload_too_large (specification, "Errors"), in the shape of the other transport-level
  * refusals. When the body has not been read (its declared length was too big, or it was cut off
- * at the limit) the connection closes after the answer, so the rest is never read.
+ * at the limit) the connection closes after the answer, once the rest has been read and discarded
+ * within lingering-close.ts's limits, so that the client can read the answer.
  */
 export function sendPayloadTooLarge(req: Request, res: Response): void {
-  if (!req.complete) res.setHeader('Connection', 'close');
   res.locals.errorCode = 'payload_too_large';
   res.status(413).json({ error: 'payload_too_large', message: `Request body exceeds ${MAX_BODY_BYTES} bytes.`, requestId: req.id });
 }

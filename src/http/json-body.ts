@@ -2,7 +2,8 @@
  * The one JSON body reader of /api/v1, /rpc and /api/auth: express.json (body-parser) does the
  * reading (up to the limit), the charset check (utf-*), the refusal of compressed bodies (a way
  * around the limit) and the parse. This adds only what it does not do. Every refusal goes to
- * error-handler.ts, which answers 400 (or 413) and closes the connection if the body is unread.
+ * error-handler.ts, which answers 400 (or 413); if the body is unread, the connection closes after
+ * the answer and a lingering close (lingering-close.ts).
  */
 import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
@@ -47,7 +48,7 @@ export function jsonBody({ limit = MAX_BODY_BYTES }: { limit?: number } = {}): R
 
     // Past the limit, body-parser answers only once it has drained the whole body: never, for a
     // declared length the client waits to send, or a chunked body that keeps coming. So the 413 is
-    // ours, at once (the connection closes after it), and body-parser's late error is dropped.
+    // ours, at once (the connection closes after it, lingering-close.ts), and body-parser's late error is dropped.
     let settled = false;
     let received = 0;
     const count = (chunk: Buffer) => {

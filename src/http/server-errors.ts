@@ -11,11 +11,13 @@
  *   request, so this writes a complete raw response with `Connection: close` and destroys the
  *   socket, as Node's own answer does.
  * - `checkExpectation`: an `Expect` other than `100-continue` (RFC 9110 §10.1.1), 417, where Node
- *   would answer with an empty body.
+ *   would answer with an empty body. A body sent anyway is discarded before the connection
+ *   closes (lingering-close.ts), as after the app's own early answers.
  */
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../logger.ts';
+import { lingerOnEarlyAnswer } from './lingering-close.ts';
 import { requestIdFor } from './request-id.ts';
 import { CONTENT_SECURITY_POLICY } from './security-headers.ts';
 
@@ -91,7 +93,8 @@ export function answerServerErrors(server: Server, logger: Logger): Server {
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const requestId = requestIdFor(req.headers['x-request-id']);
     const body = JSON.stringify({ error: EXPECTATION_FAILED.error, message: EXPECTATION_FAILED.message, requestId });
-    // The body, if any, is left unread: the connection closes after the answer.
+    // The body, if any, is left unread: the connection closes after the answer and a lingering close.
+    lingerOnEarlyAnswer(req, res);
     res.writeHead(EXPECTATION_FAILED.status, headers(requestId, body)).end(body);
     logger.warn({ requestId, method: req.method, path: req.url?.split('?')[0], status: 417, code: EXPECTATION_FAILED.error, ip: req.socket.remoteAddress }, 'request');
   });

@@ -190,7 +190,9 @@ function refusal(reason: 'malformed' | 'mismatch' | 'expired', method: string): 
 }
 
 function fail(req: Request, res: Response, status: number, error: string, message: string, headers: Record<string, string> = {}): void {
-  // A refused upload's body is not read: close the connection rather than let Node drain up to 32 MB.
+  // A refused upload's body is not read: the connection closes after the answer. In the app,
+  // src/http/lingering-close.ts first discards what the client is still sending (within a bound),
+  // so that the client can read the answer; alone, this router closes at once.
   if (!req.complete) res.setHeader('Connection', 'close');
   res.locals.errorCode = error; // for the access-log line
   res.status(status).set(headers).json({ error, message, requestId: req.id });
