@@ -1328,7 +1328,13 @@ export interface components {
              */
             message: string;
             data: {
+                /** @description The first issues found, at most 20, so that an answer stays a small multiple of its request; `omittedIssues` counts the rest. */
                 issues: components["schemas"]["ValidationIssue"][];
+                /**
+                 * @description How many further issues the input has beyond those listed; present only when some were left out.
+                 * @example 9981
+                 */
+                omittedIssues?: number;
             };
         };
         /**

@@ -133,7 +133,7 @@ return errors === 0;
 validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_BadRequestError = validate21;
-const schema32 = {"type":"object","description":"The input failed the contract's schema, a cursor is not one the service issued, or a single-line field carries control characters (the issue then has `params.reason = \"control_characters\"`).","required":["defined","code","status","message","data"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"BAD_REQUEST"},"status":{"type":"integer","const":400},"message":{"type":"string","description":"Human-readable summary of the issues.","examples":["Input validation failed."]},"data":{"type":"object","required":["issues"],"additionalProperties":false,"properties":{"issues":{"type":"array","minItems":1,"items":{"$ref":"https://contract.local/schemas/ValidationIssue"}}}}},"examples":[{"defined":true,"code":"BAD_REQUEST","status":400,"message":"Input validation failed.","data":{"issues":[{"path":["name"],"message":"must not contain control characters","params":{"reason":"control_characters"}}]}}],"$id":"https://contract.local/schemas/BadRequestError"};
+const schema32 = {"type":"object","description":"The input failed the contract's schema, a cursor is not one the service issued, or a single-line field carries control characters (the issue then has `params.reason = \"control_characters\"`).","required":["defined","code","status","message","data"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"BAD_REQUEST"},"status":{"type":"integer","const":400},"message":{"type":"string","description":"Human-readable summary of the issues.","examples":["Input validation failed."]},"data":{"type":"object","required":["issues"],"additionalProperties":false,"properties":{"issues":{"type":"array","minItems":1,"description":"The first issues found, at most 20, so that an answer stays a small multiple of its request; `omittedIssues` counts the rest.","items":{"$ref":"https://contract.local/schemas/ValidationIssue"}},"omittedIssues":{"type":"integer","minimum":1,"description":"How many further issues the input has beyond those listed; present only when some were left out.","examples":[9981]}}}},"examples":[{"defined":true,"code":"BAD_REQUEST","status":400,"message":"Input validation failed.","data":{"issues":[{"path":["name"],"message":"must not contain control characters","params":{"reason":"control_characters"}}]}}],"$id":"https://contract.local/schemas/BadRequestError"};
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/BadRequestError" */;
@@ -293,7 +293,7 @@ vErrors.push(err12);
 errors++;
 }
 for(const key1 in data4){
-if(!(key1 === "issues")){
+if(!((key1 === "issues") || (key1 === "omittedIssues"))){
 const err13 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err13];
@@ -445,9 +445,10 @@ vErrors.push(err24);
 errors++;
 }
 }
-}
-else {
-const err25 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data4.omittedIssues !== undefined){
+let data12 = data4.omittedIssues;
+if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
+const err25 = {instancePath:instancePath+"/data/omittedIssues",schemaPath:"#/properties/data/properties/omittedIssues/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -456,15 +457,39 @@ vErrors.push(err25);
 }
 errors++;
 }
-}
-}
-else {
-const err26 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 < 1 || isNaN(data12)){
+const err26 = {instancePath:instancePath+"/data/omittedIssues",schemaPath:"#/properties/data/properties/omittedIssues/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err26];
 }
 else {
 vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+else {
+const err28 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
 }
 errors++;
 }

@@ -46,7 +46,7 @@ export interface ValidationIssue {
  * above: `params` carries whatever the validator reports, wider than the contract's example shape.
  */
 export interface ErrorData {
-  BAD_REQUEST: { issues: ValidationIssue[] };
+  BAD_REQUEST: { issues: ValidationIssue[]; omittedIssues?: number };
   LIMIT_REACHED: components['schemas']['LimitReachedError']['data'];
   PAYLOAD_TOO_LARGE: components['schemas']['PayloadTooLargeError']['data'];
 }
@@ -95,6 +95,18 @@ export interface ApiErrorBody {
   data?: unknown;
 }
 
+/**
+ * The most issues one BAD_REQUEST lists (the contract's `maxItems`): an input of 10,000 wrong
+ * array items would otherwise be answered with 10,000 issues, an answer a hundred times its request.
+ */
+export const MAX_ISSUES = 20;
+
+/** A BAD_REQUEST listing the first MAX_ISSUES of `issues`; the rest are counted in `data.omittedIssues` and the message. */
 export function badRequest(issues: ValidationIssue[], message: string = errorCatalogue.BAD_REQUEST.message): ApiError<'BAD_REQUEST'> {
-  return new ApiError('BAD_REQUEST', { message, data: { issues } });
+  if (issues.length <= MAX_ISSUES) return new ApiError('BAD_REQUEST', { message, data: { issues } });
+  const omittedIssues = issues.length - MAX_ISSUES;
+  return new ApiError('BAD_REQUEST', {
+    message: `${message} ${omittedIssues} more issues are not listed (${issues.length} in all).`,
+    data: { issues: issues.slice(0, MAX_ISSUES), omittedIssues },
+  });
 }
