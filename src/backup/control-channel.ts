@@ -7,7 +7,7 @@
  * socket someone else put there.
  *
  * One request per connection, a line of JSON each way: `{"type":"backup","path":"/abs"}` answered
- * `{"ok":true,"manifest":{...}}` or `{"ok":false,"error":"..."}`. One backup at a time.
+ * `{"ok":true,"manifest":{...}}` or `{"ok":false,"error":"..."}`. One backup at a time (takeBackup).
  */
 import { once } from 'node:events';
 import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
@@ -17,6 +17,7 @@ import { createInterface } from 'node:readline';
 import type { Database } from '../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import type { BackupManifest } from './manifest.ts';
+import { scheduleBackups, type BackupSchedule } from './schedule.ts';
 import { takeBackup } from './take-backup.ts';
 
 export function controlDirectory(dataDir: string): string {
@@ -41,21 +42,31 @@ export interface ServeBackupsOptions {
   /** config.storage.driver === 'local'. */
   localUploads: boolean;
   logger: Logger;
+  /** Backups on a schedule too (schedule.ts), when given. */
+  schedule?: BackupSchedule | undefined;
 }
 
 /**
- * Starts answering backup requests for the embedded database `db` (nothing on a database server).
- * Never throws: a channel that cannot start (a DATA_DIR path longer than a socket's 104-108 bytes)
- * is logged, and the service runs without it (`backup` then says so). Closes with the process.
+ * Starts answering backup requests for the embedded database `db` (nothing on a database server),
+ * and the scheduled backups if any. Never throws: a channel that cannot start (a DATA_DIR path
+ * longer than a socket's 104-108 bytes) is logged, and the service runs without it (`backup` then
+ * says so). Closes with the process.
  */
 export async function serveBackups(options: ServeBackupsOptions): Promise<{ close(): Promise<void> } | undefined> {
   if (options.db.kind !== 'embedded') return undefined;
+  const scheduled = options.schedule ? scheduleBackups({ dataDir: options.dataDir, db: options.db, localUploads: options.localUploads, logger: options.logger, schedule: options.schedule }) : undefined;
+  let channel: { close(): Promise<void> } | undefined;
   try {
-    return await listen(options);
+    channel = await listen(options);
   } catch (error) {
     options.logger.warn({ err: error, path: controlSocketPath(options.dataDir) }, 'control channel not started: `backup` cannot reach this service');
-    return undefined;
   }
+  return {
+    async close() {
+      scheduled?.stop();
+      await channel?.close();
+    },
+  };
 }
 
 async function listen(options: ServeBackupsOptions): Promise<{ close(): Promise<void> }> {
@@ -67,13 +78,13 @@ async function listen(options: ServeBackupsOptions): Promise<{ close(): Promise<
   await chmod(dir, 0o700);
   // A socket left by a process that died: this process holds DATA_DIR's lock, so it is nobody's.
   await unlink(path).catch(() => undefined);
-  let running: Promise<unknown> | undefined;
   const server: Server = createServer((socket) => {
     void answer(socket, async (request) => {
-      if (running) return { ok: false, error: 'A backup is already running in this service; wait for it to finish.' };
-      const backup = takeBackup({ dataDir: options.dataDir, db: options.db, destination: request.path, localUploads: options.localUploads, logger: options.logger });
-      running = backup.catch(() => undefined).finally(() => (running = undefined));
-      return { ok: true, manifest: await backup };
+      const manifest = await takeBackup({ dataDir: options.dataDir, db: options.db, destination: request.path, localUploads: options.localUploads, logger: options.logger }).catch((error: unknown) => {
+        options.logger.warn({ err: error, destination: request.path }, 'backup failed');
+        throw error;
+      });
+      return { ok: true, manifest };
     }).catch((error: unknown) => options.logger.warn({ err: error }, 'control channel: a request failed'));
   });
   server.listen(path);

@@ -46,9 +46,30 @@ export interface TakeBackupOptions {
   logger: Logger;
 }
 
-/** Takes the backup into `destination`; it appears there complete (with its manifest) or not at all. */
+/** A backup was asked for while this process takes one (the control channel's, or a scheduled one). */
+export class BackupInProgressError extends Error {
+  override name = 'BackupInProgressError';
+}
+
+/** One backup at a time in a process: each holds the database for a moment and writes a full copy. */
+let inProgress = false;
+
+/**
+ * Takes the backup into `destination`; it appears there complete (with its manifest) or not at
+ * all. Rejects with BackupInProgressError while another runs in this process.
+ */
 export async function takeBackup(options: TakeBackupOptions): Promise<BackupManifest> {
   if (options.db.kind !== 'embedded') throw new Error('takeBackup copies the embedded database; a database server has its own backups (docs/backups.md).');
+  if (inProgress) throw new BackupInProgressError('A backup is already running in this process; wait for it to finish.');
+  inProgress = true;
+  try {
+    return await backUp(options);
+  } finally {
+    inProgress = false;
+  }
+}
+
+async function backUp(options: TakeBackupOptions): Promise<BackupManifest> {
   const destination = resolve(options.destination);
   await refuseExisting(destination);
   await mkdir(dirname(destination), { recursive: true });
