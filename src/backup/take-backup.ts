@@ -76,12 +76,13 @@ async function backUp(options: TakeBackupOptions): Promise<BackupManifest> {
   // Beside the destination, so the finished backup is renamed into place at once.
   const staging = await mkdtemp(join(dirname(destination), `.${basename(destination)}.partial-`));
   const uploads = join(options.dataDir, 'uploads'); // the local driver's location (local-driver.ts)
-  // On the uploads' file system, for the links. Any left by a backup cut off (this process is the
-  // only one taking backups of this DATA_DIR: it holds its lock) only hold space.
-  for (const name of await readdir(options.dataDir)) if (name.startsWith('.backup-links-')) await rm(join(options.dataDir, name), { recursive: true, force: true });
-  const links = options.localUploads ? await mkdtemp(join(options.dataDir, '.backup-links-')) : undefined;
+  let links: string | undefined;
   const started = performance.now();
   try {
+    // On the uploads' file system, for the links. Any left by a backup cut off (this process is the
+    // only one taking backups of this DATA_DIR: it holds its lock) only hold space.
+    for (const name of await readdir(options.dataDir)) if (name.startsWith('.backup-links-')) await rm(join(options.dataDir, name), { recursive: true, force: true });
+    if (options.localUploads) links = await mkdtemp(join(options.dataDir, '.backup-links-'));
     const held = await holdAndCopy(options.db.sql, embeddedPgDataPath(options.dataDir), join(staging, 'pg'), links ? { uploads, links } : undefined);
     options.logger.info({ destination, heldMs: held.heldMs, recopied: held.recopied }, 'backup: database copied');
     let uploadsPart: BackupManifest['uploads'] = null;
