@@ -1,15 +1,16 @@
 /**
  * Lingering close, as nginx's `lingering_close` does it: an answer sent before the request's body
- * was read (a 413 on the declared length, a 403, 404 or 429 before the body reader, an upload
- * PUT refused, a 417) closes the connection, but only after reading and discarding what the client
- * is still sending, up to LINGER_LIMITS. Closing at once, with unread bytes in the kernel's receive
- * buffer, makes the kernel answer them with a reset (RFC 9293 §3.10.7.1, RFC 1122 §4.2.2.13); a
- * client still writing its body then fails with EPIPE or ECONNRESET and may never read the answer
- * (undici's fetch, on a 30 MiB body, did so two times in three). RFC 9112 §9.6 asks the same of a
- * server that closes: half-close first, and keep reading until the client has seen the answer.
+ * was read (a 413 on the declared length, a 403, 404 or 429 before the body reader, a refused
+ * upload PUT, a 417, a body Node's parser refuses) closes the connection, but only after reading
+ * and discarding what the client is still sending, within LINGER_LIMITS. Closing at once, with
+ * unread bytes in the kernel's receive buffer, makes the kernel answer them with a reset (RFC 1122
+ * §4.2.2.13); a client still writing its body then fails with EPIPE or ECONNRESET and may never
+ * read the answer (undici's fetch, on a 30 MiB body, did so three times in ten). RFC 9112 §9.6
+ * asks for this staged close: half-close first, and keep reading until the client closes too.
  *
  * The one place for every route: app.ts installs lingeringClose() first; server-errors.ts uses
- * lingerOnEarlyAnswer for the 417 that Node answers before the app.
+ * lingerOnEarlyAnswer for the 417 Node answers before the app, and lingerAfterRefusal for what
+ * Node's parser refuses.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -104,13 +105,48 @@ function bodyToLingerOn(req: IncomingMessage): boolean {
  * the body ended) or a limit is reached. The FIN after the answer is Node's call (destroySoon above).
  */
 function linger(socket: Socket, req: IncomingMessage, limits: LingerLimits): void {
-  let discarded = 0;
+  const discard = (chunk: Buffer) => lingering.discarded(chunk.length);
+  const lingering = watch(socket, limits, () => {
+    req.off('data', discard);
+    req.off('end', lingering.done);
+  });
+  req.on('data', discard);
+  req.once('end', lingering.done);
+  // Flowing even if a body reader paused it when it gave up; resumed now, Node does not dump it.
+  req.resume();
+}
+
+/**
+ * After a refusal written straight to `socket` because Node's parser failed (server-errors.ts):
+ * half-closes it and lingers as above. The parser goes on reading and drops each further chunk,
+ * reporting it again as a 'clientError': call the returned function on each report.
+ */
+export function lingerAfterRefusal(socket: Socket, limits: LingerLimits = LINGER_LIMITS): () => void {
+  let counted = socket.bytesRead;
+  const lingering = watch(socket, limits, () => {});
+  socket.end();
+  return () => {
+    const read = socket.bytesRead;
+    lingering.discarded(read - counted);
+    counted = read;
+  };
+}
+
+interface Lingering {
+  /** Counts bytes read and dropped: past maxBytes the connection is cut, otherwise the idle timer restarts. */
+  discarded(bytes: number): void;
+  /** Nothing more can be left unread: close once the answer is flushed. */
+  done(): void;
+}
+
+/** The bounds of a lingering close on `socket`: maxMs in all, idleMs between bytes, maxBytes, and the client's own close. */
+function watch(socket: Socket, limits: LingerLimits, onStop: () => void): Lingering {
+  let total = 0;
   // Past a limit: cut the connection, whatever the client has read by then.
   const cut = () => {
     stop();
     socket.destroy();
   };
-  // Nothing more will come that could be left unread: close once the answer is flushed.
   const done = () => {
     stop();
     if (socket.writableFinished) socket.destroy();
@@ -118,23 +154,22 @@ function linger(socket: Socket, req: IncomingMessage, limits: LingerLimits): voi
   };
   const deadline = setTimeout(cut, limits.maxMs).unref();
   const idle = setTimeout(cut, limits.idleMs).unref();
-  const discard = (chunk: Buffer) => {
-    discarded += chunk.length;
-    if (discarded > limits.maxBytes) cut();
-    else idle.refresh();
-  };
   function stop() {
     clearTimeout(deadline);
     clearTimeout(idle);
-    req.off('data', discard);
-    req.off('end', done);
     socket.off('end', done);
     socket.off('close', stop);
+    onStop();
   }
-  req.on('data', discard);
-  req.once('end', done);
+  // The client closed its side: it has read the answer, or never will.
   socket.once('end', done);
   socket.once('close', stop);
-  // Flowing even if a body reader paused it when it gave up; resumed now, Node does not dump it.
-  req.resume();
+  return {
+    discarded(bytes) {
+      total += bytes;
+      if (total > limits.maxBytes) cut();
+      else idle.refresh();
+    },
+    done,
+  };
 }

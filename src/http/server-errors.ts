@@ -8,8 +8,8 @@
  * - `clientError`: bytes that are not an HTTP/1.1 request (a malformed Content-Length, a bad
  *   request line), a request line and headers over `maxHeaderSize` (HPE_HEADER_OVERFLOW, 431),
  *   or a request not received in time (408). Node would write a bare status line. There is no
- *   request, so this writes a complete raw response with `Connection: close` and destroys the
- *   socket, as Node's own answer does.
+ *   request, so this writes a complete raw response with `Connection: close` and closes the
+ *   connection, as Node's own answer does, but with a lingering close (lingering-close.ts).
  * - `checkExpectation`: an `Expect` other than `100-continue` (RFC 9110 §10.1.1), 417, where Node
  *   would answer with an empty body. A body sent anyway is discarded before the connection
  *   closes (lingering-close.ts), as after the app's own early answers.
@@ -17,7 +17,7 @@
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../logger.ts';
-import { lingerOnEarlyAnswer } from './lingering-close.ts';
+import { lingerAfterRefusal, lingerOnEarlyAnswer } from './lingering-close.ts';
 import { requestIdFor } from './request-id.ts';
 import { CONTENT_SECURITY_POLICY } from './security-headers.ts';
 
@@ -65,8 +65,15 @@ function parsedRequest(socket: Socket): IncomingMessage | undefined {
 
 /** Answers Node's own refusals on `server` in the service's shape; returns the server. */
 export function answerServerErrors(server: Server, logger: Logger): Server {
+  // Connections answered here and lingering: the parser reports each further chunk it drops again.
+  const lingering = new WeakMap<Socket, () => void>();
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    // A reset connection, or one already answered (the parser reports each further chunk again).
+    const discarded = lingering.get(socket);
+    if (discarded && error.code !== 'ECONNRESET') {
+      discarded();
+      return;
+    }
+    // A reset connection, or one already answered.
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
@@ -84,9 +91,10 @@ export function answerServerErrors(server: Server, logger: Logger): Server {
     const head = Object.entries(headers(requestId, body))
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('');
-    // One write of a few hundred bytes: the kernel takes it at once, before the socket goes.
     socket.write(`HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\n${head}\r\n${body}`);
-    socket.destroy();
+    // Then a FIN, and what the client is still sending is read and dropped (within bounds) before
+    // the connection closes, so that the client can read the answer (lingering-close.ts).
+    lingering.set(socket, lingerAfterRefusal(socket));
     logger.warn({ requestId, status: refusal.status, code: refusal.error, parserCode: error.code, ip: socket.remoteAddress }, 'request');
   });
 

@@ -131,6 +131,30 @@ describe('a 30 MiB body answered before it is read, to a real fetch from another
     });
   });
 
+  it("a chunked body Node's parser refuses (server-errors.ts): the client writes its 8 MiB to the end and reads the 400", async () => {
+    // Half-open allowed: it keeps writing after the server's FIN, as fetch does with its body.
+    const socket = connect({ port: Number(new URL(server.origin).port), host: '127.0.0.1', allowHalfOpen: true });
+    await once(socket, 'connect');
+    let received = '';
+    let failure: Error | undefined;
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('error', (error) => (failure = error));
+    const closed = once(socket, 'close');
+    socket.write('POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n');
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    let sent = 0;
+    while (sent < 8 * MiB && !socket.destroyed) {
+      sent += chunk.length;
+      if (!socket.write(chunk)) await Promise.race([once(socket, 'drain'), closed]);
+    }
+    socket.end();
+    await closed;
+    expect(failure).toBeUndefined();
+    expect(sent).toBe(8 * MiB);
+    expect(received).toMatch(/^HTTP\/1.1 400 /);
+    expect(received).toContain('"error":"bad_request"');
+  });
+
   it('the server answers the next request after all of them', async () => {
     expect((await server.fetch('/api/v1/health')).status).toBe(200);
   });
