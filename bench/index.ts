@@ -2,6 +2,7 @@
  * `npm run bench`: the HTTP benchmarks on one migrated embedded database (opening it costs ~5 s, so
  * it is shared), the upload and the start-up benchmarks (start.ts spawns `node src/main.ts serve`
  * itself), the embedded database's thread against PGlite on the main thread (embedded-thread.ts),
+ * durable commits against fsync off (durable-commits.ts),
  * then the jobs, search and document benchmarks on that embedded database and on a throwaway
  * PostgreSQL 15 server with pgvector (pg-server.ts; its rows say why when it cannot be had), among
  * them NFCorpus ingested both ways on its first INGEST_DOCUMENTS documents (ingest.ts), the AI
@@ -14,6 +15,7 @@
 import { availableParallelism } from 'node:os';
 import { aiMemoryRows, benchAiMemory } from './ai-memory.ts';
 import { apiLatencyRows, benchApiLatency } from './api-latency.ts';
+import { durableCommitRows } from './durable-commits.ts';
 import { embeddedThreadRows } from './embedded-thread.ts';
 import { extractThreadRows } from './extract-thread.ts';
 import { benchHealthVsBare, HEALTH_AIM } from './health-vs-bare.ts';
@@ -48,6 +50,7 @@ try {
   const upload = await import('./upload.ts').then((module) => module.uploadRows()); // 25 MiB PUT /uploads vs fs copy (bench/upload.ts)
   const start = await import('./start.ts').then((module) => module.startRows()); // `serve` to /readyz: fresh, restart, without template (bench/start.ts)
   const embeddedThread = await embeddedThreadRows(); // PGlite in its thread vs on the API's thread: request latency while it works, point selects
+  const durableCommits = await durableCommitRows(); // commits/s with fsync on (the default) vs off, same run (bench/durable-commits.ts)
 
   // Search, indexing, queue, job latency and API latency while indexing, embedded first, then on a real server.
   console.log('search, 10 000 chunks on the embedded database:');
@@ -112,6 +115,7 @@ try {
     ...upload,
     ...start,
     ...embeddedThread,
+    ...durableCommits,
     ...jobRows,
   ];
   const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));

@@ -12,6 +12,8 @@ export interface ThreadSetup {
   pgDataPath: string;
   /** The template tarball's bytes, moved to this thread (a file-backed Blob cannot be posted). */
   loadDataDir: ArrayBuffer | undefined;
+  /** PostgreSQL's fsync: true, a commit is on the disk before it is acknowledged; false, only in the page cache (PGlite's own default). */
+  fsync: boolean;
 }
 
 /** To the thread. `crash` is for tests: the thread dies of an uncaught error at its next turn. */

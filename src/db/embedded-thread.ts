@@ -30,9 +30,11 @@ let server: PGLiteSocketServer | undefined;
 try {
   db = await PGlite.create(setup.pgDataPath, {
     extensions,
+    startParams: startParams(setup.fsync),
     // An in-memory Blob over the moved bytes: no copy of the tarball stays on the main thread.
     ...(setup.loadDataDir ? { loadDataDir: new Blob([setup.loadDataDir]) } : {}),
   });
+  if (setup.fsync) await checkDurable(db);
   // maxConnections 1: the socket multiplexer mixes up concurrent connections' extended-protocol
   // messages (pglite #1046, PR #977), so only one client connection is allowed; port 0 lets the
   // OS pick a free port.
@@ -79,6 +81,29 @@ function serve(db: PGlite, server: PGLiteSocketServer): void {
     }
     queue = queue.then(() => answer(request));
   });
+}
+
+/**
+ * PGlite's start parameters with PostgreSQL's fsync on or off. PGlite's own include `-F` (fsync
+ * off): a commit was acknowledged once in the page cache. Without it, a commit returns after
+ * fdatasync of its WAL (wal_sync_method's Linux default), checkpoints fsync the files they wrote,
+ * and a start after a crash fsyncs the whole data directory before recovery (as after unpacking
+ * the template). Those calls reach the disk only through the patched file system
+ * (patches/@electric-sql+pglite+0.5.14.patch; PGlite issue 1107).
+ */
+function startParams(fsync: boolean): string[] {
+  return fsync ? PGlite.defaultStartParams.filter((param) => param !== '-F') : PGlite.defaultStartParams;
+}
+
+/** Refuses to run "durable" when it would not be: fsync off in PostgreSQL, or the file system patch missing (an install with --ignore-scripts). */
+async function checkDurable(db: PGlite): Promise<void> {
+  const { rows } = await db.query<{ fsync: string }>('show fsync');
+  if (rows[0]?.fsync !== 'on') throw new Error(`the embedded database started with fsync ${rows[0]?.fsync ?? 'unknown'}`);
+  // `mod` is PGlite's Emscripten module (protected in its types): the patch adds fsync to NODEFS.
+  const nodefs = (db as unknown as { mod?: { FS: { filesystems: Record<string, { stream_ops?: { fsync?: unknown; fdatasync?: unknown } }> } } }).mod?.FS.filesystems.NODEFS;
+  if (typeof nodefs?.stream_ops?.fsync !== 'function' || typeof nodefs.stream_ops.fdatasync !== 'function') {
+    throw new Error("PGlite's Node file system does not sync to disk: patches/@electric-sql+pglite+0.5.14.patch is not applied (npm ci applies it)");
+  }
 }
 
 /**

@@ -8,7 +8,7 @@
 // only speaks the wire protocol; bench/embedded-thread.ts measures both. This module keeps what
 // must stay on the main thread: the data directory's lock (data-dir-lock.ts is per process) and
 // the `.creating` marker.
-import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { lockDataDir } from './data-dir-lock.ts';
@@ -21,6 +21,12 @@ export interface EmbeddedDatabaseOptions {
   loadDataDir?: Blob;
   /** Called once the thread has been started, before it has opened the database. */
   onThreadStarted?: () => void;
+  /**
+   * PostgreSQL's fsync (default true): a commit is on the disk before it is acknowledged. False
+   * leaves it in the page cache (PGlite's own default): it survives the process being killed, not
+   * a power cut or a kernel crash. Benchmarks compare both (bench/durable-commits.ts).
+   */
+  fsync?: boolean;
 }
 
 export interface EmbeddedDatabase {
@@ -68,15 +74,23 @@ export async function startEmbeddedDatabase(options: EmbeddedDatabaseOptions): P
   try {
     const marker = creatingMarkerPath(options.dataDir);
     const creating = !(await embeddedDatabaseExists(options.dataDir));
+    const fsync = options.fsync ?? true;
     if (creating) {
       await rm(pgDataPath, { recursive: true, force: true });
       await writeFile(marker, `${process.pid}\n`);
+      if (fsync) await syncDirectory(options.dataDir);
     }
-    thread = startThread({ pgDataPath, loadDataDir: await options.loadDataDir?.arrayBuffer() });
+    thread = startThread({ pgDataPath, loadDataDir: await options.loadDataDir?.arrayBuffer(), fsync });
     options.onThreadStarted?.();
     await thread.listening;
     // A failed creation keeps the marker: the next start begins again from an empty directory.
-    if (creating) await rm(marker, { force: true });
+    // PostgreSQL has synced the new files (a first start fsyncs the data directory, see
+    // embedded-thread.ts); the marker's removal is synced too, or a power cut could bring it back
+    // and the next start would create the database again over acknowledged commits.
+    if (creating) {
+      await rm(marker, { force: true });
+      if (fsync) await syncDirectory(options.dataDir);
+    }
   } catch (error) {
     // The thread is gone before the lock is released: no second opener meets a PGlite still writing.
     await thread?.terminate();
@@ -218,6 +232,16 @@ function describe(error: Error): string {
   const causes: string[] = [];
   for (let cause = error.cause; cause instanceof Error && causes.length < 5; cause = cause.cause) causes.push(cause.message);
   return `${error.name}${error.message ? `: ${error.message}` : ''}${causes.length ? ` (${causes.join('; ')})` : ''}`;
+}
+
+/** fsync(2) of a directory: the names created, renamed or removed in it are on the disk. */
+async function syncDirectory(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 async function exists(path: string): Promise<boolean> {

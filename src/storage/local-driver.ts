@@ -4,8 +4,8 @@
  * query string (signed-url.ts). For one machine and development; production with several
  * instances uses the S3 driver.
  */
-import { open, rename, rm, stat, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { open, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { expiryOf, ObjectNotFoundError, parseKey, type StorageDriver } from './driver.ts';
 import { signedQuery, type SignedTarget } from './signed-url.ts';
@@ -68,14 +68,39 @@ export class LocalDriver implements StorageDriver {
     return { url: this.#url({ method: 'GET', path: LocalDriver.routePath(key), expires: expiresAt.getTime() / 1000 }), expiresAt };
   }
 
-  /** Moves a staged upload (uploadPath) into place, if there is one, and measures the file. */
+  /**
+   * Moves a staged upload (uploadPath) into place, if there is one, and measures the file. Before it
+   * answers (and documents.complete marks the document ready), the file's bytes and its name are
+   * on the disk: fsync of the file, then of its directory (the upload route's rename and this one
+   * happen there) and of the directories above it that a first upload may have created. Without
+   * them a power cut could leave a ready document whose file is empty or missing.
+   */
   async commitUpload(key: string): Promise<{ size: number } | null> {
+    const path = this.filePath(key);
     try {
-      await rename(this.uploadPath(key), this.filePath(key));
+      await rename(this.uploadPath(key), path);
     } catch (error) {
       if (!isMissing(error)) throw error;
     }
-    return this.stat(key);
+    let handle: FileHandle;
+    try {
+      handle = await open(path, 'r');
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw error;
+    }
+    let size: number;
+    try {
+      const stats = await handle.stat();
+      if (!stats.isFile()) return null;
+      size = stats.size;
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    const directory = dirname(path);
+    for (const dir of [directory, this.location, dirname(this.location)]) await syncDirectory(dir);
+    return { size };
   }
 
   async stat(key: string): Promise<{ size: number } | null> {
@@ -127,6 +152,16 @@ export class LocalDriver implements StorageDriver {
 
   #url(target: SignedTarget): string {
     return `${this.#publicUrl}${target.path}?${signedQuery(this.#secret, target)}`;
+  }
+}
+
+/** fsync(2) of a directory: the names created or renamed in it are on the disk. */
+async function syncDirectory(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 
