@@ -68,6 +68,8 @@ export interface Config {
    * NODE_ENV=production (the service refuses to start without it); elsewhere unset leaves it open.
    */
   metricsToken: string | undefined;
+  /** BACKUP_INTERVAL_MINUTES and BACKUP_KEEP: backups the running service takes on the embedded database (docs/backups.md); null: none. */
+  backupSchedule: { intervalMinutes: number; keep: number } | null;
 }
 
 export type PaidPlan = 'pro' | 'team';
@@ -229,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     billing: billing(settings),
     metricsToken: metricsToken(settings, environment),
+    backupSchedule: settings.BACKUP_INTERVAL_MINUTES === undefined ? null : { intervalMinutes: settings.BACKUP_INTERVAL_MINUTES, keep: settings.BACKUP_KEEP },
   };
 }
 

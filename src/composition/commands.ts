@@ -241,6 +241,10 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   logger.info({ url: config.publicUrl, host: config.host, port, database: db.kind, ai: ai?.url ?? config.ai.url, worker: config.worker.mode, startMs: Math.round(performance.now()), phases }, 'listening');
   flushCompileCache();
   stop.serving();
+  // `backup` asks this process through DATA_DIR/control (embedded database only; docs/backups.md), and the schedule, if set.
+  const backups = import('../backup/control-channel.ts').then((channel) =>
+    channel.serveBackups({ dataDir: config.dataDir, db, localUploads: config.storage.driver === 'local', logger, ...(config.backupSchedule ? { schedule: config.backupSchedule } : {}) }),
+  );
   if (db.kind === 'embedded') {
     const { loadFirstUseModules } = await import('../db/first-use-modules.ts');
     loadFirstUseModules(db.sql).catch((error: unknown) => logger.warn({ err: error }, 'loading the database modules ahead of their first use failed; the first search will'));
@@ -267,6 +271,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   try {
     logger.info(await drained, 'requests drained');
     await sweeper?.stop();
+    await (await backups.catch(() => undefined))?.close(); // a backup in progress holds the connection: it ends first
     await stopJobs(); // running jobs finish (a job cut off is picked up again after its lease)
     await worker?.close(); // it drains its running jobs the same way
     await ai?.close();

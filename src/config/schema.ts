@@ -408,6 +408,20 @@ export const configSchema = {
       default: 60,
       description: 'A running job whose worker stops sending heartbeats for this long is picked up again by another worker (pg-boss checks heartbeats no more often than every 10 seconds).',
     },
+    BACKUP_INTERVAL_MINUTES: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 525_600,
+      description:
+        'On the embedded database: the running service takes a backup every this many minutes into `DATA_DIR/backups` (the first one an interval after its start) and keeps the newest `BACKUP_KEEP`. Unset: none (take them with `node src/main.ts backup <path>`). Ignored with `DATABASE_URL`. See [backups.md](backups.md).',
+    },
+    BACKUP_KEEP: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 10_000,
+      default: 7,
+      description: 'How many scheduled backups (`BACKUP_INTERVAL_MINUTES`) to keep in `DATA_DIR/backups`; older ones are deleted after each new one.',
+    },
     MAX_QUEUED_JOBS_PER_ORGANIZATION: {
       type: 'integer',
       minimum: 1,

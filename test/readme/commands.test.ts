@@ -332,7 +332,7 @@ describe('the walkthroughs, command by command', () => {
     for (const command of rest) await runAndCompare(command, cwd);
   }, 180_000);
 
-  it('the command-line tool: signup, orgs create, workspaces create, documents upload --index, search', async () => {
+  it('the command-line tool: signup, orgs create, workspaces create, documents upload --index, search, then a folder uploaded and indexed with workspaces index', async () => {
     await writeFile(join(cwd, 'handbook.md'), /Save this as `handbook\.md`[\s\S]*?```markdown\n([\s\S]*?)```/.exec(text)![1]!);
     // `workspace-api` on the PATH, as the package's bin puts it there; a home of its own for the saved session.
     const home = await cliHome();
@@ -350,7 +350,19 @@ describe('the walkthroughs, command by command', () => {
             .slice(0, 3)
             .join(' '),
         ),
-      ).toEqual(['workspace-api signup --url', 'workspace-api orgs create', 'workspace-api workspaces create', 'workspace-api documents upload', 'workspace-api search lab-notes']);
+      ).toEqual([
+        'workspace-api signup --url',
+        'workspace-api orgs create',
+        'workspace-api workspaces create',
+        'workspace-api documents upload',
+        'workspace-api search lab-notes',
+        // A folder of notes, uploaded in one command and indexed in one workspace.index job.
+        'mkdir -p notes',
+        "printf '# Sickle",
+        'workspace-api documents upload',
+        'workspace-api workspaces index',
+        'workspace-api search lab-notes',
+      ]);
       for (const command of steps) await runAndCompare(command, cwd, command.text, env);
     } finally {
       await home.remove();
