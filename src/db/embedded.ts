@@ -8,6 +8,10 @@
 // only speaks the wire protocol; bench/embedded-thread.ts measures both. This module keeps what
 // must stay on the main thread: the data directory's lock (data-dir-lock.ts is per process) and
 // the `.creating` marker.
+//
+// A commit is on the disk before it is acknowledged (fsync on, see embedded-thread.ts): it survives
+// a power cut, not only the process being killed (docs/deploying.md, "What the embedded database
+// guarantees"; test/db/durability.test.ts).
 import { mkdir, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
