@@ -104,10 +104,15 @@ export async function runWorkspaceIndex(job: JobRow, deps: KindDeps, run: KindRu
   const page: PendingDocument[] = [];
   let exhausted = false;
   let reading: Promise<void> | null = null;
+  // A slice takes at least one round of documents whatever its time, so every slice moves the job on.
+  let taken = 0;
   const take = async (): Promise<PendingDocument | undefined> => {
     for (;;) {
-      if (stopped || run.signal.aborted || performance.now() >= sliceEnds) return undefined;
-      if (page.length > 0) return page.shift();
+      if (stopped || run.signal.aborted || (taken >= IN_FLIGHT && performance.now() >= sliceEnds)) return undefined;
+      if (page.length > 0) {
+        taken += 1;
+        return page.shift();
+      }
       if (exhausted) return undefined;
       reading ??= pendingDocuments(deps.sql, job.id, cursor, IN_FLIGHT * 4)
         .then((rows) => {

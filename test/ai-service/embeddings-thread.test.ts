@@ -52,8 +52,10 @@ describe('the local embedder', () => {
     await Promise.all([large, small]);
     clearInterval(timer);
     expect(order).toEqual(['small', 'large']);
-    // One batch blocks its thread for half a second; the event loop only sees timer jitter.
-    expect(worstLag).toBeLessThan(150);
+    // One batch blocks its thread for half a second: run on this thread, it would hold the event
+    // loop that long. In its thread the loop sees only timer jitter, which a busy machine (the
+    // whole suite on two cores) stretches past 150 ms; 400 still tells the two apart.
+    expect(worstLag).toBeLessThan(400);
   });
 
   it('fails the call its thread died in, with a 502, and answers the next call on a new thread', async () => {

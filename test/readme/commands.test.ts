@@ -66,6 +66,7 @@ const notRun: [RegExp, string][] = [
     'installs packages or files on the machine; `make test` runs make install and make browser before the suite',
   ],
   [/^make clean$/, 'deletes the local .data and .tmp folders'],
+  [/^node src\/main\.ts (backup|restore) <path>$/, 'backs up or restores the embedded database in ./.data; test/backup/backup-restore.test.ts runs both against real processes'],
   [
     /^make (codegen|codegen-check|lint|lint-migrations|deps|contract-diff|contract-diff-check|contract-release)$/,
     'a development step CI runs itself (make ci, .ci/run); test/unit/, test/lint/migration-lint.test.ts and test/contract/contract-diff.test.ts hold their checks',
