@@ -12,6 +12,7 @@ import { openDatabase, type Database } from '../db/connection.ts';
 import { embeddedDatabaseExists } from '../db/embedded.ts';
 import { migrate, migrationStatus } from '../db/migrations.ts';
 import { templateBlob } from './database-template.ts';
+import { generateApiKey } from '../ai-service/api-key.ts';
 import type { Logger } from '../logger.ts';
 import type { Composition } from './compose.ts';
 import { DRAIN_TIMEOUT_MS, trackRequests, watchStopSignals } from './shutdown.ts';
@@ -151,20 +152,18 @@ export async function runWorker(config: Config, logger: Logger, useTemplate: boo
 
 export async function serve(config: Config, logger: Logger, useTemplate: boolean, parts: { ai: boolean }): Promise<void> {
   const stop = watchStopSignals(logger);
-  // The companion, in a process of its own, starts first, while the database opens (it needs no
-  // database): the inline worker calls it as soon as a job is queued, so it is awaited before the
-  // app is built. The catches only keep a failure from counting as unhandled before it is awaited.
+  // The companion, in a process of its own, starts once the app listens: its process start (0.5 s
+  // of CPU) would otherwise take a core from the database's open and the app's, which is what a
+  // start is measured against (bench/start.ts, the floor; issue 39). Nothing waits for it when its
+  // address is known in advance (AI_PORT set, the default): /readyz asks the database only, and the
+  // inline worker takes jobs once the child listens (compose's workAfter). With AI_PORT=0 or a
+  // worker process it starts once the database is open and is awaited. The catches only keep a
+  // failure from counting as unhandled before it is awaited.
   const aiModule = import('../ai-service/child-process.ts');
   aiModule.catch(() => undefined);
-  const aiStarting = parts.ai ? aiModule.then((module) => module.startAiChild(config.ai, logger)) : undefined;
-  aiStarting?.catch(() => undefined);
   // When each part of the start finished, ms since the process started (the `listening` log line; bench/start.ts).
   const phases: Record<string, number> = {};
   const done = (phase: string) => (phases[phase] = Math.round(performance.now()));
-  aiStarting?.then(
-    () => done('ai'),
-    () => undefined,
-  );
   // The HTTP layer's modules load while the database starts, but only once its thread runs: loading
   // them takes this thread a few hundred milliseconds, and begun earlier they held up the thread's
   // start by as much (the thread started 1.0 s into the process instead of 0.4 s). On two cores the
@@ -178,17 +177,27 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   const adminModule = import('../admin/grant-admin.ts');
   const sweeperModule = import('../auth/expired-sweeper.ts');
   for (const loading of [appModule, adminModule, sweeperModule]) loading.catch(() => undefined);
-  let db: Awaited<ReturnType<typeof openDatabaseFor>>;
-  try {
-    db = await opening;
-    done('database');
-  } catch (error) {
-    await aiStarting?.then(
-      (child) => child.close(),
-      () => undefined,
-    );
-    throw error;
-  }
+  const db = await opening;
+  done('database');
+  // The key the child demands, chosen here so the app's client knows it before the child listens.
+  const aiSettings = parts.ai ? { ...config.ai, apiKey: config.ai.apiKey ?? generateApiKey() } : undefined;
+  // Launched at once when the app needs its address or a worker process needs it as it starts;
+  // otherwise once the app listens, so that its start does not share the cores with the child's.
+  const aiFirst = config.ai.port === 0 || config.worker.mode === 'process';
+  let launchAi!: () => void;
+  const launched = new Promise<void>((resolve) => (launchAi = resolve));
+  let aiLaunched = false;
+  const launch = () => {
+    aiLaunched = true;
+    launchAi();
+  };
+  const aiStarting = aiSettings ? launched.then(() => aiModule).then((module) => module.startAiChild(aiSettings, logger)) : undefined;
+  aiStarting?.catch(() => undefined);
+  if (aiFirst) launch();
+  aiStarting?.then(
+    () => done('ai'),
+    () => undefined,
+  );
   let server: Server;
   let drain: ReturnType<typeof trackRequests>;
   let sweeper: { stop(): Promise<void> } | undefined;
@@ -197,16 +206,17 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   let jobsStarted: Promise<void>;
   let worker: { close(): Promise<void> } | undefined;
   try {
-    if (aiStarting) ai = await aiStarting;
-    // AI_PORT=0 takes any free port; the default AI_URL then names the one taken. The client sends
-    // the key the child was given (a fresh one when AI_API_KEY is unset).
-    if (ai) config = { ...config, ai: { ...config.ai, url: config.ai.port === 0 ? ai.url : config.ai.url, apiKey: ai.apiKey } };
+    // AI_PORT=0 takes any free port, known once the child listens; the default AI_URL then names
+    // the one taken. A worker process reaches the child as soon as it starts: it is started after.
+    if (aiStarting && aiFirst) ai = await aiStarting;
+    // The client sends the key the child was given (a fresh one when AI_API_KEY is unset).
+    if (aiSettings) config = { ...config, ai: { ...config.ai, url: ai && config.ai.port === 0 ? ai.url : config.ai.url, apiKey: aiSettings.apiKey } };
     await migrate(db.sql, { logger });
     done('migrations');
     await (await adminModule).grantConfiguredAdmins(db.sql, config.adminEmails, logger, new Date());
     // Expired sessions and verification tokens go at start and hourly.
     sweeper = (await sweeperModule).startExpiredSweeper({ sql: db.sql, now: () => new Date(), logger });
-    const built = await (await appModule).compose({ config, db, logger });
+    const built = await (await appModule).compose({ config, db, logger, workAfter: aiStarting });
     done('app');
     const { app } = built;
     stopJobs = built.stop;
@@ -228,12 +238,13 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     // Node's default 300 s would cut off a slow 25 MiB upload long before its address (15 minutes) expires.
     server.requestTimeout = 15 * 60_000;
     await once(server, 'listening');
+    launch();
   } catch (error) {
     // A start that fails (a changed migration, a port in use) still leaves the database closed and unlocked.
     await sweeper?.stop();
     await stopJobs?.().catch(() => undefined);
     await worker?.close().catch(() => undefined);
-    await ai?.close().catch(() => undefined);
+    if (aiLaunched) await (ai ?? (await aiStarting?.catch(() => undefined)))?.close().catch(() => undefined);
     await db.close().catch(() => undefined);
     throw error;
   }
@@ -259,10 +270,22 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     },
     (error: unknown) => error,
   );
+  // An AI child that could not start (its port taken) stops the service, as it did before it listened.
+  const aiFailed = (aiStarting ?? new Promise<never>(() => {})).then(
+    (child) => {
+      ai = child;
+      return new Promise<never>(() => {});
+    },
+    (error: unknown) => error,
+  );
   // A signal during the start is acted on here, once the database is open and consistent.
-  const ending = await Promise.race([stop.requested.then((signal) => ({ signal })), jobsFailed.then((error) => ({ error }))]);
+  const ending = await Promise.race([
+    stop.requested.then((signal) => ({ signal })),
+    jobsFailed.then((error) => ({ error, part: 'the job queue' })),
+    aiFailed.then((error) => ({ error, part: 'the AI service' })),
+  ]);
   const signal = 'signal' in ending ? ending.signal : undefined;
-  if ('error' in ending) logger.error({ err: ending.error }, 'the job queue could not start: stopping');
+  if ('error' in ending) logger.error({ err: ending.error }, `${ending.part} could not start: stopping`);
   stop.draining();
   const started = performance.now();
   const drained = drain(DRAIN_TIMEOUT_MS, stop.repeated); // no longer accepting connections once this returns
@@ -274,7 +297,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     await (await backups.catch(() => undefined))?.close(); // a backup in progress holds the connection: it ends first
     await stopJobs(); // running jobs finish (a job cut off is picked up again after its lease)
     await worker?.close(); // it drains its running jobs the same way
-    await ai?.close();
+    await (ai ?? (await aiStarting?.catch(() => undefined)))?.close();
     await db.close();
   } catch (error) {
     exitCode = 1;

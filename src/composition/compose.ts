@@ -19,6 +19,11 @@ export interface ComposeOptions {
   config: Config;
   db: Database;
   logger: Logger;
+  /**
+   * The worker running here takes jobs only once this settles (`serve`: its AI child listening, so
+   * the first jobs do not fail over to a retry's backoff); a rejection fails `started`.
+   */
+  workAfter?: Promise<unknown> | undefined;
   /** Replace parts of the service (tests); the defaults are the real ones. */
   overrides?: ServiceOverrides & {
     handlers?: Handlers;
@@ -62,24 +67,26 @@ export async function compose(options: ComposeOptions & { role?: 'api' | 'worker
   // follows the fetch loops started inside it to every delivery and the housekeeping.
   const started = !chunker
     ? services.queue.started
-    : withDeadline(config.database.jobDeadlineMs, () =>
-        startWorker({
-          queue: services.queue,
-          jobs: services.jobs,
-          sql: db.sql,
-          storage: services.storage,
-          ai: services.ai,
-          plans: services.plans,
-          maxCharacters: config.ai.extraction.maxCharacters,
-          chunker,
-          requests: services.requests,
-          now: services.now,
-          logger,
-          concurrency: config.worker.concurrency,
-          batchSize: config.worker.batchSize,
-          embeddedDatabase: db.kind === 'embedded',
-          ...(overrides.sliceMs === undefined ? {} : { sliceMs: overrides.sliceMs }),
-        }),
+    : (options.workAfter ?? Promise.resolve()).then(() =>
+        withDeadline(config.database.jobDeadlineMs, () =>
+          startWorker({
+            queue: services.queue,
+            jobs: services.jobs,
+            sql: db.sql,
+            storage: services.storage,
+            ai: services.ai,
+            plans: services.plans,
+            maxCharacters: config.ai.extraction.maxCharacters,
+            chunker,
+            requests: services.requests,
+            now: services.now,
+            logger,
+            concurrency: config.worker.concurrency,
+            batchSize: config.worker.batchSize,
+            embeddedDatabase: db.kind === 'embedded',
+            ...(overrides.sliceMs === undefined ? {} : { sliceMs: overrides.sliceMs }),
+          }),
+        ),
       );
   started.catch(() => undefined); // its awaiter gets the error (serve, runWorker)
   const stop = async (timeoutMs?: number) => {
