@@ -56,8 +56,18 @@ describe.skipIf(!externalDatabaseUrl)('limits across API instances on one databa
     const from = { headers: { 'x-forwarded-for': '203.0.113.20' } };
     const calls = Array.from({ length: 2 * PER_IP_LIMIT }, (_, i) => nth(limited, i).fetch('/api/v1/health', from));
     const statuses = (await Promise.all(calls)).map((response) => response.status);
-    expect(statuses.filter((status) => status === 200)).toHaveLength(PER_IP_LIMIT);
-    expect(statuses.filter((status) => status === 429)).toHaveLength(PER_IP_LIMIT);
+    // Exactly the limit across instances while the database counts every hit within its second;
+    // a hit it could not count in time is decided by that instance's own count, by design
+    // (shared-rate-limit.ts, docs/rate-limits.md), which the log says. On a loaded machine that
+    // happens (CI once let 22 through, each instance within its own budget).
+    const uncounted = limited.flatMap((server) => server.logs).filter((entry) => entry.msg === "rate limit not counted in the database: this process's count decides").length;
+    if (uncounted === 0) {
+      expect(statuses.filter((status) => status === 200)).toHaveLength(PER_IP_LIMIT);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(PER_IP_LIMIT);
+    } else {
+      expect(statuses.filter((status) => status === 200).length).toBeLessThanOrEqual(PER_IP_LIMIT + uncounted);
+      expect(statuses.every((status) => status === 200 || status === 429)).toBe(true);
+    }
     // Every instance refuses the address now (over RPC and REST); another address has its own budget.
     for (const [i, server] of limited.entries()) {
       expect((await (i % 2 ? server.fetch('/api/v1/health', from) : server.fetch('/rpc/system/health', { method: 'POST', ...from }))).status).toBe(429);
