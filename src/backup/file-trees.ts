@@ -5,7 +5,8 @@
  * while it copies, so the faster one is used wherever there is a `cp`.
  */
 import { execFile } from 'node:child_process';
-import { copyFile, cp, link, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
+import { copyFile, cp, link, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { syncPath as syncFileOrDirectory } from '../storage/sync-path.ts';
 import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -102,14 +103,11 @@ export async function syncTree(dir: string): Promise<void> {
 
 /** fsync(2) of one file or directory (on a file system that cannot sync a directory, only files). */
 export async function syncPath(path: string): Promise<void> {
-  const handle = await open(path, 'r');
   try {
-    await handle.sync();
+    await syncFileOrDirectory(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM') throw error;
-  } finally {
-    await handle.close();
   }
 }
 

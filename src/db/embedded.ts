@@ -12,7 +12,8 @@
 // A commit is on the disk before it is acknowledged (fsync on, see embedded-thread.ts): it survives
 // a power cut, not only the process being killed (docs/deploying.md, "What the embedded database
 // guarantees"; test/db/durability.test.ts).
-import { mkdir, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { syncPath } from '../storage/sync-path.ts';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { lockDataDir } from './data-dir-lock.ts';
@@ -82,7 +83,7 @@ export async function startEmbeddedDatabase(options: EmbeddedDatabaseOptions): P
     if (creating) {
       await rm(pgDataPath, { recursive: true, force: true });
       await writeFile(marker, `${process.pid}\n`);
-      if (fsync) await syncDirectory(options.dataDir);
+      if (fsync) await syncPath(options.dataDir);
     }
     thread = startThread({ pgDataPath, loadDataDir: await options.loadDataDir?.arrayBuffer(), fsync });
     options.onThreadStarted?.();
@@ -93,7 +94,7 @@ export async function startEmbeddedDatabase(options: EmbeddedDatabaseOptions): P
     // and the next start would create the database again over acknowledged commits.
     if (creating) {
       await rm(marker, { force: true });
-      if (fsync) await syncDirectory(options.dataDir);
+      if (fsync) await syncPath(options.dataDir);
     }
   } catch (error) {
     // The thread is gone before the lock is released: no second opener meets a PGlite still writing.
@@ -236,16 +237,6 @@ function describe(error: Error): string {
   const causes: string[] = [];
   for (let cause = error.cause; cause instanceof Error && causes.length < 5; cause = cause.cause) causes.push(cause.message);
   return `${error.name}${error.message ? `: ${error.message}` : ''}${causes.length ? ` (${causes.join('; ')})` : ''}`;
-}
-
-/** fsync(2) of a directory: the names created, renamed or removed in it are on the disk. */
-async function syncDirectory(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -5,6 +5,7 @@
  * instances uses the S3 driver.
  */
 import { open, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { syncPath } from './sync-path.ts';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { expiryOf, ObjectNotFoundError, parseKey, type StorageDriver } from './driver.ts';
@@ -99,7 +100,7 @@ export class LocalDriver implements StorageDriver {
       await handle.close();
     }
     const directory = dirname(path);
-    for (const dir of [directory, this.location, dirname(this.location)]) await syncDirectory(dir);
+    for (const dir of [directory, this.location, dirname(this.location)]) await syncPath(dir);
     return { size };
   }
 
@@ -152,16 +153,6 @@ export class LocalDriver implements StorageDriver {
 
   #url(target: SignedTarget): string {
     return `${this.#publicUrl}${target.path}?${signedQuery(this.#secret, target)}`;
-  }
-}
-
-/** fsync(2) of a directory: the names created or renamed in it are on the disk. */
-async function syncDirectory(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 
