@@ -19,6 +19,7 @@ import postgres from 'postgres';
 import { embeddedClientOptions } from '../src/db/connection.ts';
 import { startEmbeddedDatabase } from '../src/db/embedded.ts';
 import { templateBlob } from '../src/composition/database-template.ts';
+import { printRows } from './print-rows.ts';
 
 const COMMITS = 400;
 const CONCURRENT = 8;
@@ -90,13 +91,5 @@ export async function durableCommitRows(): Promise<string[][]> {
 
 if (import.meta.main) {
   const rows = [['measure', 'result', 'aim'], ...(await durableCommitRows())];
-  const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
-  console.log();
-  for (const row of rows)
-    console.log(
-      row
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    );
+  printRows(rows);
 }

@@ -31,6 +31,7 @@ import { embeddedPgDataPath, startEmbeddedDatabase } from '../src/db/embedded.ts
 import { templateBlob } from '../src/composition/database-template.ts';
 import type { ProbeMessage, ProbeResult } from './latency-probe.ts';
 import { percentile, startBareServer } from './support.ts';
+import { printRows } from './print-rows.ts';
 
 /** Aims: request p99 while PGlite works, thread / main thread; point-select throughput, thread / main thread. */
 export const EMBEDDED_THREAD_AIM = { latency: 0.1, throughput: 0.8 };
@@ -284,13 +285,5 @@ export async function embeddedThreadRows(): Promise<string[][]> {
 
 if (import.meta.main) {
   const rows = [['measure', 'result', 'aim'], ...(await embeddedThreadRows())];
-  const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
-  console.log();
-  for (const row of rows)
-    console.log(
-      row
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    );
+  printRows(rows);
 }

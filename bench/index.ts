@@ -29,6 +29,7 @@ import { benchRetrieval, retrievalRows } from './retrieval/run.ts';
 import { benchRoutingValidation, ROUTING_AIM_US } from './routing-validation.ts';
 import { benchSearch, searchRows } from './search.ts';
 import { onFreshDatabase, openBenchDatabase } from './support.ts';
+import { printRows } from './print-rows.ts';
 
 /**
  * Documents of NFCorpus each way of bench/ingest.ts ingests here: 876 chunks, an estimated 5
@@ -118,15 +119,7 @@ try {
     ...durableCommits,
     ...jobRows,
   ];
-  const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
-  console.log();
-  for (const row of rows)
-    console.log(
-      row
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    );
+  printRows(rows);
 } finally {
   await db.close();
 }

@@ -24,6 +24,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ensureTemplate } from '../src/composition/database-template.ts';
 import { median } from './statistics.ts';
+import { printRows } from './print-rows.ts';
 
 export const START_AIM_MS = { fresh: 2500, restart: 1500 };
 /** The start as a ratio to the floor (start-floor.ts) in the same run. */
@@ -234,13 +235,5 @@ function seconds(value: number): string {
 
 if (import.meta.main) {
   const rows = [['measure', 'result', 'aim'], ...(await startRows())];
-  const widths = [0, 1].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
-  console.log();
-  for (const row of rows)
-    console.log(
-      row
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    );
+  printRows(rows);
 }
