@@ -572,8 +572,8 @@ export interface paths {
          *     none, the rest once the job has extracted it), 0 for a document indexed before with another
          *     model (the service re-indexes those for free). Documents that fail (their reason is in the
          *     result's `failures`), that were deleted meanwhile, or that were not reached when the job is
-         *     canceled are refunded. Its `progress` counts the documents done, and each step of it is a
-         *     `job` event on jobs.stream. Its documents take turns with other organizations' jobs, a few
+         *     canceled are refunded. Its `progress` counts the documents done, and reaches jobs.stream
+         *     in `job` events at most once a second while it runs. Its documents take turns with other organizations' jobs, a few
          *     at a time, so a large workspace does not hold the workers. A second run when everything is
          *     indexed has nothing to do and costs nothing. While billing is configured, a job the remaining credits
          *     cannot cover answers 403 LIMIT_REACHED (kind `aiCredits`).
@@ -2567,7 +2567,7 @@ export interface components {
          */
         JobKind: "document.extract" | "document.index" | "text.embed" | "workspace.index";
         /**
-         * @description How far a job that works through many documents (`workspace.index`) has come. Present on such jobs from their creation (`documents` is then the number of documents the job will work on) and updated as it runs; every update is also a `job` event on jobs.stream. Absent on other kinds.
+         * @description How far a job that works through many documents (`workspace.index`) has come. Present on such jobs from their creation (`documents` is then the number of documents the job will work on) and updated as each document ends; jobs.stream carries it in `job` events at most once a second while the job runs, and in the event of its end. Absent on other kinds.
          * @example {
          *       "documents": 2000,
          *       "done": 1250,
