@@ -3,8 +3,9 @@
  * (balancer.ts) falls in the phase it was sent in, except that a request still waiting when
  * `migrate` started, or sent while it ran, is judged with `migrate`. Expected in every phase: no
  * 5xx, no transport error and no other error answer (the load makes only valid requests); while
- * `migrate` runs, no request slower than MIGRATE_LIMIT_MS; and every job created in any phase
- * succeeded, whichever release ran it. Anything else is a failure, printed with its reason.
+ * `migrate` runs, no request held longer than MIGRATE_LIMIT_MS (heldByMigrate); and every job
+ * created in any phase succeeded, whichever release ran it. Anything else is a failure, printed
+ * with its reason.
  */
 import { percentile } from '../../bench/statistics.ts';
 import type { Exchange } from './balancer.ts';
@@ -12,6 +13,14 @@ import type { Exchange } from './balancer.ts';
 export const PHASES = ['old', 'migrate', 'mixed', 'new'] as const;
 export type Phase = (typeof PHASES)[number];
 export const MIGRATE_LIMIT_MS = 2_000;
+/**
+ * How long after `migrate` ends a request's time still counts against it: a request that waited
+ * for one of its locks is answered within this once the lock is released. Time later than that is
+ * not the migration's: right after `migrate` the new release starts (the AI service loads its model,
+ * two more Node processes compile), and on a 2-core CI machine a search that was sent in the
+ * 0.4 s of a harmless `migrate` once took 7.3 s, all of it after `migrate` had ended.
+ */
+export const MIGRATE_GRACE_MS = 1_000;
 
 /** When each phase began and ended, ms on the balancer's clock. */
 export type Timeline = Record<Phase, { from: number; to: number }>;
@@ -36,7 +45,7 @@ export interface PhaseFigures {
   serverErrors: number;
   transportErrors: number;
   otherErrors: number;
-  /** Slower than MIGRATE_LIMIT_MS (judged during `migrate` only). */
+  /** Held longer than MIGRATE_LIMIT_MS by `migrate` (judged during `migrate` only). */
   slow: number;
   /** The three slowest requests, e.g. `documents.search 1840 ms (old-api-1)`. */
   slowest: string[];
@@ -56,6 +65,11 @@ export function phaseOf(exchange: Pick<Exchange, 'start' | 'end'>, timeline: Tim
   if (exchange.start <= migrate.to && exchange.end >= migrate.from) return 'migrate';
   for (const phase of PHASES) if (exchange.start >= timeline[phase].from && exchange.start < timeline[phase].to) return phase;
   return exchange.start < timeline.old.from ? 'old' : 'new';
+}
+
+/** The part of a request's time spent while `migrate` ran, or within MIGRATE_GRACE_MS after it. */
+export function heldByMigrate(exchange: Pick<Exchange, 'start' | 'end'>, timeline: Timeline): number {
+  return Math.max(0, Math.min(exchange.end, timeline.migrate.to + MIGRATE_GRACE_MS) - Math.max(exchange.start, timeline.migrate.from));
 }
 
 export function judge(exchanges: readonly Exchange[], jobs: readonly SettledJob[], timeline: Timeline, extraFailures: readonly string[] = []): Verdict {
@@ -79,9 +93,10 @@ export function judge(exchanges: readonly Exchange[], jobs: readonly SettledJob[
       if (exchange.status === 'transport') failures.push(`${label(exchange)}: transport error ${exchange.code} after ${took.toFixed(0)} ms (${exchange.detail})`);
       else if (exchange.status >= 500) failures.push(`${label(exchange)}: ${exchange.status} ${exchange.code} after ${took.toFixed(0)} ms (${exchange.detail})`);
       else if (exchange.status >= 400) failures.push(`${label(exchange)}: unexpected ${exchange.status} ${exchange.code} (${exchange.detail})`);
-      if (phase === 'migrate' && took > MIGRATE_LIMIT_MS) {
+      const held = phase === 'migrate' ? heldByMigrate(exchange, timeline) : 0;
+      if (held > MIGRATE_LIMIT_MS) {
         failures.push(
-          `${label(exchange)}: took ${(took / 1000).toFixed(2)} s (answered ${exchange.status}) while migrate ran; the limit is ${MIGRATE_LIMIT_MS / 1000} s (${exchange.op} ${baseline(exchange.op)})`,
+          `${label(exchange)}: took ${(took / 1000).toFixed(2)} s (answered ${exchange.status}), ${(held / 1000).toFixed(2)} s of it while migrate ran; the limit is ${MIGRATE_LIMIT_MS / 1000} s (${exchange.op} ${baseline(exchange.op)})`,
         );
       }
     }
@@ -99,7 +114,7 @@ export function judge(exchanges: readonly Exchange[], jobs: readonly SettledJob[
       serverErrors: mine.filter((exchange) => status(exchange) >= 500).length,
       transportErrors: mine.filter((exchange) => exchange.status === 'transport').length,
       otherErrors: mine.filter((exchange) => status(exchange) >= 400 && status(exchange) < 500).length,
-      slow: latencies.filter((latency) => latency > MIGRATE_LIMIT_MS).length,
+      slow: phase === 'migrate' ? mine.filter((exchange) => heldByMigrate(exchange, timeline) > MIGRATE_LIMIT_MS).length : 0,
       slowest: [...mine]
         .sort((a, b) => b.end - b.start - (a.end - a.start))
         .slice(0, 3)
