@@ -52,6 +52,20 @@ export interface AiClient {
   health(options?: CallOptions): Promise<HealthReport & { latencyMs: number }>;
 }
 
+/**
+ * The client with `signal` joined to every call's own: a job run's calls end when its delivery is
+ * abandoned (the worker stops, the lease is lost), and the companion drops work whose caller went
+ * away, instead of extracting and embedding for a run that a redelivery will do again.
+ */
+export function withSignal(client: AiClient, signal: AbortSignal): AiClient {
+  const joined = (options: CallOptions | undefined): CallOptions => ({ ...options, signal: options?.signal ? AbortSignal.any([options.signal, signal]) : signal });
+  return {
+    embed: (texts, options) => client.embed(texts, joined(options)),
+    extract: (bytes, contentType, options) => client.extract(bytes, contentType, joined(options)),
+    health: (options) => client.health(joined(options)),
+  };
+}
+
 const UNAVAILABLE = 'The AI service is unavailable, try again later.';
 
 export class AiServiceError extends Error {

@@ -57,8 +57,15 @@ export const documentProcedures = {
     }
     const plan = await ctx.services.plans.limitsFor(workspace.organizationId);
     const now = ctx.services.now();
+    const id = newId('doc');
+    // Signed before the row exists: a storage that cannot sign answers 503 with nothing written, so
+    // the same call (and its Idempotency-Key) can simply be made again, and no pending document
+    // holds the plan's storage until housekeeping sweeps it.
+    const upload = await storage
+      .presignUpload(store.objectKey({ organizationId: workspace.organizationId, id }), { contentType: input.contentType, size: input.size, expiresInSeconds: UPLOAD_URL_SECONDS, now })
+      .catch(refuseWhenStorageDown(ctx.log));
     const document = await store.insertDocument(ctx.services.db.sql, {
-      id: newId('doc'),
+      id,
       organizationId: workspace.organizationId,
       workspaceId: workspace.id,
       uploadedBy: ctx.principal?.userId ?? null,
@@ -70,7 +77,6 @@ export const documentProcedures = {
     });
     if (document === 'gone') throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
     if (document === 'limit') throw storageLimitReached(plan!);
-    const upload = await storage.presignUpload(store.objectKey(document), { contentType: document.contentType, size: document.size, expiresInSeconds: UPLOAD_URL_SECONDS, now });
     return { document, upload: { method: 'PUT' as const, ...upload } };
   },
 

@@ -86,7 +86,7 @@ export class S3Driver implements StorageDriver {
       expiresIn: o.expiresInSeconds,
       signingDate: o.now,
       signableHeaders: new Set(['content-type', 'content-length']),
-    });
+    }).catch(unavailableOn('presign PUT'));
     return { url, headers: { 'content-type': o.contentType, 'content-length': String(o.size) }, expiresAt };
   }
 
@@ -99,7 +99,7 @@ export class S3Driver implements StorageDriver {
       ResponseContentDisposition: contentDisposition(o.filename),
       ResponseContentType: o.contentType,
     });
-    return { url: await getSignedUrl(this.client, command, { expiresIn: o.expiresInSeconds, signingDate: o.now }), expiresAt };
+    return { url: await getSignedUrl(this.client, command, { expiresIn: o.expiresInSeconds, signingDate: o.now }).catch(unavailableOn('presign GET')), expiresAt };
   }
 
   /**
@@ -204,9 +204,13 @@ function unavailableOn(operation: string): (error: unknown) => never {
   };
 }
 
-/** The bucket did not answer, or answered that it cannot serve now (5xx, 429 SlowDown). */
+/**
+ * The bucket did not answer, or answered that it cannot serve now (5xx, 429 SlowDown), or no
+ * credentials could be had to sign with (an instance's metadata service that did not answer).
+ */
 function isUnavailable(error: unknown): boolean {
   const e = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } } | undefined;
+  if (e?.name === 'CredentialsProviderError') return true;
   const status = e?.$metadata?.httpStatusCode;
   if (typeof status === 'number') return status >= 500 || status === 429;
   return e?.name === 'TimeoutError' || (typeof e?.code === 'string' && NO_ANSWER.has(e.code));
