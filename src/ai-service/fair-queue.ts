@@ -4,11 +4,14 @@
  * organization's backlog delays everyone else's next document by the whole backlog (issue 23).
  *
  * - FairLine: waiting items kept per group (an organization), served round-robin across groups,
- *   the group served least recently first, and in arrival order within a group. A group with
- *   nothing waiting or running is forgotten, so a returning organization counts as new: it has
- *   nothing in progress, and the map stays as small as the work in it. So an item taken and put
- *   back (the embedder's request with texts left) is pushed before its take is finished: the
- *   other order leaves the group idle for a moment, and it would come back ahead of everyone.
+ *   the group served least recently first, and in arrival order within a group. Turns go by
+ *   round: a group with nothing waiting or running is dropped, but when it was served after a
+ *   group still in the line its turn is remembered, and coming back it goes behind that group. A
+ *   group sending one job after another is idle for a moment after each; counted as never served
+ *   on its return, two such groups would take turns ahead of one that waits (issue 40). A turn is
+ *   remembered only while a group in the line was served before it, so what is kept stays about
+ *   as small as the work in the line. An item taken and put back (the embedder's request with
+ *   texts left) is still pushed before its take is finished, so its group is never idle between.
  * - FairQueue: a FairLine in front of `capacity` tasks running at once, with a bound on waiting
  *   work (in total and per group) past which a request is refused at once with 503 and
  *   Retry-After, and with waiting work dropped when its caller's signal aborts.
@@ -35,7 +38,7 @@ export interface FairLine<T> {
   size(group?: string): number;
   /** Counts work of the group that started without waiting as served now, like take() would. */
   started(group: string): void;
-  /** Marks one of the group's taken or started items as finished, so an idle group is forgotten. */
+  /** Marks one of the group's taken or started items as finished, so an idle group is dropped (its turn kept while it matters). */
   finished(group: string): void;
   clear(): T[];
 }
@@ -51,18 +54,36 @@ interface Group<T> {
 export function createFairLine<T>(groupOf: (item: T) => string): FairLine<T> {
   // Map keeps insertion order: among groups never served, the first to arrive goes first.
   const groups = new Map<string, Group<T>>();
+  /** When groups dropped while idle were last served, kept while a group in the line was served before. */
+  const lastServed = new Map<string, number>();
   let total = 0;
   let turn = 0;
 
   const forgetIfIdle = (key: string, group: Group<T>) => {
-    if (group.items.length === 0 && group.active === 0) groups.delete(key);
+    if (group.items.length > 0 || group.active > 0) return;
+    groups.delete(key);
+    if (group.served >= 0) lastServed.set(key, group.served);
+    // A remembered turn matters only against a group in the line (waiting or running) that was
+    // served before it: against the others, never served or served since, it orders the same as
+    // counting as never served.
+    let oldest = Infinity;
+    for (const other of groups.values()) if (other.served >= 0) oldest = Math.min(oldest, other.served);
+    for (const [other, served] of lastServed) if (served <= oldest) lastServed.delete(other);
+  };
+
+  /** The group of `key`, created with its remembered turn (or as never served) when absent. */
+  const groupNamed = (key: string): Group<T> => {
+    let group = groups.get(key);
+    if (!group) {
+      groups.set(key, (group = { items: [], served: lastServed.get(key) ?? -1, active: 0 }));
+      lastServed.delete(key);
+    }
+    return group;
   };
 
   return {
     push(key, item) {
-      let group = groups.get(key);
-      if (!group) groups.set(key, (group = { items: [], served: -1, active: 0 }));
-      group.items.push(item);
+      groupNamed(key).items.push(item);
       total += 1;
     },
     take(key) {
@@ -100,8 +121,7 @@ export function createFairLine<T>(groupOf: (item: T) => string): FairLine<T> {
       return key === undefined ? total : (groups.get(key)?.items.length ?? 0);
     },
     started(key) {
-      let group = groups.get(key);
-      if (!group) groups.set(key, (group = { items: [], served: -1, active: 0 }));
+      const group = groupNamed(key);
       group.served = turn++;
       group.active += 1;
     },
@@ -114,6 +134,7 @@ export function createFairLine<T>(groupOf: (item: T) => string): FairLine<T> {
     clear() {
       const items = [...groups.values()].flatMap((group) => group.items);
       groups.clear();
+      lastServed.clear();
       total = 0;
       return items;
     },

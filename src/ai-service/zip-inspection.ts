@@ -8,7 +8,7 @@
  * (node_modules/jszip/lib/zipEntries.js: the last end-of-central-directory record, then every
  * central header that follows its directory offset whatever count the record gives, sizes from the
  * central directory, data after the local header), so the bytes counted here are the bytes JSZip
- * inflates.
+ * inflates. An archive JSZip would read through a ZIP64 record is refused (endRecord says why).
  */
 import { inflatedSize } from './inflated-size.ts';
 import { refusals, unreadable } from './refusals.ts';
@@ -19,7 +19,16 @@ export const MAX_ZIP_ENTRIES = 10_000;
 export const MAX_COMPRESSION_RATIO = 100;
 const RATIO_APPLIES_FROM = 1024 * 1024;
 
-const END_OF_CENTRAL_DIRECTORY = 0x06054b50;
+const END_RECORD = Buffer.from('PK\x05\x06', 'latin1');
+/** The end record's fields (offset, width) that send JSZip to the ZIP64 record when all ones. */
+const ZIP64_MARKS = [
+  { at: 4, bytes: 2 },
+  { at: 6, bytes: 2 },
+  { at: 8, bytes: 2 },
+  { at: 10, bytes: 2 },
+  { at: 12, bytes: 4 },
+  { at: 16, bytes: 4 },
+] as const;
 const CENTRAL_FILE_HEADER = 0x02014b50;
 const LOCAL_FILE_HEADER = 0x04034b50;
 const STORED = 0;
@@ -61,25 +70,15 @@ export async function checkZip(bytes: Uint8Array, maxInflatedBytes: number, what
 function centralDirectory(bytes: Uint8Array, what: string): ZipEntry[] {
   const damaged = () => unreadable(`The ${what} could not be read.`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  // The record is 22 bytes and ends the file, save a comment of at most 65 535 bytes. JSZip takes
-  // the last signature in the file; searching backwards from the end finds the same one, or none.
-  let end = -1;
-  for (let at = bytes.length - 22; at >= Math.max(0, bytes.length - 22 - 0xffff); at--) {
-    if (view.getUint32(at, true) === END_OF_CENTRAL_DIRECTORY) {
-      end = at;
-      break;
-    }
-  }
-  if (end < 0 || bytes.length - end < 22) throw damaged();
+  const end = endRecord(bytes, view, what);
   const disk = view.getUint16(end + 4, true);
   const count = view.getUint16(end + 10, true);
   const size = view.getUint32(end + 12, true);
   const offset = view.getUint32(end + 16, true);
-  if (disk === 0xffff || count === 0xffff || size === 0xffffffff || offset === 0xffffffff) throw refusals.zip64(what);
-  // JSZip shifts every offset when the directory does not end where the record starts (bytes
-  // prepended to the archive); refusing that case keeps its reading and this one the same.
+  // JSZip reads the rest of the zip from where the record's offset and size point, checked against
+  // where the record is: a directory ending elsewhere has bytes prepended (it shifts every offset
+  // by them), or is missing bytes (it fails). Refusing both keeps its reading and this one the same.
   if (disk !== 0 || offset + size !== end) throw damaged();
-
   // The record's entry count is not trusted: JSZip ignores it and reads central headers from
   // `offset` for as long as their signature follows (zipEntries.js, readCentralDir), even past
   // the record into its comment. The same walk is made here, so every entry it will see is counted.
@@ -110,6 +109,30 @@ function centralDirectory(bytes: Uint8Array, what: string): ZipEntry[] {
   // JSZip refuses an archive without entries only when the record promised some.
   if (entries.length === 0 && count !== 0) throw damaged();
   return entries;
+}
+
+/**
+ * Where the end record JSZip reads starts (zipEntries.js, readEndOfCentral): the last signature in
+ * the whole file, not only in the 64 KiB a comment can span, with the record and its comment whole
+ * (JSZip reads both, and fails past the end of the file).
+ *
+ * JSZip leaves this record for the ZIP64 one when any of six fields is all ones: the disk numbers
+ * (+4, +6), the entries on this disk and in all (+8, +10), the directory's size and offset (+12,
+ * +16). It then takes the last ZIP64 locator in the file, the record it points to (or the last
+ * one), and that record's directory, its 64-bit fields cut to 32 (DataReader.readInt) and its
+ * extensible data read by a loop whose counter never moves. That directory can be a second one,
+ * which the fields here never name. A DOCX within the upload limit never needs ZIP64 (APPNOTE.TXT
+ * 4.4.1.4: it is for archives past 4 GiB or 65 535 entries), so rather than copy those quirks the
+ * archive is refused whenever JSZip would go looking for a locator (issue 40).
+ */
+function endRecord(bytes: Uint8Array, view: DataView, what: string): number {
+  const end = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).lastIndexOf(END_RECORD);
+  if (end < 0 || end + 22 > bytes.length || end + 22 + view.getUint16(end + 20, true) > bytes.length) {
+    throw unreadable(`The ${what} could not be read.`);
+  }
+  const allOnes = ZIP64_MARKS.some(({ at, bytes: width }) => (width === 2 ? view.getUint16(end + at, true) === 0xffff : view.getUint32(end + at, true) === 0xffffffff));
+  if (allOnes) throw refusals.zip64(what);
+  return end;
 }
 
 /** How many central headers follow from `at` on, counted from `counted` (for the message only; linear like the walk). */

@@ -196,7 +196,7 @@ describe("FairLine's turns", () => {
     expect(line.turns()).toEqual(['C', 'A']);
   });
 
-  it('keeps a group’s turn when a taken item is put back before it is finished, not after', () => {
+  it('keeps a group’s turn when a taken item is put back, before or after it is finished', () => {
     const line = createFairLine<string>((item) => item[0]!);
     line.push('A', 'A1');
     line.push('B', 'B1');
@@ -204,12 +204,12 @@ describe("FairLine's turns", () => {
     line.push('A', 'A1');
     line.finished('A');
     expect(line.turns()).toEqual(['B', 'A']);
-    // The order the audit found (finished, then pushed): B, served last, is forgotten for a moment
-    // and comes back as never served, ahead of A.
+    // The order the audit found (finished, then pushed): B, served last, is idle for a moment;
+    // the line keeps its turn while A, served before it, waits, so it does not come back ahead.
     expect(line.take()).toBe('B1');
     line.finished('B');
     line.push('B', 'B1');
-    expect(line.turns()).toEqual(['B', 'A']);
+    expect(line.turns()).toEqual(['A', 'B']);
   });
 });
 

@@ -62,7 +62,7 @@ describe('createFairLine', () => {
     expect([line.take(), line.take(), line.take(), line.take()]).toEqual(['B1', 'C1', 'A2', 'A3']);
   });
 
-  it('forgets a group with nothing waiting or in progress', () => {
+  it('drops a group with nothing waiting or in progress, keeping its turn while one served before it is in the line (issue 40)', () => {
     const line = createFairLine<string>((item) => item[0]!);
     line.push('A', 'A1');
     line.push('A', 'A2');
@@ -71,10 +71,15 @@ describe('createFairLine', () => {
     // B was never served, so it goes before A's second.
     expect(line.take()).toBe('B1');
     line.finished('B');
-    // B is forgotten now that it is idle: coming back, it counts as new again.
+    // B is idle, but it was served after A, which still waits: coming back, it goes behind A.
     line.push('B', 'B2');
-    expect(line.take()).toBe('B2');
     expect(line.take()).toBe('A2');
+    expect(line.take()).toBe('B2');
+    // Once nothing served before them is in the line, idle groups count as new again: by arrival.
+    for (const group of ['A', 'A', 'B']) line.finished(group);
+    line.push('B', 'B3');
+    line.push('A', 'A3');
+    expect([line.take(), line.take()]).toEqual(['B3', 'A3']);
   });
 
   it('removes a waiting item and counts sizes per group', () => {
