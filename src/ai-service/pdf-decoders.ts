@@ -8,27 +8,63 @@
  * not check, LZW treats a code past the dictionary as the KwKwK case.
  */
 import { Readable } from 'node:stream';
-import { createInflate } from 'node:zlib';
+import { constants, createBrotliDecompress, createInflateRaw, type BrotliDecompress, type InflateRaw } from 'node:zlib';
+import { refusals } from './refusals.ts';
 
 export type Chunks = AsyncIterable<Uint8Array>;
 export type Stage = (source: Chunks) => Chunks;
 
 const OUTPUT_CHUNK = 64 * 1024;
 
-/** FlateDecode: zlib (RFC 1950), through node:zlib; a corrupt stream ends where zlib stops, as pdf.js's does. */
+/**
+ * FlateDecode as pdf.js's FlateStream reads it: the two header bytes checked as it checks them (a
+ * header it rejects makes an empty stream; it ignores the window size, which zlib would refuse),
+ * then raw deflate with no Adler-32 check, ending at the last block whatever follows it, or where
+ * the data runs out. pdf.js's own inflater does not stop at damage zlib rejects (a distance too far
+ * back, an incomplete Huffman table) and goes on producing output, so such a stream is refused: its
+ * size cannot be known.
+ */
 export async function* flate(source: Chunks): Chunks {
+  const iterator = source[Symbol.asyncIterator]();
+  let head = Buffer.alloc(0);
+  while (head.length < 2) {
+    const next = await iterator.next();
+    if (next.done) return;
+    head = Buffer.concat([head, next.value]);
+  }
+  const [cmf, flg] = [head[0]!, head[1]!];
+  if ((cmf & 15) !== 8 || ((cmf << 8) + flg) % 31 !== 0 || flg & 32) return;
+  const rest = (async function* () {
+    if (head.length > 2) yield head.subarray(2);
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+  })();
+  yield* through(rest, createInflateRaw({ chunkSize: OUTPUT_CHUNK, finishFlush: constants.Z_SYNC_FLUSH }), 'FlateDecode');
+}
+
+/**
+ * BrotliDecode (RFC 7932), which pdf.js decodes, through node:zlib's decoder: a stream it cannot
+ * decode to its end is refused, as pdf.js's decoder would read it some other way.
+ */
+export const brotli: Stage = (source) => through(source, createBrotliDecompress({ chunkSize: OUTPUT_CHUNK }), 'BrotliDecode');
+
+async function* through(source: Chunks, decoder: InflateRaw | BrotliDecompress, filter: string): Chunks {
   const input = Readable.from(source, { objectMode: false, highWaterMark: OUTPUT_CHUNK });
-  const inflater = createInflate({ chunkSize: OUTPUT_CHUNK });
-  input.on('error', (error) => inflater.destroy(error));
-  input.pipe(inflater);
+  const before: { error: Error | null } = { error: null };
+  input.on('error', (error) => {
+    before.error = error;
+    decoder.destroy(error);
+  });
+  input.pipe(decoder);
   try {
-    for await (const chunk of inflater) yield chunk as Buffer;
-  } catch {
-    // Corrupt or cut short: what came before the damage is what a reader got.
+    for await (const chunk of decoder) yield chunk as Buffer;
+  } catch (error) {
+    // An error of the stage before (a refusal, the budget) is passed on; the decoder's own is the data's.
+    if (before.error) throw before.error;
+    throw refusals.pdfDamagedStream(filter, error);
   } finally {
-    input.unpipe(inflater);
+    input.unpipe(decoder);
     input.destroy();
-    inflater.destroy();
+    decoder.destroy();
   }
 }
 

@@ -5,32 +5,33 @@
  * refused after 128 MiB of counting instead of being held in memory whole. Every stage's output
  * counts, since pdf.js's DecodeStreams each keep theirs.
  *
- * Streams are found by their keyword, not through the cross-reference table, so a damaged or lying
- * table hides nothing: the data starts past the end of line after `stream`, as pdf.js's lexer has
- * it (PDF 32000-1:2008, 7.3.8.1). The dictionary is the object between the last `obj` keyword and
- * `stream`, read with pdf.js's syntax (pdf-syntax.ts: comments, strings and #xx escapes included);
- * its /F or /Filter and /DP or /DecodeParms are taken in pdf.js's order. A stream whose dictionary
- * cannot be read, or whose filters are indirect objects, is refused rather than guessed at.
- *
- * - Flate, LZW, ASCIIHex, ASCII85 and RunLength are counted; a predictor counts the rows pdf.js
- *   allocates (one row of /Columns is allocated even for one byte of input).
+ * - Streams are found as pdf.js reaches them: from every `obj` keyword, read with pdf.js's syntax
+ *   (pdf-objects.ts, pdf-syntax.ts), not through the cross-reference table, so a damaged or lying
+ *   table hides nothing. A stream whose dictionary cannot be read, or whose filters are indirect
+ *   objects, is refused rather than guessed at.
+ * - An encrypted PDF is refused: pdf.js opens one with an empty user password without asking, and
+ *   its streams would be counted as the ciphertext they are here.
+ * - Only filters this check can count are let through (an allow-list): Flate, LZW, ASCIIHex,
+ *   ASCII85, RunLength and Brotli are counted; a predictor counts the rows pdf.js allocates (one row
+ *   of /Columns is allocated even for one byte of input). A Flate or Brotli stream that cannot be
+ *   decoded to its end is refused, since pdf.js's decoders carry on past the damage.
  * - DCT, JPX, JBIG2 and CCITTFax stages are not decoded: pdf.js decodes an image XObject only to
- *   draw it, never for text. That holds only for images: a stream coded so that is refused when its
+ *   draw it, never for text. That holds only for images: a stream coded so is refused when its
  *   dictionary does not say /Subtype /Image or when it is used as page content or a font program,
  *   which pdf.js would decode.
- * - A stream referenced under /Contents N times counts N times (pdf-references.ts): pdf.js decodes
- *   a content stream again for each page or array entry that names it.
+ * - Every use is weighed (pdf-references.ts, pdf-forms.ts): a stream referenced under /Contents N
+ *   times, directly or through an array object, counts N times, and a form counts once for each
+ *   `Do` that draws it, as pdf.js decodes them again each time.
  * - The input read is bounded by the budget too, so overlapping or endless streams keep the scan
  *   linear in the file size and the budget.
  */
-import { ascii85, asciiHex, flate, lzw, runLength, type Chunks, type Stage } from './pdf-decoders.ts';
-import { emptyUses, scanUses } from './pdf-references.ts';
-import { PdfSyntaxError, isRegular, parseSingleObject, type PdfValue } from './pdf-syntax.ts';
+import { ascii85, asciiHex, brotli, flate, lzw, runLength, type Chunks, type Stage } from './pdf-decoders.ts';
+import { isForm, weighedSize, type WeighedStream } from './pdf-forms.ts';
+import { findStreams, objectStreamObjects, type FoundStream, type PlainObjects } from './pdf-objects.ts';
+import { emptyUses, scanUses, MAX_NAMED_USES, type StreamUses } from './pdf-references.ts';
+import type { PdfValue } from './pdf-syntax.ts';
 import { refusals } from './refusals.ts';
 
-const STREAM = Buffer.from('stream');
-const ENDSTREAM = Buffer.from('endstream');
-const OBJ = Buffer.from('obj');
 const IMAGE_CODECS = new Map([
   ['DCT', 'DCTDecode'],
   ['DCTDecode', 'DCTDecode'],
@@ -40,31 +41,38 @@ const IMAGE_CODECS = new Map([
   ['CCF', 'CCITTFaxDecode'],
   ['CCITTFaxDecode', 'CCITTFaxDecode'],
 ]);
-/** What a decoded stream's end is searched again with, for a reference cut by a chunk boundary. */
-const CARRY = 4096;
+/** What a decoded stream's end is kept for, for a name or reference cut by a chunk boundary. */
+const CARRY = 64 * 1024;
+/** Object streams are kept whole to be read as pdf.js reads them, up to this much together. */
+const MAX_OBJECT_STREAM_BYTES = 32 * 1024 * 1024;
 
 class OverBudget extends Error {}
 
-interface FoundStream {
-  num: number | null;
-  dictionary: Map<string, PdfValue>;
-  start: number;
-  end: number;
-}
-
-/** Refuses the PDF when its streams decode to more than `maxInflatedBytes` together. */
+/** Refuses the PDF when its streams decode to more than `maxInflatedBytes` together, or would be decoded that much for its text. */
 export async function checkPdfStreams(bytes: Uint8Array, maxInflatedBytes: number): Promise<void> {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const { streams, objects } = findStreams(buffer);
   const uses = emptyUses();
+  for (const stream of streams) {
+    if (!isForm(stream.dictionary)) continue;
+    if (stream.num === null) throw refusals.pdfUncheckable("a form's object header cannot be read");
+    uses.forms.add(stream.num);
+  }
   scanUses(buffer, uses);
-  const streams = findStreams(buffer);
-  const sizes = new Map<FoundStream, number>();
+  // pdf.js opens a file encrypted with an empty user password without asking; its streams are ciphertext here.
+  if (uses.encrypted) throw refusals.pdfEncrypted();
+  const chains = streams.map(stages);
+  const weighed: WeighedStream[] = [];
   let total = 0;
   let consumed = 0;
+  let kept = 0;
+  let drawn = 0;
   const tooMuch = () => refusals.inflated('PDF', maxInflatedBytes);
-  for (const stream of streams) {
-    const chain = stages(stream);
-    if (chain.stages.length === 0) continue;
+  for (const [index, stream] of streams.entries()) {
+    const chain = chains[index]!;
+    const isObjectStream = stream.dictionary.get('N')?.kind === 'number' && stream.dictionary.get('First')?.kind === 'number';
+    const mayBeDrawn = stream.num === null || uses.contents.has(stream.num) || uses.forms.has(stream.num);
+    if (chain.stages.length === 0 && !isObjectStream && !mayBeDrawn) continue;
     let size = 0;
     const counted = (source: Chunks): Chunks =>
       (async function* () {
@@ -79,98 +87,82 @@ export async function checkPdfStreams(bytes: Uint8Array, maxInflatedBytes: numbe
       if (consumed > maxInflatedBytes) throw new OverBudget();
     });
     for (const stage of chain.stages) pipeline = counted(stage(pipeline));
+    const draws = new Map<string, number>();
+    const whole: Buffer[] | null = isObjectStream ? [] : null;
+    let unfilteredSize = 0;
     try {
-      let carry = new Uint8Array(0);
+      let carry: Buffer = Buffer.alloc(0);
       for await (const chunk of pipeline) {
+        unfilteredSize += chunk.length;
+        if (whole) {
+          kept += chunk.length;
+          if (kept > MAX_OBJECT_STREAM_BYTES) throw refusals.pdfUncheckable(`its object streams hold more than ${MAX_OBJECT_STREAM_BYTES / 1024 / 1024} MiB`);
+          whole.push(Buffer.from(chunk));
+          continue;
+        }
         const joined = Buffer.concat([carry, chunk]);
-        scanUses(joined, uses, Math.max(0, carry.length - 64));
-        carry = joined.subarray(Math.max(0, joined.length - CARRY));
+        carry = rest(joined, scanUses(joined, uses, 0, joined.length, draws, false));
       }
+      if (carry.length > 0) scanUses(carry, uses, 0, carry.length, draws, true);
     } catch (error) {
       if (error instanceof OverBudget) throw tooMuch();
       throw error;
     }
-    total += size;
-    sizes.set(stream, size);
+    if (whole) {
+      const data = Buffer.concat(whole);
+      scanUses(data, uses);
+      objectStreamObjects(data, stream.dictionary, objects);
+    }
+    drawn += draws.size;
+    if (drawn > MAX_NAMED_USES) throw refusals.pdfUncheckable(`its content draws names more than ${MAX_NAMED_USES} times`);
+    const filtered = chain.stages.length > 0;
+    total += filtered ? size : 0;
+    weighed.push({ num: stream.num, dictionary: stream.dictionary, size: filtered ? size : unfilteredSize, filtered, draws });
   }
-  for (const stream of streams) {
-    const codec = stages(stream).imageCodec;
-    if (codec && (!isImage(stream) || (stream.num !== null && (uses.contents.has(stream.num) || uses.fonts.has(stream.num))))) {
+  contentsArrays(uses, objects, new Set(streams.flatMap((stream) => (stream.num === null ? [] : [stream.num]))));
+  for (const [index, stream] of streams.entries()) {
+    const codec = chains[index]!.imageCodec;
+    if (codec && (!isImage(stream) || stream.num === null || uses.contents.has(stream.num) || uses.fonts.has(stream.num))) {
       throw refusals.pdfImageCoded(codec);
     }
   }
-  let weighted = 0;
-  for (const [stream, size] of sizes) {
-    weighted += size * Math.max(1, stream.num === null ? 1 : (uses.contents.get(stream.num) ?? 1));
-    if (weighted > maxInflatedBytes) throw tooMuch();
-  }
-}
-
-/** Every `stream` keyword with its dictionary; a keyword whose dictionary cannot be read is refused. */
-function findStreams(buffer: Buffer): FoundStream[] {
-  const objs: number[] = [];
-  for (let at = buffer.indexOf(OBJ); at >= 0; at = buffer.indexOf(OBJ, at + OBJ.length)) {
-    if (!isRegular(buffer[at - 1]) && !isRegular(buffer[at + 3])) objs.push(at);
-  }
-  const found: FoundStream[] = [];
-  let regionStart = 0;
-  let objIndex = 0;
-  for (let at = buffer.indexOf(STREAM); at >= 0; at = buffer.indexOf(STREAM, at + STREAM.length)) {
-    // `stream` as a token of its own (pdf.js's lexer reads "upstream" or "streams" as other words).
-    if (isRegular(buffer[at - 1]) || isRegular(buffer[at + STREAM.length])) continue;
-    const from = regionStart;
-    regionStart = at + STREAM.length;
-    while (objIndex + 1 < objs.length && objs[objIndex + 1]! < at) objIndex += 1;
-    const obj = objs[objIndex] !== undefined && objs[objIndex]! >= from && objs[objIndex]! < at ? objs[objIndex]! : -1;
-    let dictionary: PdfValue | null = null;
-    if (obj >= 0) {
-      try {
-        dictionary = parseSingleObject(buffer, obj + OBJ.length, at);
-      } catch (error) {
-        if (!(error instanceof PdfSyntaxError)) throw error;
-      }
-    }
-    if (dictionary?.kind !== 'dict') {
-      // pdf.js makes a stream only after a dictionary: without `>>` before it this is data, not a stream.
-      if (endsWithDictionary(buffer, from, at)) throw refusals.pdfStreamDictionary();
-      continue;
-    }
-    const header = /(\d+)\s+\d+\s+$/.exec(buffer.toString('latin1', Math.max(from, obj - 32), obj));
-    const start = dataStart(buffer, at + STREAM.length);
-    if (start < 0) continue;
-    found.push({ num: header ? Number(header[1]) : null, dictionary: dictionary.entries, start, end: dataEnd(buffer, start, dictionary.entries.get('Length')) });
-  }
-  return found;
-}
-
-function endsWithDictionary(buffer: Buffer, from: number, at: number): boolean {
-  let end = at;
-  while (end > from && !isRegular(buffer[end - 1]) && buffer[end - 1] !== 0x3e) end -= 1;
-  return end - 2 >= from && buffer[end - 1] === 0x3e && buffer[end - 2] === 0x3e;
-}
-
-/** Past the end of line after the keyword: CR LF, LF or CR, as pdf.js's skipToNextLine. */
-function dataStart(buffer: Buffer, from: number): number {
-  for (let at = from; at < buffer.length; at++) {
-    if (buffer[at] === 0x0a) return at + 1;
-    if (buffer[at] === 0x0d) return buffer[at + 1] === 0x0a ? at + 2 : at + 1;
-  }
-  return -1;
+  if (weighedSize(weighed, uses, maxInflatedBytes) > maxInflatedBytes) throw tooMuch();
 }
 
 /**
- * pdf.js takes /Length when `endstream` follows it, else it searches for `endstream`. A direct
- * length that checks out is used; otherwise the rest of the file, which holds whatever pdf.js reads
- * (every decoder here gives at least as much from a longer input) and which the decoders end
- * themselves within.
+ * What to read again with the next chunk: from the first name whose reading ran into the end. A
+ * name followed only by whitespace or a comment that runs on is kept as the name and a space (or
+ * the start of a comment), so a long comment between `/Fm1` and `Do` cannot push it out.
  */
-function dataEnd(buffer: Buffer, start: number, length: PdfValue | undefined): number {
-  if (length?.kind === 'number' && Number.isInteger(length.value) && length.value >= 0 && start + length.value <= buffer.length) {
-    let at = start + length.value;
-    while (at < buffer.length && !isRegular(buffer[at])) at += 1;
-    if (buffer.subarray(at, at + ENDSTREAM.length).equals(ENDSTREAM)) return start + length.value;
+function rest(joined: Buffer, pending: number): Buffer {
+  if (pending >= joined.length) return Buffer.alloc(0);
+  if (joined.length - pending <= CARRY) return joined.subarray(pending);
+  let nameEnd = pending + 1;
+  while (nameEnd < joined.length && nameEnd - pending <= CARRY && !isDelimiterOrSpace(joined[nameEnd]!)) nameEnd += 1;
+  if (nameEnd - pending > CARRY) throw refusals.pdfUncheckable('its content has a name longer than 64 KiB');
+  const comment = joined.lastIndexOf(0x25);
+  const inComment = comment >= nameEnd && joined.indexOf(0x0a, comment) < 0 && joined.indexOf(0x0d, comment) < 0;
+  return Buffer.concat([joined.subarray(pending, nameEnd), Buffer.from(inComment ? ' %' : ' ')]);
+}
+
+function isDelimiterOrSpace(byte: number): boolean {
+  return ' \t\r\n\f\0()<>[]{}/%'.includes(String.fromCharCode(byte));
+}
+
+/**
+ * A page's /Contents may name an array object (`/Contents 7 0 R`, 7 being `[3 0 R 3 0 R]`); pdf.js
+ * fetches it and decodes every stream it names, so each entry counts as a use of that stream.
+ */
+function contentsArrays(uses: StreamUses, objects: PlainObjects, streams: Set<number>): void {
+  const added = new Map<number, number>();
+  for (const [num, count] of uses.contents) {
+    if (streams.has(num)) continue;
+    for (const value of objects.get(num) ?? []) {
+      if (value.kind !== 'array') continue;
+      for (const item of value.items) if (item.kind === 'ref') added.set(item.num, (added.get(item.num) ?? 0) + count);
+    }
   }
-  return buffer.length;
+  for (const [num, count] of added) uses.contents.set(num, (uses.contents.get(num) ?? 0) + count);
 }
 
 /** The stream's data in chunks growing from 1 KiB, so many small streams are not each charged a large read. */
@@ -227,9 +219,13 @@ function stages(stream: FoundStream): { stages: Stage[]; imageCodec: string | nu
       case 'RunLengthDecode':
         result.push(runLength);
         break;
-      // pdf.js passes a stream through a filter it does not know (Crypt included).
-      default:
+      case 'BrotliDecode':
+        result.push(brotli);
         break;
+      // Only filters this check can count are let through: a name unknown here may be one pdf.js
+      // decodes (it learnt /BrotliDecode after this check was written), not one it passes over.
+      default:
+        throw refusals.pdfFilter(`the filter /${item.name}, which this check does not know`);
     }
   }
   return { stages: result, imageCodec: null };
