@@ -12,7 +12,8 @@ export interface paths {
         /**
          * Sign up with an email address and a password
          * @description Creates a user and its password (argon2id). When this deployment requires email verification
-         *     (see system.authConfig), emails a verification link (valid 1 hour, leading to `callbackURL`) and
+         *     (see system.authConfig), emails a verification link (valid 1 hour, leading to `callbackURL`;
+         *     not when the address's mail budget, `MAIL_PER_RECIPIENT_LIMIT`, is spent) and
          *     answers `token: null` without signing in (412 PRECONDITION_FAILED when no email provider is
          *     configured, since the link could not be sent); otherwise it signs the user in: a new session whose
          *     token is in the body, the `set-auth-token` header and the `session` cookie. An email address
@@ -276,7 +277,10 @@ export interface paths {
          * Request a password-reset email
          * @description When an account has this email address, emails it a link to `redirectTo` carrying a single-use
          *     token, valid for 1 hour and stored hashed. Answers `status: true` whether or not an account
-         *     exists, so the route does not reveal which addresses have accounts. `redirectTo` must be a path
+         *     exists, so the route does not reveal which addresses have accounts; and the same when the
+         *     address's mail budget (`MAIL_PER_RECIPIENT_LIMIT` mails per `MAIL_PER_RECIPIENT_WINDOW_MINUTES`,
+         *     every kind together) is spent: then no mail is sent. Every request counts against that budget,
+         *     whether or not an account exists. `redirectTo` must be a path
          *     or an address on a trusted origin (400 otherwise). 412 PRECONDITION_FAILED when no email
          *     provider is configured. Public; rate-limited per IP. A request that carries a Cookie header must
          *     come from a trusted Origin (403 FORBIDDEN otherwise); bearer and cookie-less requests skip that
@@ -326,7 +330,10 @@ export interface paths {
          * Send a new email-verification link
          * @description When an account with this email address is not verified yet, emails it a verification link
          *     (valid 1 hour, leading to `callbackURL`). Answers `status: true` either way, so the route does
-         *     not reveal which addresses have accounts. `callbackURL` must be a path or an address on a
+         *     not reveal which addresses have accounts; the same when the address's mail budget
+         *     (`MAIL_PER_RECIPIENT_LIMIT` mails per `MAIL_PER_RECIPIENT_WINDOW_MINUTES`, every kind together)
+         *     is spent: then no mail is sent. Every request counts against that budget, whether or not an
+         *     account exists. `callbackURL` must be a path or an address on a
          *     trusted origin (400 otherwise). 412 PRECONDITION_FAILED when no email provider is configured.
          *     Public; rate-limited per IP. A request that carries a Cookie header must come from a trusted
          *     Origin (403 FORBIDDEN otherwise); bearer and cookie-less requests skip that check.
@@ -516,6 +523,14 @@ export interface paths {
          *     must be a team of the organization (404 NOT_FOUND). While billing is configured, members plus
          *     pending invitations may not exceed the plan's member limit (403 LIMIT_REACHED, kind `members`).
          *     412 PRECONDITION_FAILED when no email provider is configured. Audited (invitation.created).
+         *
+         *     Mail limits (429 TOO_MANY_REQUESTS with `Retry-After`, nothing created or changed): a re-send
+         *     within `INVITATION_RESEND_COOLDOWN_SECONDS` (60 by default) of the invitation's last mail; and
+         *     every address may receive at most `MAIL_PER_RECIPIENT_LIMIT` mails (10 by default) per
+         *     `MAIL_PER_RECIPIENT_WINDOW_MINUTES` (60), invitations, re-sends, verification and
+         *     password-reset links together, whoever asks for them. The names in the mail (the
+         *     organization's, the inviter's) are put on one line without control or invisible characters,
+         *     and cut to 80 characters. Rate-limited per IP with the sign-in routes' tight budget.
          */
         post: operations["auth.organization.inviteMember"];
         delete?: never;
@@ -542,7 +557,8 @@ export interface paths {
          *     is already a member; 404 NOT_FOUND for an unknown invitation. Signed in. Audited
          *     (invitation.accepted, member.added). While billing is configured, 403 LIMIT_REACHED (kind
          *     `members`) when the members and the other pending invitations already take every seat of
-         *     the plan (after a move to a smaller plan: the invitation itself holds a seat).
+         *     the plan (after a move to a smaller plan: the invitation itself holds a seat). Rate-limited per
+         *     IP with the sign-in routes' tight budget.
          */
         post: operations["auth.organization.acceptInvitation"];
         delete?: never;
@@ -565,7 +581,8 @@ export interface paths {
          * @description Marks the invitation rejected; `member` is null in the answer. Only the invitee: the caller's
          *     email address must be verified and equal the invitation's (403 FORBIDDEN otherwise). The
          *     invitation must be pending (412 PRECONDITION_FAILED otherwise); 404 NOT_FOUND for an unknown
-         *     invitation. Signed in. Audited (invitation.rejected).
+         *     invitation. Signed in. Audited (invitation.rejected). Rate-limited per IP with the sign-in
+         *     routes' tight budget.
          */
         post: operations["auth.organization.rejectInvitation"];
         delete?: never;
@@ -589,7 +606,8 @@ export interface paths {
          *     (owner, admin) in the invitation's organization, derived from the row: an invitation of another
          *     organization answers 403, and only an owner cancels an invitation with role owner. An invitation
          *     that is no longer pending answers 412 PRECONDITION_FAILED; 404 NOT_FOUND for an unknown
-         *     invitation. Audited (invitation.canceled).
+         *     invitation. Audited (invitation.canceled). Rate-limited per IP with the sign-in routes' tight
+         *     budget.
          */
         post: operations["auth.organization.cancelInvitation"];
         delete?: never;

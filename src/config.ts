@@ -47,6 +47,12 @@ export interface Config {
   emailProvider: 'smtp' | 'log' | 'none';
   smtpUrl: string | undefined;
   emailFrom: string;
+  /**
+   * MAIL_PER_RECIPIENT_LIMIT mails to one address per MAIL_PER_RECIPIENT_WINDOW_MINUTES, every kind
+   * and sender together (email/outbox.ts); INVITATION_RESEND_COOLDOWN_SECONDS between two mails of
+   * one invitation.
+   */
+  mailBudget: { perRecipient: number; windowMinutes: number; resendCooldownSeconds: number };
   /** Users signing up (or already there at start) with these emails become platform admins. */
   adminEmails: string[];
   github: OAuthClient | null;
@@ -213,6 +219,11 @@ export function loadConfig(env: Env = process.env): Config {
     emailProvider,
     smtpUrl,
     emailFrom: settings.EMAIL_FROM ?? `Workspace API <no-reply@${mailDomain(publicUrl)}>`,
+    mailBudget: {
+      perRecipient: settings.MAIL_PER_RECIPIENT_LIMIT,
+      windowMinutes: settings.MAIL_PER_RECIPIENT_WINDOW_MINUTES,
+      resendCooldownSeconds: settings.INVITATION_RESEND_COOLDOWN_SECONDS,
+    },
     adminEmails: settings.ADMIN_EMAILS.map((item) => item.toLowerCase()),
     github,
     google,

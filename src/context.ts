@@ -9,7 +9,7 @@ import type { Database } from './db/connection.ts';
 import type { Logger } from './logger.ts';
 import type { Memberships, Tenant } from './auth/access.ts';
 import type { Authenticator } from './auth/authenticate.ts';
-import type { Mailer } from './email/mailer.ts';
+import type { Outbox } from './email/outbox.ts';
 import type { RateLimiter } from './auth/rate-limit.ts';
 import type { PlanLookup } from './credits/plans.ts';
 import type { StorageDriver } from './storage/driver.ts';
@@ -40,8 +40,11 @@ export interface Services {
   memberships: Memberships;
   /** The loaders of by-id operations' rows (composition/resources.ts), read by the binding layer. */
   resources: ResourceRegistry;
-  /** The configured email provider, or null when none is (features that send mail answer 412). */
-  mailer: Mailer | null;
+  /**
+   * The configured email provider behind the recipients' budget (email/outbox.ts), or null when
+   * none is configured (features that send mail answer 412).
+   */
+  mailer: Outbox | null;
   /**
    * Per-route limiters: in PostgreSQL on a database server, so every API instance counts against
    * one budget; in process memory on the embedded database (auth/shared-rate-limit.ts). Address

@@ -13,6 +13,8 @@ import { byAddress } from '../auth/rate-limit.ts';
 import type { LimiterFactory } from '../auth/rate-limit.ts';
 import { rateLimiters } from '../auth/shared-rate-limit.ts';
 import { createMailer } from '../email/providers.ts';
+import type { Mailer } from '../email/mailer.ts';
+import { createOutbox } from '../email/outbox.ts';
 import { billedPlans, unbilled } from '../credits/plans.ts';
 import { resolveSecret } from '../secret.ts';
 import { createAiClient } from '../ai-service/client.ts';
@@ -24,7 +26,9 @@ import { createStorageDriver } from '../storage/create-driver.ts';
 import { stripeClient } from '../billing/stripe-client.ts';
 import { resourceRegistry } from './resources.ts';
 
-export type ServiceOverrides = Partial<Pick<Services, 'authenticate' | 'memberships' | 'mailer' | 'now' | 'plans' | 'storage' | 'ai' | 'streamTiming'>> & {
+export type ServiceOverrides = Partial<Pick<Services, 'authenticate' | 'memberships' | 'now' | 'plans' | 'storage' | 'ai' | 'streamTiming'>> & {
+  /** The email provider (null: none); every mail still goes through the recipients' budget. */
+  mailer?: Mailer | null;
   /** Queue timing (tests shorten the retry backoff and the polling). */
   queue?: Pick<QueueOptions, 'retryDelaySeconds' | 'pollingSeconds'>;
 };
@@ -48,6 +52,9 @@ export function createServices(options: ServiceOptions): { services: Services; l
   // Starting behind the services (queue.ts, Starting): compose's `started` says when it has.
   const queue = openJobQueue({ db, settings: config.worker, logger, worker: options.works, ...overrides.queue });
   const events = jobEventBus();
+  // Every mail counts against its recipient's budget, all kinds and senders together (email/outbox.ts).
+  const recipients = limit('mail.recipient', { limit: config.mailBudget.perRecipient, windowMs: config.mailBudget.windowMinutes * 60_000 });
+  const outbox = (mailer: Mailer | null) => (mailer ? createOutbox({ mailer, budget: recipients, operatorAddress: config.contactEmail }) : null);
   const services: Services = {
     config,
     db,
@@ -60,7 +67,7 @@ export function createServices(options: ServiceOptions): { services: Services; l
     memberships: overrides.memberships ?? databaseMemberships(db.sql),
     resources: resourceRegistry,
     authenticate: overrides.authenticate ?? sessionAuthenticator(db.sql, now),
-    mailer: overrides.mailer === undefined ? createMailer(config, logger) : overrides.mailer,
+    mailer: outbox(overrides.mailer === undefined ? createMailer(config, logger) : overrides.mailer),
     limiters: {
       contact: byAddress(limit('contact', { limit: 5, windowMs: 10 * 60_000 })),
       // Keyed by signInKey (email and address): 5 tries at one account from one client per 15 minutes.

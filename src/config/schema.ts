@@ -174,7 +174,30 @@ export const configSchema = {
       minimum: 1,
       maximum: 1_000_000,
       default: 10,
-      description: 'Per-IP budget per minute of sign-up, sign-in, password change, password reset and verification email; every other `/api/auth/*` route gets ten times as much.',
+      description:
+        'Per-IP budget per minute of sign-up, sign-in, password change, password reset, verification email and the invitation routes (invite, accept, reject, cancel); every other `/api/auth/*` route gets ten times as much.',
+    },
+    MAIL_PER_RECIPIENT_LIMIT: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1_000_000,
+      default: 10,
+      description:
+        'Mails one address may receive per `MAIL_PER_RECIPIENT_WINDOW_MINUTES`, all kinds together (invitations and their re-sends, verification and password-reset links) and whoever asks for them. Past it an invitation answers 429; a verification or reset link is not sent (the answer stays the same) and the refusal is logged ([rate-limits.md](rate-limits.md)).',
+    },
+    MAIL_PER_RECIPIENT_WINDOW_MINUTES: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 10_080,
+      default: 60,
+      description: 'The window of `MAIL_PER_RECIPIENT_LIMIT`, in minutes (at most a week).',
+    },
+    INVITATION_RESEND_COOLDOWN_SECONDS: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 86_400,
+      default: 60,
+      description: 'How long after an invitation was mailed `resend: true` answers 429 (with `Retry-After`) instead of mailing it again. `0`: no cooldown (the per-recipient budget still applies).',
     },
     EMAIL_PROVIDER: {
       type: 'string',

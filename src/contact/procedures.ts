@@ -6,6 +6,7 @@
 import type { Handlers } from '../context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { refusal } from '../auth/rate-limit.ts';
+import { inlineName } from '../email/user-text.ts';
 
 export const contactProcedures = {
   'contact.send': async (input, ctx) => {
@@ -23,7 +24,7 @@ export const contactProcedures = {
     await mailer.send({
       to: contactEmail,
       replyTo: input.name ? { name: input.name, address: input.email } : input.email,
-      subject: `Contact form: ${input.name ?? input.email}`,
+      subject: `Contact form: ${inlineName(input.name ?? input.email)}`,
       text: input.message,
     });
     return { ok: true };

@@ -18,8 +18,21 @@ import { canonicalPath, findRoute } from './route-lookup.ts';
 /**
  * Every route that checks a secret (a password, a reset or verification token) or sends mail gets
  * a tight per-address budget (identity.md; test/http/identity-limit-paths.test.ts walks the list).
+ * The invitation routes too (issue 40): inviteMember mails an address its caller chose, and the
+ * others answer for invitation ids that mails carry.
  */
-export const SENSITIVE: readonly string[] = ['auth.signUpEmail', 'auth.signInEmail', 'auth.requestPasswordReset', 'auth.sendVerificationEmail', 'auth.resetPassword', 'auth.changePassword'];
+export const SENSITIVE: readonly string[] = [
+  'auth.signUpEmail',
+  'auth.signInEmail',
+  'auth.requestPasswordReset',
+  'auth.sendVerificationEmail',
+  'auth.resetPassword',
+  'auth.changePassword',
+  'auth.organization.inviteMember',
+  'auth.organization.acceptInvitation',
+  'auth.organization.rejectInvitation',
+  'auth.organization.cancelInvitation',
+];
 
 const MESSAGE = 'Too many attempts, try again in a minute.';
 

@@ -4,6 +4,7 @@
  * accept route (or the reject route).
  */
 import type { MailMessage } from '../email/mailer.ts';
+import { inlineName } from '../email/user-text.ts';
 
 export interface InvitationEmail {
   to: string;
@@ -16,8 +17,9 @@ export interface InvitationEmail {
 }
 
 export function invitationEmail(options: InvitationEmail): MailMessage {
-  const organization = oneLine(options.organizationName);
-  const inviter = oneLine(options.inviterName);
+  // Both names were chosen by users the invitee may not know (email/user-text.ts).
+  const organization = inlineName(options.organizationName);
+  const inviter = inlineName(options.inviterName);
   const acceptUrl = `${options.publicUrl}/api/auth/organization/accept-invitation`;
   const rejectUrl = `${options.publicUrl}/api/auth/organization/reject-invitation`;
   const body = JSON.stringify({ invitationId: options.invitationId });
@@ -38,12 +40,4 @@ export function invitationEmail(options: InvitationEmail): MailMessage {
       'If you did not expect this invitation, you can ignore this email.',
     ].join('\n'),
   };
-}
-
-/** Names come from users; keep them from breaking the subject line or the layout. */
-function oneLine(value: string): string {
-  return value
-    .replace(/[\p{Cc}\u2028\u2029]+/gu, ' ')
-    .trim()
-    .slice(0, 100);
 }

@@ -5,18 +5,21 @@
 import { type AuthHandlers, signedIn } from '../context.ts';
 import { writeAudit } from '../audit/store.ts';
 import type { Principal } from '../auth/principal.ts';
+import { retryAfter } from '../auth/rate-limit.ts';
 import { findUser } from '../auth/users-store.ts';
 import { ApiError } from '../contract/errors.ts';
 import type { Db } from '../db/db.ts';
 import { newId } from '../ids.ts';
 import { invitationEmail } from './invitation-email.ts';
 import { assertMayActOn, callerRole } from './member-guards.ts';
-import { findInvitation, insertInvitation, pendingInvitationFor, renewInvitation, setInvitationStatus, takenSeats, toInvitation, type InvitationRow } from './invitations-store.ts';
-import { findMember, insertMemberUnlessPresent, membersOf, roleIn, toMember } from './members-store.ts';
+import { findInvitation, insertInvitation, pendingInvitationFor, renewInvitation, setInvitationStatus, takenSeats, toInvitation, unmarkSent, type InvitationRow } from './invitations-store.ts';
+import { findMember, insertMemberUnlessPresent, membersOf, roleIn, toMember, type OrganizationRole } from './members-store.ts';
 import { lockOrganization } from './store.ts';
 import { ensureTeamMember, findTeam } from './teams-store.ts';
 
 export const INVITATION_LIFETIME_MS = 48 * 3600_000;
+
+const RESEND_COOLDOWN_MESSAGE = 'This invitation was sent moments ago, try again later.';
 
 export const invitationRoutes = {
   async 'auth.organization.inviteMember'(input, ctx) {
@@ -27,14 +30,23 @@ export const invitationRoutes = {
     const plan = await plans.limitsFor(input.organizationId);
     const now = ctx.services.now();
     const expiresAt = new Date(now.getTime() + INVITATION_LIFETIME_MS);
-    const { invitation, organizationName, inviterName } = await db.sql.begin(async (tx) => {
+    const cooldownMs = config.mailBudget.resendCooldownSeconds * 1000;
+    // The mail counts against the address's budget, all kinds and senders together (email/outbox.ts);
+    // spent, the answer is 429 and nothing is written. Counted before the transaction, as no pool
+    // query may run inside it; the refusals that repeated requests meet (an existing invitation
+    // without `resend`, a re-send within the cooldown, the owner rules) are answered first, with the
+    // role the binding layer found, so that they spend none of the budget. The transaction checks
+    // them again under the organization's lock.
+    if (ctx.tenant) assertInvitable(ctx.tenant.role, input, await pendingInvitationFor(db.sql, input.organizationId, input.email), now, cooldownMs);
+    const slot = await mailer.reserve(input.email);
+    const { invitation, organizationName, inviterName, previouslySent } = await db.sql.begin(async (tx) => {
       // The organization's row lock serializes invitations, so two at once cannot both take the last
       // seat ("no key": rows that only reference the organization, like new members, need not wait).
       const organization = await lockOrganization(tx, input.organizationId);
       if (!organization) throw new ApiError('FORBIDDEN'); // deleted since the access check
       const members = await membersOf(tx, input.organizationId);
       const actor = callerRole(members, principal, ctx.tenant?.permission);
-      if (input.role === 'owner' && actor !== 'owner') throw new ApiError('FORBIDDEN', { message: 'Only an owner can invite an owner.' });
+      assertInvitable(actor, input, null, now, cooldownMs); // the owner rule, before the team's 404
       if (input.teamId !== undefined) {
         const team = await findTeam(tx, input.teamId);
         if (!team || team.organizationId !== input.organizationId) throw new ApiError('NOT_FOUND', { message: 'No such team in this organization.' });
@@ -42,8 +54,9 @@ export const invitationRoutes = {
       const email = input.email.toLowerCase();
       if (members.some((member) => member.email.toLowerCase() === email)) throw new ApiError('CONFLICT', { message: 'This address already belongs to a member.' });
       const pending = await pendingInvitationFor(tx, input.organizationId, input.email);
-      if (pending && !input.resend) throw new ApiError('CONFLICT', { message: 'A pending invitation for this address exists: pass resend: true to send it again.' });
-      if (pending) assertMayActOn(actor, pending.role, input.role);
+      // One invitation is mailed at most once per cooldown, on any instance: the organization's lock
+      // orders this check and the write of sentAt below.
+      assertInvitable(actor, input, pending, now, cooldownMs);
       if (plan) {
         // Seats: members plus invitations that can still be accepted (an expired one holds none);
         // a re-sent invitation is already among them.
@@ -67,21 +80,27 @@ export const invitationRoutes = {
         now,
       );
       const inviter = members.find((member) => member.userId === principal.userId)!;
-      return { invitation: row, organizationName: organization.name, inviterName: inviter.name };
+      return { invitation: row, organizationName: organization.name, inviterName: inviter.name, previouslySent: pending?.sentAt ?? null };
     });
     // Sent after the commit so no transaction waits on the mail server. If sending fails the
-    // answer is a 500 and the invitation stays pending: `resend: true` tries again.
-    await mailer.send(
-      invitationEmail({
-        to: invitation.email,
-        invitationId: invitation.id,
-        organizationName,
-        inviterName,
-        role: invitation.role,
-        expiresAt: invitation.expiresAt,
-        publicUrl: config.publicUrl,
-      }),
-    );
+    // answer is a 500 and the invitation stays pending, not marked sent: `resend: true` tries again
+    // at once (the failed attempt still counted against the address's budget).
+    try {
+      await slot.send(
+        invitationEmail({
+          to: invitation.email,
+          invitationId: invitation.id,
+          organizationName,
+          inviterName,
+          role: invitation.role,
+          expiresAt: invitation.expiresAt,
+          publicUrl: config.publicUrl,
+        }),
+      );
+    } catch (error) {
+      await unmarkSent(db.sql, invitation.id, invitation.sentAt!, previouslySent);
+      throw error;
+    }
     return { body: toInvitation(invitation) };
   },
 
@@ -158,6 +177,21 @@ export const invitationRoutes = {
     return { body };
   },
 } satisfies AuthHandlers;
+
+/**
+ * The rules of an invitation from `actor` (inviteMember's input) to an address with the `pending`
+ * invitation, if any: only an owner invites an owner or re-sends an owner's invitation (403); a
+ * pending one is re-sent only with `resend` (409) and not within the cooldown after its last mail
+ * (429, with the seconds left).
+ */
+function assertInvitable(actor: OrganizationRole, input: { role: OrganizationRole; resend?: boolean | undefined }, pending: InvitationRow | null, now: Date, cooldownMs: number): void {
+  if (input.role === 'owner' && actor !== 'owner') throw new ApiError('FORBIDDEN', { message: 'Only an owner can invite an owner.' });
+  if (!pending) return;
+  if (!input.resend) throw new ApiError('CONFLICT', { message: 'A pending invitation for this address exists: pass resend: true to send it again.' });
+  assertMayActOn(actor, pending.role, input.role);
+  const until = (pending.sentAt?.getTime() ?? -Infinity) + cooldownMs;
+  if (until > now.getTime()) throw new ApiError('TOO_MANY_REQUESTS', { message: RESEND_COOLDOWN_MESSAGE, headers: { 'Retry-After': String(retryAfter(until, now.getTime())) } });
+}
 
 /**
  * The invitation, locked, when the caller is its invitee: their address must be verified and

@@ -19,10 +19,13 @@ export interface InvitationRow {
   inviterId: string | null;
   expiresAt: Date;
   createdAt: Date;
+  /** When it was last mailed; null when not known to have been (sql/0018_invitation_sent_at.sql). */
+  sentAt: Date | null;
 }
 
 // Every column, camelCase. A constant list, so `unsafe` injects nothing from outside.
-const INVITATION_COLUMNS = 'id, organization_id as "organizationId", email, role, team_id as "teamId", status, inviter_id as "inviterId", ' + 'expires_at as "expiresAt", created_at as "createdAt"';
+const INVITATION_COLUMNS =
+  'id, organization_id as "organizationId", email, role, team_id as "teamId", status, inviter_id as "inviterId", ' + 'expires_at as "expiresAt", created_at as "createdAt", sent_at as "sentAt"';
 
 export function toInvitation(row: InvitationRow): Invitation {
   return {
@@ -90,20 +93,28 @@ interface InvitationTerms {
 
 export async function insertInvitation(tx: Db, row: InvitationTerms & { id: string; organizationId: string; email: string }): Promise<InvitationRow> {
   const [invitation] = await tx<InvitationRow[]>`
-    insert into invitations (id, organization_id, email, role, team_id, status, inviter_id, expires_at, created_at, updated_at)
+    insert into invitations (id, organization_id, email, role, team_id, status, inviter_id, expires_at, created_at, updated_at, sent_at)
     values (${row.id}, ${row.organizationId}, ${row.email}, ${row.role}, ${row.teamId}, 'pending',
-            ${row.inviterId}, ${row.expiresAt}, ${row.now}, ${row.now})
+            ${row.inviterId}, ${row.expiresAt}, ${row.now}, ${row.now}, ${row.now})
     returning ${tx.unsafe(INVITATION_COLUMNS)}`;
   return invitation!;
 }
 
-/** Re-sends a pending invitation with new terms. */
+/** Re-sends a pending invitation with new terms; both this and insertInvitation mark it mailed at `now`. */
 export async function renewInvitation(tx: Db, id: string, terms: InvitationTerms): Promise<InvitationRow> {
   const [invitation] = await tx<InvitationRow[]>`
     update invitations set role = ${terms.role}, team_id = ${terms.teamId}, inviter_id = ${terms.inviterId},
-                           expires_at = ${terms.expiresAt}, updated_at = ${terms.now}
+                           expires_at = ${terms.expiresAt}, updated_at = ${terms.now}, sent_at = ${terms.now}
     where id = ${id} returning ${tx.unsafe(INVITATION_COLUMNS)}`;
   return invitation!;
+}
+
+/**
+ * Its mail could not be sent: `sentAt` goes back to `previous`, unless a later re-send has marked
+ * it since (its own time then stands).
+ */
+export async function unmarkSent(db: Db, id: string, sentAt: Date, previous: Date | null): Promise<void> {
+  await db`update invitations set sent_at = ${previous} where id = ${id} and sent_at = ${sentAt}`;
 }
 
 export async function setInvitationStatus(db: Db, id: string, status: InvitationRow['status'], now: Date): Promise<InvitationRow> {

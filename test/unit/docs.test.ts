@@ -94,6 +94,9 @@ describe('docs/rate-limits.md', () => {
   const documented = new Map(rows.map(([limiter, , limit, window]) => [limiter!.replace(/`/g, ''), { limit: limit!, window: window! }]));
   const perMinute = configSchema.properties.RATE_LIMIT_PER_MINUTE.default;
   const authPerMinute = configSchema.properties.AUTH_RATE_LIMIT_PER_MINUTE.default;
+  const mailBudget = { perRecipient: configSchema.properties.MAIL_PER_RECIPIENT_LIMIT.default, windowMinutes: configSchema.properties.MAIL_PER_RECIPIENT_WINDOW_MINUTES.default };
+  /** The settings the limiters of createServices read, at their defaults. */
+  const defaults = { authRateLimitPerMinute: authPerMinute, rateLimitPerMinute: perMinute, mailBudget };
 
   /** The limiters a middleware builds, recorded by name, with the defaults of the settings. */
   function built(make: (factory: LimiterFactory) => unknown): Map<string, { limit: number; windowMs: number }> {
@@ -113,7 +116,7 @@ describe('docs/rate-limits.md', () => {
     [...servicesSource.matchAll(/limit\('([^']+)', \{ limit: ([^,]+), windowMs: ([^}]+) \}\)/g)].map(([, name, limit, windowMs]) => {
       // Arithmetic over the settings' defaults (`config.authRateLimitPerMinute * 5`, `15 * 60_000`), from our own source.
       // eslint-disable-next-line @typescript-eslint/no-implied-eval -- evaluates arithmetic copied from our own source (above), on purpose
-      const evaluate = (expression: string) => Number(new Function('config', `return ${expression.replace(/_/g, '')};`)({ authRateLimitPerMinute: authPerMinute, rateLimitPerMinute: perMinute }));
+      const evaluate = (expression: string) => Number(new Function('config', `return ${expression.replace(/_/g, '')};`)(defaults));
       return [name!, { limit: evaluate(limit!), windowMs: evaluate(windowMs!) }];
     }),
   );
@@ -121,7 +124,7 @@ describe('docs/rate-limits.md', () => {
   const all = new Map([...built((factory) => ipLimiter(perMinute, factory)), ...built((factory) => identityLimiter(authPerMinute, factory)), ...fromServices]);
 
   it('reads every limiter the service builds', () => {
-    expect([...all.keys()].toSorted()).toEqual(['contact', 'identity', 'identity.sensitive', 'ip', 'search', 'sign-in.address', 'sign-in.email']);
+    expect([...all.keys()].toSorted()).toEqual(['contact', 'identity', 'identity.sensitive', 'ip', 'mail.recipient', 'search', 'sign-in.address', 'sign-in.email']);
   });
 
   it.each([...all.keys()])('%s: its default limit and window', (name) => {

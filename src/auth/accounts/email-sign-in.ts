@@ -7,6 +7,7 @@ import type { AuthHandlers } from '../../context.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
 import { createSession, isBanned, sessionExpiry } from '../sessions.ts';
 import { mailVerificationLink } from './emails.ts';
+import { isMailBudgetSpent } from '../../email/outbox.ts';
 import { checkRedirectTarget } from '../redirect-targets.ts';
 import { findUserWithPasswordByEmail, insertUserWithPassword } from '../users-store.ts';
 import { refusal, signInKey } from '../rate-limit.ts';
@@ -25,11 +26,13 @@ export const emailSignInRoutes = {
     const user = await insertUserWithPassword(db.sql, { name: input.name, email: input.email, role, passwordHash, now });
 
     if (mailer) {
-      // Best effort: the account exists either way, and send-verification-email can mail a new link.
+      // Best effort: the account exists either way, and send-verification-email can mail a new link
+      // (also once the address's mail budget, email/outbox.ts, has room again).
       try {
-        await mailVerificationLink(ctx.services, mailer, user, input.callbackURL);
+        await mailVerificationLink(ctx.services, await mailer.reserve(user.email), user, input.callbackURL);
       } catch (error) {
-        ctx.log.error({ err: error, userId: user.id }, 'verification email could not be sent');
+        if (isMailBudgetSpent(error)) ctx.log.warn({ userId: user.id }, "verification email not sent: the recipient's mail budget is spent");
+        else ctx.log.error({ err: error, userId: user.id }, 'verification email could not be sent');
       }
     }
     if (config.requireEmailVerification) return { body: { token: null, user: toUser(user, now) } };

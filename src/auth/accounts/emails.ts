@@ -4,7 +4,9 @@
  */
 import type { Config } from '../../config.ts';
 import type { Sql } from '../../db/connection.ts';
-import type { Mailer, MailMessage } from '../../email/mailer.ts';
+import type { MailMessage } from '../../email/mailer.ts';
+import type { MailSlot } from '../../email/outbox.ts';
+import { inlineName } from '../../email/user-text.ts';
 import type { User } from '../users-store.ts';
 import { absoluteTarget, withQuery } from '../redirect-targets.ts';
 import { issueEmailToken } from './verification-tokens.ts';
@@ -16,12 +18,13 @@ export interface LinkServices {
   now: () => Date;
 }
 
+/** `name` is the account's, chosen by whoever signed up with the address (not always its owner). */
 export function verificationMessage(to: string, name: string, link: string): MailMessage {
   return {
     to,
     subject: 'Verify your email address',
     text: [
-      `Hello ${name},`,
+      `Hello ${inlineName(name)},`,
       '',
       'Please confirm that this is your email address by opening this link:',
       '',
@@ -38,7 +41,7 @@ export function passwordResetMessage(to: string, name: string, link: string): Ma
     to,
     subject: 'Reset your password',
     text: [
-      `Hello ${name},`,
+      `Hello ${inlineName(name)},`,
       '',
       'Someone (hopefully you) asked to reset the password of your account. To choose a new password, open this link:',
       '',
@@ -51,21 +54,24 @@ export function passwordResetMessage(to: string, name: string, link: string): Ma
   };
 }
 
-/** Issues a verification token and mails the link to GET /api/auth/verify-email. */
-export async function mailVerificationLink(services: LinkServices, mailer: Mailer, user: User, callbackURL: string | undefined): Promise<void> {
+/**
+ * Issues a verification token and mails the link to GET /api/auth/verify-email, in `slot`: a mail
+ * already counted against the address's budget (email/outbox.ts), so a refused one made no token.
+ */
+export async function mailVerificationLink(services: LinkServices, slot: MailSlot, user: User, callbackURL: string | undefined): Promise<void> {
   const token = await issueEmailToken(services.db.sql, { purpose: 'email-verification', userId: user.id, email: user.email, now: services.now() });
   const params: Record<string, string> = { token };
   if (callbackURL !== undefined) params.callbackURL = callbackURL;
   const link = withQuery(`${services.config.publicUrl}/api/auth/verify-email`, params);
-  await mailer.send(verificationMessage(user.email, user.name, link));
+  await slot.send(verificationMessage(user.email, user.name, link));
 }
 
 /**
  * Issues a reset token and mails a link to the client's page (`redirectTo`, with `token` in its
- * query), or, without one, to the API's reset route with the token.
+ * query), or, without one, to the API's reset route with the token; in `slot`, as above.
  */
-export async function mailPasswordResetLink(services: LinkServices, mailer: Mailer, user: User, redirectTo: string | undefined): Promise<void> {
+export async function mailPasswordResetLink(services: LinkServices, slot: MailSlot, user: User, redirectTo: string | undefined): Promise<void> {
   const token = await issueEmailToken(services.db.sql, { purpose: 'password-reset', userId: user.id, email: user.email, now: services.now() });
   const page = redirectTo === undefined ? `${services.config.publicUrl}/api/auth/reset-password` : absoluteTarget(services.config, redirectTo);
-  await mailer.send(passwordResetMessage(user.email, user.name, withQuery(page, { token })));
+  await slot.send(passwordResetMessage(user.email, user.name, withQuery(page, { token })));
 }

@@ -1,9 +1,10 @@
 /**
  * Identity routes: password change, password reset and email verification (auth.changePassword
  * ... auth.verifyEmail). The routes that mail a link answer the same whether or not the address
- * has an account, and mail in the background so the response time does not tell either.
+ * has an account, and mail in the background so the response time does not tell either; the same
+ * too when the address's mail budget is spent (email/outbox.ts): the mail is then not sent.
  */
-import type { Mailer } from '../../email/mailer.ts';
+import { isMailBudgetSpent, type Outbox } from '../../email/outbox.ts';
 import { ApiError } from '../../contract/errors.ts';
 import { type AuthContext, type AuthHandlers, signedIn } from '../../context.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../passwords.ts';
@@ -46,7 +47,12 @@ export const accountRoutes = {
     checkRedirectTarget(ctx.services.config, 'redirectTo', input.redirectTo);
     const mailer = requireMailer(ctx);
     const user = await findUserWithPasswordByEmail(ctx.services.db.sql, input.email);
-    if (user) inBackground(ctx, 'password reset email', () => mailPasswordResetLink(ctx.services, mailer, user, input.redirectTo));
+    inBackground(ctx, 'password reset email', user, async () => {
+      // Counted whether or not the address has an account: the budget's state, which an
+      // invitation's 429 shows, must not tell which addresses have one.
+      const slot = await mailer.reserve(input.email);
+      if (user) await mailPasswordResetLink(ctx.services, slot, user, input.redirectTo);
+    });
     return { body: { status: true } };
   },
 
@@ -74,7 +80,11 @@ export const accountRoutes = {
     checkRedirectTarget(ctx.services.config, 'callbackURL', input.callbackURL);
     const mailer = requireMailer(ctx);
     const user = await findUserWithPasswordByEmail(ctx.services.db.sql, input.email);
-    if (user && !user.emailVerified) inBackground(ctx, 'verification email', () => mailVerificationLink(ctx.services, mailer, user, input.callbackURL));
+    inBackground(ctx, 'verification email', user, async () => {
+      // Counted for every address, as a password reset is (above).
+      const slot = await mailer.reserve(input.email);
+      if (user && !user.emailVerified) await mailVerificationLink(ctx.services, slot, user, input.callbackURL);
+    });
     return { body: { status: true } };
   },
 
@@ -91,14 +101,20 @@ export const accountRoutes = {
   },
 } satisfies AuthHandlers;
 
-function requireMailer(ctx: AuthContext): Mailer {
+function requireMailer(ctx: AuthContext): Outbox {
   if (!ctx.services.mailer) throw new ApiError('PRECONDITION_FAILED', { message: 'No email provider is configured.' });
   return ctx.services.mailer;
 }
 
-/** Runs `send` after the answer; a failure is logged (the client was told nothing either way). */
-function inBackground(ctx: AuthContext, what: string, send: () => Promise<void>): void {
-  send().catch((error: unknown) => ctx.log.error({ err: error }, `${what} could not be sent`));
+/**
+ * Runs `send` after the answer; a failure is logged (the client was told nothing either way), and
+ * so is a mail the recipient's budget refused (email/outbox.ts): the answer stays the same.
+ */
+function inBackground(ctx: AuthContext, what: string, user: { id: string } | null, send: () => Promise<void>): void {
+  send().catch((error: unknown) => {
+    if (isMailBudgetSpent(error)) ctx.log.warn({ userId: user?.id ?? null, retryAfter: error.headers['Retry-After'] }, `${what} not sent: the recipient's mail budget is spent`);
+    else ctx.log.error({ err: error }, `${what} could not be sent`);
+  });
 }
 
 /** True when the token was valid and the address is now verified; the token is spent either way. */
