@@ -381,8 +381,12 @@ export interface paths {
         /**
          * Create an organization
          * @description Creates an organization with the caller as its owner and answers it with its members. The slug
-         *     must be unique across the platform (409 CONFLICT). Any signed-in user may create organizations;
-         *     plan limits do not apply. Audited (organization.created).
+         *     must be unique across the platform (409 CONFLICT). Any signed-in user may create organizations.
+         *     While billing is configured, a user may own at most MAX_FREE_ORGANIZATIONS_PER_USER (default 3)
+         *     organizations on the free plan (those they own first without a live subscription): past it,
+         *     403 LIMIT_REACHED with kind `organizations`; an organization with a subscription does not
+         *     count. The organizations a user owns on the free plan also share one allowance of AI credits
+         *     and one place in the job queue. Audited (organization.created).
          */
         post: operations["auth.organization.create"];
         delete?: never;
@@ -2183,6 +2187,50 @@ export interface components {
             members: components["schemas"]["Member"][];
         };
         /**
+         * @description A plan limit is reached. Only answered while billing is configured on the deployment.
+         * @example {
+         *       "defined": true,
+         *       "code": "LIMIT_REACHED",
+         *       "status": 403,
+         *       "message": "Your plan allows 3 workspaces.",
+         *       "data": {
+         *         "kind": "workspaces",
+         *         "limit": 3,
+         *         "plan": "free"
+         *       }
+         *     }
+         */
+        LimitReachedError: {
+            /** @description True when the operation declares this code in its contract. */
+            defined: boolean;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            code: "LIMIT_REACHED";
+            /** @constant */
+            status: 403;
+            /**
+             * @description Human-readable explanation.
+             * @example Your plan allows 3 workspaces.
+             */
+            message: string;
+            data: {
+                /**
+                 * @description The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know. `organizations`: the organizations one user may own on the free plan (auth.organization.create), a setting of the deployment rather than of a plan.
+                 * @enum {string}
+                 */
+                kind: "workspaces" | "members" | "aiCredits" | "storageBytes" | "organizations";
+                /** @description The plan's limit for this kind. */
+                limit: number;
+                /**
+                 * @description The organization's plan.
+                 * @example free
+                 */
+                plan: string;
+            };
+        };
+        /**
          * @description The request conflicts with the current state of the row.
          * @example {
          *       "defined": true,
@@ -2711,50 +2759,6 @@ export interface components {
              * @example false
              */
             resend?: boolean;
-        };
-        /**
-         * @description A plan limit is reached. Only answered while billing is configured on the deployment.
-         * @example {
-         *       "defined": true,
-         *       "code": "LIMIT_REACHED",
-         *       "status": 403,
-         *       "message": "Your plan allows 3 workspaces.",
-         *       "data": {
-         *         "kind": "workspaces",
-         *         "limit": 3,
-         *         "plan": "free"
-         *       }
-         *     }
-         */
-        LimitReachedError: {
-            /** @description True when the operation declares this code in its contract. */
-            defined: boolean;
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            code: "LIMIT_REACHED";
-            /** @constant */
-            status: 403;
-            /**
-             * @description Human-readable explanation.
-             * @example Your plan allows 3 workspaces.
-             */
-            message: string;
-            data: {
-                /**
-                 * @description The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know.
-                 * @enum {string}
-                 */
-                kind: "workspaces" | "members" | "aiCredits" | "storageBytes";
-                /** @description The plan's limit for this kind. */
-                limit: number;
-                /**
-                 * @description The organization's plan.
-                 * @example free
-                 */
-                plan: string;
-            };
         };
         /**
          * @description An invitation's id: `inv_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.
@@ -3639,18 +3643,6 @@ export interface components {
                 "application/json": components["schemas"]["UnauthorizedError"] | components["schemas"]["InvalidEmailOrPasswordError"];
             };
         };
-        /** @description The row's state does not allow this (CONFLICT). */
-        Conflict: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                "set-auth-token": components["headers"]["SetAuthToken"];
-                "Set-Cookie": components["headers"]["SetSessionCookie"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ConflictError"];
-            };
-        };
         /** @description The caller lacks access (FORBIDDEN), the Origin rule (CSRF) refused it: a request carrying a Cookie header but no trusted `Origin` (FORBIDDEN), or a plan limit is reached (LIMIT_REACHED, only while billing is configured). */
         ForbiddenOrLimitReached: {
             headers: {
@@ -3661,6 +3653,18 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["ForbiddenError"] | components["schemas"]["LimitReachedError"];
+            };
+        };
+        /** @description The row's state does not allow this (CONFLICT). */
+        Conflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "set-auth-token": components["headers"]["SetAuthToken"];
+                "Set-Cookie": components["headers"]["SetSessionCookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ConflictError"];
             };
         };
     };
@@ -4763,7 +4767,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["ForbiddenOrLimitReached"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["RequestTooLarge"];

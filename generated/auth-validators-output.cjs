@@ -7031,14 +7031,282 @@ return errors === 0;
 }
 validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_ConflictError = validate60;
-const schema76 = {"type":"object","description":"The request conflicts with the current state of the row.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"CONFLICT"},"status":{"type":"integer","const":409},"message":{"type":"string","description":"Human-readable explanation.","examples":["Conflict."]}},"examples":[{"defined":true,"code":"CONFLICT","status":409,"message":"Conflict."}],"$id":"https://contract.local/schemas/ConflictError"};
+exports.schema_LimitReachedError = validate60;
+const schema76 = {"type":"object","description":"A plan limit is reached. Only answered while billing is configured on the deployment.","required":["defined","code","status","message","data"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"LIMIT_REACHED"},"status":{"type":"integer","const":403},"message":{"type":"string","description":"Human-readable explanation.","examples":["Your plan allows 3 workspaces."]},"data":{"type":"object","required":["kind","limit","plan"],"additionalProperties":false,"properties":{"kind":{"type":"string","enum":["workspaces","members","aiCredits","storageBytes","organizations"],"description":"The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know. `organizations`: the organizations one user may own on the free plan (auth.organization.create), a setting of the deployment rather than of a plan."},"limit":{"type":"number","description":"The plan's limit for this kind."},"plan":{"type":"string","description":"The organization's plan.","examples":["free"]}}}},"examples":[{"defined":true,"code":"LIMIT_REACHED","status":403,"message":"Your plan allows 3 workspaces.","data":{"kind":"workspaces","limit":3,"plan":"free"}}],"$id":"https://contract.local/schemas/LimitReachedError"};
 
 function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/schemas/ConflictError" */;
+/*# sourceURL="https://contract.local/schemas/LimitReachedError" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate60.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.data === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "data"},message:"must have required property '"+"data"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message")) || (key0 === "data"))){
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err6 = {instancePath:instancePath+"/defined",schemaPath:"#/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if("LIMIT_REACHED" !== data1){
+const err8 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/const",keyword:"const",params:{allowedValue: "LIMIT_REACHED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(403 !== data2){
+const err10 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.data !== undefined){
+let data4 = data.data;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.kind === undefined){
+const err12 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data4.limit === undefined){
+const err13 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/required",keyword:"required",params:{missingProperty: "limit"},message:"must have required property '"+"limit"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data4.plan === undefined){
+const err14 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/required",keyword:"required",params:{missingProperty: "plan"},message:"must have required property '"+"plan"+"'"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+for(const key1 in data4){
+if(!(((key1 === "kind") || (key1 === "limit")) || (key1 === "plan"))){
+const err15 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data4.kind !== undefined){
+let data5 = data4.kind;
+if(typeof data5 !== "string"){
+const err16 = {instancePath:instancePath+"/data/kind",schemaPath:"#/properties/data/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(!(((((data5 === "workspaces") || (data5 === "members")) || (data5 === "aiCredits")) || (data5 === "storageBytes")) || (data5 === "organizations"))){
+const err17 = {instancePath:instancePath+"/data/kind",schemaPath:"#/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema76.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data4.limit !== undefined){
+let data6 = data4.limit;
+if(!((typeof data6 == "number") && (isFinite(data6)))){
+const err18 = {instancePath:instancePath+"/data/limit",schemaPath:"#/properties/data/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data4.plan !== undefined){
+if(typeof data4.plan !== "string"){
+const err19 = {instancePath:instancePath+"/data/plan",schemaPath:"#/properties/data/properties/plan/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+validate60.errors = vErrors;
+return errors === 0;
+}
+validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.schema_ConflictError = validate61;
+const schema77 = {"type":"object","description":"The request conflicts with the current state of the row.","required":["defined","code","status","message"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"CONFLICT"},"status":{"type":"integer","const":409},"message":{"type":"string","description":"Human-readable explanation.","examples":["Conflict."]}},"examples":[{"defined":true,"code":"CONFLICT","status":409,"message":"Conflict."}],"$id":"https://contract.local/schemas/ConflictError"};
+
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/ConflictError" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7179,20 +7447,20 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate61.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_OrganizationId = validate61;
-const schema77 = {"type":"string","pattern":"^org_[a-z2-7]{24}$","description":"An organization's id: `org_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["org_pycdybk377oxtzq6svizx3or"],"$id":"https://contract.local/schemas/OrganizationId"};
+exports.schema_OrganizationId = validate62;
+const schema78 = {"type":"string","pattern":"^org_[a-z2-7]{24}$","description":"An organization's id: `org_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["org_pycdybk377oxtzq6svizx3or"],"$id":"https://contract.local/schemas/OrganizationId"};
 const pattern26 = new RegExp("^org_[a-z2-7]{24}$", "u");
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/OrganizationId" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7221,20 +7489,20 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate61.errors = vErrors;
+validate62.errors = vErrors;
 return errors === 0;
 }
-validate61.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate62.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_OrganizationMetadataLeaf = validate62;
-const schema78 = {"description":"A metadata value at nesting level 4 (see OrganizationMetadataValue).","type":["string","number","boolean","null"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","examples":["aerospace",42,true],"$id":"https://contract.local/schemas/OrganizationMetadataLeaf"};
+exports.schema_OrganizationMetadataLeaf = validate63;
+const schema79 = {"description":"A metadata value at nesting level 4 (see OrganizationMetadataValue).","type":["string","number","boolean","null"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","examples":["aerospace",42,true],"$id":"https://contract.local/schemas/OrganizationMetadataLeaf"};
 const pattern27 = new RegExp("^[^\\u0000\\uD800-\\uDFFF]*$", "u");
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/OrganizationMetadataLeaf" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate62.evaluated;
+const evaluated0 = validate63.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7242,7 +7510,7 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if((((typeof data !== "string") && (!((typeof data == "number") && (isFinite(data))))) && (typeof data !== "boolean")) && (data !== null)){
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: schema78.type},message:"must be string,number,boolean,null"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: schema79.type},message:"must be string,number,boolean,null"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7263,19 +7531,19 @@ vErrors.push(err1);
 errors++;
 }
 }
-validate62.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate63.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_OrganizationMetadataValue3 = validate63;
-const schema79 = {"description":"A metadata value at nesting level 3 (see OrganizationMetadataValue).","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataLeaf"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataLeaf"},"examples":["aerospace",42,["ai"]],"$id":"https://contract.local/schemas/OrganizationMetadataValue3"};
+exports.schema_OrganizationMetadataValue3 = validate64;
+const schema80 = {"description":"A metadata value at nesting level 3 (see OrganizationMetadataValue).","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataLeaf"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataLeaf"},"examples":["aerospace",42,["ai"]],"$id":"https://contract.local/schemas/OrganizationMetadataValue3"};
 
-function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/OrganizationMetadataValue3" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate63.evaluated;
+const evaluated0 = validate64.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7283,7 +7551,7 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if((((typeof data != "object") && (typeof data !== "string")) && (!((typeof data == "number") && (isFinite(data))))) && (typeof data !== "boolean")){
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: schema79.type},message:"must be string,number,boolean,null,array,object"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: schema80.type},message:"must be string,number,boolean,null,array,object"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7309,7 +7577,7 @@ const len0 = data.length;
 for(let i0=0; i0<len0; i0++){
 let data0 = data[i0];
 if((((typeof data0 !== "string") && (!((typeof data0 == "number") && (isFinite(data0))))) && (typeof data0 !== "boolean")) && (data0 !== null)){
-const err2 = {instancePath:instancePath+"/" + i0,schemaPath:"https://contract.local/schemas/OrganizationMetadataLeaf/type",keyword:"type",params:{type: schema78.type},message:"must be string,number,boolean,null"};
+const err2 = {instancePath:instancePath+"/" + i0,schemaPath:"https://contract.local/schemas/OrganizationMetadataLeaf/type",keyword:"type",params:{type: schema79.type},message:"must be string,number,boolean,null"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7362,7 +7630,7 @@ errors++;
 for(const key1 in data){
 let data1 = data[key1];
 if((((typeof data1 !== "string") && (!((typeof data1 == "number") && (isFinite(data1))))) && (typeof data1 !== "boolean")) && (data1 !== null)){
-const err6 = {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"https://contract.local/schemas/OrganizationMetadataLeaf/type",keyword:"type",params:{type: schema78.type},message:"must be string,number,boolean,null"};
+const err6 = {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"https://contract.local/schemas/OrganizationMetadataLeaf/type",keyword:"type",params:{type: schema79.type},message:"must be string,number,boolean,null"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -7385,103 +7653,19 @@ errors++;
 }
 }
 }
-validate63.errors = vErrors;
-return errors === 0;
-}
-validate63.evaluated = {"props":true,"items":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.schema_OrganizationMetadataValue2 = validate64;
-const schema82 = {"description":"A metadata value at nesting level 2 (see OrganizationMetadataValue).","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue3"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue3"},"examples":["aerospace",42,["ai"]],"$id":"https://contract.local/schemas/OrganizationMetadataValue2"};
-
-function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/schemas/OrganizationMetadataValue2" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate64.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if((((typeof data != "object") && (typeof data !== "string")) && (!((typeof data == "number") && (isFinite(data))))) && (typeof data !== "boolean")){
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: schema82.type},message:"must be string,number,boolean,null,array,object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(typeof data === "string"){
-if(!pattern27.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\""};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(Array.isArray(data)){
-const len0 = data.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate63(data[i0], {instancePath:instancePath+"/" + i0,parentData:data,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
-errors = vErrors.length;
-}
-}
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-const _errs2 = errors;
-if(typeof key0 === "string"){
-if(!pattern27.test(key0)){
-const err2 = {instancePath,schemaPath:"#/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\"",propertyName:key0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-var valid2 = _errs2 === errors;
-if(!valid2){
-const err3 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-for(const key1 in data){
-if(!(validate63(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
-errors = vErrors.length;
-}
-}
-}
 validate64.errors = vErrors;
 return errors === 0;
 }
 validate64.evaluated = {"props":true,"items":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_OrganizationMetadataValue = validate67;
-const schema83 = {"description":"One value of an organization's metadata: any JSON value nested at most four levels deep below the metadata object. Strings and object keys, at any depth, must not contain NUL (U+0000) or an unpaired UTF-16 surrogate (a lone `\\ud800`-`\\udfff` escape): PostgreSQL's jsonb cannot store either, so they are refused with 400 BAD_REQUEST. Written out level by level (not as a self-reference) so that every SDK generator can type it.","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue2"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue2"},"examples":["aerospace",42,["ai","research"],{"founded":1843}],"$id":"https://contract.local/schemas/OrganizationMetadataValue"};
+exports.schema_OrganizationMetadataValue2 = validate65;
+const schema83 = {"description":"A metadata value at nesting level 2 (see OrganizationMetadataValue).","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue3"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue3"},"examples":["aerospace",42,["ai"]],"$id":"https://contract.local/schemas/OrganizationMetadataValue2"};
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/schemas/OrganizationMetadataValue" */;
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/OrganizationMetadataValue2" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate65.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7553,19 +7737,103 @@ errors = vErrors.length;
 }
 }
 }
-validate67.errors = vErrors;
+validate65.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"props":true,"items":true,"dynamicProps":false,"dynamicItems":false};
+validate65.evaluated = {"props":true,"items":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_OrganizationUpdateInput = validate70;
-const schema84 = {"type":"object","description":"The body of auth.organization.update.","required":["organizationId","data"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"data":{"type":"object","description":"The fields to change; absent fields are left as they are, an empty object changes nothing.","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Acme Corporation"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"A new slug, unique across the platform (409 otherwise).","examples":["acme-corp"]},"logo":{"type":["string","null"],"format":"uri","maxLength":2000,"x-single-line":true,"description":"Address of the logo image; null removes it.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue"},"description":"Arbitrary values stored with the organization, replacing the previous ones; null removes them. Values nest at most four levels below this object. No key or string anywhere in it may contain NUL (U+0000) or an unpaired UTF-16 surrogate (PostgreSQL's jsonb cannot store them).","examples":[{"industry":"aerospace"}]}},"examples":[{"name":"Acme Corporation","logo":"https://acme.example.com/logo.png"}]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","data":{"name":"Acme Corporation","logo":"https://acme.example.com/logo.png"}}],"$id":"https://contract.local/schemas/OrganizationUpdateInput"};
+exports.schema_OrganizationMetadataValue = validate68;
+const schema84 = {"description":"One value of an organization's metadata: any JSON value nested at most four levels deep below the metadata object. Strings and object keys, at any depth, must not contain NUL (U+0000) or an unpaired UTF-16 surrogate (a lone `\\ud800`-`\\udfff` escape): PostgreSQL's jsonb cannot store either, so they are refused with 400 BAD_REQUEST. Written out level by level (not as a self-reference) so that every SDK generator can type it.","type":["string","number","boolean","null","array","object"],"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$","items":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue2"},"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue2"},"examples":["aerospace",42,["ai","research"],{"founded":1843}],"$id":"https://contract.local/schemas/OrganizationMetadataValue"};
 
-function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/schemas/OrganizationMetadataValue" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate68.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if((((typeof data != "object") && (typeof data !== "string")) && (!((typeof data == "number") && (isFinite(data))))) && (typeof data !== "boolean")){
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: schema84.type},message:"must be string,number,boolean,null,array,object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(typeof data === "string"){
+if(!pattern27.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(Array.isArray(data)){
+const len0 = data.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate65(data[i0], {instancePath:instancePath+"/" + i0,parentData:data,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
+errors = vErrors.length;
+}
+}
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+const _errs2 = errors;
+if(typeof key0 === "string"){
+if(!pattern27.test(key0)){
+const err2 = {instancePath,schemaPath:"#/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000\\uD800-\\uDFFF]*$"},message:"must match pattern \""+"^[^\\u0000\\uD800-\\uDFFF]*$"+"\"",propertyName:key0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+var valid2 = _errs2 === errors;
+if(!valid2){
+const err3 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+for(const key1 in data){
+if(!(validate65(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
+errors = vErrors.length;
+}
+}
+}
+validate68.errors = vErrors;
+return errors === 0;
+}
+validate68.evaluated = {"props":true,"items":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.schema_OrganizationUpdateInput = validate71;
+const schema85 = {"type":"object","description":"The body of auth.organization.update.","required":["organizationId","data"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"data":{"type":"object","description":"The fields to change; absent fields are left as they are, an empty object changes nothing.","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"x-single-line":true,"description":"Display name; one line, no control characters.","examples":["Acme Corporation"]},"slug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"A new slug, unique across the platform (409 otherwise).","examples":["acme-corp"]},"logo":{"type":["string","null"],"format":"uri","maxLength":2000,"x-single-line":true,"description":"Address of the logo image; null removes it.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"propertyNames":{"pattern":"^[^\\u0000\\uD800-\\uDFFF]*$"},"additionalProperties":{"$ref":"https://contract.local/schemas/OrganizationMetadataValue"},"description":"Arbitrary values stored with the organization, replacing the previous ones; null removes them. Values nest at most four levels below this object. No key or string anywhere in it may contain NUL (U+0000) or an unpaired UTF-16 surrogate (PostgreSQL's jsonb cannot store them).","examples":[{"industry":"aerospace"}]}},"examples":[{"name":"Acme Corporation","logo":"https://acme.example.com/logo.png"}]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","data":{"name":"Acme Corporation","logo":"https://acme.example.com/logo.png"}}],"$id":"https://contract.local/schemas/OrganizationUpdateInput"};
+
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/OrganizationUpdateInput" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate70.evaluated;
+const evaluated0 = validate71.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7748,7 +8016,7 @@ errors++;
 if(data1.logo !== undefined){
 let data4 = data1.logo;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err15 = {instancePath:instancePath+"/data/logo",schemaPath:"#/properties/data/properties/logo/type",keyword:"type",params:{type: schema84.properties.data.properties.logo.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/data/logo",schemaPath:"#/properties/data/properties/logo/type",keyword:"type",params:{type: schema85.properties.data.properties.logo.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -7793,7 +8061,7 @@ errors++;
 if(data1.metadata !== undefined){
 let data5 = data1.metadata;
 if((!(data5 && typeof data5 == "object" && !Array.isArray(data5))) && (data5 !== null)){
-const err19 = {instancePath:instancePath+"/data/metadata",schemaPath:"#/properties/data/properties/metadata/type",keyword:"type",params:{type: schema84.properties.data.properties.metadata.type},message:"must be object,null"};
+const err19 = {instancePath:instancePath+"/data/metadata",schemaPath:"#/properties/data/properties/metadata/type",keyword:"type",params:{type: schema85.properties.data.properties.metadata.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -7830,8 +8098,8 @@ errors++;
 }
 }
 for(const key3 in data5){
-if(!(validate67(data5[key3], {instancePath:instancePath+"/data/metadata/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data5,parentDataProperty:key3,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate67.errors : vErrors.concat(validate67.errors);
+if(!(validate68(data5[key3], {instancePath:instancePath+"/data/metadata/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data5,parentDataProperty:key3,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate68.errors : vErrors.concat(validate68.errors);
 errors = vErrors.length;
 }
 }
@@ -7860,19 +8128,19 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate70.errors = vErrors;
+validate71.errors = vErrors;
 return errors === 0;
 }
-validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_Organization = validate72;
-const schema86 = {"type":"object","description":"An organization; it owns workspaces, members, invitations and teams.","required":["id","name","slug","logo","metadata","createdAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The organization's id.","examples":["org_pycdybk377oxtzq6svizx3or"]},"name":{"type":"string","description":"Display name.","examples":["Acme Corp"]},"slug":{"type":"string","description":"URL-safe identifier, unique across the platform.","pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["acme"]},"logo":{"type":["string","null"],"description":"Address of the organization's logo, or null.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"description":"Arbitrary values the client stored with the organization, or null.","additionalProperties":true,"examples":[{"industry":"aerospace"}]},"createdAt":{"type":"string","format":"date-time","description":"When the organization was created.","examples":["2026-11-02T14:30:00.000Z"]}},"examples":[{"id":"org_pycdybk377oxtzq6svizx3or","name":"Acme Corp","slug":"acme","logo":null,"metadata":null,"createdAt":"2026-11-02T14:30:00.000Z"}],"$id":"https://contract.local/schemas/Organization"};
+exports.schema_Organization = validate73;
+const schema87 = {"type":"object","description":"An organization; it owns workspaces, members, invitations and teams.","required":["id","name","slug","logo","metadata","createdAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The organization's id.","examples":["org_pycdybk377oxtzq6svizx3or"]},"name":{"type":"string","description":"Display name.","examples":["Acme Corp"]},"slug":{"type":"string","description":"URL-safe identifier, unique across the platform.","pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["acme"]},"logo":{"type":["string","null"],"description":"Address of the organization's logo, or null.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"description":"Arbitrary values the client stored with the organization, or null.","additionalProperties":true,"examples":[{"industry":"aerospace"}]},"createdAt":{"type":"string","format":"date-time","description":"When the organization was created.","examples":["2026-11-02T14:30:00.000Z"]}},"examples":[{"id":"org_pycdybk377oxtzq6svizx3or","name":"Acme Corp","slug":"acme","logo":null,"metadata":null,"createdAt":"2026-11-02T14:30:00.000Z"}],"$id":"https://contract.local/schemas/Organization"};
 
-function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/Organization" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate72.evaluated;
+const evaluated0 = validate73.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8004,7 +8272,7 @@ errors++;
 if(data.logo !== undefined){
 let data3 = data.logo;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err11 = {instancePath:instancePath+"/logo",schemaPath:"#/properties/logo/type",keyword:"type",params:{type: schema86.properties.logo.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/logo",schemaPath:"#/properties/logo/type",keyword:"type",params:{type: schema87.properties.logo.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -8017,7 +8285,7 @@ errors++;
 if(data.metadata !== undefined){
 let data4 = data.metadata;
 if((!(data4 && typeof data4 == "object" && !Array.isArray(data4))) && (data4 !== null)){
-const err12 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: schema86.properties.metadata.type},message:"must be object,null"};
+const err12 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: schema87.properties.metadata.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8063,19 +8331,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate72.errors = vErrors;
+validate73.errors = vErrors;
 return errors === 0;
 }
-validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_OrganizationDeleteInput = validate73;
-const schema87 = {"type":"object","description":"The body of auth.organization.delete.","required":["organizationId","confirmSlug"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"confirmSlug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"The organization's slug, typed again to confirm (404 when it differs).","examples":["acme"]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","confirmSlug":"acme"}],"$id":"https://contract.local/schemas/OrganizationDeleteInput"};
+exports.schema_OrganizationDeleteInput = validate74;
+const schema88 = {"type":"object","description":"The body of auth.organization.delete.","required":["organizationId","confirmSlug"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"confirmSlug":{"type":"string","minLength":2,"maxLength":48,"x-single-line":true,"pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","description":"The organization's slug, typed again to confirm (404 when it differs).","examples":["acme"]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","confirmSlug":"acme"}],"$id":"https://contract.local/schemas/OrganizationDeleteInput"};
 
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/OrganizationDeleteInput" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate73.evaluated;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8206,19 +8474,19 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate73.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_DeletedOrganization = validate74;
-const schema89 = {"type":"object","description":"The id of the organization that was deleted.","required":["organizationId"],"additionalProperties":false,"properties":{"organizationId":{"type":"string","description":"The deleted organization's id.","examples":["org_pycdybk377oxtzq6svizx3or"]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or"}],"$id":"https://contract.local/schemas/DeletedOrganization"};
+exports.schema_DeletedOrganization = validate75;
+const schema90 = {"type":"object","description":"The id of the organization that was deleted.","required":["organizationId"],"additionalProperties":false,"properties":{"organizationId":{"type":"string","description":"The deleted organization's id.","examples":["org_pycdybk377oxtzq6svizx3or"]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or"}],"$id":"https://contract.local/schemas/DeletedOrganization"};
 
-function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/DeletedOrganization" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate74.evaluated;
+const evaluated0 = validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8271,19 +8539,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate74.errors = vErrors;
+validate75.errors = vErrors;
 return errors === 0;
 }
-validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_OrganizationWithRole = validate75;
-const schema90 = {"type":"object","description":"An organization the caller belongs to, with the caller's role in it.","required":["id","name","slug","logo","metadata","createdAt","role"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The organization's id.","examples":["org_pycdybk377oxtzq6svizx3or"]},"name":{"type":"string","description":"Display name.","examples":["Acme Corp"]},"slug":{"type":"string","description":"URL-safe identifier, unique across the platform.","pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["acme"]},"logo":{"type":["string","null"],"description":"Address of the organization's logo, or null.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"description":"Arbitrary values the client stored with the organization, or null.","additionalProperties":true,"examples":[{"industry":"aerospace"}]},"createdAt":{"type":"string","format":"date-time","description":"When the organization was created.","examples":["2026-11-02T14:30:00.000Z"]},"role":{"type":"string","enum":["owner","admin","member"],"description":"The caller's role in the organization.","examples":["owner"]}},"examples":[{"id":"org_pycdybk377oxtzq6svizx3or","name":"Acme Corp","slug":"acme","logo":null,"metadata":null,"createdAt":"2026-11-02T14:30:00.000Z","role":"owner"}],"$id":"https://contract.local/schemas/OrganizationWithRole"};
+exports.schema_OrganizationWithRole = validate76;
+const schema91 = {"type":"object","description":"An organization the caller belongs to, with the caller's role in it.","required":["id","name","slug","logo","metadata","createdAt","role"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The organization's id.","examples":["org_pycdybk377oxtzq6svizx3or"]},"name":{"type":"string","description":"Display name.","examples":["Acme Corp"]},"slug":{"type":"string","description":"URL-safe identifier, unique across the platform.","pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["acme"]},"logo":{"type":["string","null"],"description":"Address of the organization's logo, or null.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"description":"Arbitrary values the client stored with the organization, or null.","additionalProperties":true,"examples":[{"industry":"aerospace"}]},"createdAt":{"type":"string","format":"date-time","description":"When the organization was created.","examples":["2026-11-02T14:30:00.000Z"]},"role":{"type":"string","enum":["owner","admin","member"],"description":"The caller's role in the organization.","examples":["owner"]}},"examples":[{"id":"org_pycdybk377oxtzq6svizx3or","name":"Acme Corp","slug":"acme","logo":null,"metadata":null,"createdAt":"2026-11-02T14:30:00.000Z","role":"owner"}],"$id":"https://contract.local/schemas/OrganizationWithRole"};
 
-function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/OrganizationWithRole" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate75.evaluated;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8425,7 +8693,7 @@ errors++;
 if(data.logo !== undefined){
 let data3 = data.logo;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err12 = {instancePath:instancePath+"/logo",schemaPath:"#/properties/logo/type",keyword:"type",params:{type: schema90.properties.logo.type},message:"must be string,null"};
+const err12 = {instancePath:instancePath+"/logo",schemaPath:"#/properties/logo/type",keyword:"type",params:{type: schema91.properties.logo.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8438,7 +8706,7 @@ errors++;
 if(data.metadata !== undefined){
 let data4 = data.metadata;
 if((!(data4 && typeof data4 == "object" && !Array.isArray(data4))) && (data4 !== null)){
-const err13 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: schema90.properties.metadata.type},message:"must be object,null"};
+const err13 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: schema91.properties.metadata.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -8486,7 +8754,7 @@ vErrors.push(err16);
 errors++;
 }
 if(!(((data6 === "owner") || (data6 === "admin")) || (data6 === "member"))){
-const err17 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema90.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err17 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema91.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -8507,19 +8775,19 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate75.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_OrganizationWithRoleList = validate76;
-const schema91 = {"type":"array","description":"Every organization the caller belongs to, with the caller's role, oldest membership first.","items":{"$ref":"https://contract.local/schemas/OrganizationWithRole"},"examples":[[{"id":"org_pycdybk377oxtzq6svizx3or","name":"Acme Corp","slug":"acme","logo":null,"metadata":null,"createdAt":"2026-11-02T14:30:00.000Z","role":"owner"}]],"$id":"https://contract.local/schemas/OrganizationWithRoleList"};
+exports.schema_OrganizationWithRoleList = validate77;
+const schema92 = {"type":"array","description":"Every organization the caller belongs to, with the caller's role, oldest membership first.","items":{"$ref":"https://contract.local/schemas/OrganizationWithRole"},"examples":[[{"id":"org_pycdybk377oxtzq6svizx3or","name":"Acme Corp","slug":"acme","logo":null,"metadata":null,"createdAt":"2026-11-02T14:30:00.000Z","role":"owner"}]],"$id":"https://contract.local/schemas/OrganizationWithRoleList"};
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/OrganizationWithRoleList" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate76.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8665,7 +8933,7 @@ errors++;
 if(data0.logo !== undefined){
 let data4 = data0.logo;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err12 = {instancePath:instancePath+"/" + i0+"/logo",schemaPath:"https://contract.local/schemas/OrganizationWithRole/properties/logo/type",keyword:"type",params:{type: schema90.properties.logo.type},message:"must be string,null"};
+const err12 = {instancePath:instancePath+"/" + i0+"/logo",schemaPath:"https://contract.local/schemas/OrganizationWithRole/properties/logo/type",keyword:"type",params:{type: schema91.properties.logo.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8678,7 +8946,7 @@ errors++;
 if(data0.metadata !== undefined){
 let data5 = data0.metadata;
 if((!(data5 && typeof data5 == "object" && !Array.isArray(data5))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/" + i0+"/metadata",schemaPath:"https://contract.local/schemas/OrganizationWithRole/properties/metadata/type",keyword:"type",params:{type: schema90.properties.metadata.type},message:"must be object,null"};
+const err13 = {instancePath:instancePath+"/" + i0+"/metadata",schemaPath:"https://contract.local/schemas/OrganizationWithRole/properties/metadata/type",keyword:"type",params:{type: schema91.properties.metadata.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -8726,7 +8994,7 @@ vErrors.push(err16);
 errors++;
 }
 if(!(((data7 === "owner") || (data7 === "admin")) || (data7 === "member"))){
-const err17 = {instancePath:instancePath+"/" + i0+"/role",schemaPath:"https://contract.local/schemas/OrganizationWithRole/properties/role/enum",keyword:"enum",params:{allowedValues: schema90.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err17 = {instancePath:instancePath+"/" + i0+"/role",schemaPath:"https://contract.local/schemas/OrganizationWithRole/properties/role/enum",keyword:"enum",params:{allowedValues: schema91.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -8759,19 +9027,19 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate76.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate76.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_Invitation = validate77;
-const schema93 = {"type":"object","description":"An invitation to join an organization, sent by email.","required":["id","organizationId","email","role","teamId","status","inviterId","expiresAt","createdAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The invitation's id.","examples":["inv_zur7hxhav3ooefj2no4qbh5c"]},"organizationId":{"type":"string","description":"The organization the invitee joins.","examples":["org_pycdybk377oxtzq6svizx3or"]},"email":{"type":"string","format":"email","description":"The invitee's email address; only a user with this verified address can accept.","examples":["grace@example.com"]},"role":{"type":"string","enum":["owner","admin","member"],"description":"The role the invitee gets on accepting.","examples":["member"]},"teamId":{"type":["string","null"],"description":"A team of the organization the invitee also joins on accepting, or null.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"status":{"type":"string","enum":["pending","accepted","rejected","canceled"],"description":"`pending` until the invitee accepts or rejects it or a member cancels it. A pending invitation past `expiresAt` can no longer be accepted.","examples":["pending"]},"inviterId":{"type":["string","null"],"description":"The user who sent the invitation, or null when that user no longer exists.","examples":["usr_o7nzqdg4w5lltzqli3n4fvu2"]},"expiresAt":{"type":"string","format":"date-time","description":"48 hours after it was sent (or re-sent).","examples":["2026-11-23T09:15:00.000Z"]},"createdAt":{"type":"string","format":"date-time","description":"When the invitation was first sent.","examples":["2026-11-21T09:15:00.000Z"]}},"examples":[{"id":"inv_zur7hxhav3ooefj2no4qbh5c","organizationId":"org_pycdybk377oxtzq6svizx3or","email":"grace@example.com","role":"member","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","status":"pending","inviterId":"usr_o7nzqdg4w5lltzqli3n4fvu2","expiresAt":"2026-11-23T09:15:00.000Z","createdAt":"2026-11-21T09:15:00.000Z"}],"$id":"https://contract.local/schemas/Invitation"};
+exports.schema_Invitation = validate78;
+const schema94 = {"type":"object","description":"An invitation to join an organization, sent by email.","required":["id","organizationId","email","role","teamId","status","inviterId","expiresAt","createdAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The invitation's id.","examples":["inv_zur7hxhav3ooefj2no4qbh5c"]},"organizationId":{"type":"string","description":"The organization the invitee joins.","examples":["org_pycdybk377oxtzq6svizx3or"]},"email":{"type":"string","format":"email","description":"The invitee's email address; only a user with this verified address can accept.","examples":["grace@example.com"]},"role":{"type":"string","enum":["owner","admin","member"],"description":"The role the invitee gets on accepting.","examples":["member"]},"teamId":{"type":["string","null"],"description":"A team of the organization the invitee also joins on accepting, or null.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"status":{"type":"string","enum":["pending","accepted","rejected","canceled"],"description":"`pending` until the invitee accepts or rejects it or a member cancels it. A pending invitation past `expiresAt` can no longer be accepted.","examples":["pending"]},"inviterId":{"type":["string","null"],"description":"The user who sent the invitation, or null when that user no longer exists.","examples":["usr_o7nzqdg4w5lltzqli3n4fvu2"]},"expiresAt":{"type":"string","format":"date-time","description":"48 hours after it was sent (or re-sent).","examples":["2026-11-23T09:15:00.000Z"]},"createdAt":{"type":"string","format":"date-time","description":"When the invitation was first sent.","examples":["2026-11-21T09:15:00.000Z"]}},"examples":[{"id":"inv_zur7hxhav3ooefj2no4qbh5c","organizationId":"org_pycdybk377oxtzq6svizx3or","email":"grace@example.com","role":"member","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","status":"pending","inviterId":"usr_o7nzqdg4w5lltzqli3n4fvu2","expiresAt":"2026-11-23T09:15:00.000Z","createdAt":"2026-11-21T09:15:00.000Z"}],"$id":"https://contract.local/schemas/Invitation"};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/Invitation" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8870,7 +9138,7 @@ vErrors.push(err8);
 errors++;
 }
 for(const key0 in data){
-if(!(func7.call(schema93.properties, key0))){
+if(!(func7.call(schema94.properties, key0))){
 const err9 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err9];
@@ -8943,7 +9211,7 @@ vErrors.push(err14);
 errors++;
 }
 if(!(((data3 === "owner") || (data3 === "admin")) || (data3 === "member"))){
-const err15 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema93.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err15 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema94.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -8956,7 +9224,7 @@ errors++;
 if(data.teamId !== undefined){
 let data4 = data.teamId;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err16 = {instancePath:instancePath+"/teamId",schemaPath:"#/properties/teamId/type",keyword:"type",params:{type: schema93.properties.teamId.type},message:"must be string,null"};
+const err16 = {instancePath:instancePath+"/teamId",schemaPath:"#/properties/teamId/type",keyword:"type",params:{type: schema94.properties.teamId.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -8979,7 +9247,7 @@ vErrors.push(err17);
 errors++;
 }
 if(!((((data5 === "pending") || (data5 === "accepted")) || (data5 === "rejected")) || (data5 === "canceled"))){
-const err18 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema93.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err18 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema94.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -8992,7 +9260,7 @@ errors++;
 if(data.inviterId !== undefined){
 let data6 = data.inviterId;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err19 = {instancePath:instancePath+"/inviterId",schemaPath:"#/properties/inviterId/type",keyword:"type",params:{type: schema93.properties.inviterId.type},message:"must be string,null"};
+const err19 = {instancePath:instancePath+"/inviterId",schemaPath:"#/properties/inviterId/type",keyword:"type",params:{type: schema94.properties.inviterId.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -9063,19 +9331,19 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_Team = validate78;
-const schema94 = {"type":"object","description":"A team of an organization; workspaces can belong to a team.","required":["id","organizationId","name","createdAt","updatedAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The team's id.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"organizationId":{"type":"string","description":"The organization the team belongs to.","examples":["org_pycdybk377oxtzq6svizx3or"]},"name":{"type":"string","description":"Display name.","examples":["Research"]},"createdAt":{"type":"string","format":"date-time","description":"When the team was created.","examples":["2026-11-21T09:15:00.000Z"]},"updatedAt":{"type":"string","format":"date-time","description":"When the team was last renamed (its creation time until then).","examples":["2026-11-21T09:15:00.000Z"]}},"examples":[{"id":"team_o6ue33rb6pvp5bn2pzcyibbt","organizationId":"org_pycdybk377oxtzq6svizx3or","name":"Research","createdAt":"2026-11-21T09:15:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}],"$id":"https://contract.local/schemas/Team"};
+exports.schema_Team = validate79;
+const schema95 = {"type":"object","description":"A team of an organization; workspaces can belong to a team.","required":["id","organizationId","name","createdAt","updatedAt"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The team's id.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"]},"organizationId":{"type":"string","description":"The organization the team belongs to.","examples":["org_pycdybk377oxtzq6svizx3or"]},"name":{"type":"string","description":"Display name.","examples":["Research"]},"createdAt":{"type":"string","format":"date-time","description":"When the team was created.","examples":["2026-11-21T09:15:00.000Z"]},"updatedAt":{"type":"string","format":"date-time","description":"When the team was last renamed (its creation time until then).","examples":["2026-11-21T09:15:00.000Z"]}},"examples":[{"id":"team_o6ue33rb6pvp5bn2pzcyibbt","organizationId":"org_pycdybk377oxtzq6svizx3or","name":"Research","createdAt":"2026-11-21T09:15:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}],"$id":"https://contract.local/schemas/Team"};
 
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/Team" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate78.evaluated;
+const evaluated0 = validate79.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9242,19 +9510,19 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate78.errors = vErrors;
+validate79.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_FullOrganization = validate79;
-const schema95 = {"type":"object","description":"An organization with every member, its pending invitations and its teams (members are not paged here; use list-members for paging).","required":["id","name","slug","logo","metadata","createdAt","members","invitations","teams"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The organization's id.","examples":["org_pycdybk377oxtzq6svizx3or"]},"name":{"type":"string","description":"Display name.","examples":["Acme Corp"]},"slug":{"type":"string","description":"URL-safe identifier, unique across the platform.","pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["acme"]},"logo":{"type":["string","null"],"description":"Address of the organization's logo, or null.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"description":"Arbitrary values the client stored with the organization, or null.","additionalProperties":true,"examples":[{"industry":"aerospace"}]},"createdAt":{"type":"string","format":"date-time","description":"When the organization was created.","examples":["2026-11-02T14:30:00.000Z"]},"members":{"type":"array","description":"Every member, oldest first.","items":{"$ref":"https://contract.local/schemas/Member"}},"invitations":{"type":"array","description":"The invitations whose status is `pending`, newest first.","items":{"$ref":"https://contract.local/schemas/Invitation"}},"teams":{"type":"array","description":"Every team, oldest first.","items":{"$ref":"https://contract.local/schemas/Team"}}},"examples":[{"id":"org_pycdybk377oxtzq6svizx3or","name":"Acme Corp","slug":"acme","logo":null,"metadata":null,"createdAt":"2026-11-02T14:30:00.000Z","members":[{"id":"mem_varwtsjkinjo35qs4ramwzlf","organizationId":"org_pycdybk377oxtzq6svizx3or","userId":"usr_o7nzqdg4w5lltzqli3n4fvu2","role":"owner","createdAt":"2026-11-02T14:30:00.000Z","user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","name":"Ada Lovelace","image":null}}],"invitations":[{"id":"inv_zur7hxhav3ooefj2no4qbh5c","organizationId":"org_pycdybk377oxtzq6svizx3or","email":"grace@example.com","role":"member","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","status":"pending","inviterId":"usr_o7nzqdg4w5lltzqli3n4fvu2","expiresAt":"2026-11-23T09:15:00.000Z","createdAt":"2026-11-21T09:15:00.000Z"}],"teams":[{"id":"team_o6ue33rb6pvp5bn2pzcyibbt","organizationId":"org_pycdybk377oxtzq6svizx3or","name":"Research","createdAt":"2026-11-21T09:15:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}]}],"$id":"https://contract.local/schemas/FullOrganization"};
+exports.schema_FullOrganization = validate80;
+const schema96 = {"type":"object","description":"An organization with every member, its pending invitations and its teams (members are not paged here; use list-members for paging).","required":["id","name","slug","logo","metadata","createdAt","members","invitations","teams"],"additionalProperties":false,"properties":{"id":{"type":"string","description":"The organization's id.","examples":["org_pycdybk377oxtzq6svizx3or"]},"name":{"type":"string","description":"Display name.","examples":["Acme Corp"]},"slug":{"type":"string","description":"URL-safe identifier, unique across the platform.","pattern":"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$","examples":["acme"]},"logo":{"type":["string","null"],"description":"Address of the organization's logo, or null.","examples":["https://acme.example.com/logo.png"]},"metadata":{"type":["object","null"],"description":"Arbitrary values the client stored with the organization, or null.","additionalProperties":true,"examples":[{"industry":"aerospace"}]},"createdAt":{"type":"string","format":"date-time","description":"When the organization was created.","examples":["2026-11-02T14:30:00.000Z"]},"members":{"type":"array","description":"Every member, oldest first.","items":{"$ref":"https://contract.local/schemas/Member"}},"invitations":{"type":"array","description":"The invitations whose status is `pending`, newest first.","items":{"$ref":"https://contract.local/schemas/Invitation"}},"teams":{"type":"array","description":"Every team, oldest first.","items":{"$ref":"https://contract.local/schemas/Team"}}},"examples":[{"id":"org_pycdybk377oxtzq6svizx3or","name":"Acme Corp","slug":"acme","logo":null,"metadata":null,"createdAt":"2026-11-02T14:30:00.000Z","members":[{"id":"mem_varwtsjkinjo35qs4ramwzlf","organizationId":"org_pycdybk377oxtzq6svizx3or","userId":"usr_o7nzqdg4w5lltzqli3n4fvu2","role":"owner","createdAt":"2026-11-02T14:30:00.000Z","user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","name":"Ada Lovelace","image":null}}],"invitations":[{"id":"inv_zur7hxhav3ooefj2no4qbh5c","organizationId":"org_pycdybk377oxtzq6svizx3or","email":"grace@example.com","role":"member","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt","status":"pending","inviterId":"usr_o7nzqdg4w5lltzqli3n4fvu2","expiresAt":"2026-11-23T09:15:00.000Z","createdAt":"2026-11-21T09:15:00.000Z"}],"teams":[{"id":"team_o6ue33rb6pvp5bn2pzcyibbt","organizationId":"org_pycdybk377oxtzq6svizx3or","name":"Research","createdAt":"2026-11-21T09:15:00.000Z","updatedAt":"2026-11-21T09:15:00.000Z"}]}],"$id":"https://contract.local/schemas/FullOrganization"};
 
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/FullOrganization" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate79.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9353,7 +9621,7 @@ vErrors.push(err8);
 errors++;
 }
 for(const key0 in data){
-if(!(func7.call(schema95.properties, key0))){
+if(!(func7.call(schema96.properties, key0))){
 const err9 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err9];
@@ -9416,7 +9684,7 @@ errors++;
 if(data.logo !== undefined){
 let data3 = data.logo;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err14 = {instancePath:instancePath+"/logo",schemaPath:"#/properties/logo/type",keyword:"type",params:{type: schema95.properties.logo.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/logo",schemaPath:"#/properties/logo/type",keyword:"type",params:{type: schema96.properties.logo.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -9429,7 +9697,7 @@ errors++;
 if(data.metadata !== undefined){
 let data4 = data.metadata;
 if((!(data4 && typeof data4 == "object" && !Array.isArray(data4))) && (data4 !== null)){
-const err15 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: schema95.properties.metadata.type},message:"must be object,null"};
+const err15 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: schema96.properties.metadata.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -9584,7 +9852,7 @@ vErrors.push(err27);
 errors++;
 }
 for(const key1 in data9){
-if(!(func7.call(schema93.properties, key1))){
+if(!(func7.call(schema94.properties, key1))){
 const err28 = {instancePath:instancePath+"/invitations/" + i1,schemaPath:"https://contract.local/schemas/Invitation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err28];
@@ -9657,7 +9925,7 @@ vErrors.push(err33);
 errors++;
 }
 if(!(((data13 === "owner") || (data13 === "admin")) || (data13 === "member"))){
-const err34 = {instancePath:instancePath+"/invitations/" + i1+"/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/enum",keyword:"enum",params:{allowedValues: schema93.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err34 = {instancePath:instancePath+"/invitations/" + i1+"/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/enum",keyword:"enum",params:{allowedValues: schema94.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -9670,7 +9938,7 @@ errors++;
 if(data9.teamId !== undefined){
 let data14 = data9.teamId;
 if((typeof data14 !== "string") && (data14 !== null)){
-const err35 = {instancePath:instancePath+"/invitations/" + i1+"/teamId",schemaPath:"https://contract.local/schemas/Invitation/properties/teamId/type",keyword:"type",params:{type: schema93.properties.teamId.type},message:"must be string,null"};
+const err35 = {instancePath:instancePath+"/invitations/" + i1+"/teamId",schemaPath:"https://contract.local/schemas/Invitation/properties/teamId/type",keyword:"type",params:{type: schema94.properties.teamId.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -9693,7 +9961,7 @@ vErrors.push(err36);
 errors++;
 }
 if(!((((data15 === "pending") || (data15 === "accepted")) || (data15 === "rejected")) || (data15 === "canceled"))){
-const err37 = {instancePath:instancePath+"/invitations/" + i1+"/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/enum",keyword:"enum",params:{allowedValues: schema93.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err37 = {instancePath:instancePath+"/invitations/" + i1+"/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/enum",keyword:"enum",params:{allowedValues: schema94.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -9706,7 +9974,7 @@ errors++;
 if(data9.inviterId !== undefined){
 let data16 = data9.inviterId;
 if((typeof data16 !== "string") && (data16 !== null)){
-const err38 = {instancePath:instancePath+"/invitations/" + i1+"/inviterId",schemaPath:"https://contract.local/schemas/Invitation/properties/inviterId/type",keyword:"type",params:{type: schema93.properties.inviterId.type},message:"must be string,null"};
+const err38 = {instancePath:instancePath+"/invitations/" + i1+"/inviterId",schemaPath:"https://contract.local/schemas/Invitation/properties/inviterId/type",keyword:"type",params:{type: schema94.properties.inviterId.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -9980,19 +10248,19 @@ vErrors.push(err60);
 }
 errors++;
 }
-validate79.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_MemberPage = validate81;
-const schema98 = {"type":"object","description":"One page of an organization's members, oldest first, with the total number of members.","required":["members","total"],"additionalProperties":false,"properties":{"members":{"type":"array","description":"The members of this page.","items":{"$ref":"https://contract.local/schemas/Member"}},"total":{"type":"integer","minimum":0,"description":"How many members the organization has in all pages together.","examples":[1]}},"examples":[{"members":[{"id":"mem_varwtsjkinjo35qs4ramwzlf","organizationId":"org_pycdybk377oxtzq6svizx3or","userId":"usr_o7nzqdg4w5lltzqli3n4fvu2","role":"owner","createdAt":"2026-11-02T14:30:00.000Z","user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","name":"Ada Lovelace","image":null}}],"total":1}],"$id":"https://contract.local/schemas/MemberPage"};
+exports.schema_MemberPage = validate82;
+const schema99 = {"type":"object","description":"One page of an organization's members, oldest first, with the total number of members.","required":["members","total"],"additionalProperties":false,"properties":{"members":{"type":"array","description":"The members of this page.","items":{"$ref":"https://contract.local/schemas/Member"}},"total":{"type":"integer","minimum":0,"description":"How many members the organization has in all pages together.","examples":[1]}},"examples":[{"members":[{"id":"mem_varwtsjkinjo35qs4ramwzlf","organizationId":"org_pycdybk377oxtzq6svizx3or","userId":"usr_o7nzqdg4w5lltzqli3n4fvu2","role":"owner","createdAt":"2026-11-02T14:30:00.000Z","user":{"id":"usr_o7nzqdg4w5lltzqli3n4fvu2","email":"ada@example.com","name":"Ada Lovelace","image":null}}],"total":1}],"$id":"https://contract.local/schemas/MemberPage"};
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/MemberPage" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10090,20 +10358,20 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate81.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_TeamId = validate83;
-const schema99 = {"type":"string","pattern":"^team_[a-z2-7]{24}$","description":"A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"],"$id":"https://contract.local/schemas/TeamId"};
+exports.schema_TeamId = validate84;
+const schema100 = {"type":"string","pattern":"^team_[a-z2-7]{24}$","description":"A team's id: `team_` followed by 24 characters of lowercase base32 (`a-z`, `2-7`). Anything else is refused with 400 BAD_REQUEST before any lookup.","examples":["team_o6ue33rb6pvp5bn2pzcyibbt"],"$id":"https://contract.local/schemas/TeamId"};
 const pattern49 = new RegExp("^team_[a-z2-7]{24}$", "u");
 
-function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/TeamId" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate83.evaluated;
+const evaluated0 = validate84.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10132,19 +10400,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate83.errors = vErrors;
+validate84.errors = vErrors;
 return errors === 0;
 }
-validate83.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate84.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-exports.schema_OrganizationInviteMemberInput = validate84;
-const schema100 = {"type":"object","description":"The body of auth.organization.inviteMember.","required":["organizationId","email","role"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The invitee's email address.","examples":["grace@example.com"]},"role":{"type":"string","enum":["owner","admin","member"],"description":"The role the invitee gets; only an owner may invite an owner.","examples":["member"]},"teamId":{"$ref":"https://contract.local/schemas/TeamId","description":"A team of the organization the invitee also joins on accepting (404 otherwise)."},"resend":{"type":"boolean","default":false,"description":"When a pending invitation for this email already exists, send it again with a fresh 48-hour expiry instead of answering 409.","examples":[false]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","email":"grace@example.com","role":"member","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt"}],"$id":"https://contract.local/schemas/OrganizationInviteMemberInput"};
+exports.schema_OrganizationInviteMemberInput = validate85;
+const schema101 = {"type":"object","description":"The body of auth.organization.inviteMember.","required":["organizationId","email","role"],"additionalProperties":false,"properties":{"organizationId":{"$ref":"https://contract.local/schemas/OrganizationId","description":"The organization; the caller must be a member with the permission this route needs."},"email":{"type":"string","format":"email","maxLength":254,"x-single-line":true,"description":"The invitee's email address.","examples":["grace@example.com"]},"role":{"type":"string","enum":["owner","admin","member"],"description":"The role the invitee gets; only an owner may invite an owner.","examples":["member"]},"teamId":{"$ref":"https://contract.local/schemas/TeamId","description":"A team of the organization the invitee also joins on accepting (404 otherwise)."},"resend":{"type":"boolean","default":false,"description":"When a pending invitation for this email already exists, send it again with a fresh 48-hour expiry instead of answering 409.","examples":[false]}},"examples":[{"organizationId":"org_pycdybk377oxtzq6svizx3or","email":"grace@example.com","role":"member","teamId":"team_o6ue33rb6pvp5bn2pzcyibbt"}],"$id":"https://contract.local/schemas/OrganizationInviteMemberInput"};
 
-function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/OrganizationInviteMemberInput" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate84.evaluated;
+const evaluated0 = validate85.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10277,7 +10545,7 @@ vErrors.push(err10);
 errors++;
 }
 if(!(((data2 === "owner") || (data2 === "admin")) || (data2 === "member"))){
-const err11 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema100.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err11 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema101.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -10332,274 +10600,6 @@ vErrors = [err15];
 }
 else {
 vErrors.push(err15);
-}
-errors++;
-}
-validate84.errors = vErrors;
-return errors === 0;
-}
-validate84.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.schema_LimitReachedError = validate85;
-const schema103 = {"type":"object","description":"A plan limit is reached. Only answered while billing is configured on the deployment.","required":["defined","code","status","message","data"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"LIMIT_REACHED"},"status":{"type":"integer","const":403},"message":{"type":"string","description":"Human-readable explanation.","examples":["Your plan allows 3 workspaces."]},"data":{"type":"object","required":["kind","limit","plan"],"additionalProperties":false,"properties":{"kind":{"type":"string","enum":["workspaces","members","aiCredits","storageBytes"],"description":"The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know."},"limit":{"type":"number","description":"The plan's limit for this kind."},"plan":{"type":"string","description":"The organization's plan.","examples":["free"]}}}},"examples":[{"defined":true,"code":"LIMIT_REACHED","status":403,"message":"Your plan allows 3 workspaces.","data":{"kind":"workspaces","limit":3,"plan":"free"}}],"$id":"https://contract.local/schemas/LimitReachedError"};
-
-function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/schemas/LimitReachedError" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate85.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if(data.data === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "data"},message:"must have required property '"+"data"+"'"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message")) || (key0 === "data"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err6 = {instancePath:instancePath+"/defined",schemaPath:"#/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-if("LIMIT_REACHED" !== data1){
-const err8 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/const",keyword:"const",params:{allowedValue: "LIMIT_REACHED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-if(403 !== data2){
-const err10 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-if(data.data !== undefined){
-let data4 = data.data;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-if(data4.kind === undefined){
-const err12 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-if(data4.limit === undefined){
-const err13 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/required",keyword:"required",params:{missingProperty: "limit"},message:"must have required property '"+"limit"+"'"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-if(data4.plan === undefined){
-const err14 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/required",keyword:"required",params:{missingProperty: "plan"},message:"must have required property '"+"plan"+"'"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-for(const key1 in data4){
-if(!(((key1 === "kind") || (key1 === "limit")) || (key1 === "plan"))){
-const err15 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-}
-if(data4.kind !== undefined){
-let data5 = data4.kind;
-if(typeof data5 !== "string"){
-const err16 = {instancePath:instancePath+"/data/kind",schemaPath:"#/properties/data/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-if(!((((data5 === "workspaces") || (data5 === "members")) || (data5 === "aiCredits")) || (data5 === "storageBytes"))){
-const err17 = {instancePath:instancePath+"/data/kind",schemaPath:"#/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema103.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-}
-if(data4.limit !== undefined){
-let data6 = data4.limit;
-if(!((typeof data6 == "number") && (isFinite(data6)))){
-const err18 = {instancePath:instancePath+"/data/limit",schemaPath:"#/properties/data/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-}
-if(data4.plan !== undefined){
-if(typeof data4.plan !== "string"){
-const err19 = {instancePath:instancePath+"/data/plan",schemaPath:"#/properties/data/properties/plan/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-}
-}
-else {
-const err20 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-}
-}
-else {
-const err21 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
 }
 errors++;
 }
@@ -10869,7 +10869,7 @@ vErrors.push(err11);
 errors++;
 }
 for(const key1 in data0){
-if(!(func7.call(schema93.properties, key1))){
+if(!(func7.call(schema94.properties, key1))){
 const err12 = {instancePath:instancePath+"/invitation",schemaPath:"https://contract.local/schemas/Invitation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -10942,7 +10942,7 @@ vErrors.push(err17);
 errors++;
 }
 if(!(((data4 === "owner") || (data4 === "admin")) || (data4 === "member"))){
-const err18 = {instancePath:instancePath+"/invitation/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/enum",keyword:"enum",params:{allowedValues: schema93.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err18 = {instancePath:instancePath+"/invitation/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/enum",keyword:"enum",params:{allowedValues: schema94.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -10955,7 +10955,7 @@ errors++;
 if(data0.teamId !== undefined){
 let data5 = data0.teamId;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err19 = {instancePath:instancePath+"/invitation/teamId",schemaPath:"https://contract.local/schemas/Invitation/properties/teamId/type",keyword:"type",params:{type: schema93.properties.teamId.type},message:"must be string,null"};
+const err19 = {instancePath:instancePath+"/invitation/teamId",schemaPath:"https://contract.local/schemas/Invitation/properties/teamId/type",keyword:"type",params:{type: schema94.properties.teamId.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -10978,7 +10978,7 @@ vErrors.push(err20);
 errors++;
 }
 if(!((((data6 === "pending") || (data6 === "accepted")) || (data6 === "rejected")) || (data6 === "canceled"))){
-const err21 = {instancePath:instancePath+"/invitation/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/enum",keyword:"enum",params:{allowedValues: schema93.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err21 = {instancePath:instancePath+"/invitation/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/enum",keyword:"enum",params:{allowedValues: schema94.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -10991,7 +10991,7 @@ errors++;
 if(data0.inviterId !== undefined){
 let data7 = data0.inviterId;
 if((typeof data7 !== "string") && (data7 !== null)){
-const err22 = {instancePath:instancePath+"/invitation/inviterId",schemaPath:"https://contract.local/schemas/Invitation/properties/inviterId/type",keyword:"type",params:{type: schema93.properties.inviterId.type},message:"must be string,null"};
+const err22 = {instancePath:instancePath+"/invitation/inviterId",schemaPath:"https://contract.local/schemas/Invitation/properties/inviterId/type",keyword:"type",params:{type: schema94.properties.inviterId.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -29578,8 +29578,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes"))){
-const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema103.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(!(((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes")) || (data12 === "organizations"))){
+const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema76.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -32366,7 +32366,7 @@ vErrors.push(err8);
 errors++;
 }
 for(const key0 in data){
-if(!(func7.call(schema93.properties, key0))){
+if(!(func7.call(schema94.properties, key0))){
 const err9 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err9];
@@ -32439,7 +32439,7 @@ vErrors.push(err14);
 errors++;
 }
 if(!(((data3 === "owner") || (data3 === "admin")) || (data3 === "member"))){
-const err15 = {instancePath:instancePath+"/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/enum",keyword:"enum",params:{allowedValues: schema93.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err15 = {instancePath:instancePath+"/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/enum",keyword:"enum",params:{allowedValues: schema94.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -32452,7 +32452,7 @@ errors++;
 if(data.teamId !== undefined){
 let data4 = data.teamId;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err16 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/Invitation/properties/teamId/type",keyword:"type",params:{type: schema93.properties.teamId.type},message:"must be string,null"};
+const err16 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/Invitation/properties/teamId/type",keyword:"type",params:{type: schema94.properties.teamId.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -32475,7 +32475,7 @@ vErrors.push(err17);
 errors++;
 }
 if(!((((data5 === "pending") || (data5 === "accepted")) || (data5 === "rejected")) || (data5 === "canceled"))){
-const err18 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/enum",keyword:"enum",params:{allowedValues: schema93.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err18 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/enum",keyword:"enum",params:{allowedValues: schema94.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -32488,7 +32488,7 @@ errors++;
 if(data.inviterId !== undefined){
 let data6 = data.inviterId;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err19 = {instancePath:instancePath+"/inviterId",schemaPath:"https://contract.local/schemas/Invitation/properties/inviterId/type",keyword:"type",params:{type: schema93.properties.inviterId.type},message:"must be string,null"};
+const err19 = {instancePath:instancePath+"/inviterId",schemaPath:"https://contract.local/schemas/Invitation/properties/inviterId/type",keyword:"type",params:{type: schema94.properties.inviterId.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -34076,5067 +34076,13 @@ return errors === 0;
 validate297.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_create_403 = validate298;
-const schema440 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.create/output/403"};
+const schema440 = {"$id":"https://contract.local/procedures/auth.organization.create/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
 
 function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.create/output/403" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate298.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate298.errors = vErrors;
-return errors === 0;
-}
-validate298.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_create_405 = validate299;
-const schema442 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.create/output/405"};
-
-function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/405" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate299.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate299.errors = vErrors;
-return errors === 0;
-}
-validate299.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_create_409 = validate300;
-const schema444 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.create/output/409"};
-
-function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/409" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate300.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ConflictError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ConflictError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("CONFLICT" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ConflictError/properties/code/const",keyword:"const",params:{allowedValue: "CONFLICT"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ConflictError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(409 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ConflictError/properties/status/const",keyword:"const",params:{allowedValue: 409},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ConflictError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate300.errors = vErrors;
-return errors === 0;
-}
-validate300.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_create_413 = validate301;
-const schema446 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.create/output/413"};
-
-function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate301.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate301.errors = vErrors;
-return errors === 0;
-}
-validate301.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_create_429 = validate302;
-const schema448 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.create/output/429"};
-
-function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate302.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate302.errors = vErrors;
-return errors === 0;
-}
-validate302.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_create_500 = validate303;
-const schema450 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.create/output/500"};
-
-function validate303(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate303.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate303.errors = vErrors;
-return errors === 0;
-}
-validate303.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_create_503 = validate304;
-const schema452 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.create/output/503"};
-
-function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/503" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate304.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("SERVICE_UNAVAILABLE" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(503 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate304.errors = vErrors;
-return errors === 0;
-}
-validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_createTeam_200 = validate305;
-const schema454 = {"$ref":"https://contract.local/schemas/Team","$id":"https://contract.local/procedures/auth.organization.createTeam/output/200"};
-
-function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate305.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.organizationId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.name === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.createdAt === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if(data.updatedAt === undefined){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((((key0 === "id") || (key0 === "organizationId")) || (key0 === "name")) || (key0 === "createdAt")) || (key0 === "updatedAt"))){
-const err5 = {instancePath,schemaPath:"https://contract.local/schemas/Team/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.id !== undefined){
-if(typeof data.id !== "string"){
-const err6 = {instancePath:instancePath+"/id",schemaPath:"https://contract.local/schemas/Team/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.organizationId !== undefined){
-if(typeof data.organizationId !== "string"){
-const err7 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/Team/properties/organizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.name !== undefined){
-if(typeof data.name !== "string"){
-const err8 = {instancePath:instancePath+"/name",schemaPath:"https://contract.local/schemas/Team/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.createdAt !== undefined){
-let data3 = data.createdAt;
-if(typeof data3 === "string"){
-if(!(formats6.validate(data3))){
-const err9 = {instancePath:instancePath+"/createdAt",schemaPath:"https://contract.local/schemas/Team/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-else {
-const err10 = {instancePath:instancePath+"/createdAt",schemaPath:"https://contract.local/schemas/Team/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-if(data.updatedAt !== undefined){
-let data4 = data.updatedAt;
-if(typeof data4 === "string"){
-if(!(formats6.validate(data4))){
-const err11 = {instancePath:instancePath+"/updatedAt",schemaPath:"https://contract.local/schemas/Team/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-else {
-const err12 = {instancePath:instancePath+"/updatedAt",schemaPath:"https://contract.local/schemas/Team/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-}
-else {
-const err13 = {instancePath,schemaPath:"https://contract.local/schemas/Team/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-validate305.errors = vErrors;
-return errors === 0;
-}
-validate305.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_createTeam_400 = validate306;
-const schema456 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/400"};
-
-function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate306.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
-errors = vErrors.length;
-}
-validate306.errors = vErrors;
-return errors === 0;
-}
-validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_createTeam_401 = validate308;
-const schema457 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/401"};
-
-function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate308.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate308.errors = vErrors;
-return errors === 0;
-}
-validate308.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_createTeam_403 = validate309;
-const schema459 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/403"};
-
-function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate309.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate309.errors = vErrors;
-return errors === 0;
-}
-validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_createTeam_405 = validate310;
-const schema461 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/405"};
-
-function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/405" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate310.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate310.errors = vErrors;
-return errors === 0;
-}
-validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_createTeam_413 = validate311;
-const schema463 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.createTeam/output/413"};
-
-function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate311.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate311.errors = vErrors;
-return errors === 0;
-}
-validate311.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_createTeam_429 = validate312;
-const schema465 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/429"};
-
-function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate312.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate312.errors = vErrors;
-return errors === 0;
-}
-validate312.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_createTeam_500 = validate313;
-const schema467 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.createTeam/output/500"};
-
-function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate313.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate313.errors = vErrors;
-return errors === 0;
-}
-validate313.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_createTeam_503 = validate314;
-const schema469 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/503"};
-
-function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/503" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate314.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("SERVICE_UNAVAILABLE" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(503 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate314.errors = vErrors;
-return errors === 0;
-}
-validate314.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_200 = validate315;
-const schema471 = {"$ref":"https://contract.local/schemas/DeletedOrganization","$id":"https://contract.local/procedures/auth.organization.delete/output/200"};
-
-function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate315.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.organizationId === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/DeletedOrganization/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(key0 === "organizationId")){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/DeletedOrganization/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.organizationId !== undefined){
-if(typeof data.organizationId !== "string"){
-const err2 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/DeletedOrganization/properties/organizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/DeletedOrganization/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-validate315.errors = vErrors;
-return errors === 0;
-}
-validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_400 = validate316;
-const schema473 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.delete/output/400"};
-
-function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate316.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
-errors = vErrors.length;
-}
-validate316.errors = vErrors;
-return errors === 0;
-}
-validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_401 = validate318;
-const schema474 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.delete/output/401"};
-
-function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate318.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate318.errors = vErrors;
-return errors === 0;
-}
-validate318.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_403 = validate319;
-const schema476 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.delete/output/403"};
-
-function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate319.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate319.errors = vErrors;
-return errors === 0;
-}
-validate319.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_404 = validate320;
-const schema478 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.delete/output/404"};
-
-function validate320(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/404" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate320.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("NOT_FOUND" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(404 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate320.errors = vErrors;
-return errors === 0;
-}
-validate320.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_405 = validate321;
-const schema480 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.delete/output/405"};
-
-function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/405" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate321.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate321.errors = vErrors;
-return errors === 0;
-}
-validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_412 = validate322;
-const schema482 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.organization.delete/output/412"};
-
-function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/412" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate322.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("PRECONDITION_FAILED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/const",keyword:"const",params:{allowedValue: "PRECONDITION_FAILED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(412 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/const",keyword:"const",params:{allowedValue: 412},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate322.errors = vErrors;
-return errors === 0;
-}
-validate322.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_413 = validate323;
-const schema484 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.delete/output/413"};
-
-function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate323.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate323.errors = vErrors;
-return errors === 0;
-}
-validate323.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_429 = validate324;
-const schema486 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.delete/output/429"};
-
-function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate324.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate324.errors = vErrors;
-return errors === 0;
-}
-validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_500 = validate325;
-const schema488 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.delete/output/500"};
-
-function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate325.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate325.errors = vErrors;
-return errors === 0;
-}
-validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_delete_503 = validate326;
-const schema490 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.delete/output/503"};
-
-function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/503" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate326.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("SERVICE_UNAVAILABLE" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(503 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate326.errors = vErrors;
-return errors === 0;
-}
-validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_getFullOrganization_200 = validate327;
-const schema492 = {"$ref":"https://contract.local/schemas/FullOrganization","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/200"};
-
-function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate327.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate79(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate79.errors : vErrors.concat(validate79.errors);
-errors = vErrors.length;
-}
-validate327.errors = vErrors;
-return errors === 0;
-}
-validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_getFullOrganization_400 = validate329;
-const schema493 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/400"};
-
-function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate329.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
-errors = vErrors.length;
-}
-validate329.errors = vErrors;
-return errors === 0;
-}
-validate329.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_getFullOrganization_401 = validate331;
-const schema494 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/401"};
-
-function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate331.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate331.errors = vErrors;
-return errors === 0;
-}
-validate331.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_getFullOrganization_403 = validate332;
-const schema496 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/403"};
-
-function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate332.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("FORBIDDEN" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(403 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate332.errors = vErrors;
-return errors === 0;
-}
-validate332.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_getFullOrganization_405 = validate333;
-const schema498 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/405"};
-
-function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/405" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate333.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("METHOD_NOT_ALLOWED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(405 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate333.errors = vErrors;
-return errors === 0;
-}
-validate333.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_getFullOrganization_413 = validate334;
-const schema500 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/413"};
-
-function validate334(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/413" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate334.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
-const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate334.errors = vErrors;
-return errors === 0;
-}
-validate334.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_getFullOrganization_429 = validate335;
-const schema502 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/429"};
-
-function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/429" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate335.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("TOO_MANY_REQUESTS" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(429 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate335.errors = vErrors;
-return errors === 0;
-}
-validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_getFullOrganization_500 = validate336;
-const schema504 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/500"};
-
-function validate336(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/500" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate336.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.error === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "error") || (key0 === "requestId"))){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.error !== undefined){
-let data0 = data.error;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if("internal_error" !== data0){
-const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.requestId !== undefined){
-if(typeof data.requestId !== "string"){
-const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate336.errors = vErrors;
-return errors === 0;
-}
-validate336.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_getFullOrganization_503 = validate337;
-const schema506 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/503"};
-
-function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/503" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate337.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("SERVICE_UNAVAILABLE" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(503 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate337.errors = vErrors;
-return errors === 0;
-}
-validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_inviteMember_200 = validate338;
-const schema508 = {"$ref":"https://contract.local/schemas/Invitation","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/200"};
-
-function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/200" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate338.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.organizationId === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.email === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.role === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if(data.teamId === undefined){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "teamId"},message:"must have required property '"+"teamId"+"'"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(data.status === undefined){
-const err5 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-if(data.inviterId === undefined){
-const err6 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "inviterId"},message:"must have required property '"+"inviterId"+"'"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if(data.expiresAt === undefined){
-const err7 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-if(data.createdAt === undefined){
-const err8 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(func7.call(schema93.properties, key0))){
-const err9 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.id !== undefined){
-if(typeof data.id !== "string"){
-const err10 = {instancePath:instancePath+"/id",schemaPath:"https://contract.local/schemas/Invitation/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-if(data.organizationId !== undefined){
-if(typeof data.organizationId !== "string"){
-const err11 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/Invitation/properties/organizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-if(data.email !== undefined){
-let data2 = data.email;
-if(typeof data2 === "string"){
-if(!(formats0.test(data2))){
-const err12 = {instancePath:instancePath+"/email",schemaPath:"https://contract.local/schemas/Invitation/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-else {
-const err13 = {instancePath:instancePath+"/email",schemaPath:"https://contract.local/schemas/Invitation/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-}
-if(data.role !== undefined){
-let data3 = data.role;
-if(typeof data3 !== "string"){
-const err14 = {instancePath:instancePath+"/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-if(!(((data3 === "owner") || (data3 === "admin")) || (data3 === "member"))){
-const err15 = {instancePath:instancePath+"/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/enum",keyword:"enum",params:{allowedValues: schema93.properties.role.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-}
-if(data.teamId !== undefined){
-let data4 = data.teamId;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err16 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/Invitation/properties/teamId/type",keyword:"type",params:{type: schema93.properties.teamId.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data5 = data.status;
-if(typeof data5 !== "string"){
-const err17 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-if(!((((data5 === "pending") || (data5 === "accepted")) || (data5 === "rejected")) || (data5 === "canceled"))){
-const err18 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/enum",keyword:"enum",params:{allowedValues: schema93.properties.status.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-}
-if(data.inviterId !== undefined){
-let data6 = data.inviterId;
-if((typeof data6 !== "string") && (data6 !== null)){
-const err19 = {instancePath:instancePath+"/inviterId",schemaPath:"https://contract.local/schemas/Invitation/properties/inviterId/type",keyword:"type",params:{type: schema93.properties.inviterId.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-}
-if(data.expiresAt !== undefined){
-let data7 = data.expiresAt;
-if(typeof data7 === "string"){
-if(!(formats6.validate(data7))){
-const err20 = {instancePath:instancePath+"/expiresAt",schemaPath:"https://contract.local/schemas/Invitation/properties/expiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-}
-else {
-const err21 = {instancePath:instancePath+"/expiresAt",schemaPath:"https://contract.local/schemas/Invitation/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-}
-if(data.createdAt !== undefined){
-let data8 = data.createdAt;
-if(typeof data8 === "string"){
-if(!(formats6.validate(data8))){
-const err22 = {instancePath:instancePath+"/createdAt",schemaPath:"https://contract.local/schemas/Invitation/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-}
-else {
-const err23 = {instancePath:instancePath+"/createdAt",schemaPath:"https://contract.local/schemas/Invitation/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-}
-}
-else {
-const err24 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-validate338.errors = vErrors;
-return errors === 0;
-}
-validate338.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_inviteMember_400 = validate339;
-const schema510 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/400"};
-
-function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/400" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate339.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
-errors = vErrors.length;
-}
-validate339.errors = vErrors;
-return errors === 0;
-}
-validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_inviteMember_401 = validate341;
-const schema511 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/401"};
-
-function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/401" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate341.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.defined === undefined){
-const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.code === undefined){
-const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.status === undefined){
-const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.defined !== undefined){
-if(typeof data.defined !== "boolean"){
-const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.code !== undefined){
-let data1 = data.code;
-if(typeof data1 !== "string"){
-const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if("UNAUTHORIZED" !== data1){
-const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data2 = data.status;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(401 !== data2){
-const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-if(typeof data.message !== "string"){
-const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate341.errors = vErrors;
-return errors === 0;
-}
-validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-exports.output_auth_organization_inviteMember_403 = validate342;
-const schema513 = {"$id":"https://contract.local/procedures/auth.organization.inviteMember/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
-
-function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/403" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate342.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -39157,7 +34103,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema513.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema440.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -39630,8 +34576,5500 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes"))){
-const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema103.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(!(((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes")) || (data12 === "organizations"))){
+const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema76.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data11.limit !== undefined){
+let data13 = data11.limit;
+if(!((typeof data13 == "number") && (isFinite(data13)))){
+const err40 = {instancePath:instancePath+"/data/limit",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data11.plan !== undefined){
+if(typeof data11.plan !== "string"){
+const err41 = {instancePath:instancePath+"/data/plan",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/plan/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+var _valid1 = _errs25 === errors;
+valid6 = _valid1;
+if(valid6){
+var props1 = true;
+}
+}
+if(!valid6){
+const err44 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if(props0 !== true && props1 !== undefined){
+if(props1 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props1);
+}
+}
+validate298.errors = vErrors;
+evaluated0.props = props0;
+return errors === 0;
+}
+validate298.evaluated = {"dynamicProps":true,"dynamicItems":false};
+
+exports.output_auth_organization_create_405 = validate299;
+const schema443 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.create/output/405"};
+
+function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate299.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate299.errors = vErrors;
+return errors === 0;
+}
+validate299.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_create_409 = validate300;
+const schema445 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.create/output/409"};
+
+function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/409" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate300.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ConflictError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ConflictError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("CONFLICT" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ConflictError/properties/code/const",keyword:"const",params:{allowedValue: "CONFLICT"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ConflictError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(409 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ConflictError/properties/status/const",keyword:"const",params:{allowedValue: 409},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ConflictError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ConflictError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate300.errors = vErrors;
+return errors === 0;
+}
+validate300.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_create_413 = validate301;
+const schema447 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.create/output/413"};
+
+function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate301.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate301.errors = vErrors;
+return errors === 0;
+}
+validate301.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_create_429 = validate302;
+const schema449 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.create/output/429"};
+
+function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate302.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate302.errors = vErrors;
+return errors === 0;
+}
+validate302.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_create_500 = validate303;
+const schema451 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.create/output/500"};
+
+function validate303(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate303.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate303.errors = vErrors;
+return errors === 0;
+}
+validate303.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_create_503 = validate304;
+const schema453 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.create/output/503"};
+
+function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.create/output/503" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate304.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("SERVICE_UNAVAILABLE" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(503 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate304.errors = vErrors;
+return errors === 0;
+}
+validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_createTeam_200 = validate305;
+const schema455 = {"$ref":"https://contract.local/schemas/Team","$id":"https://contract.local/procedures/auth.organization.createTeam/output/200"};
+
+function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate305.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.organizationId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.name === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.createdAt === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.updatedAt === undefined){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/Team/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "id") || (key0 === "organizationId")) || (key0 === "name")) || (key0 === "createdAt")) || (key0 === "updatedAt"))){
+const err5 = {instancePath,schemaPath:"https://contract.local/schemas/Team/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+if(typeof data.id !== "string"){
+const err6 = {instancePath:instancePath+"/id",schemaPath:"https://contract.local/schemas/Team/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+if(typeof data.organizationId !== "string"){
+const err7 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/Team/properties/organizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+if(typeof data.name !== "string"){
+const err8 = {instancePath:instancePath+"/name",schemaPath:"https://contract.local/schemas/Team/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.createdAt !== undefined){
+let data3 = data.createdAt;
+if(typeof data3 === "string"){
+if(!(formats6.validate(data3))){
+const err9 = {instancePath:instancePath+"/createdAt",schemaPath:"https://contract.local/schemas/Team/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/createdAt",schemaPath:"https://contract.local/schemas/Team/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.updatedAt !== undefined){
+let data4 = data.updatedAt;
+if(typeof data4 === "string"){
+if(!(formats6.validate(data4))){
+const err11 = {instancePath:instancePath+"/updatedAt",schemaPath:"https://contract.local/schemas/Team/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/updatedAt",schemaPath:"https://contract.local/schemas/Team/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"https://contract.local/schemas/Team/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate305.errors = vErrors;
+return errors === 0;
+}
+validate305.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_createTeam_400 = validate306;
+const schema457 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/400"};
+
+function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate306.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+errors = vErrors.length;
+}
+validate306.errors = vErrors;
+return errors === 0;
+}
+validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_createTeam_401 = validate308;
+const schema458 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/401"};
+
+function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate308.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate308.errors = vErrors;
+return errors === 0;
+}
+validate308.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_createTeam_403 = validate309;
+const schema460 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/403"};
+
+function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate309.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate309.errors = vErrors;
+return errors === 0;
+}
+validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_createTeam_405 = validate310;
+const schema462 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/405"};
+
+function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate310.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate310.errors = vErrors;
+return errors === 0;
+}
+validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_createTeam_413 = validate311;
+const schema464 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.createTeam/output/413"};
+
+function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate311.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate311.errors = vErrors;
+return errors === 0;
+}
+validate311.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_createTeam_429 = validate312;
+const schema466 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/429"};
+
+function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate312.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate312.errors = vErrors;
+return errors === 0;
+}
+validate312.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_createTeam_500 = validate313;
+const schema468 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.createTeam/output/500"};
+
+function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate313.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate313.errors = vErrors;
+return errors === 0;
+}
+validate313.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_createTeam_503 = validate314;
+const schema470 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.createTeam/output/503"};
+
+function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.createTeam/output/503" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate314.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("SERVICE_UNAVAILABLE" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(503 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate314.errors = vErrors;
+return errors === 0;
+}
+validate314.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_200 = validate315;
+const schema472 = {"$ref":"https://contract.local/schemas/DeletedOrganization","$id":"https://contract.local/procedures/auth.organization.delete/output/200"};
+
+function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate315.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.organizationId === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/DeletedOrganization/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(key0 === "organizationId")){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/DeletedOrganization/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+if(typeof data.organizationId !== "string"){
+const err2 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/DeletedOrganization/properties/organizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/DeletedOrganization/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate315.errors = vErrors;
+return errors === 0;
+}
+validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_400 = validate316;
+const schema474 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.delete/output/400"};
+
+function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate316.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+errors = vErrors.length;
+}
+validate316.errors = vErrors;
+return errors === 0;
+}
+validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_401 = validate318;
+const schema475 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.delete/output/401"};
+
+function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate318.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate318.errors = vErrors;
+return errors === 0;
+}
+validate318.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_403 = validate319;
+const schema477 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.delete/output/403"};
+
+function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate319.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate319.errors = vErrors;
+return errors === 0;
+}
+validate319.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_404 = validate320;
+const schema479 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.delete/output/404"};
+
+function validate320(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/404" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate320.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/NotFoundError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("NOT_FOUND" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/NotFoundError/properties/code/const",keyword:"const",params:{allowedValue: "NOT_FOUND"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(404 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/NotFoundError/properties/status/const",keyword:"const",params:{allowedValue: 404},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/NotFoundError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/NotFoundError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate320.errors = vErrors;
+return errors === 0;
+}
+validate320.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_405 = validate321;
+const schema481 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.delete/output/405"};
+
+function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate321.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate321.errors = vErrors;
+return errors === 0;
+}
+validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_412 = validate322;
+const schema483 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.organization.delete/output/412"};
+
+function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/412" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate322.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("PRECONDITION_FAILED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/code/const",keyword:"const",params:{allowedValue: "PRECONDITION_FAILED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(412 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/status/const",keyword:"const",params:{allowedValue: 412},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/PreconditionFailedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/PreconditionFailedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate322.errors = vErrors;
+return errors === 0;
+}
+validate322.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_413 = validate323;
+const schema485 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.delete/output/413"};
+
+function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate323.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate323.errors = vErrors;
+return errors === 0;
+}
+validate323.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_429 = validate324;
+const schema487 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.delete/output/429"};
+
+function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate324.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate324.errors = vErrors;
+return errors === 0;
+}
+validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_500 = validate325;
+const schema489 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.delete/output/500"};
+
+function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate325.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate325.errors = vErrors;
+return errors === 0;
+}
+validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_delete_503 = validate326;
+const schema491 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.delete/output/503"};
+
+function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.delete/output/503" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate326.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("SERVICE_UNAVAILABLE" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(503 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate326.errors = vErrors;
+return errors === 0;
+}
+validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_getFullOrganization_200 = validate327;
+const schema493 = {"$ref":"https://contract.local/schemas/FullOrganization","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/200"};
+
+function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate327.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate80(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate80.errors : vErrors.concat(validate80.errors);
+errors = vErrors.length;
+}
+validate327.errors = vErrors;
+return errors === 0;
+}
+validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_getFullOrganization_400 = validate329;
+const schema494 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/400"};
+
+function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate329.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+errors = vErrors.length;
+}
+validate329.errors = vErrors;
+return errors === 0;
+}
+validate329.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_getFullOrganization_401 = validate331;
+const schema495 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/401"};
+
+function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate331.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate331.errors = vErrors;
+return errors === 0;
+}
+validate331.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_getFullOrganization_403 = validate332;
+const schema497 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/403"};
+
+function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate332.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("FORBIDDEN" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(403 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate332.errors = vErrors;
+return errors === 0;
+}
+validate332.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_getFullOrganization_405 = validate333;
+const schema499 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/405"};
+
+function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/405" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate333.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("METHOD_NOT_ALLOWED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/code/const",keyword:"const",params:{allowedValue: "METHOD_NOT_ALLOWED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(405 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/status/const",keyword:"const",params:{allowedValue: 405},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/MethodNotAllowedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/MethodNotAllowedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate333.errors = vErrors;
+return errors === 0;
+}
+validate333.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_getFullOrganization_413 = validate334;
+const schema501 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/413"};
+
+function validate334(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/413" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate334.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.message === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "error") || (key0 === "message")) || (key0 === "requestId"))){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((((((data0 === "payload_too_large") || (data0 === "bad_request")) || (data0 === "invalid_signature")) || (data0 === "not_found")) || (data0 === "method_not_allowed")) || (data0 === "length_required")) || (data0 === "too_large"))){
+const err5 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/error/enum",keyword:"enum",params:{allowedValues: schema41.properties.error.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err6 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err7 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/TransportErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/TransportErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate334.errors = vErrors;
+return errors === 0;
+}
+validate334.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_getFullOrganization_429 = validate335;
+const schema503 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/429"};
+
+function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/429" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate335.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("TOO_MANY_REQUESTS" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/code/const",keyword:"const",params:{allowedValue: "TOO_MANY_REQUESTS"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(429 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/status/const",keyword:"const",params:{allowedValue: 429},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/TooManyRequestsError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/TooManyRequestsError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate335.errors = vErrors;
+return errors === 0;
+}
+validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_getFullOrganization_500 = validate336;
+const schema505 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/500"};
+
+function validate336(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/500" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate336.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.error === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "error"},message:"must have required property '"+"error"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/required",keyword:"required",params:{missingProperty: "requestId"},message:"must have required property '"+"requestId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "error") || (key0 === "requestId"))){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.error !== undefined){
+let data0 = data.error;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if("internal_error" !== data0){
+const err4 = {instancePath:instancePath+"/error",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/error/const",keyword:"const",params:{allowedValue: "internal_error"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.requestId !== undefined){
+if(typeof data.requestId !== "string"){
+const err5 = {instancePath:instancePath+"/requestId",schemaPath:"https://contract.local/schemas/InternalErrorBody/properties/requestId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/InternalErrorBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate336.errors = vErrors;
+return errors === 0;
+}
+validate336.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_getFullOrganization_503 = validate337;
+const schema507 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.getFullOrganization/output/503"};
+
+function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.getFullOrganization/output/503" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate337.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("SERVICE_UNAVAILABLE" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/code/const",keyword:"const",params:{allowedValue: "SERVICE_UNAVAILABLE"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(503 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/status/const",keyword:"const",params:{allowedValue: 503},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ServiceUnavailableError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/ServiceUnavailableError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate337.errors = vErrors;
+return errors === 0;
+}
+validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_inviteMember_200 = validate338;
+const schema509 = {"$ref":"https://contract.local/schemas/Invitation","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/200"};
+
+function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/200" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate338.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.organizationId === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "organizationId"},message:"must have required property '"+"organizationId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.email === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.role === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.teamId === undefined){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "teamId"},message:"must have required property '"+"teamId"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.status === undefined){
+const err5 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.inviterId === undefined){
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "inviterId"},message:"must have required property '"+"inviterId"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.expiresAt === undefined){
+const err7 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.createdAt === undefined){
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func7.call(schema94.properties, key0))){
+const err9 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+if(typeof data.id !== "string"){
+const err10 = {instancePath:instancePath+"/id",schemaPath:"https://contract.local/schemas/Invitation/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.organizationId !== undefined){
+if(typeof data.organizationId !== "string"){
+const err11 = {instancePath:instancePath+"/organizationId",schemaPath:"https://contract.local/schemas/Invitation/properties/organizationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.email !== undefined){
+let data2 = data.email;
+if(typeof data2 === "string"){
+if(!(formats0.test(data2))){
+const err12 = {instancePath:instancePath+"/email",schemaPath:"https://contract.local/schemas/Invitation/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/email",schemaPath:"https://contract.local/schemas/Invitation/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.role !== undefined){
+let data3 = data.role;
+if(typeof data3 !== "string"){
+const err14 = {instancePath:instancePath+"/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(!(((data3 === "owner") || (data3 === "admin")) || (data3 === "member"))){
+const err15 = {instancePath:instancePath+"/role",schemaPath:"https://contract.local/schemas/Invitation/properties/role/enum",keyword:"enum",params:{allowedValues: schema94.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.teamId !== undefined){
+let data4 = data.teamId;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err16 = {instancePath:instancePath+"/teamId",schemaPath:"https://contract.local/schemas/Invitation/properties/teamId/type",keyword:"type",params:{type: schema94.properties.teamId.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data5 = data.status;
+if(typeof data5 !== "string"){
+const err17 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(!((((data5 === "pending") || (data5 === "accepted")) || (data5 === "rejected")) || (data5 === "canceled"))){
+const err18 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/Invitation/properties/status/enum",keyword:"enum",params:{allowedValues: schema94.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data.inviterId !== undefined){
+let data6 = data.inviterId;
+if((typeof data6 !== "string") && (data6 !== null)){
+const err19 = {instancePath:instancePath+"/inviterId",schemaPath:"https://contract.local/schemas/Invitation/properties/inviterId/type",keyword:"type",params:{type: schema94.properties.inviterId.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.expiresAt !== undefined){
+let data7 = data.expiresAt;
+if(typeof data7 === "string"){
+if(!(formats6.validate(data7))){
+const err20 = {instancePath:instancePath+"/expiresAt",schemaPath:"https://contract.local/schemas/Invitation/properties/expiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/expiresAt",schemaPath:"https://contract.local/schemas/Invitation/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.createdAt !== undefined){
+let data8 = data.createdAt;
+if(typeof data8 === "string"){
+if(!(formats6.validate(data8))){
+const err22 = {instancePath:instancePath+"/createdAt",schemaPath:"https://contract.local/schemas/Invitation/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/createdAt",schemaPath:"https://contract.local/schemas/Invitation/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath,schemaPath:"https://contract.local/schemas/Invitation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+validate338.errors = vErrors;
+return errors === 0;
+}
+validate338.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_inviteMember_400 = validate339;
+const schema511 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/400"};
+
+function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/400" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate339.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+errors = vErrors.length;
+}
+validate339.errors = vErrors;
+return errors === 0;
+}
+validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_inviteMember_401 = validate341;
+const schema512 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/401"};
+
+function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/401" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate341.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err0 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code === undefined){
+const err1 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.status === undefined){
+const err2 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err5 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data1 = data.code;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("UNAUTHORIZED" !== data1){
+const err7 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/code/const",keyword:"const",params:{allowedValue: "UNAUTHORIZED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(401 !== data2){
+const err9 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/status/const",keyword:"const",params:{allowedValue: 401},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err10 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/UnauthorizedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"https://contract.local/schemas/UnauthorizedError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate341.errors = vErrors;
+return errors === 0;
+}
+validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+exports.output_auth_organization_inviteMember_403 = validate342;
+const schema514 = {"$id":"https://contract.local/procedures/auth.organization.inviteMember/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["FORBIDDEN","LIMIT_REACHED"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"LIMIT_REACHED"}}},"then":{"$ref":"https://contract.local/schemas/LimitReachedError"}}]};
+
+function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/403" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate342.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.code === undefined){
+const err0 = {instancePath,schemaPath:"#/allOf/0/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.code !== undefined){
+let data0 = data.code;
+if(!((data0 === "FORBIDDEN") || (data0 === "LIMIT_REACHED"))){
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema514.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/allOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+const _errs4 = errors;
+let valid2 = true;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.code === undefined) && (missing0 = "code")){
+const err3 = {};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+else {
+if(data.code !== undefined){
+if("FORBIDDEN" !== data.code){
+const err4 = {};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+var _valid0 = _errs5 === errors;
+errors = _errs4;
+if(vErrors !== null){
+if(_errs4){
+vErrors.length = _errs4;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs8 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err6 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.code === undefined){
+const err7 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.status === undefined){
+const err8 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.message === undefined){
+const err9 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "defined") || (key0 === "code")) || (key0 === "status")) || (key0 === "message"))){
+const err10 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err11 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data3 = data.code;
+if(typeof data3 !== "string"){
+const err12 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if("FORBIDDEN" !== data3){
+const err13 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/code/const",keyword:"const",params:{allowedValue: "FORBIDDEN"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data4 = data.status;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err14 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(403 !== data4){
+const err15 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err16 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/ForbiddenError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath,schemaPath:"https://contract.local/schemas/ForbiddenError/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+var _valid0 = _errs8 === errors;
+valid2 = _valid0;
+if(valid2){
+var props0 = true;
+}
+}
+if(!valid2){
+const err18 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(props0 !== true){
+props0 = props0 || {};
+props0.code = true;
+}
+const _errs21 = errors;
+let valid6 = true;
+const _errs22 = errors;
+if(errors === _errs22){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if((data.code === undefined) && (missing1 = "code")){
+const err19 = {};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+else {
+if(data.code !== undefined){
+if("LIMIT_REACHED" !== data.code){
+const err20 = {};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err21 = {};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+var _valid1 = _errs22 === errors;
+errors = _errs21;
+if(vErrors !== null){
+if(_errs21){
+vErrors.length = _errs21;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid1){
+const _errs25 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.defined === undefined){
+const err22 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "defined"},message:"must have required property '"+"defined"+"'"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(data.code === undefined){
+const err23 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(data.status === undefined){
+const err24 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data.message === undefined){
+const err25 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data.data === undefined){
+const err26 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/required",keyword:"required",params:{missingProperty: "data"},message:"must have required property '"+"data"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+for(const key1 in data){
+if(!(((((key1 === "defined") || (key1 === "code")) || (key1 === "status")) || (key1 === "message")) || (key1 === "data"))){
+const err27 = {instancePath,schemaPath:"https://contract.local/schemas/LimitReachedError/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data.defined !== undefined){
+if(typeof data.defined !== "boolean"){
+const err28 = {instancePath:instancePath+"/defined",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/defined/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data8 = data.code;
+if(typeof data8 !== "string"){
+const err29 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if("LIMIT_REACHED" !== data8){
+const err30 = {instancePath:instancePath+"/code",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/code/const",keyword:"const",params:{allowedValue: "LIMIT_REACHED"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data9 = data.status;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err31 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if(403 !== data9){
+const err32 = {instancePath:instancePath+"/status",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/status/const",keyword:"const",params:{allowedValue: 403},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+if(typeof data.message !== "string"){
+const err33 = {instancePath:instancePath+"/message",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+if(data.data !== undefined){
+let data11 = data.data;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(data11.kind === undefined){
+const err34 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(data11.limit === undefined){
+const err35 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "limit"},message:"must have required property '"+"limit"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(data11.plan === undefined){
+const err36 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/required",keyword:"required",params:{missingProperty: "plan"},message:"must have required property '"+"plan"+"'"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+for(const key2 in data11){
+if(!(((key2 === "kind") || (key2 === "limit")) || (key2 === "plan"))){
+const err37 = {instancePath:instancePath+"/data",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data11.kind !== undefined){
+let data12 = data11.kind;
+if(typeof data12 !== "string"){
+const err38 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(!(((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes")) || (data12 === "organizations"))){
+const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema76.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -39721,7 +40159,7 @@ return errors === 0;
 validate342.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 exports.output_auth_organization_inviteMember_404 = validate343;
-const schema516 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/404"};
+const schema517 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/404"};
 
 function validate343(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/404" */;
@@ -39874,7 +40312,7 @@ return errors === 0;
 validate343.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_inviteMember_405 = validate344;
-const schema518 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/405"};
+const schema519 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/405"};
 
 function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/405" */;
@@ -40027,7 +40465,7 @@ return errors === 0;
 validate344.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_inviteMember_409 = validate345;
-const schema520 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/409"};
+const schema521 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/409"};
 
 function validate345(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/409" */;
@@ -40180,7 +40618,7 @@ return errors === 0;
 validate345.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_inviteMember_412 = validate346;
-const schema522 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/412"};
+const schema523 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/412"};
 
 function validate346(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/412" */;
@@ -40333,7 +40771,7 @@ return errors === 0;
 validate346.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_inviteMember_413 = validate347;
-const schema524 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/413"};
+const schema525 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/413"};
 
 function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/413" */;
@@ -40453,7 +40891,7 @@ return errors === 0;
 validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_inviteMember_429 = validate348;
-const schema526 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/429"};
+const schema527 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/429"};
 
 function validate348(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/429" */;
@@ -40606,7 +41044,7 @@ return errors === 0;
 validate348.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_inviteMember_500 = validate349;
-const schema528 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/500"};
+const schema529 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/500"};
 
 function validate349(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/500" */;
@@ -40704,7 +41142,7 @@ return errors === 0;
 validate349.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_inviteMember_503 = validate350;
-const schema530 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/503"};
+const schema531 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.inviteMember/output/503"};
 
 function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.inviteMember/output/503" */;
@@ -40857,7 +41295,7 @@ return errors === 0;
 validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_200 = validate351;
-const schema532 = {"$ref":"https://contract.local/schemas/Member","$id":"https://contract.local/procedures/auth.organization.leave/output/200"};
+const schema533 = {"$ref":"https://contract.local/schemas/Member","$id":"https://contract.local/procedures/auth.organization.leave/output/200"};
 
 function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/200" */;
@@ -40880,7 +41318,7 @@ return errors === 0;
 validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_400 = validate353;
-const schema533 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.leave/output/400"};
+const schema534 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.leave/output/400"};
 
 function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/400" */;
@@ -40903,7 +41341,7 @@ return errors === 0;
 validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_401 = validate355;
-const schema534 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.leave/output/401"};
+const schema535 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.leave/output/401"};
 
 function validate355(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/401" */;
@@ -41056,7 +41494,7 @@ return errors === 0;
 validate355.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_403 = validate356;
-const schema536 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.leave/output/403"};
+const schema537 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.leave/output/403"};
 
 function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/403" */;
@@ -41209,7 +41647,7 @@ return errors === 0;
 validate356.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_405 = validate357;
-const schema538 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.leave/output/405"};
+const schema539 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.leave/output/405"};
 
 function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/405" */;
@@ -41362,7 +41800,7 @@ return errors === 0;
 validate357.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_409 = validate358;
-const schema540 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.leave/output/409"};
+const schema541 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.leave/output/409"};
 
 function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/409" */;
@@ -41515,7 +41953,7 @@ return errors === 0;
 validate358.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_413 = validate359;
-const schema542 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.leave/output/413"};
+const schema543 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.leave/output/413"};
 
 function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/413" */;
@@ -41635,7 +42073,7 @@ return errors === 0;
 validate359.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_429 = validate360;
-const schema544 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.leave/output/429"};
+const schema545 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.leave/output/429"};
 
 function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/429" */;
@@ -41788,7 +42226,7 @@ return errors === 0;
 validate360.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_500 = validate361;
-const schema546 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.leave/output/500"};
+const schema547 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.leave/output/500"};
 
 function validate361(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/500" */;
@@ -41886,7 +42324,7 @@ return errors === 0;
 validate361.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_leave_503 = validate362;
-const schema548 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.leave/output/503"};
+const schema549 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.leave/output/503"};
 
 function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.leave/output/503" */;
@@ -42039,7 +42477,7 @@ return errors === 0;
 validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_list_200 = validate363;
-const schema550 = {"$ref":"https://contract.local/schemas/OrganizationWithRoleList","$id":"https://contract.local/procedures/auth.organization.list/output/200"};
+const schema551 = {"$ref":"https://contract.local/schemas/OrganizationWithRoleList","$id":"https://contract.local/procedures/auth.organization.list/output/200"};
 
 function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.list/output/200" */;
@@ -42052,8 +42490,8 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate76(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
+if(!(validate77(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate77.errors : vErrors.concat(validate77.errors);
 errors = vErrors.length;
 }
 validate363.errors = vErrors;
@@ -42062,7 +42500,7 @@ return errors === 0;
 validate363.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_list_400 = validate365;
-const schema551 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.list/output/400"};
+const schema552 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.list/output/400"};
 
 function validate365(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.list/output/400" */;
@@ -42085,7 +42523,7 @@ return errors === 0;
 validate365.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_list_401 = validate367;
-const schema552 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.list/output/401"};
+const schema553 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.list/output/401"};
 
 function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.list/output/401" */;
@@ -42238,7 +42676,7 @@ return errors === 0;
 validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_list_403 = validate368;
-const schema554 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.list/output/403"};
+const schema555 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.list/output/403"};
 
 function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.list/output/403" */;
@@ -42391,7 +42829,7 @@ return errors === 0;
 validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_list_405 = validate369;
-const schema556 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.list/output/405"};
+const schema557 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.list/output/405"};
 
 function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.list/output/405" */;
@@ -42544,7 +42982,7 @@ return errors === 0;
 validate369.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_list_413 = validate370;
-const schema558 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.list/output/413"};
+const schema559 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.list/output/413"};
 
 function validate370(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.list/output/413" */;
@@ -42664,7 +43102,7 @@ return errors === 0;
 validate370.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_list_429 = validate371;
-const schema560 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.list/output/429"};
+const schema561 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.list/output/429"};
 
 function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.list/output/429" */;
@@ -42817,7 +43255,7 @@ return errors === 0;
 validate371.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_list_500 = validate372;
-const schema562 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.list/output/500"};
+const schema563 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.list/output/500"};
 
 function validate372(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.list/output/500" */;
@@ -42915,7 +43353,7 @@ return errors === 0;
 validate372.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_list_503 = validate373;
-const schema564 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.list/output/503"};
+const schema565 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.list/output/503"};
 
 function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.list/output/503" */;
@@ -43068,7 +43506,7 @@ return errors === 0;
 validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listMembers_200 = validate374;
-const schema566 = {"$ref":"https://contract.local/schemas/MemberPage","$id":"https://contract.local/procedures/auth.organization.listMembers/output/200"};
+const schema567 = {"$ref":"https://contract.local/schemas/MemberPage","$id":"https://contract.local/procedures/auth.organization.listMembers/output/200"};
 
 function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listMembers/output/200" */;
@@ -43081,8 +43519,8 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate81(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate81.errors : vErrors.concat(validate81.errors);
+if(!(validate82(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate82.errors : vErrors.concat(validate82.errors);
 errors = vErrors.length;
 }
 validate374.errors = vErrors;
@@ -43091,7 +43529,7 @@ return errors === 0;
 validate374.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listMembers_400 = validate376;
-const schema567 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/400"};
+const schema568 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/400"};
 
 function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listMembers/output/400" */;
@@ -43114,7 +43552,7 @@ return errors === 0;
 validate376.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listMembers_401 = validate378;
-const schema568 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/401"};
+const schema569 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/401"};
 
 function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listMembers/output/401" */;
@@ -43267,7 +43705,7 @@ return errors === 0;
 validate378.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listMembers_403 = validate379;
-const schema570 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/403"};
+const schema571 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/403"};
 
 function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listMembers/output/403" */;
@@ -43420,7 +43858,7 @@ return errors === 0;
 validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listMembers_405 = validate380;
-const schema572 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/405"};
+const schema573 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/405"};
 
 function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listMembers/output/405" */;
@@ -43573,7 +44011,7 @@ return errors === 0;
 validate380.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listMembers_413 = validate381;
-const schema574 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.listMembers/output/413"};
+const schema575 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.listMembers/output/413"};
 
 function validate381(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listMembers/output/413" */;
@@ -43693,7 +44131,7 @@ return errors === 0;
 validate381.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listMembers_429 = validate382;
-const schema576 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/429"};
+const schema577 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/429"};
 
 function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listMembers/output/429" */;
@@ -43846,7 +44284,7 @@ return errors === 0;
 validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listMembers_500 = validate383;
-const schema578 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.listMembers/output/500"};
+const schema579 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.listMembers/output/500"};
 
 function validate383(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listMembers/output/500" */;
@@ -43944,7 +44382,7 @@ return errors === 0;
 validate383.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listMembers_503 = validate384;
-const schema580 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/503"};
+const schema581 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.listMembers/output/503"};
 
 function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listMembers/output/503" */;
@@ -44097,7 +44535,7 @@ return errors === 0;
 validate384.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listTeams_200 = validate385;
-const schema582 = {"$ref":"https://contract.local/schemas/TeamList","$id":"https://contract.local/procedures/auth.organization.listTeams/output/200"};
+const schema583 = {"$ref":"https://contract.local/schemas/TeamList","$id":"https://contract.local/procedures/auth.organization.listTeams/output/200"};
 
 function validate385(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listTeams/output/200" */;
@@ -44120,7 +44558,7 @@ return errors === 0;
 validate385.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listTeams_400 = validate387;
-const schema583 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/400"};
+const schema584 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/400"};
 
 function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listTeams/output/400" */;
@@ -44143,7 +44581,7 @@ return errors === 0;
 validate387.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listTeams_401 = validate389;
-const schema584 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/401"};
+const schema585 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/401"};
 
 function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listTeams/output/401" */;
@@ -44296,7 +44734,7 @@ return errors === 0;
 validate389.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listTeams_403 = validate390;
-const schema586 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/403"};
+const schema587 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/403"};
 
 function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listTeams/output/403" */;
@@ -44449,7 +44887,7 @@ return errors === 0;
 validate390.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listTeams_405 = validate391;
-const schema588 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/405"};
+const schema589 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/405"};
 
 function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listTeams/output/405" */;
@@ -44602,7 +45040,7 @@ return errors === 0;
 validate391.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listTeams_413 = validate392;
-const schema590 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.listTeams/output/413"};
+const schema591 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.listTeams/output/413"};
 
 function validate392(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listTeams/output/413" */;
@@ -44722,7 +45160,7 @@ return errors === 0;
 validate392.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listTeams_429 = validate393;
-const schema592 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/429"};
+const schema593 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/429"};
 
 function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listTeams/output/429" */;
@@ -44875,7 +45313,7 @@ return errors === 0;
 validate393.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listTeams_500 = validate394;
-const schema594 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.listTeams/output/500"};
+const schema595 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.listTeams/output/500"};
 
 function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listTeams/output/500" */;
@@ -44973,7 +45411,7 @@ return errors === 0;
 validate394.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_listTeams_503 = validate395;
-const schema596 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/503"};
+const schema597 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.listTeams/output/503"};
 
 function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.listTeams/output/503" */;
@@ -45126,7 +45564,7 @@ return errors === 0;
 validate395.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_200 = validate396;
-const schema598 = {"$ref":"https://contract.local/schemas/AcceptInvitationResult","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/200"};
+const schema599 = {"$ref":"https://contract.local/schemas/AcceptInvitationResult","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/200"};
 
 function validate396(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/200" */;
@@ -45149,7 +45587,7 @@ return errors === 0;
 validate396.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_400 = validate398;
-const schema599 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/400"};
+const schema600 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/400"};
 
 function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/400" */;
@@ -45172,7 +45610,7 @@ return errors === 0;
 validate398.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_401 = validate400;
-const schema600 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/401"};
+const schema601 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/401"};
 
 function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/401" */;
@@ -45325,7 +45763,7 @@ return errors === 0;
 validate400.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_403 = validate401;
-const schema602 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/403"};
+const schema603 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/403"};
 
 function validate401(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/403" */;
@@ -45478,7 +45916,7 @@ return errors === 0;
 validate401.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_404 = validate402;
-const schema604 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/404"};
+const schema605 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/404"};
 
 function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/404" */;
@@ -45631,7 +46069,7 @@ return errors === 0;
 validate402.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_405 = validate403;
-const schema606 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/405"};
+const schema607 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/405"};
 
 function validate403(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/405" */;
@@ -45784,7 +46222,7 @@ return errors === 0;
 validate403.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_412 = validate404;
-const schema608 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/412"};
+const schema609 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/412"};
 
 function validate404(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/412" */;
@@ -45937,7 +46375,7 @@ return errors === 0;
 validate404.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_413 = validate405;
-const schema610 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/413"};
+const schema611 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/413"};
 
 function validate405(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/413" */;
@@ -46057,7 +46495,7 @@ return errors === 0;
 validate405.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_429 = validate406;
-const schema612 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/429"};
+const schema613 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/429"};
 
 function validate406(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/429" */;
@@ -46210,7 +46648,7 @@ return errors === 0;
 validate406.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_500 = validate407;
-const schema614 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/500"};
+const schema615 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/500"};
 
 function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/500" */;
@@ -46308,7 +46746,7 @@ return errors === 0;
 validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_rejectInvitation_503 = validate408;
-const schema616 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/503"};
+const schema617 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.rejectInvitation/output/503"};
 
 function validate408(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.rejectInvitation/output/503" */;
@@ -46461,7 +46899,7 @@ return errors === 0;
 validate408.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_200 = validate409;
-const schema618 = {"$ref":"https://contract.local/schemas/RemovedMember","$id":"https://contract.local/procedures/auth.organization.removeMember/output/200"};
+const schema619 = {"$ref":"https://contract.local/schemas/RemovedMember","$id":"https://contract.local/procedures/auth.organization.removeMember/output/200"};
 
 function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/200" */;
@@ -46484,7 +46922,7 @@ return errors === 0;
 validate409.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_400 = validate411;
-const schema619 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/400"};
+const schema620 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/400"};
 
 function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/400" */;
@@ -46507,7 +46945,7 @@ return errors === 0;
 validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_401 = validate413;
-const schema620 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/401"};
+const schema621 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/401"};
 
 function validate413(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/401" */;
@@ -46660,7 +47098,7 @@ return errors === 0;
 validate413.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_403 = validate414;
-const schema622 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/403"};
+const schema623 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/403"};
 
 function validate414(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/403" */;
@@ -46813,7 +47251,7 @@ return errors === 0;
 validate414.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_404 = validate415;
-const schema624 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/404"};
+const schema625 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/404"};
 
 function validate415(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/404" */;
@@ -46966,7 +47404,7 @@ return errors === 0;
 validate415.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_405 = validate416;
-const schema626 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/405"};
+const schema627 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/405"};
 
 function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/405" */;
@@ -47119,7 +47557,7 @@ return errors === 0;
 validate416.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_409 = validate417;
-const schema628 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/409"};
+const schema629 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/409"};
 
 function validate417(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/409" */;
@@ -47272,7 +47710,7 @@ return errors === 0;
 validate417.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_413 = validate418;
-const schema630 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.removeMember/output/413"};
+const schema631 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.removeMember/output/413"};
 
 function validate418(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/413" */;
@@ -47392,7 +47830,7 @@ return errors === 0;
 validate418.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_429 = validate419;
-const schema632 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/429"};
+const schema633 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/429"};
 
 function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/429" */;
@@ -47545,7 +47983,7 @@ return errors === 0;
 validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_500 = validate420;
-const schema634 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.removeMember/output/500"};
+const schema635 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.removeMember/output/500"};
 
 function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/500" */;
@@ -47643,7 +48081,7 @@ return errors === 0;
 validate420.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeMember_503 = validate421;
-const schema636 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/503"};
+const schema637 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.removeMember/output/503"};
 
 function validate421(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeMember/output/503" */;
@@ -47796,7 +48234,7 @@ return errors === 0;
 validate421.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_200 = validate422;
-const schema638 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/200"};
+const schema639 = {"$ref":"https://contract.local/schemas/DeletedId","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/200"};
 
 function validate422(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/200" */;
@@ -47861,7 +48299,7 @@ return errors === 0;
 validate422.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_400 = validate423;
-const schema640 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/400"};
+const schema641 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/400"};
 
 function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/400" */;
@@ -47884,7 +48322,7 @@ return errors === 0;
 validate423.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_401 = validate425;
-const schema641 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/401"};
+const schema642 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/401"};
 
 function validate425(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/401" */;
@@ -48037,7 +48475,7 @@ return errors === 0;
 validate425.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_403 = validate426;
-const schema643 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/403"};
+const schema644 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/403"};
 
 function validate426(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/403" */;
@@ -48190,7 +48628,7 @@ return errors === 0;
 validate426.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_404 = validate427;
-const schema645 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/404"};
+const schema646 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/404"};
 
 function validate427(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/404" */;
@@ -48343,7 +48781,7 @@ return errors === 0;
 validate427.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_405 = validate428;
-const schema647 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/405"};
+const schema648 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/405"};
 
 function validate428(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/405" */;
@@ -48496,7 +48934,7 @@ return errors === 0;
 validate428.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_413 = validate429;
-const schema649 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/413"};
+const schema650 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/413"};
 
 function validate429(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/413" */;
@@ -48616,7 +49054,7 @@ return errors === 0;
 validate429.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_429 = validate430;
-const schema651 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/429"};
+const schema652 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/429"};
 
 function validate430(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/429" */;
@@ -48769,7 +49207,7 @@ return errors === 0;
 validate430.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_500 = validate431;
-const schema653 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/500"};
+const schema654 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/500"};
 
 function validate431(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/500" */;
@@ -48867,7 +49305,7 @@ return errors === 0;
 validate431.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeam_503 = validate432;
-const schema655 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/503"};
+const schema656 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.removeTeam/output/503"};
 
 function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeam/output/503" */;
@@ -49020,7 +49458,7 @@ return errors === 0;
 validate432.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_200 = validate433;
-const schema657 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/200"};
+const schema658 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/200"};
 
 function validate433(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/200" */;
@@ -49096,7 +49534,7 @@ return errors === 0;
 validate433.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_400 = validate434;
-const schema659 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/400"};
+const schema660 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/400"};
 
 function validate434(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/400" */;
@@ -49119,7 +49557,7 @@ return errors === 0;
 validate434.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_401 = validate436;
-const schema660 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/401"};
+const schema661 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/401"};
 
 function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/401" */;
@@ -49272,7 +49710,7 @@ return errors === 0;
 validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_403 = validate437;
-const schema662 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/403"};
+const schema663 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/403"};
 
 function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/403" */;
@@ -49425,7 +49863,7 @@ return errors === 0;
 validate437.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_404 = validate438;
-const schema664 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/404"};
+const schema665 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/404"};
 
 function validate438(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/404" */;
@@ -49578,7 +50016,7 @@ return errors === 0;
 validate438.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_405 = validate439;
-const schema666 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/405"};
+const schema667 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/405"};
 
 function validate439(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/405" */;
@@ -49731,7 +50169,7 @@ return errors === 0;
 validate439.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_413 = validate440;
-const schema668 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/413"};
+const schema669 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/413"};
 
 function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/413" */;
@@ -49851,7 +50289,7 @@ return errors === 0;
 validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_429 = validate441;
-const schema670 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/429"};
+const schema671 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/429"};
 
 function validate441(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/429" */;
@@ -50004,7 +50442,7 @@ return errors === 0;
 validate441.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_500 = validate442;
-const schema672 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/500"};
+const schema673 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/500"};
 
 function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/500" */;
@@ -50102,7 +50540,7 @@ return errors === 0;
 validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_removeTeamMember_503 = validate443;
-const schema674 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/503"};
+const schema675 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.removeTeamMember/output/503"};
 
 function validate443(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.removeTeamMember/output/503" */;
@@ -50255,7 +50693,7 @@ return errors === 0;
 validate443.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_200 = validate444;
-const schema676 = {"$ref":"https://contract.local/schemas/Organization","$id":"https://contract.local/procedures/auth.organization.update/output/200"};
+const schema677 = {"$ref":"https://contract.local/schemas/Organization","$id":"https://contract.local/procedures/auth.organization.update/output/200"};
 
 function validate444(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/200" */;
@@ -50393,7 +50831,7 @@ errors++;
 if(data.logo !== undefined){
 let data3 = data.logo;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err11 = {instancePath:instancePath+"/logo",schemaPath:"https://contract.local/schemas/Organization/properties/logo/type",keyword:"type",params:{type: schema86.properties.logo.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/logo",schemaPath:"https://contract.local/schemas/Organization/properties/logo/type",keyword:"type",params:{type: schema87.properties.logo.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -50406,7 +50844,7 @@ errors++;
 if(data.metadata !== undefined){
 let data4 = data.metadata;
 if((!(data4 && typeof data4 == "object" && !Array.isArray(data4))) && (data4 !== null)){
-const err12 = {instancePath:instancePath+"/metadata",schemaPath:"https://contract.local/schemas/Organization/properties/metadata/type",keyword:"type",params:{type: schema86.properties.metadata.type},message:"must be object,null"};
+const err12 = {instancePath:instancePath+"/metadata",schemaPath:"https://contract.local/schemas/Organization/properties/metadata/type",keyword:"type",params:{type: schema87.properties.metadata.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -50458,7 +50896,7 @@ return errors === 0;
 validate444.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_400 = validate445;
-const schema678 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.update/output/400"};
+const schema679 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.update/output/400"};
 
 function validate445(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/400" */;
@@ -50481,7 +50919,7 @@ return errors === 0;
 validate445.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_401 = validate447;
-const schema679 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.update/output/401"};
+const schema680 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.update/output/401"};
 
 function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/401" */;
@@ -50634,7 +51072,7 @@ return errors === 0;
 validate447.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_403 = validate448;
-const schema681 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.update/output/403"};
+const schema682 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.update/output/403"};
 
 function validate448(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/403" */;
@@ -50787,7 +51225,7 @@ return errors === 0;
 validate448.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_405 = validate449;
-const schema683 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.update/output/405"};
+const schema684 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.update/output/405"};
 
 function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/405" */;
@@ -50940,7 +51378,7 @@ return errors === 0;
 validate449.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_409 = validate450;
-const schema685 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.update/output/409"};
+const schema686 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.update/output/409"};
 
 function validate450(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/409" */;
@@ -51093,7 +51531,7 @@ return errors === 0;
 validate450.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_413 = validate451;
-const schema687 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.update/output/413"};
+const schema688 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.update/output/413"};
 
 function validate451(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/413" */;
@@ -51213,7 +51651,7 @@ return errors === 0;
 validate451.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_429 = validate452;
-const schema689 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.update/output/429"};
+const schema690 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.update/output/429"};
 
 function validate452(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/429" */;
@@ -51366,7 +51804,7 @@ return errors === 0;
 validate452.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_500 = validate453;
-const schema691 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.update/output/500"};
+const schema692 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.update/output/500"};
 
 function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/500" */;
@@ -51464,7 +51902,7 @@ return errors === 0;
 validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_update_503 = validate454;
-const schema693 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.update/output/503"};
+const schema694 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.update/output/503"};
 
 function validate454(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.update/output/503" */;
@@ -51617,7 +52055,7 @@ return errors === 0;
 validate454.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_200 = validate455;
-const schema695 = {"$ref":"https://contract.local/schemas/Member","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/200"};
+const schema696 = {"$ref":"https://contract.local/schemas/Member","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/200"};
 
 function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/200" */;
@@ -51640,7 +52078,7 @@ return errors === 0;
 validate455.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_400 = validate457;
-const schema696 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/400"};
+const schema697 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/400"};
 
 function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/400" */;
@@ -51663,7 +52101,7 @@ return errors === 0;
 validate457.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_401 = validate459;
-const schema697 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/401"};
+const schema698 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/401"};
 
 function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/401" */;
@@ -51816,7 +52254,7 @@ return errors === 0;
 validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_403 = validate460;
-const schema699 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/403"};
+const schema700 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/403"};
 
 function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/403" */;
@@ -51969,7 +52407,7 @@ return errors === 0;
 validate460.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_404 = validate461;
-const schema701 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/404"};
+const schema702 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/404"};
 
 function validate461(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/404" */;
@@ -52122,7 +52560,7 @@ return errors === 0;
 validate461.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_405 = validate462;
-const schema703 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/405"};
+const schema704 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/405"};
 
 function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/405" */;
@@ -52275,7 +52713,7 @@ return errors === 0;
 validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_409 = validate463;
-const schema705 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/409"};
+const schema706 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/409"};
 
 function validate463(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/409" */;
@@ -52428,7 +52866,7 @@ return errors === 0;
 validate463.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_413 = validate464;
-const schema707 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/413"};
+const schema708 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/413"};
 
 function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/413" */;
@@ -52548,7 +52986,7 @@ return errors === 0;
 validate464.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_429 = validate465;
-const schema709 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/429"};
+const schema710 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/429"};
 
 function validate465(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/429" */;
@@ -52701,7 +53139,7 @@ return errors === 0;
 validate465.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_500 = validate466;
-const schema711 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/500"};
+const schema712 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/500"};
 
 function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/500" */;
@@ -52799,7 +53237,7 @@ return errors === 0;
 validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateMemberRole_503 = validate467;
-const schema713 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/503"};
+const schema714 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.updateMemberRole/output/503"};
 
 function validate467(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateMemberRole/output/503" */;
@@ -52952,7 +53390,7 @@ return errors === 0;
 validate467.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_200 = validate468;
-const schema715 = {"$ref":"https://contract.local/schemas/Team","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/200"};
+const schema716 = {"$ref":"https://contract.local/schemas/Team","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/200"};
 
 function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/200" */;
@@ -53131,7 +53569,7 @@ return errors === 0;
 validate468.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_400 = validate469;
-const schema717 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/400"};
+const schema718 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/400"};
 
 function validate469(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/400" */;
@@ -53154,7 +53592,7 @@ return errors === 0;
 validate469.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_401 = validate471;
-const schema718 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/401"};
+const schema719 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/401"};
 
 function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/401" */;
@@ -53307,7 +53745,7 @@ return errors === 0;
 validate471.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_403 = validate472;
-const schema720 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/403"};
+const schema721 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/403"};
 
 function validate472(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/403" */;
@@ -53460,7 +53898,7 @@ return errors === 0;
 validate472.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_404 = validate473;
-const schema722 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/404"};
+const schema723 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/404"};
 
 function validate473(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/404" */;
@@ -53613,7 +54051,7 @@ return errors === 0;
 validate473.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_405 = validate474;
-const schema724 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/405"};
+const schema725 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/405"};
 
 function validate474(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/405" */;
@@ -53766,7 +54204,7 @@ return errors === 0;
 validate474.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_413 = validate475;
-const schema726 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/413"};
+const schema727 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/413"};
 
 function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/413" */;
@@ -53886,7 +54324,7 @@ return errors === 0;
 validate475.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_429 = validate476;
-const schema728 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/429"};
+const schema729 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/429"};
 
 function validate476(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/429" */;
@@ -54039,7 +54477,7 @@ return errors === 0;
 validate476.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_500 = validate477;
-const schema730 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/500"};
+const schema731 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/500"};
 
 function validate477(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/500" */;
@@ -54137,7 +54575,7 @@ return errors === 0;
 validate477.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_organization_updateTeam_503 = validate478;
-const schema732 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/503"};
+const schema733 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.organization.updateTeam/output/503"};
 
 function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.organization.updateTeam/output/503" */;
@@ -54290,7 +54728,7 @@ return errors === 0;
 validate478.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_requestPasswordReset_200 = validate479;
-const schema734 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/200"};
+const schema735 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/200"};
 
 function validate479(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/output/200" */;
@@ -54366,7 +54804,7 @@ return errors === 0;
 validate479.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_requestPasswordReset_400 = validate480;
-const schema736 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/400"};
+const schema737 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/400"};
 
 function validate480(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/output/400" */;
@@ -54389,7 +54827,7 @@ return errors === 0;
 validate480.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_requestPasswordReset_403 = validate482;
-const schema737 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/403"};
+const schema738 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/403"};
 
 function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/output/403" */;
@@ -54542,7 +54980,7 @@ return errors === 0;
 validate482.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_requestPasswordReset_405 = validate483;
-const schema739 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/405"};
+const schema740 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/405"};
 
 function validate483(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/output/405" */;
@@ -54695,7 +55133,7 @@ return errors === 0;
 validate483.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_requestPasswordReset_412 = validate484;
-const schema741 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/412"};
+const schema742 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/412"};
 
 function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/output/412" */;
@@ -54848,7 +55286,7 @@ return errors === 0;
 validate484.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_requestPasswordReset_413 = validate485;
-const schema743 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/413"};
+const schema744 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/413"};
 
 function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/output/413" */;
@@ -54968,7 +55406,7 @@ return errors === 0;
 validate485.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_requestPasswordReset_429 = validate486;
-const schema745 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/429"};
+const schema746 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/429"};
 
 function validate486(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/output/429" */;
@@ -55121,7 +55559,7 @@ return errors === 0;
 validate486.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_requestPasswordReset_500 = validate487;
-const schema747 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/500"};
+const schema748 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/500"};
 
 function validate487(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/output/500" */;
@@ -55219,7 +55657,7 @@ return errors === 0;
 validate487.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_requestPasswordReset_503 = validate488;
-const schema749 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/503"};
+const schema750 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.requestPasswordReset/output/503"};
 
 function validate488(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.requestPasswordReset/output/503" */;
@@ -55372,7 +55810,7 @@ return errors === 0;
 validate488.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_resetPassword_200 = validate489;
-const schema751 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.resetPassword/output/200"};
+const schema752 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.resetPassword/output/200"};
 
 function validate489(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/output/200" */;
@@ -55448,7 +55886,7 @@ return errors === 0;
 validate489.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_resetPassword_400 = validate490;
-const schema753 = {"$id":"https://contract.local/procedures/auth.resetPassword/output/400","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["BAD_REQUEST","INVALID_TOKEN"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"BAD_REQUEST"}}},"then":{"$ref":"https://contract.local/schemas/BadRequestError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"INVALID_TOKEN"}}},"then":{"$ref":"https://contract.local/schemas/InvalidTokenError"}}]};
+const schema754 = {"$id":"https://contract.local/procedures/auth.resetPassword/output/400","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["BAD_REQUEST","INVALID_TOKEN"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"BAD_REQUEST"}}},"then":{"$ref":"https://contract.local/schemas/BadRequestError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"INVALID_TOKEN"}}},"then":{"$ref":"https://contract.local/schemas/InvalidTokenError"}}]};
 
 function validate490(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/output/400" */;
@@ -55475,7 +55913,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "BAD_REQUEST") || (data0 === "INVALID_TOKEN"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema753.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema754.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -55794,7 +56232,7 @@ return errors === 0;
 validate490.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 exports.output_auth_resetPassword_403 = validate492;
-const schema755 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.resetPassword/output/403"};
+const schema756 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.resetPassword/output/403"};
 
 function validate492(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/output/403" */;
@@ -55947,7 +56385,7 @@ return errors === 0;
 validate492.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_resetPassword_405 = validate493;
-const schema757 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.resetPassword/output/405"};
+const schema758 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.resetPassword/output/405"};
 
 function validate493(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/output/405" */;
@@ -56100,7 +56538,7 @@ return errors === 0;
 validate493.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_resetPassword_413 = validate494;
-const schema759 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.resetPassword/output/413"};
+const schema760 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.resetPassword/output/413"};
 
 function validate494(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/output/413" */;
@@ -56220,7 +56658,7 @@ return errors === 0;
 validate494.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_resetPassword_429 = validate495;
-const schema761 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.resetPassword/output/429"};
+const schema762 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.resetPassword/output/429"};
 
 function validate495(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/output/429" */;
@@ -56373,7 +56811,7 @@ return errors === 0;
 validate495.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_resetPassword_500 = validate496;
-const schema763 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.resetPassword/output/500"};
+const schema764 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.resetPassword/output/500"};
 
 function validate496(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/output/500" */;
@@ -56471,7 +56909,7 @@ return errors === 0;
 validate496.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_resetPassword_503 = validate497;
-const schema765 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.resetPassword/output/503"};
+const schema766 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.resetPassword/output/503"};
 
 function validate497(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.resetPassword/output/503" */;
@@ -56624,7 +57062,7 @@ return errors === 0;
 validate497.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeOtherSessions_200 = validate498;
-const schema767 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/200"};
+const schema768 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/200"};
 
 function validate498(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/output/200" */;
@@ -56700,7 +57138,7 @@ return errors === 0;
 validate498.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeOtherSessions_400 = validate499;
-const schema769 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/400"};
+const schema770 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/400"};
 
 function validate499(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/output/400" */;
@@ -56723,7 +57161,7 @@ return errors === 0;
 validate499.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeOtherSessions_401 = validate501;
-const schema770 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/401"};
+const schema771 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/401"};
 
 function validate501(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/output/401" */;
@@ -56876,7 +57314,7 @@ return errors === 0;
 validate501.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeOtherSessions_403 = validate502;
-const schema772 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/403"};
+const schema773 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/403"};
 
 function validate502(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/output/403" */;
@@ -57029,7 +57467,7 @@ return errors === 0;
 validate502.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeOtherSessions_405 = validate503;
-const schema774 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/405"};
+const schema775 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/405"};
 
 function validate503(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/output/405" */;
@@ -57182,7 +57620,7 @@ return errors === 0;
 validate503.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeOtherSessions_413 = validate504;
-const schema776 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/413"};
+const schema777 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/413"};
 
 function validate504(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/output/413" */;
@@ -57302,7 +57740,7 @@ return errors === 0;
 validate504.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeOtherSessions_429 = validate505;
-const schema778 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/429"};
+const schema779 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/429"};
 
 function validate505(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/output/429" */;
@@ -57455,7 +57893,7 @@ return errors === 0;
 validate505.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeOtherSessions_500 = validate506;
-const schema780 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/500"};
+const schema781 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/500"};
 
 function validate506(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/output/500" */;
@@ -57553,7 +57991,7 @@ return errors === 0;
 validate506.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeOtherSessions_503 = validate507;
-const schema782 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/503"};
+const schema783 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.revokeOtherSessions/output/503"};
 
 function validate507(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeOtherSessions/output/503" */;
@@ -57706,7 +58144,7 @@ return errors === 0;
 validate507.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_200 = validate508;
-const schema784 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.revokeSession/output/200"};
+const schema785 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.revokeSession/output/200"};
 
 function validate508(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/200" */;
@@ -57782,7 +58220,7 @@ return errors === 0;
 validate508.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_400 = validate509;
-const schema786 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.revokeSession/output/400"};
+const schema787 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.revokeSession/output/400"};
 
 function validate509(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/400" */;
@@ -57805,7 +58243,7 @@ return errors === 0;
 validate509.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_401 = validate511;
-const schema787 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.revokeSession/output/401"};
+const schema788 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.revokeSession/output/401"};
 
 function validate511(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/401" */;
@@ -57958,7 +58396,7 @@ return errors === 0;
 validate511.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_403 = validate512;
-const schema789 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.revokeSession/output/403"};
+const schema790 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.revokeSession/output/403"};
 
 function validate512(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/403" */;
@@ -58111,7 +58549,7 @@ return errors === 0;
 validate512.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_404 = validate513;
-const schema791 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.revokeSession/output/404"};
+const schema792 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.revokeSession/output/404"};
 
 function validate513(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/404" */;
@@ -58264,7 +58702,7 @@ return errors === 0;
 validate513.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_405 = validate514;
-const schema793 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.revokeSession/output/405"};
+const schema794 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.revokeSession/output/405"};
 
 function validate514(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/405" */;
@@ -58417,7 +58855,7 @@ return errors === 0;
 validate514.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_413 = validate515;
-const schema795 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.revokeSession/output/413"};
+const schema796 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.revokeSession/output/413"};
 
 function validate515(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/413" */;
@@ -58537,7 +58975,7 @@ return errors === 0;
 validate515.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_429 = validate516;
-const schema797 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.revokeSession/output/429"};
+const schema798 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.revokeSession/output/429"};
 
 function validate516(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/429" */;
@@ -58690,7 +59128,7 @@ return errors === 0;
 validate516.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_500 = validate517;
-const schema799 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.revokeSession/output/500"};
+const schema800 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.revokeSession/output/500"};
 
 function validate517(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/500" */;
@@ -58788,7 +59226,7 @@ return errors === 0;
 validate517.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSession_503 = validate518;
-const schema801 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.revokeSession/output/503"};
+const schema802 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.revokeSession/output/503"};
 
 function validate518(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSession/output/503" */;
@@ -58941,7 +59379,7 @@ return errors === 0;
 validate518.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSessions_200 = validate519;
-const schema803 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.revokeSessions/output/200"};
+const schema804 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.revokeSessions/output/200"};
 
 function validate519(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/output/200" */;
@@ -59017,7 +59455,7 @@ return errors === 0;
 validate519.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSessions_400 = validate520;
-const schema805 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.revokeSessions/output/400"};
+const schema806 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.revokeSessions/output/400"};
 
 function validate520(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/output/400" */;
@@ -59040,7 +59478,7 @@ return errors === 0;
 validate520.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSessions_401 = validate522;
-const schema806 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.revokeSessions/output/401"};
+const schema807 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.revokeSessions/output/401"};
 
 function validate522(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/output/401" */;
@@ -59193,7 +59631,7 @@ return errors === 0;
 validate522.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSessions_403 = validate523;
-const schema808 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.revokeSessions/output/403"};
+const schema809 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.revokeSessions/output/403"};
 
 function validate523(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/output/403" */;
@@ -59346,7 +59784,7 @@ return errors === 0;
 validate523.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSessions_405 = validate524;
-const schema810 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.revokeSessions/output/405"};
+const schema811 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.revokeSessions/output/405"};
 
 function validate524(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/output/405" */;
@@ -59499,7 +59937,7 @@ return errors === 0;
 validate524.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSessions_413 = validate525;
-const schema812 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.revokeSessions/output/413"};
+const schema813 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.revokeSessions/output/413"};
 
 function validate525(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/output/413" */;
@@ -59619,7 +60057,7 @@ return errors === 0;
 validate525.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSessions_429 = validate526;
-const schema814 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.revokeSessions/output/429"};
+const schema815 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.revokeSessions/output/429"};
 
 function validate526(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/output/429" */;
@@ -59772,7 +60210,7 @@ return errors === 0;
 validate526.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSessions_500 = validate527;
-const schema816 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.revokeSessions/output/500"};
+const schema817 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.revokeSessions/output/500"};
 
 function validate527(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/output/500" */;
@@ -59870,7 +60308,7 @@ return errors === 0;
 validate527.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_revokeSessions_503 = validate528;
-const schema818 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.revokeSessions/output/503"};
+const schema819 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.revokeSessions/output/503"};
 
 function validate528(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.revokeSessions/output/503" */;
@@ -60023,7 +60461,7 @@ return errors === 0;
 validate528.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_sendVerificationEmail_200 = validate529;
-const schema820 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/200"};
+const schema821 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/200"};
 
 function validate529(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/output/200" */;
@@ -60099,7 +60537,7 @@ return errors === 0;
 validate529.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_sendVerificationEmail_400 = validate530;
-const schema822 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/400"};
+const schema823 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/400"};
 
 function validate530(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/output/400" */;
@@ -60122,7 +60560,7 @@ return errors === 0;
 validate530.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_sendVerificationEmail_403 = validate532;
-const schema823 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/403"};
+const schema824 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/403"};
 
 function validate532(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/output/403" */;
@@ -60275,7 +60713,7 @@ return errors === 0;
 validate532.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_sendVerificationEmail_405 = validate533;
-const schema825 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/405"};
+const schema826 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/405"};
 
 function validate533(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/output/405" */;
@@ -60428,7 +60866,7 @@ return errors === 0;
 validate533.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_sendVerificationEmail_412 = validate534;
-const schema827 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/412"};
+const schema828 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/412"};
 
 function validate534(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/output/412" */;
@@ -60581,7 +61019,7 @@ return errors === 0;
 validate534.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_sendVerificationEmail_413 = validate535;
-const schema829 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/413"};
+const schema830 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/413"};
 
 function validate535(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/output/413" */;
@@ -60701,7 +61139,7 @@ return errors === 0;
 validate535.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_sendVerificationEmail_429 = validate536;
-const schema831 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/429"};
+const schema832 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/429"};
 
 function validate536(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/output/429" */;
@@ -60854,7 +61292,7 @@ return errors === 0;
 validate536.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_sendVerificationEmail_500 = validate537;
-const schema833 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/500"};
+const schema834 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/500"};
 
 function validate537(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/output/500" */;
@@ -60952,7 +61390,7 @@ return errors === 0;
 validate537.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_sendVerificationEmail_503 = validate538;
-const schema835 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/503"};
+const schema836 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.sendVerificationEmail/output/503"};
 
 function validate538(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.sendVerificationEmail/output/503" */;
@@ -61105,7 +61543,7 @@ return errors === 0;
 validate538.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInEmail_200 = validate539;
-const schema837 = {"$ref":"https://contract.local/schemas/AuthResult","$id":"https://contract.local/procedures/auth.signInEmail/output/200"};
+const schema838 = {"$ref":"https://contract.local/schemas/AuthResult","$id":"https://contract.local/procedures/auth.signInEmail/output/200"};
 
 function validate539(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/200" */;
@@ -61128,7 +61566,7 @@ return errors === 0;
 validate539.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInEmail_400 = validate541;
-const schema838 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.signInEmail/output/400"};
+const schema839 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.signInEmail/output/400"};
 
 function validate541(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/400" */;
@@ -61151,7 +61589,7 @@ return errors === 0;
 validate541.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInEmail_401 = validate543;
-const schema839 = {"$ref":"https://contract.local/schemas/InvalidEmailOrPasswordError","$id":"https://contract.local/procedures/auth.signInEmail/output/401"};
+const schema840 = {"$ref":"https://contract.local/schemas/InvalidEmailOrPasswordError","$id":"https://contract.local/procedures/auth.signInEmail/output/401"};
 
 function validate543(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/401" */;
@@ -61304,7 +61742,7 @@ return errors === 0;
 validate543.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInEmail_403 = validate544;
-const schema841 = {"$id":"https://contract.local/procedures/auth.signInEmail/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["EMAIL_NOT_VERIFIED","BANNED_USER","FORBIDDEN"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"EMAIL_NOT_VERIFIED"}}},"then":{"$ref":"https://contract.local/schemas/EmailNotVerifiedError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"BANNED_USER"}}},"then":{"$ref":"https://contract.local/schemas/BannedUserError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}}]};
+const schema842 = {"$id":"https://contract.local/procedures/auth.signInEmail/output/403","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["EMAIL_NOT_VERIFIED","BANNED_USER","FORBIDDEN"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"EMAIL_NOT_VERIFIED"}}},"then":{"$ref":"https://contract.local/schemas/EmailNotVerifiedError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"BANNED_USER"}}},"then":{"$ref":"https://contract.local/schemas/BannedUserError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"FORBIDDEN"}}},"then":{"$ref":"https://contract.local/schemas/ForbiddenError"}}]};
 
 function validate544(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/403" */;
@@ -61331,7 +61769,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!(((data0 === "EMAIL_NOT_VERIFIED") || (data0 === "BANNED_USER")) || (data0 === "FORBIDDEN"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema841.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema842.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -61993,7 +62431,7 @@ return errors === 0;
 validate544.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 exports.output_auth_signInEmail_405 = validate545;
-const schema845 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.signInEmail/output/405"};
+const schema846 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.signInEmail/output/405"};
 
 function validate545(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/405" */;
@@ -62146,7 +62584,7 @@ return errors === 0;
 validate545.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInEmail_413 = validate546;
-const schema847 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signInEmail/output/413"};
+const schema848 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signInEmail/output/413"};
 
 function validate546(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/413" */;
@@ -62266,7 +62704,7 @@ return errors === 0;
 validate546.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInEmail_429 = validate547;
-const schema849 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signInEmail/output/429"};
+const schema850 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signInEmail/output/429"};
 
 function validate547(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/429" */;
@@ -62419,7 +62857,7 @@ return errors === 0;
 validate547.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInEmail_500 = validate548;
-const schema851 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signInEmail/output/500"};
+const schema852 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signInEmail/output/500"};
 
 function validate548(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/500" */;
@@ -62517,7 +62955,7 @@ return errors === 0;
 validate548.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInEmail_503 = validate549;
-const schema853 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.signInEmail/output/503"};
+const schema854 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.signInEmail/output/503"};
 
 function validate549(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInEmail/output/503" */;
@@ -62670,7 +63108,7 @@ return errors === 0;
 validate549.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInSocial_200 = validate550;
-const schema855 = {"$ref":"https://contract.local/schemas/SocialRedirect","$id":"https://contract.local/procedures/auth.signInSocial/output/200"};
+const schema856 = {"$ref":"https://contract.local/schemas/SocialRedirect","$id":"https://contract.local/procedures/auth.signInSocial/output/200"};
 
 function validate550(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/output/200" */;
@@ -62781,7 +63219,7 @@ return errors === 0;
 validate550.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInSocial_400 = validate551;
-const schema857 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.signInSocial/output/400"};
+const schema858 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.signInSocial/output/400"};
 
 function validate551(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/output/400" */;
@@ -62804,7 +63242,7 @@ return errors === 0;
 validate551.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInSocial_403 = validate553;
-const schema858 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.signInSocial/output/403"};
+const schema859 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.signInSocial/output/403"};
 
 function validate553(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/output/403" */;
@@ -62957,7 +63395,7 @@ return errors === 0;
 validate553.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInSocial_405 = validate554;
-const schema860 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.signInSocial/output/405"};
+const schema861 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.signInSocial/output/405"};
 
 function validate554(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/output/405" */;
@@ -63110,7 +63548,7 @@ return errors === 0;
 validate554.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInSocial_412 = validate555;
-const schema862 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.signInSocial/output/412"};
+const schema863 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.signInSocial/output/412"};
 
 function validate555(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/output/412" */;
@@ -63263,7 +63701,7 @@ return errors === 0;
 validate555.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInSocial_413 = validate556;
-const schema864 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signInSocial/output/413"};
+const schema865 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signInSocial/output/413"};
 
 function validate556(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/output/413" */;
@@ -63383,7 +63821,7 @@ return errors === 0;
 validate556.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInSocial_429 = validate557;
-const schema866 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signInSocial/output/429"};
+const schema867 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signInSocial/output/429"};
 
 function validate557(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/output/429" */;
@@ -63536,7 +63974,7 @@ return errors === 0;
 validate557.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInSocial_500 = validate558;
-const schema868 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signInSocial/output/500"};
+const schema869 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signInSocial/output/500"};
 
 function validate558(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/output/500" */;
@@ -63634,7 +64072,7 @@ return errors === 0;
 validate558.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signInSocial_503 = validate559;
-const schema870 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.signInSocial/output/503"};
+const schema871 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.signInSocial/output/503"};
 
 function validate559(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signInSocial/output/503" */;
@@ -63787,7 +64225,7 @@ return errors === 0;
 validate559.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signOut_200 = validate560;
-const schema872 = {"$ref":"https://contract.local/schemas/SuccessTrue","$id":"https://contract.local/procedures/auth.signOut/output/200"};
+const schema873 = {"$ref":"https://contract.local/schemas/SuccessTrue","$id":"https://contract.local/procedures/auth.signOut/output/200"};
 
 function validate560(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/output/200" */;
@@ -63863,7 +64301,7 @@ return errors === 0;
 validate560.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signOut_400 = validate561;
-const schema874 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.signOut/output/400"};
+const schema875 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.signOut/output/400"};
 
 function validate561(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/output/400" */;
@@ -63886,7 +64324,7 @@ return errors === 0;
 validate561.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signOut_401 = validate563;
-const schema875 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.signOut/output/401"};
+const schema876 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.signOut/output/401"};
 
 function validate563(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/output/401" */;
@@ -64039,7 +64477,7 @@ return errors === 0;
 validate563.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signOut_403 = validate564;
-const schema877 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.signOut/output/403"};
+const schema878 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.signOut/output/403"};
 
 function validate564(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/output/403" */;
@@ -64192,7 +64630,7 @@ return errors === 0;
 validate564.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signOut_405 = validate565;
-const schema879 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.signOut/output/405"};
+const schema880 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.signOut/output/405"};
 
 function validate565(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/output/405" */;
@@ -64345,7 +64783,7 @@ return errors === 0;
 validate565.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signOut_413 = validate566;
-const schema881 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signOut/output/413"};
+const schema882 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signOut/output/413"};
 
 function validate566(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/output/413" */;
@@ -64465,7 +64903,7 @@ return errors === 0;
 validate566.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signOut_429 = validate567;
-const schema883 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signOut/output/429"};
+const schema884 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signOut/output/429"};
 
 function validate567(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/output/429" */;
@@ -64618,7 +65056,7 @@ return errors === 0;
 validate567.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signOut_500 = validate568;
-const schema885 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signOut/output/500"};
+const schema886 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signOut/output/500"};
 
 function validate568(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/output/500" */;
@@ -64716,7 +65154,7 @@ return errors === 0;
 validate568.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signOut_503 = validate569;
-const schema887 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.signOut/output/503"};
+const schema888 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.signOut/output/503"};
 
 function validate569(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signOut/output/503" */;
@@ -64869,7 +65307,7 @@ return errors === 0;
 validate569.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_200 = validate570;
-const schema889 = {"$ref":"https://contract.local/schemas/AuthResult","$id":"https://contract.local/procedures/auth.signUpEmail/output/200"};
+const schema890 = {"$ref":"https://contract.local/schemas/AuthResult","$id":"https://contract.local/procedures/auth.signUpEmail/output/200"};
 
 function validate570(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/200" */;
@@ -64892,7 +65330,7 @@ return errors === 0;
 validate570.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_400 = validate572;
-const schema890 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.signUpEmail/output/400"};
+const schema891 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.signUpEmail/output/400"};
 
 function validate572(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/400" */;
@@ -64915,7 +65353,7 @@ return errors === 0;
 validate572.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_403 = validate574;
-const schema891 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.signUpEmail/output/403"};
+const schema892 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.signUpEmail/output/403"};
 
 function validate574(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/403" */;
@@ -65068,7 +65506,7 @@ return errors === 0;
 validate574.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_405 = validate575;
-const schema893 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.signUpEmail/output/405"};
+const schema894 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.signUpEmail/output/405"};
 
 function validate575(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/405" */;
@@ -65221,7 +65659,7 @@ return errors === 0;
 validate575.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_412 = validate576;
-const schema895 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.signUpEmail/output/412"};
+const schema896 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.signUpEmail/output/412"};
 
 function validate576(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/412" */;
@@ -65374,7 +65812,7 @@ return errors === 0;
 validate576.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_413 = validate577;
-const schema897 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signUpEmail/output/413"};
+const schema898 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.signUpEmail/output/413"};
 
 function validate577(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/413" */;
@@ -65494,7 +65932,7 @@ return errors === 0;
 validate577.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_422 = validate578;
-const schema899 = {"$ref":"https://contract.local/schemas/UserAlreadyExistsError","$id":"https://contract.local/procedures/auth.signUpEmail/output/422"};
+const schema900 = {"$ref":"https://contract.local/schemas/UserAlreadyExistsError","$id":"https://contract.local/procedures/auth.signUpEmail/output/422"};
 
 function validate578(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/422" */;
@@ -65647,7 +66085,7 @@ return errors === 0;
 validate578.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_429 = validate579;
-const schema901 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signUpEmail/output/429"};
+const schema902 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.signUpEmail/output/429"};
 
 function validate579(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/429" */;
@@ -65800,7 +66238,7 @@ return errors === 0;
 validate579.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_500 = validate580;
-const schema903 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signUpEmail/output/500"};
+const schema904 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.signUpEmail/output/500"};
 
 function validate580(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/500" */;
@@ -65898,7 +66336,7 @@ return errors === 0;
 validate580.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_signUpEmail_503 = validate581;
-const schema905 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.signUpEmail/output/503"};
+const schema906 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.signUpEmail/output/503"};
 
 function validate581(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.signUpEmail/output/503" */;
@@ -66051,7 +66489,7 @@ return errors === 0;
 validate581.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_stripe_webhook_200 = validate582;
-const schema907 = {"$ref":"https://contract.local/schemas/WebhookReceived","$id":"https://contract.local/procedures/auth.stripe.webhook/output/200"};
+const schema908 = {"$ref":"https://contract.local/schemas/WebhookReceived","$id":"https://contract.local/procedures/auth.stripe.webhook/output/200"};
 
 function validate582(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/output/200" */;
@@ -66127,7 +66565,7 @@ return errors === 0;
 validate582.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_stripe_webhook_400 = validate583;
-const schema909 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/400"};
+const schema910 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/400"};
 
 function validate583(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/output/400" */;
@@ -66150,7 +66588,7 @@ return errors === 0;
 validate583.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_stripe_webhook_403 = validate585;
-const schema910 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/403"};
+const schema911 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/403"};
 
 function validate585(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/output/403" */;
@@ -66303,7 +66741,7 @@ return errors === 0;
 validate585.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_stripe_webhook_405 = validate586;
-const schema912 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/405"};
+const schema913 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/405"};
 
 function validate586(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/output/405" */;
@@ -66456,7 +66894,7 @@ return errors === 0;
 validate586.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_stripe_webhook_412 = validate587;
-const schema914 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/412"};
+const schema915 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/412"};
 
 function validate587(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/output/412" */;
@@ -66609,7 +67047,7 @@ return errors === 0;
 validate587.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_stripe_webhook_413 = validate588;
-const schema916 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.stripe.webhook/output/413"};
+const schema917 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.stripe.webhook/output/413"};
 
 function validate588(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/output/413" */;
@@ -66729,7 +67167,7 @@ return errors === 0;
 validate588.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_stripe_webhook_429 = validate589;
-const schema918 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/429"};
+const schema919 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/429"};
 
 function validate589(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/output/429" */;
@@ -66882,7 +67320,7 @@ return errors === 0;
 validate589.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_stripe_webhook_500 = validate590;
-const schema920 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.stripe.webhook/output/500"};
+const schema921 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.stripe.webhook/output/500"};
 
 function validate590(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/output/500" */;
@@ -66980,7 +67418,7 @@ return errors === 0;
 validate590.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_stripe_webhook_503 = validate591;
-const schema922 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/503"};
+const schema923 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.stripe.webhook/output/503"};
 
 function validate591(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.stripe.webhook/output/503" */;
@@ -67133,7 +67571,7 @@ return errors === 0;
 validate591.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_200 = validate592;
-const schema924 = {"$ref":"https://contract.local/schemas/CheckoutRedirect","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/200"};
+const schema925 = {"$ref":"https://contract.local/schemas/CheckoutRedirect","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/200"};
 
 function validate592(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/200" */;
@@ -67244,7 +67682,7 @@ return errors === 0;
 validate592.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_400 = validate593;
-const schema926 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/400"};
+const schema927 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/400"};
 
 function validate593(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/400" */;
@@ -67267,7 +67705,7 @@ return errors === 0;
 validate593.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_401 = validate595;
-const schema927 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/401"};
+const schema928 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/401"};
 
 function validate595(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/401" */;
@@ -67420,7 +67858,7 @@ return errors === 0;
 validate595.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_403 = validate596;
-const schema929 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/403"};
+const schema930 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/403"};
 
 function validate596(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/403" */;
@@ -67573,7 +68011,7 @@ return errors === 0;
 validate596.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_405 = validate597;
-const schema931 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/405"};
+const schema932 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/405"};
 
 function validate597(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/405" */;
@@ -67726,7 +68164,7 @@ return errors === 0;
 validate597.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_412 = validate598;
-const schema933 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/412"};
+const schema934 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/412"};
 
 function validate598(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/412" */;
@@ -67879,7 +68317,7 @@ return errors === 0;
 validate598.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_413 = validate599;
-const schema935 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/413"};
+const schema936 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/413"};
 
 function validate599(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/413" */;
@@ -67999,7 +68437,7 @@ return errors === 0;
 validate599.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_429 = validate600;
-const schema937 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/429"};
+const schema938 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/429"};
 
 function validate600(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/429" */;
@@ -68152,7 +68590,7 @@ return errors === 0;
 validate600.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_500 = validate601;
-const schema939 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/500"};
+const schema940 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/500"};
 
 function validate601(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/500" */;
@@ -68250,7 +68688,7 @@ return errors === 0;
 validate601.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_billingPortal_503 = validate602;
-const schema941 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/503"};
+const schema942 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.subscription.billingPortal/output/503"};
 
 function validate602(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.billingPortal/output/503" */;
@@ -68403,7 +68841,7 @@ return errors === 0;
 validate602.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_200 = validate603;
-const schema943 = {"$ref":"https://contract.local/schemas/Subscription","$id":"https://contract.local/procedures/auth.subscription.cancel/output/200"};
+const schema944 = {"$ref":"https://contract.local/schemas/Subscription","$id":"https://contract.local/procedures/auth.subscription.cancel/output/200"};
 
 function validate603(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/200" */;
@@ -68426,7 +68864,7 @@ return errors === 0;
 validate603.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_400 = validate605;
-const schema944 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/400"};
+const schema945 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/400"};
 
 function validate605(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/400" */;
@@ -68449,7 +68887,7 @@ return errors === 0;
 validate605.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_401 = validate607;
-const schema945 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/401"};
+const schema946 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/401"};
 
 function validate607(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/401" */;
@@ -68602,7 +69040,7 @@ return errors === 0;
 validate607.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_403 = validate608;
-const schema947 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/403"};
+const schema948 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/403"};
 
 function validate608(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/403" */;
@@ -68755,7 +69193,7 @@ return errors === 0;
 validate608.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_404 = validate609;
-const schema949 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/404"};
+const schema950 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/404"};
 
 function validate609(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/404" */;
@@ -68908,7 +69346,7 @@ return errors === 0;
 validate609.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_405 = validate610;
-const schema951 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/405"};
+const schema952 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/405"};
 
 function validate610(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/405" */;
@@ -69061,7 +69499,7 @@ return errors === 0;
 validate610.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_412 = validate611;
-const schema953 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/412"};
+const schema954 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/412"};
 
 function validate611(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/412" */;
@@ -69214,7 +69652,7 @@ return errors === 0;
 validate611.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_413 = validate612;
-const schema955 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.subscription.cancel/output/413"};
+const schema956 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.subscription.cancel/output/413"};
 
 function validate612(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/413" */;
@@ -69334,7 +69772,7 @@ return errors === 0;
 validate612.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_429 = validate613;
-const schema957 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/429"};
+const schema958 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/429"};
 
 function validate613(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/429" */;
@@ -69487,7 +69925,7 @@ return errors === 0;
 validate613.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_500 = validate614;
-const schema959 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.subscription.cancel/output/500"};
+const schema960 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.subscription.cancel/output/500"};
 
 function validate614(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/500" */;
@@ -69585,7 +70023,7 @@ return errors === 0;
 validate614.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_cancel_503 = validate615;
-const schema961 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/503"};
+const schema962 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.subscription.cancel/output/503"};
 
 function validate615(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.cancel/output/503" */;
@@ -69738,7 +70176,7 @@ return errors === 0;
 validate615.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_200 = validate616;
-const schema963 = {"$ref":"https://contract.local/schemas/Subscription","$id":"https://contract.local/procedures/auth.subscription.restore/output/200"};
+const schema964 = {"$ref":"https://contract.local/schemas/Subscription","$id":"https://contract.local/procedures/auth.subscription.restore/output/200"};
 
 function validate616(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/200" */;
@@ -69761,7 +70199,7 @@ return errors === 0;
 validate616.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_400 = validate618;
-const schema964 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.subscription.restore/output/400"};
+const schema965 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.subscription.restore/output/400"};
 
 function validate618(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/400" */;
@@ -69784,7 +70222,7 @@ return errors === 0;
 validate618.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_401 = validate620;
-const schema965 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.subscription.restore/output/401"};
+const schema966 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.subscription.restore/output/401"};
 
 function validate620(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/401" */;
@@ -69937,7 +70375,7 @@ return errors === 0;
 validate620.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_403 = validate621;
-const schema967 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.subscription.restore/output/403"};
+const schema968 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.subscription.restore/output/403"};
 
 function validate621(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/403" */;
@@ -70090,7 +70528,7 @@ return errors === 0;
 validate621.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_404 = validate622;
-const schema969 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.subscription.restore/output/404"};
+const schema970 = {"$ref":"https://contract.local/schemas/NotFoundError","$id":"https://contract.local/procedures/auth.subscription.restore/output/404"};
 
 function validate622(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/404" */;
@@ -70243,7 +70681,7 @@ return errors === 0;
 validate622.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_405 = validate623;
-const schema971 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.subscription.restore/output/405"};
+const schema972 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.subscription.restore/output/405"};
 
 function validate623(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/405" */;
@@ -70396,7 +70834,7 @@ return errors === 0;
 validate623.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_412 = validate624;
-const schema973 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.subscription.restore/output/412"};
+const schema974 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.subscription.restore/output/412"};
 
 function validate624(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/412" */;
@@ -70549,7 +70987,7 @@ return errors === 0;
 validate624.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_413 = validate625;
-const schema975 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.subscription.restore/output/413"};
+const schema976 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.subscription.restore/output/413"};
 
 function validate625(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/413" */;
@@ -70669,7 +71107,7 @@ return errors === 0;
 validate625.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_429 = validate626;
-const schema977 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.subscription.restore/output/429"};
+const schema978 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.subscription.restore/output/429"};
 
 function validate626(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/429" */;
@@ -70822,7 +71260,7 @@ return errors === 0;
 validate626.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_500 = validate627;
-const schema979 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.subscription.restore/output/500"};
+const schema980 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.subscription.restore/output/500"};
 
 function validate627(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/500" */;
@@ -70920,7 +71358,7 @@ return errors === 0;
 validate627.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_restore_503 = validate628;
-const schema981 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.subscription.restore/output/503"};
+const schema982 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.subscription.restore/output/503"};
 
 function validate628(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.restore/output/503" */;
@@ -71073,7 +71511,7 @@ return errors === 0;
 validate628.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_200 = validate629;
-const schema983 = {"$ref":"https://contract.local/schemas/CheckoutRedirect","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/200"};
+const schema984 = {"$ref":"https://contract.local/schemas/CheckoutRedirect","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/200"};
 
 function validate629(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/200" */;
@@ -71184,7 +71622,7 @@ return errors === 0;
 validate629.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_400 = validate630;
-const schema985 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/400"};
+const schema986 = {"$ref":"https://contract.local/schemas/BadRequestError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/400"};
 
 function validate630(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/400" */;
@@ -71207,7 +71645,7 @@ return errors === 0;
 validate630.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_401 = validate632;
-const schema986 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/401"};
+const schema987 = {"$ref":"https://contract.local/schemas/UnauthorizedError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/401"};
 
 function validate632(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/401" */;
@@ -71360,7 +71798,7 @@ return errors === 0;
 validate632.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_403 = validate633;
-const schema988 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/403"};
+const schema989 = {"$ref":"https://contract.local/schemas/ForbiddenError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/403"};
 
 function validate633(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/403" */;
@@ -71513,7 +71951,7 @@ return errors === 0;
 validate633.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_405 = validate634;
-const schema990 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/405"};
+const schema991 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/405"};
 
 function validate634(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/405" */;
@@ -71666,7 +72104,7 @@ return errors === 0;
 validate634.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_409 = validate635;
-const schema992 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/409"};
+const schema993 = {"$ref":"https://contract.local/schemas/ConflictError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/409"};
 
 function validate635(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/409" */;
@@ -71819,7 +72257,7 @@ return errors === 0;
 validate635.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_412 = validate636;
-const schema994 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/412"};
+const schema995 = {"$ref":"https://contract.local/schemas/PreconditionFailedError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/412"};
 
 function validate636(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/412" */;
@@ -71972,7 +72410,7 @@ return errors === 0;
 validate636.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_413 = validate637;
-const schema996 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/413"};
+const schema997 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/413"};
 
 function validate637(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/413" */;
@@ -72092,7 +72530,7 @@ return errors === 0;
 validate637.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_429 = validate638;
-const schema998 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/429"};
+const schema999 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/429"};
 
 function validate638(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/429" */;
@@ -72245,7 +72683,7 @@ return errors === 0;
 validate638.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_500 = validate639;
-const schema1000 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/500"};
+const schema1001 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/500"};
 
 function validate639(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/500" */;
@@ -72343,7 +72781,7 @@ return errors === 0;
 validate639.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_subscription_upgrade_503 = validate640;
-const schema1002 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/503"};
+const schema1003 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.subscription.upgrade/output/503"};
 
 function validate640(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.subscription.upgrade/output/503" */;
@@ -72496,7 +72934,7 @@ return errors === 0;
 validate640.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_verifyEmail_200 = validate641;
-const schema1004 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.verifyEmail/output/200"};
+const schema1005 = {"$ref":"https://contract.local/schemas/StatusTrue","$id":"https://contract.local/procedures/auth.verifyEmail/output/200"};
 
 function validate641(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/200" */;
@@ -72572,7 +73010,7 @@ return errors === 0;
 validate641.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_verifyEmail_400 = validate642;
-const schema1006 = {"$id":"https://contract.local/procedures/auth.verifyEmail/output/400","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["BAD_REQUEST","INVALID_TOKEN"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"BAD_REQUEST"}}},"then":{"$ref":"https://contract.local/schemas/BadRequestError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"INVALID_TOKEN"}}},"then":{"$ref":"https://contract.local/schemas/InvalidTokenError"}}]};
+const schema1007 = {"$id":"https://contract.local/procedures/auth.verifyEmail/output/400","allOf":[{"type":"object","required":["code"],"properties":{"code":{"enum":["BAD_REQUEST","INVALID_TOKEN"]}}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"BAD_REQUEST"}}},"then":{"$ref":"https://contract.local/schemas/BadRequestError"}},{"if":{"type":"object","required":["code"],"properties":{"code":{"const":"INVALID_TOKEN"}}},"then":{"$ref":"https://contract.local/schemas/InvalidTokenError"}}]};
 
 function validate642(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/400" */;
@@ -72599,7 +73037,7 @@ errors++;
 if(data.code !== undefined){
 let data0 = data.code;
 if(!((data0 === "BAD_REQUEST") || (data0 === "INVALID_TOKEN"))){
-const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema1006.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/code",schemaPath:"#/allOf/0/properties/code/enum",keyword:"enum",params:{allowedValues: schema1007.allOf[0].properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -72918,7 +73356,7 @@ return errors === 0;
 validate642.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 exports.output_auth_verifyEmail_405 = validate644;
-const schema1008 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.verifyEmail/output/405"};
+const schema1009 = {"$ref":"https://contract.local/schemas/MethodNotAllowedError","$id":"https://contract.local/procedures/auth.verifyEmail/output/405"};
 
 function validate644(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/405" */;
@@ -73071,7 +73509,7 @@ return errors === 0;
 validate644.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_verifyEmail_413 = validate645;
-const schema1010 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.verifyEmail/output/413"};
+const schema1011 = {"$ref":"https://contract.local/schemas/TransportErrorBody","$id":"https://contract.local/procedures/auth.verifyEmail/output/413"};
 
 function validate645(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/413" */;
@@ -73191,7 +73629,7 @@ return errors === 0;
 validate645.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_verifyEmail_429 = validate646;
-const schema1012 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.verifyEmail/output/429"};
+const schema1013 = {"$ref":"https://contract.local/schemas/TooManyRequestsError","$id":"https://contract.local/procedures/auth.verifyEmail/output/429"};
 
 function validate646(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/429" */;
@@ -73344,7 +73782,7 @@ return errors === 0;
 validate646.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_verifyEmail_500 = validate647;
-const schema1014 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.verifyEmail/output/500"};
+const schema1015 = {"$ref":"https://contract.local/schemas/InternalErrorBody","$id":"https://contract.local/procedures/auth.verifyEmail/output/500"};
 
 function validate647(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/500" */;
@@ -73442,7 +73880,7 @@ return errors === 0;
 validate647.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.output_auth_verifyEmail_503 = validate648;
-const schema1016 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.verifyEmail/output/503"};
+const schema1017 = {"$ref":"https://contract.local/schemas/ServiceUnavailableError","$id":"https://contract.local/procedures/auth.verifyEmail/output/503"};
 
 function validate648(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/procedures/auth.verifyEmail/output/503" */;

@@ -1054,10 +1054,10 @@ export interface components {
             message: string;
             data: {
                 /**
-                 * @description The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know.
+                 * @description The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know. `organizations`: the organizations one user may own on the free plan (auth.organization.create), a setting of the deployment rather than of a plan.
                  * @enum {string}
                  */
-                kind: "workspaces" | "members" | "aiCredits" | "storageBytes";
+                kind: "workspaces" | "members" | "aiCredits" | "storageBytes" | "organizations";
                 /** @description The plan's limit for this kind. */
                 limit: number;
                 /**
@@ -1493,7 +1493,7 @@ export interface components {
                  */
                 pendingInvitations: number;
                 /**
-                 * @description AI credits spent in the current period (refunds of canceled jobs deducted).
+                 * @description AI credits spent in the current period (refunds of canceled jobs deducted). On the free plan, those of every organization its first owner owns without a subscription: they share one allowance, which `limits.aiCredits` is.
                  * @example 1280
                  */
                 aiCredits: number;

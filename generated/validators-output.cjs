@@ -805,7 +805,7 @@ return errors === 0;
 validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_LimitReachedError = validate24;
-const schema36 = {"type":"object","description":"A plan limit is reached. Only answered while billing is configured on the deployment.","required":["defined","code","status","message","data"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"LIMIT_REACHED"},"status":{"type":"integer","const":403},"message":{"type":"string","description":"Human-readable explanation.","examples":["Your plan allows 3 workspaces."]},"data":{"type":"object","required":["kind","limit","plan"],"additionalProperties":false,"properties":{"kind":{"type":"string","enum":["workspaces","members","aiCredits","storageBytes"],"description":"The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know."},"limit":{"type":"number","description":"The plan's limit for this kind."},"plan":{"type":"string","description":"The organization's plan.","examples":["free"]}}}},"examples":[{"defined":true,"code":"LIMIT_REACHED","status":403,"message":"Your plan allows 3 workspaces.","data":{"kind":"workspaces","limit":3,"plan":"free"}}],"$id":"https://contract.local/schemas/LimitReachedError"};
+const schema36 = {"type":"object","description":"A plan limit is reached. Only answered while billing is configured on the deployment.","required":["defined","code","status","message","data"],"additionalProperties":false,"properties":{"defined":{"type":"boolean","description":"True when the operation declares this code in its contract."},"code":{"type":"string","const":"LIMIT_REACHED"},"status":{"type":"integer","const":403},"message":{"type":"string","description":"Human-readable explanation.","examples":["Your plan allows 3 workspaces."]},"data":{"type":"object","required":["kind","limit","plan"],"additionalProperties":false,"properties":{"kind":{"type":"string","enum":["workspaces","members","aiCredits","storageBytes","organizations"],"description":"The limited quantity. An open enum (x-extensible-enum), so clients must accept a kind they do not know. `organizations`: the organizations one user may own on the free plan (auth.organization.create), a setting of the deployment rather than of a plan."},"limit":{"type":"number","description":"The plan's limit for this kind."},"plan":{"type":"string","description":"The organization's plan.","examples":["free"]}}}},"examples":[{"defined":true,"code":"LIMIT_REACHED","status":403,"message":"Your plan allows 3 workspaces.","data":{"kind":"workspaces","limit":3,"plan":"free"}}],"$id":"https://contract.local/schemas/LimitReachedError"};
 
 function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/LimitReachedError" */;
@@ -1008,7 +1008,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!((((data5 === "workspaces") || (data5 === "members")) || (data5 === "aiCredits")) || (data5 === "storageBytes"))){
+if(!(((((data5 === "workspaces") || (data5 === "members")) || (data5 === "aiCredits")) || (data5 === "storageBytes")) || (data5 === "organizations"))){
 const err17 = {instancePath:instancePath+"/data/kind",schemaPath:"#/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema36.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
@@ -3554,7 +3554,7 @@ return errors === 0;
 validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 exports.schema_Usage = validate43;
-const schema55 = {"type":"object","description":"An organization's plan, its limits and what it currently uses of them.","required":["plan","limits","usage","period"],"additionalProperties":false,"properties":{"plan":{"$ref":"https://contract.local/schemas/Plan"},"limits":{"description":"The plan's limits; null while billing is not configured on the deployment.","oneOf":[{"$ref":"https://contract.local/schemas/PlanLimits"},{"type":"null"}]},"usage":{"type":"object","description":"Current consumption, to compare with `limits`.","required":["workspaces","members","pendingInvitations","aiCredits"],"additionalProperties":false,"properties":{"workspaces":{"type":"integer","minimum":0,"description":"Workspaces the organization has now.","examples":[4]},"members":{"type":"integer","minimum":0,"description":"Members of the organization now.","examples":[6]},"pendingInvitations":{"type":"integer","minimum":0,"description":"Invitations not yet accepted, rejected, canceled or expired.","examples":[1]},"aiCredits":{"type":"integer","minimum":0,"description":"AI credits spent in the current period (refunds of canceled jobs deducted).","examples":[1280]}}},"period":{"type":"object","description":"The current billing period: the live subscription's period, else the current UTC calendar month.","required":["start","end"],"additionalProperties":false,"properties":{"start":{"type":"string","format":"date-time","description":"Start of the period (inclusive).","examples":["2026-11-01T00:00:00.000Z"]},"end":{"type":"string","format":"date-time","description":"End of the period (exclusive).","examples":["2026-12-01T00:00:00.000Z"]}}}},"examples":[{"plan":"pro","limits":{"workspaces":25,"members":25,"aiCredits":5000,"storageBytes":53687091200},"usage":{"workspaces":4,"members":6,"pendingInvitations":1,"aiCredits":1280},"period":{"start":"2026-11-01T00:00:00.000Z","end":"2026-12-01T00:00:00.000Z"}}],"$id":"https://contract.local/schemas/Usage"};
+const schema55 = {"type":"object","description":"An organization's plan, its limits and what it currently uses of them.","required":["plan","limits","usage","period"],"additionalProperties":false,"properties":{"plan":{"$ref":"https://contract.local/schemas/Plan"},"limits":{"description":"The plan's limits; null while billing is not configured on the deployment.","oneOf":[{"$ref":"https://contract.local/schemas/PlanLimits"},{"type":"null"}]},"usage":{"type":"object","description":"Current consumption, to compare with `limits`.","required":["workspaces","members","pendingInvitations","aiCredits"],"additionalProperties":false,"properties":{"workspaces":{"type":"integer","minimum":0,"description":"Workspaces the organization has now.","examples":[4]},"members":{"type":"integer","minimum":0,"description":"Members of the organization now.","examples":[6]},"pendingInvitations":{"type":"integer","minimum":0,"description":"Invitations not yet accepted, rejected, canceled or expired.","examples":[1]},"aiCredits":{"type":"integer","minimum":0,"description":"AI credits spent in the current period (refunds of canceled jobs deducted). On the free plan, those of every organization its first owner owns without a subscription: they share one allowance, which `limits.aiCredits` is.","examples":[1280]}}},"period":{"type":"object","description":"The current billing period: the live subscription's period, else the current UTC calendar month.","required":["start","end"],"additionalProperties":false,"properties":{"start":{"type":"string","format":"date-time","description":"Start of the period (inclusive).","examples":["2026-11-01T00:00:00.000Z"]},"end":{"type":"string","format":"date-time","description":"End of the period (exclusive).","examples":["2026-12-01T00:00:00.000Z"]}}}},"examples":[{"plan":"pro","limits":{"workspaces":25,"members":25,"aiCredits":5000,"storageBytes":53687091200},"usage":{"workspaces":4,"members":6,"pendingInvitations":1,"aiCredits":1280},"period":{"start":"2026-11-01T00:00:00.000Z","end":"2026-12-01T00:00:00.000Z"}}],"$id":"https://contract.local/schemas/Usage"};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://contract.local/schemas/Usage" */;
@@ -30002,7 +30002,7 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes"))){
+if(!(((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes")) || (data12 === "organizations"))){
 const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema36.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];
@@ -32169,7 +32169,7 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes"))){
+if(!(((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes")) || (data12 === "organizations"))){
 const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema36.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];
@@ -39196,7 +39196,7 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes"))){
+if(!(((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes")) || (data12 === "organizations"))){
 const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema36.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];
@@ -43333,7 +43333,7 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes"))){
+if(!(((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes")) || (data12 === "organizations"))){
 const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema36.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];
@@ -47470,7 +47470,7 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes"))){
+if(!(((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes")) || (data12 === "organizations"))){
 const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema36.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];
@@ -56208,7 +56208,7 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes"))){
+if(!(((((data12 === "workspaces") || (data12 === "members")) || (data12 === "aiCredits")) || (data12 === "storageBytes")) || (data12 === "organizations"))){
 const err39 = {instancePath:instancePath+"/data/kind",schemaPath:"https://contract.local/schemas/LimitReachedError/properties/data/properties/kind/enum",keyword:"enum",params:{allowedValues: schema36.properties.data.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];

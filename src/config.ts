@@ -90,6 +90,8 @@ export interface BillingSettings {
   apiUrl: string | undefined;
   /** STRIPE_PRICE_<PLAN>_<INTERVAL>: the price id of each paid plan and interval; a plan with none cannot be bought. */
   prices: Record<PaidPlan, Partial<Record<BillingInterval, string>>>;
+  /** MAX_FREE_ORGANIZATIONS_PER_USER: the organizations one user may own first without a live subscription. */
+  maxFreeOrganizationsPerUser: number;
 }
 
 export interface AiSettings {
@@ -264,6 +266,7 @@ function billing(settings: Settings): BillingSettings | null {
       pro: prices(settings.STRIPE_PRICE_PRO_MONTH, settings.STRIPE_PRICE_PRO_YEAR),
       team: prices(settings.STRIPE_PRICE_TEAM_MONTH, settings.STRIPE_PRICE_TEAM_YEAR),
     },
+    maxFreeOrganizationsPerUser: settings.MAX_FREE_ORGANIZATIONS_PER_USER,
   };
 }
 

@@ -27,11 +27,14 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Defaults: embed 60 s, extract 120 s (OCR, large PDFs), health 5 s. */
   timeoutMs?: number;
-  /**
-   * Whose work this is, sent as X-Organization-Id: the companion's queues take turns by it
-   * (docs/ai-service.md "Queues"), so one organization's backlog does not hold another's.
-   */
+  /** Whose work this is, sent as X-Organization-Id (the companion's logs name it). */
   organizationId?: string | undefined;
+  /**
+   * Who pays for it (organizations/payer.ts), sent as X-Payer-Id: the companion's queues take
+   * turns by it (docs/ai-service.md "Queues"), so one payer's backlog does not hold another's, and
+   * many free organizations of one owner take one turn. Without it, turns go by organization.
+   */
+  payer?: string | undefined;
   /**
    * embed: what the texts are for, sent as X-Embedding-Purpose. The companion embeds a search's
    * query apart from documents' chunks (docs/ai-service.md "Queues"), however few the texts; other
@@ -53,12 +56,17 @@ export interface AiClient {
 }
 
 /**
- * The client with `signal` joined to every call's own: a job run's calls end when its delivery is
- * abandoned (the worker stops, the lease is lost), and the companion drops work whose caller went
- * away, instead of extracting and embedding for a run that a redelivery will do again.
+ * The client for one job run: `signal` joined to every call's own, so the run's calls end when its
+ * delivery is abandoned (the worker stops, the lease is lost) and the companion drops work whose
+ * caller went away, instead of extracting and embedding for a run that a redelivery will do again;
+ * and the job's payer on every call, so its turns in the companion's queues are the payer's.
  */
-export function withSignal(client: AiClient, signal: AbortSignal): AiClient {
-  const joined = (options: CallOptions | undefined): CallOptions => ({ ...options, signal: options?.signal ? AbortSignal.any([options.signal, signal]) : signal });
+export function forRun(client: AiClient, run: { signal: AbortSignal; payer: string | undefined }): AiClient {
+  const joined = (options: CallOptions | undefined): CallOptions => ({
+    ...options,
+    ...(run.payer ? { payer: run.payer } : {}),
+    signal: options?.signal ? AbortSignal.any([options.signal, run.signal]) : run.signal,
+  });
   return {
     embed: (texts, options) => client.embed(texts, joined(options)),
     extract: (bytes, contentType, options) => client.extract(bytes, contentType, joined(options)),
@@ -129,6 +137,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
           ...authorization,
           ...request.headers,
           ...(callOptions.organizationId ? { 'x-organization-id': callOptions.organizationId } : {}),
+          ...(callOptions.payer ? { 'x-payer-id': callOptions.payer } : {}),
           ...(callOptions.purpose ? { 'x-embedding-purpose': callOptions.purpose } : {}),
         },
         body: request.body ?? null,

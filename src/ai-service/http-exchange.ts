@@ -86,13 +86,21 @@ export function purposeOf(request: IncomingMessage): 'query' | 'document' | unde
   return value;
 }
 
-/** X-Organization-Id: whose work a request is, for fair turns (fair-queue.ts); a 400 when malformed. */
-export function organizationOf(request: IncomingMessage): string | undefined {
-  const value = request.headers['x-organization-id'];
+/**
+ * Whose turn a request takes in the queues (fair-queue.ts): X-Payer-Id, whoever pays for the work
+ * (the API sends it: organizations/payer.ts), else X-Organization-Id (an API of an earlier release,
+ * or another caller that groups by its own key); a 400 when malformed.
+ */
+export function turnOf(request: IncomingMessage): string | undefined {
+  return turnHeader(request, 'x-payer-id', 'X-Payer-Id') ?? turnHeader(request, 'x-organization-id', 'X-Organization-Id');
+}
+
+function turnHeader(request: IncomingMessage, name: string, label: string): string | undefined {
+  const value = request.headers[name];
   if (value === undefined) return undefined;
-  // Organization ids are UUIDs; anything short and printable is accepted so other callers can group too.
+  // Ids are short; anything short and printable is accepted so other callers can group too.
   if (typeof value !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(value)) {
-    throw new HttpError(400, 'X-Organization-Id must be 1 to 128 printable characters without spaces.');
+    throw new HttpError(400, `${label} must be 1 to 128 printable characters without spaces.`);
   }
   return value;
 }

@@ -11,7 +11,7 @@
  *                           document parsed in a thread of its own, with memory and time limits)
  *
  * Extraction, OCR and embeddings wait in fair, bounded queues (fair-queue.ts): a request's
- * X-Organization-Id says whose turn it takes, a full queue answers 503 with Retry-After, and a
+ * X-Payer-Id (else X-Organization-Id) says whose turn it takes, a full queue answers 503 with Retry-After, and a
  * caller that closes its connection before the answer has its work dropped.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -25,7 +25,7 @@ import { EMBEDDINGS_BODY_LIMIT, createEmbeddings } from './embeddings.ts';
 import { documentType } from './extraction.ts';
 import { createExtractor, type ExtractorStats } from './extractor.ts';
 import { healthReport } from './health.ts';
-import { CALLER_GONE, HttpError, callerSignal, organizationOf, purposeOf, readBody, readJson, sendError, sendJson } from './http-exchange.ts';
+import { CALLER_GONE, HttpError, callerSignal, turnOf, purposeOf, readBody, readJson, sendError, sendJson } from './http-exchange.ts';
 
 export interface AiServiceOptions {
   settings: AiSettings;
@@ -109,7 +109,7 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       const allowed = Object.keys(route.handlers).join(', ');
       if (!handler) throw new HttpError(405, `${path} accepts ${allowed}.`, { headers: { allow: allowed } });
       signal = callerSignal(response);
-      const call = { organization: route.public ? undefined : organizationOf(request), purpose: route.public ? undefined : purposeOf(request), signal };
+      const call = { organization: route.public ? undefined : turnOf(request), purpose: route.public ? undefined : purposeOf(request), signal };
       const result = await handler(request, call);
       // Work that ended just as its caller left: there is nobody to answer.
       if (call.signal.aborted) throw call.signal.reason;
@@ -120,7 +120,10 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       const error = signal?.aborted ? (signal.reason as HttpError) : caught instanceof HttpError ? caught : new HttpError(500, 'The AI service failed; try again later.', { cause: caught });
       status = error.status;
       if (status === CALLER_GONE) {
-        logger.info({ method: request.method, path, organization: request.headers['x-organization-id'], ms: Math.round(performance.now() - started) }, 'ai request dropped: the caller went away');
+        logger.info(
+          { method: request.method, path, organization: request.headers['x-organization-id'], payer: request.headers['x-payer-id'], ms: Math.round(performance.now() - started) },
+          'ai request dropped: the caller went away',
+        );
         return;
       }
       if (status >= 500 || error.cause) logger[status >= 500 ? 'error' : 'warn']({ err: error.cause ?? error, path, status }, error.message);

@@ -451,7 +451,15 @@ export const configSchema = {
       maximum: 100_000,
       default: 100,
       description:
-        'Queued jobs (those waiting for a retry included) one organization may have at once; `jobs.create` and `jobs.retry` past it answer 429 `TOO_MANY_REQUESTS` with `Retry-After`, so a burst is refused at the door instead of queued for an hour. The re-indexing the service queues itself after a model change is never refused (its jobs count, though). See [jobs.md](jobs.md), Fairness.',
+        'Queued jobs (those waiting for a retry included) one payer may have at once: an organization with a paid plan, or else all the organizations its first owner owns without one (one owner, one cap: organizations cost nothing to create). `jobs.create` and `jobs.retry` past it answer 429 `TOO_MANY_REQUESTS` with `Retry-After`, so a burst is refused at the door instead of queued for an hour. The re-indexing the service queues itself after a model change is never refused (its jobs count, though). See [jobs.md](jobs.md), Fairness.',
+    },
+    MAX_FREE_ORGANIZATIONS_PER_USER: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 100_000,
+      default: 3,
+      description:
+        'While billing is configured: the organizations one user may own on the free plan (those they own first without a live subscription). `auth.organization.create` past it answers 403 `LIMIT_REACHED` with kind `organizations`. Their AI credits are one allowance and their jobs one place in the queue anyway; this keeps one user from holding many free organizations at all. See [jobs.md](jobs.md), Fairness.',
     },
     STRIPE_SECRET_KEY: {
       type: 'string',

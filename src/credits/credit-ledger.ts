@@ -13,12 +13,16 @@
  * event, whose foreign key wanted the organization row, deadlocked (issue 16).
  *
  * The period is the plan's (the live subscription's) when it has one, else the UTC calendar month.
+ * The free plan's credits come once per owner (issue 40): the organizations without a subscription
+ * that one user owns first share one allowance (allowanceOf), so a second free organization adds
+ * no credits. Its charges also take that owner's allowance lock, after the organization's.
  * The plans themselves are in plans.ts; what a job costs in pricing.ts; usage reports in usage.ts.
  */
 import type { Db } from '../db/db.ts';
 import { ApiError } from '../contract/errors.ts';
 import { newId } from '../ids.ts';
 import { lockOrganization } from '../organizations/store.ts';
+import { firstOwnerOf, freeOrganizationsOwnedBy, lockFreeOrganizationsOf } from '../organizations/members-store.ts';
 
 export type CreditReason = 'job.create' | 'job.retry' | 'job.cancel' | 'search';
 
@@ -49,12 +53,32 @@ export function periodOf(plan: CreditAllowance | null, now: Date): Period {
   return plan?.period ?? calendarMonth(now);
 }
 
-/** The organization's balance of the ledger since `since`: charges minus refunds that count from then on. */
-export async function creditsSpent(sql: Db, organizationId: string, since: Date): Promise<number> {
+/** The organizations' balance of the ledger since `since`: charges minus refunds that count from then on. */
+async function creditsSpentBy(sql: Db, organizationIds: string[], since: Date): Promise<number> {
   const [row] = await sql<{ spent: number }[]>`
     select coalesce(sum(amount), 0)::int as spent from credit_ledger
-    where organization_id = ${organizationId} and counts_at >= ${since}`;
+    where organization_id in ${sql(organizationIds)} and counts_at >= ${since}`;
   return row!.spent;
+}
+
+/**
+ * The organizations whose charges count against `organizationId`'s allowance, itself included: on
+ * the free plan, every organization without a subscription that its first owner owns first; on a
+ * paid plan, itself alone. With `lock`, takes the owner's allowance lock until `tx` ends, so two of
+ * those organizations' charges cannot both fit in the last credits.
+ */
+async function allowanceOf(db: Db, organizationId: string, plan: CreditAllowance, lock: boolean): Promise<string[]> {
+  if (plan.plan !== 'free') return [organizationId];
+  const owner = await firstOwnerOf(db, organizationId);
+  if (!owner) return [organizationId];
+  if (lock) await lockFreeOrganizationsOf(db, owner);
+  const shared = await freeOrganizationsOwnedBy(db, owner);
+  return shared.includes(organizationId) ? shared : [organizationId, ...shared];
+}
+
+/** What the organization's allowance has spent since `since` (the free plan's is shared: allowanceOf). */
+export async function allowanceSpent(db: Db, organizationId: string, plan: CreditAllowance | null, since: Date): Promise<number> {
+  return creditsSpentBy(db, plan ? await allowanceOf(db, organizationId, plan, false) : [organizationId], since);
 }
 
 export interface Charge {
@@ -74,10 +98,17 @@ export interface Charge {
 export async function charge(tx: Db, c: Charge): Promise<void> {
   if (c.plan) {
     await lockOrganization(tx, c.organizationId);
-    const spent = await creditsSpent(tx, c.organizationId, periodOf(c.plan, c.now).start);
+    const sharing = await allowanceOf(tx, c.organizationId, c.plan, true);
+    const spent = await creditsSpentBy(tx, sharing, periodOf(c.plan, c.now).start);
     const limit = c.plan.limits.aiCredits;
     if (spent + c.amount > limit) {
-      throw new ApiError('LIMIT_REACHED', { data: { kind: 'aiCredits', limit, plan: c.plan.plan } });
+      const shared =
+        sharing.length > 1
+          ? {
+              message: `The free plan's ${limit} AI credits a month are shared by the ${sharing.length} organizations without a subscription that this organization's first owner owns, and they are spent.`,
+            }
+          : {};
+      throw new ApiError('LIMIT_REACHED', { ...shared, data: { kind: 'aiCredits', limit, plan: c.plan.plan } });
     }
   }
   await record(tx, { ...c, countsAt: c.now });

@@ -10,8 +10,12 @@ import { calendarMonth, type Period } from './credit-ledger.ts';
 import type { ErrorData } from '../contract/errors.ts';
 import type { components } from '../../generated/types.ts';
 
-/** The kinds a plan limits: the contract's (LIMIT_REACHED's `data.kind`), so a new kind is added there first. */
-export type LimitKind = ErrorData['LIMIT_REACHED']['kind'];
+/**
+ * The kinds a plan limits: the contract's (LIMIT_REACHED's `data.kind`), so a new kind is added
+ * there first; but `organizations`, the deployment's cap on a user's free organizations
+ * (MAX_FREE_ORGANIZATIONS_PER_USER), which no plan sets.
+ */
+export type LimitKind = Exclude<ErrorData['LIMIT_REACHED']['kind'], 'organizations'>;
 /** The contract's plans (Plan, without the null of a deployment without billing). */
 export type PlanName = NonNullable<components['schemas']['Plan']>;
 

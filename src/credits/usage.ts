@@ -1,11 +1,12 @@
 /**
  * What an organization uses of its plan (organizations.usage, billing.status): workspaces,
- * members, pending invitations and the AI credits of the period, counted in one snapshot. A
+ * members, pending invitations and the AI credits of the period (on the free plan, those of every
+ * free organization of its first owner: they share one allowance), counted in one snapshot. A
  * query module named for its report (architecture.md, "Stores"): it only reads, and the ledger's
  * balance comes from credit-ledger.ts.
  */
 import type { Sql } from '../db/connection.ts';
-import { creditsSpent, periodOf, type Period } from './credit-ledger.ts';
+import { allowanceSpent, periodOf, type Period } from './credit-ledger.ts';
 import type { PlanLimits } from './plans.ts';
 import type { components } from '../../generated/types.ts';
 
@@ -24,7 +25,7 @@ export async function usageOf(sql: Sql, organizationId: string, plan: PlanLimits
       select (select count(*) from workspaces where organization_id = ${organizationId})::int as workspaces,
              (select count(*) from members where organization_id = ${organizationId})::int as members,
              (select count(*) from invitations where organization_id = ${organizationId} and status = 'pending' and expires_at > ${now})::int as "pendingInvitations"`;
-    return { ...counts!, aiCredits: Math.max(0, await creditsSpent(tx, organizationId, period.start)) };
+    return { ...counts!, aiCredits: Math.max(0, await allowanceSpent(tx, organizationId, plan, period.start)) };
   });
   return { usage, period };
 }

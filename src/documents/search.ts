@@ -13,6 +13,7 @@ import { refusal } from '../auth/rate-limit.ts';
 import { charge } from '../credits/credit-ledger.ts';
 import { findWorkspace } from '../workspaces/store.ts';
 import { searchChunks } from './chunk-search.ts';
+import { payerOf } from '../organizations/payer.ts';
 
 export const SEARCH_TIMEOUT_MS = 10_000;
 export const SEARCH_LIMIT_MESSAGE = 'Too many searches, try again in a minute.';
@@ -24,16 +25,18 @@ export const search: Handler<'documents.search'> = async (input, ctx) => {
   const workspace = await findWorkspace(services.db.sql, input.workspaceId);
   if (!workspace) throw new ApiError('NOT_FOUND', { message: 'Workspace not found.' });
 
+  // Its payer takes the turn in the AI service's queries lane (organizations/payer.ts).
+  const plan = await services.plans.limitsFor(workspace.organizationId);
+  const payer = await payerOf(services.db.sql, workspace.organizationId, plan);
   let embedded: { vectors: number[][]; model: string };
   try {
-    embedded = await services.ai.embed([input.query], { timeoutMs: SEARCH_TIMEOUT_MS, organizationId: workspace.organizationId, purpose: 'query' });
+    embedded = await services.ai.embed([input.query], { timeoutMs: SEARCH_TIMEOUT_MS, organizationId: workspace.organizationId, payer, purpose: 'query' });
   } catch (error: unknown) {
     if (!(error instanceof AiServiceError)) throw error;
     ctx.log.warn({ err: error, detail: error.detail }, 'search query could not be embedded');
     throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The AI service is unavailable, try again later.' });
   }
   if (embedded.model !== LOCAL_EMBEDDING_MODEL) {
-    const plan = await services.plans.limitsFor(workspace.organizationId);
     await services.db.sql.begin((tx) => charge(tx, { organizationId: workspace.organizationId, amount: 1, reason: 'search', jobId: null, now: services.now(), plan }));
   }
   const results = await searchChunks(

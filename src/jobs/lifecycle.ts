@@ -10,9 +10,9 @@
  * a late or repeated delivery changes nothing.
  *
  * Locks, always in this order, so that no two of these transactions wait for each other in a
- * circle: the organization's queue lock (a create only: store.ts lockOrganizationQueue, which no
- * other transaction takes), the organization row (`for no key update`, only when a charge is checked against a plan:
- * credits/credit-ledger.ts), then the job's row (the transition's update), then the event-order lock, last
+ * circle: the payer's queue lock (a create only: store.ts lockPayerQueue, which no other
+ * transaction takes), the organization row (`for no key update`, only when a charge is checked against a plan:
+ * credits/credit-ledger.ts; on the free plan its owner's allowance lock after it), then the job's row (the transition's update), then the event-order lock, last
  * (events-store.ts). Each transaction runs again when PostgreSQL still aborts it as a deadlock victim or
  * for serialization (retry-transaction.ts): they only touch the database.
  */
@@ -23,6 +23,7 @@ import { writeAudit } from '../audit/store.ts';
 import { newId } from '../ids.ts';
 import { ApiError } from '../contract/errors.ts';
 import { retryingTransaction } from '../db/retry-transaction.ts';
+import { payerOf } from '../organizations/payer.ts';
 import { charge, refundJob, refundJobPart } from '../credits/credit-ledger.ts';
 import type { JobEventBus } from './event-bus.ts';
 import { appendJobEvent } from './events-store.ts';
@@ -37,7 +38,7 @@ import {
   type JobDocumentState,
   type PricedDocument,
 } from './job-documents-store.ts';
-import { addJobCredits, advanceProgress, findJob, insertJob, lockOrganizationQueue, queuedJobsOf, transitionJob, type JobChange, type JobKind, type JobRow, type JobStatus } from './store.ts';
+import { addJobCredits, advanceProgress, findJob, insertJob, lockPayerQueue, queuedJobsOf, transitionJob, type JobChange, type JobKind, type JobRow, type JobStatus } from './store.ts';
 
 /**
  * Retry-After of a create refused by the cap on queued jobs: a guess at when some have run (a job
@@ -68,12 +69,12 @@ export interface DocumentEnd {
 
 export interface JobLifecycle {
   /**
-   * Charges the job's credits, inserts the job and queues it (fairly among organizations: queue.ts,
-   * Fairness), in one transaction. A retry of a job that already has one answers 409 CONFLICT (the
+   * Charges the job's credits, inserts the job and queues it (fairly among payers: queue.ts,
+   * Fairness; organizations/payer.ts), in one transaction. A retry of a job that already has one answers 409 CONFLICT (the
    * unique jobs.retry_of, 0009), also when both retries run at once: the second waits for the first
-   * and fails once it commits. With `maxQueued`, an organization that already has that many queued
-   * jobs is refused with 429 TOO_MANY_REQUESTS and Retry-After, exactly at the cap however many
-   * creates run at once (they take turns on the organization's queue lock).
+   * and fails once it commits. With `maxQueued`, a payer whose organizations already have that many
+   * queued jobs is refused with 429 TOO_MANY_REQUESTS and Retry-After, exactly at the cap however
+   * many creates run at once (they take turns on the payer's queue lock).
    */
   create(job: NewJob, o: { now: Date; plan: PlanLimits | null; retriedBy?: Principal; maxQueued?: number }): Promise<JobRow>;
   /**
@@ -152,21 +153,23 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
         const id = newId('job');
         const { credits } = job;
         // The queue lock first (see Locks), then the count it guards: nothing is charged for a refusal.
-        await lockOrganizationQueue(tx, job.organizationId);
-        const queued = await queuedJobsOf(tx, job.organizationId);
+        const payer = await payerOf(tx, job.organizationId, o.plan);
+        await lockPayerQueue(tx, payer);
+        const queued = await queuedJobsOf(tx, payer, job.organizationId);
         if (o.maxQueued !== undefined && queued.count >= o.maxQueued) {
+          const whose = payer.startsWith('usr:') ? ["The organizations of this organization's owner have", 'they'] : ['The organization has', 'it'];
           throw new ApiError('TOO_MANY_REQUESTS', {
-            message: `The organization has ${queued.count} queued jobs, the most it may have (${o.maxQueued}); try again once some have run.`,
+            message: `${whose[0]} ${queued.count} queued jobs, the most ${whose[1]} may have (${o.maxQueued}); try again once some have run.`,
             headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
           });
         }
         // Then the charge: it locks the organization row before any row naming it is written (0005_jobs.sql).
         if (credits > 0) await charge(tx, { organizationId: job.organizationId, amount: credits, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: id, now: o.now, plan: o.plan });
         // pg-boss's row before ours: the job's place in the fair queue is stored on both.
-        const queueStart = await queue.enqueue(tx, id, { organizationId: job.organizationId, lastStart: queued.lastStart });
+        const queueStart = await queue.enqueue(tx, id, { payer, lastStart: queued.lastStart });
         const { documents, ...columns } = job;
         const progress = documents ? { documents: documents.length, done: 0, failed: 0 } : null;
-        const inserted = await insertJob(tx, { id, ...columns, queueStart, progress }, o.now);
+        const inserted = await insertJob(tx, { id, ...columns, payer, queueStart, progress }, o.now);
         if (inserted === 'already-retried') throw new ApiError('CONFLICT', { message: 'This job was already retried; retry its retry instead.' });
         if (documents) await insertJobDocuments(tx, id, documents);
         if (o.retriedBy && job.retryOf) {
@@ -221,9 +224,11 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
 
     async continueRun(job, now, startAfterSeconds) {
       await retryingTransaction(sql, async (tx) => {
-        await lockOrganizationQueue(tx, job.organizationId);
-        const queued = await queuedJobsOf(tx, job.organizationId);
-        await queue.enqueue(tx, job.id, { organizationId: job.organizationId, lastStart: queued.lastStart }, { continued: true, ...(startAfterSeconds ? { startAfterSeconds } : {}) });
+        // Its payer as created; a job of an earlier release (none recorded) takes its organization's turns.
+        const payer = job.payer ?? `org:${job.organizationId}`;
+        await lockPayerQueue(tx, payer);
+        const queued = await queuedJobsOf(tx, payer, job.organizationId);
+        await queue.enqueue(tx, job.id, { payer, lastStart: queued.lastStart }, { continued: true, ...(startAfterSeconds ? { startAfterSeconds } : {}) });
       });
       queue.wake();
     },

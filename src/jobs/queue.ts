@@ -24,8 +24,10 @@
  *   they measured 3x slower than single fetches (about 700 against 2 100 jobs/s, cause not found),
  *   so there the default is 1 (config.ts, WORKER_BATCH_SIZE).
  * - Fairness: start-time fair queueing through pg-boss's priority (it fetches by priority desc,
- *   then creation), so one organization's backlog delays another's next job by about one job, not
- *   by the whole backlog (docs/jobs.md, Fairness). Each job gets a virtual start
+ *   then creation), so one payer's backlog delays another's next job by about one job, not
+ *   by the whole backlog (docs/jobs.md, Fairness). The payer (organizations/payer.ts) is the
+ *   organization while it has a paid plan, else its first owner: organizations cost nothing to
+ *   make, so many of one owner's share one turn; "organization" below means payer. Each job gets a virtual start
  *   v = max(V, the organization's last queued v + 1) and is sent with priority -v, where V, the
  *   queue's virtual time, is the smallest v still waiting to be fetched for the first time; with
  *   none waiting, the largest v of a job running or waiting for a retry; with none of those, 0.
@@ -80,9 +82,9 @@ const QUEUES = [JOBS_QUEUE, HOUSEKEEPING_QUEUE, BACKGROUND_MIGRATIONS_QUEUE];
 /** pg-boss's priority is an integer column: a virtual start never goes past this (see Fairness). */
 export const MAX_VIRTUAL_START = 2_147_483_647;
 
-/** Whose job is queued, and the last virtual start among that organization's queued jobs (null: none). */
+/** Whose job is queued (its payer: organizations/payer.ts), and the last virtual start among that payer's queued jobs (null: none). */
 export interface QueueFlow {
-  organizationId: string;
+  payer: string;
   lastStart: number | null;
 }
 
@@ -195,13 +197,13 @@ export function openJobQueue(options: QueueOptions): JobQueue {
       if (!ready) throw new Error('a job was enqueued before the queue started: await queue.started before the transaction');
       const start = virtualStart(await virtualTime(tx), flow?.lastStart ?? null);
       // The group (pg-boss's group_id) is only a label here, no concurrency limit is set: it puts
-      // the organization on pg-boss's row, and running rows under its index job_i7 (virtualTime).
+      // the payer on pg-boss's row, and running rows under its index job_i7 (virtualTime).
       const job: QueuedJob = options.continued ? { jobId, continued: true } : { jobId };
       await boss.send(JOBS_QUEUE, job, {
         db: bossDb(tx),
         priority: -start,
         ...(options.startAfterSeconds ? { startAfter: options.startAfterSeconds } : {}),
-        ...(flow ? { group: { id: flow.organizationId } } : {}),
+        ...(flow ? { group: { id: flow.payer } } : {}),
       });
       return start;
     },

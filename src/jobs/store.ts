@@ -21,6 +21,8 @@ export type JobProgress = components['schemas']['JobProgress'];
 export interface JobRow {
   id: string;
   organizationId: string;
+  /** Whose turn it takes in the queue (organizations/payer.ts); null on a job of an earlier release. */
+  payer: string | null;
   workspaceId: string | null;
   documentId: string | null;
   kind: JobKind;
@@ -43,7 +45,7 @@ export interface JobRow {
 }
 
 // A constant list, so `unsafe` injects nothing from outside.
-export const JOB_COLUMNS = `id, organization_id as "organizationId", workspace_id as "workspaceId", document_id as "documentId",
+export const JOB_COLUMNS = `id, organization_id as "organizationId", payer, workspace_id as "workspaceId", document_id as "documentId",
   kind, status, input, result, progress, error_message as "errorMessage", credits, attempt, retry_of as "retryOf",
   created_by as "createdBy", created_at as "createdAt", started_at as "startedAt", finished_at as "finishedAt",
   updated_at as "updatedAt", created_at::text as "cursorAt"`;
@@ -118,6 +120,7 @@ export async function pageJobs(sql: Sql, organizationId: string, filter: JobFilt
 export interface JobInsert {
   id: string;
   organizationId: string;
+  payer: string;
   workspaceId: string | null;
   documentId: string | null;
   kind: JobKind;
@@ -135,24 +138,25 @@ export interface JobInsert {
 const QUEUE_LOCK = 731_044_203;
 
 /**
- * Takes the organization's queue lock until `tx` ends: creates of one organization take turns
- * between counting its queued jobs and inserting theirs, so two cannot both fill the last slot
- * under the cap, nor both take the same place in the fair queue. Transaction-scoped (a transaction
- * pooler gives no session). Taken before anything else of the create (lifecycle.ts, Locks).
+ * Takes the payer's queue lock (organizations/payer.ts) until `tx` ends: creates of one payer take
+ * turns between counting its queued jobs and inserting theirs, so two cannot both fill the last
+ * slot under the cap, nor both take the same place in the fair queue. Transaction-scoped (a
+ * transaction pooler gives no session). Taken before anything else of the create (lifecycle.ts, Locks).
  */
-export async function lockOrganizationQueue(tx: Db, organizationId: string): Promise<void> {
-  await tx`select pg_advisory_xact_lock(${QUEUE_LOCK}::int, hashtext(${organizationId}))`;
+export async function lockPayerQueue(tx: Db, payer: string): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${QUEUE_LOCK}::int, hashtext(${payer}))`;
 }
 
 /**
- * The organization's queued jobs (those waiting for a retry included): how many, and the last
- * virtual start among them (null when none has one). Reads the partial index jobs_queued (0012),
- * which holds only queued rows, so its cost follows the cap, not the organization's history.
+ * The payer's queued jobs (those waiting for a retry included): how many, and the last virtual
+ * start among them (null when none has one). A job an earlier release created has no payer and
+ * counts for its organization. Reads the partial indexes jobs_queued_payer (0020) and jobs_queued
+ * (0012), which hold only queued rows, so its cost follows the cap, not the history.
  */
-export async function queuedJobsOf(tx: Db, organizationId: string): Promise<{ count: number; lastStart: number | null }> {
+export async function queuedJobsOf(tx: Db, payer: string, organizationId: string): Promise<{ count: number; lastStart: number | null }> {
   const [row] = await tx<{ count: number; lastStart: number | null }[]>`
     select count(*)::int as count, max(queue_start) as "lastStart" from jobs
-    where organization_id = ${organizationId} and status = 'queued'`;
+    where status = 'queued' and (payer = ${payer} or (payer is null and organization_id = ${organizationId}))`;
   return row!;
 }
 
@@ -160,8 +164,8 @@ export async function queuedJobsOf(tx: Db, organizationId: string): Promise<{ co
 export async function insertJob(tx: Db, job: JobInsert, now: Date): Promise<JobRow | 'already-retried'> {
   try {
     const [row] = await tx<JobRow[]>`
-      insert into jobs (id, organization_id, workspace_id, document_id, kind, input, credits, retry_of, created_by, queue_start, progress, created_at, updated_at)
-      values (${job.id}, ${job.organizationId}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${tx.json(job.input as never)}, ${job.credits},
+      insert into jobs (id, organization_id, payer, workspace_id, document_id, kind, input, credits, retry_of, created_by, queue_start, progress, created_at, updated_at)
+      values (${job.id}, ${job.organizationId}, ${job.payer}, ${job.workspaceId}, ${job.documentId}, ${job.kind}, ${tx.json(job.input as never)}, ${job.credits},
               ${job.retryOf}, ${job.createdBy}, ${job.queueStart}, ${job.progress ? tx.json(job.progress) : null}, ${now}, ${now})
       returning ${tx.unsafe(JOB_COLUMNS)}`;
     return row!;

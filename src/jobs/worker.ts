@@ -8,7 +8,7 @@
  * migrations this release ships (background-migrations.ts), slice after slice.
  */
 import type { Logger } from '../logger.ts';
-import { AiServiceError, withSignal } from '../ai-service/client.ts';
+import { AiServiceError, forRun } from '../ai-service/client.ts';
 import { isRetryable, readableMessage } from './failure-message.ts';
 import { pendingBackgroundMigrations, runSlice } from './background-migrations.ts';
 import { runHousekeeping } from './housekeeping.ts';
@@ -76,8 +76,10 @@ export async function runDelivery(options: WorkerOptions, delivery: Delivery): P
     return;
   }
   try {
-    // Every AI call of the run carries the delivery's signal: an abandoned run stops its calls.
-    const result = await kinds[job.kind](job, { ...options, ai: withSignal(options.ai, delivery.signal) }, { signal: delivery.signal, jobs });
+    // Every AI call of the run carries the delivery's signal (an abandoned run stops its calls) and
+    // the job's payer (its turns in the AI service's queues); a job of an earlier release has none.
+    const ai = forRun(options.ai, { signal: delivery.signal, payer: job.payer ?? undefined });
+    const result = await kinds[job.kind](job, { ...options, ai }, { signal: delivery.signal, jobs });
     if (result instanceof ContinueLater) {
       // Its turn is over: the next slice waits behind other organizations' jobs (lifecycle.ts continueRun).
       await jobs.continueRun(job, options.now(), result.afterSeconds);

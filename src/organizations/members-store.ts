@@ -5,6 +5,7 @@
 import type { AuthRouteOutput } from '../../generated/auth-routes.ts';
 import type { Db } from '../db/db.ts';
 import { announceRevocation } from '../auth/revocations.ts';
+import { LIVE_SUBSCRIPTION } from '../billing/subscriptions-store.ts';
 
 export type Member = AuthRouteOutput<'auth.organization.updateMemberRole'>;
 /** The contract's member roles (the same as auth/permissions.ts's `roles`). */
@@ -115,4 +116,41 @@ export async function deleteMember(tx: Db, memberId: string): Promise<void> {
   const [member] = await tx<{ organizationId: string; userId: string }[]>`
     delete from members where id = ${memberId} returning organization_id as "organizationId", user_id as "userId"`;
   if (member) await announceRevocation(tx, { kind: 'member', organizationId: member.organizationId, userId: member.userId });
+}
+
+/**
+ * The organization's first owner: the owner who has been a member longest (ties broken by id), or
+ * null when it has none left (its last owner's user was deleted). Who pays for an organization
+ * without a subscription (payer.ts).
+ */
+export async function firstOwnerOf(db: Db, organizationId: string): Promise<string | null> {
+  const [row] = await db<{ userId: string }[]>`
+    select user_id as "userId" from members where organization_id = ${organizationId} and role = 'owner'
+    order by created_at, id limit 1`;
+  return row?.userId ?? null;
+}
+
+const FREE_ORGANIZATIONS_LOCK = 731_044_209;
+
+/**
+ * Takes the lock on `userId`'s free organizations until `tx` ends: a charge against their shared
+ * allowance (credit-ledger.ts) and a create counting them against the cap (routes.ts) take turns.
+ */
+export async function lockFreeOrganizationsOf(tx: Db, userId: string): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${FREE_ORGANIZATIONS_LOCK}::int, hashtext(${userId}))`;
+}
+
+/**
+ * The organizations without a live subscription whose first owner is `userId`, oldest first: they
+ * share one free allowance of AI credits (credit-ledger.ts) and one cap on how many there may be
+ * (organizations/routes.ts).
+ */
+export async function freeOrganizationsOwnedBy(db: Db, userId: string): Promise<string[]> {
+  const rows = await db<{ organizationId: string }[]>`
+    select m.organization_id as "organizationId" from members m
+    where m.user_id = ${userId} and m.role = 'owner'
+      and not exists (select 1 from members e where e.organization_id = m.organization_id and e.role = 'owner' and (e.created_at, e.id) < (m.created_at, m.id))
+      and not exists (select 1 from subscriptions s where s.organization_id = m.organization_id and s.status in ${db(LIVE_SUBSCRIPTION)})
+    order by m.created_at, m.organization_id`;
+  return rows.map((row) => row.organizationId);
 }

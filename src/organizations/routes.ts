@@ -12,7 +12,7 @@ import { newId } from '../ids.ts';
 import { invitationRoutes } from './invitation-routes.ts';
 import { pendingInvitationsOf, toInvitation } from './invitations-store.ts';
 import { memberRoutes } from './member-routes.ts';
-import { insertOwner, membersOf, toMember } from './members-store.ts';
+import { freeOrganizationsOwnedBy, insertOwner, lockFreeOrganizationsOf, membersOf, toMember } from './members-store.ts';
 import { deleteOrganizationEverywhere } from './delete-organization.ts';
 import { findOrganization, insertOrganization, lockOrganization, organizationsOfUser, toOrganization, updateOrganization } from './store.ts';
 import { teamsOf, toTeam } from './teams-store.ts';
@@ -23,7 +23,21 @@ const organizationCrud = {
   async 'auth.organization.create'(input, ctx) {
     const principal = signedIn(ctx);
     const now = ctx.services.now();
+    const cap = ctx.services.config.billing?.maxFreeOrganizationsPerUser;
     const body = await ctx.services.db.sql.begin(async (tx) => {
+      if (cap !== undefined) {
+        // Organizations cost nothing: a user's free ones are capped (and share one allowance of
+        // credits and one place in the job queue: payer.ts). Counted under the user's lock, so
+        // creates at once cannot both take the last place.
+        await lockFreeOrganizationsOf(tx, principal.userId);
+        const owned = (await freeOrganizationsOwnedBy(tx, principal.userId)).length;
+        if (owned >= cap) {
+          throw new ApiError('LIMIT_REACHED', {
+            message: `You own ${owned} organizations on the free plan, the most one user may; subscribe one of them to a paid plan, or delete one, first.`,
+            data: { kind: 'organizations', limit: cap, plan: 'free' },
+          });
+        }
+      }
       const id = newId('org');
       const organization = await insertOrganization(tx, { id, name: input.name, slug: input.slug, now });
       if (!organization) throw new ApiError('CONFLICT', { message: SLUG_TAKEN });

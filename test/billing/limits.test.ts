@@ -8,7 +8,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { newId } from '../../src/ids.ts';
 import { PLAN_LIMITS } from '../../src/credits/plans.ts';
@@ -85,6 +85,9 @@ describe.each([
   let owner: TestUser;
   beforeAll(async () => {
     server = await startTestServer({ db, env: { RATE_LIMIT_PER_MINUTE: '100000', AUTH_RATE_LIMIT_PER_MINUTE: '100000', ...(billed ? BILLING_ENV : {}) }, overrides: { mailer } });
+  });
+  // An owner of their own for each test: the free plan's credits are one allowance per owner.
+  beforeEach(async () => {
     owner = await createUser(server.db);
   });
   afterAll(() => server?.close());
@@ -170,6 +173,53 @@ describe.each([
     await api().jobs.retry({ id: retried });
     await refusedOrNot(api().jobs.create({ organizationId: org, kind: 'text.embed', input: { texts: ['one'] } }), 'aiCredits', 200);
     await refusedOrNot(api().jobs.retry({ id: await failedJob(server, org) }), 'aiCredits', 200);
+  });
+
+  it('auth.organization.create: a third free organization of one user, not a fourth; one with a subscription does not count', async () => {
+    const create = (slug: string) =>
+      server.fetch('/api/auth/organization/create', {
+        method: 'POST',
+        headers: { ...owner.headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: slug, slug: `${slug}-${owner.id.slice(-10)}` }),
+      });
+    // A membership that is not a first ownership does not count: another user's organization.
+    await addMembership(server.db, owner, 'owner', await addMembership(server.db, await createUser(server.db), 'owner'));
+    const created: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const answer = await create(`free-${i}`);
+      expect(answer.status).toBe(200);
+      created.push(((await answer.json()) as { id: string }).id);
+    }
+    const refused = await create('free-3');
+    if (!billed) {
+      expect(refused.status).toBe(200);
+      return;
+    }
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toEqual({
+      defined: true,
+      code: 'LIMIT_REACHED',
+      status: 403,
+      message: 'You own 3 organizations on the free plan, the most one user may; subscribe one of them to a paid plan, or delete one, first.',
+      data: { kind: 'organizations', limit: 3, plan: 'free' },
+    });
+    await subscribe(server, created[0]!, 'pro');
+    expect((await create('free-4')).status).toBe(200);
+    expect((await create('free-5')).status).toBe(403);
+  });
+
+  it('auth.organization.create: six at once from one user, three free places: exactly three', async () => {
+    const answers = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map((i) =>
+        server.fetch('/api/auth/organization/create', {
+          method: 'POST',
+          headers: { ...owner.headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: `Race ${i}`, slug: `race-${i}-${owner.id.slice(-10)}` }),
+        }),
+      ),
+    );
+    const statuses = answers.map((answer) => answer.status).sort();
+    expect(statuses).toEqual(billed ? [200, 200, 200, 403, 403, 403] : [200, 200, 200, 200, 200, 200]);
   });
 
   it('documents.createUpload: up to 1 GiB, not a byte more', async () => {

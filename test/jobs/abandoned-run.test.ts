@@ -49,6 +49,8 @@ describe('a job run whose claim is taken away', () => {
     const job = await t.client.jobs.create({ organizationId: t.org, kind: 'text.embed', input: { texts: ['abandoned'] } });
     await expect.poll(() => held.length, { timeout: 20_000 }).toBe(1);
     expect(held[0]!.request.headers['x-organization-id']).toBe(t.org);
+    // Its turn in the AI service's queues is its payer's: the organization's first owner (no billing here).
+    expect(held[0]!.request.headers['x-payer-id']).toBe(`usr:${t.owner.id}`);
 
     // What a supervisor does to a job whose heartbeat stopped: the row leaves this worker's claim.
     const taken = await server.db.sql`

@@ -8,11 +8,15 @@
  *
  * The cap on an organization's queued jobs (MAX_QUEUED_JOBS_PER_ORGANIZATION): the next create
  * answers 429 with Retry-After, charges nothing, and is admitted again once a queued job has gone.
+ *
+ * Turns and the cap go by payer (organizations/payer.ts; issue 40): the organizations one user owns
+ * without a subscription take one turn per round between them, and share one cap.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClientError } from '../../clients/typescript/src/index.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { creditsSpent, tenant, type Tenant } from './support.ts';
+import { addMembership } from '../support/users.ts';
+import { clientOf, creditsSpent, tenant, type Tenant } from './support.ts';
 import { allSucceeded, fetchOrder, heldEmbeddings, queuedCount, serveUntil, type HeldEmbeddings } from './fairness-support.ts';
 
 const BACKLOG = 24;
@@ -88,7 +92,33 @@ describe('fair service across organizations (inline worker)', () => {
     for (const later of ['A5', 'A6', 'A7']) expect(startedBefore(ai.arrivals, 'B3', later), later).toBe(true);
     ai.answerAll();
   }, 120_000);
+
+  it('the organizations one user owns take one turn per round between them, not one each', async () => {
+    const a = await tenant(server);
+    const x = await secondOrganization(server, a);
+    const b = await tenant(server);
+    ai.arrivals.length = 0;
+    ai.hold();
+    await embed(a, 'A0');
+    await ai.untilHeld(1);
+    for (let i = 1; i < 4; i++) await embed(a, `A${i}`);
+    for (let i = 1; i < 4; i++) await embed(x, `X${i}`);
+    for (let i = 0; i < 3; i++) await embed(b, `B${i}`);
+    // Per organization, X would take a turn of its own in every round (A1 X1 B0 A2 X2 B1 ...),
+    // and B would wait twice as long. One owner, one payer: X's jobs queue behind A's.
+    expect((await fetchOrder(server.db)).join(' ')).toBe('A1 B0 A2 B1 A3 B2 X1 X2 X3');
+    ai.answerAll();
+    await serveUntil(ai, async () => (await queuedCount(server.db, a.org)) + (await queuedCount(server.db, x.org)) + (await queuedCount(server.db, b.org)) === 0 && (await runningCount(server)) === 0);
+  }, 120_000);
 });
+
+/** Another organization owned by `t`'s owner (owner first there too), with a workspace. */
+async function secondOrganization(server: TestServer, t: Tenant): Promise<Tenant> {
+  const org = await addMembership(server.db, t.owner, 'owner');
+  const client = clientOf(server, t.owner);
+  const workspace = await client.workspaces.create({ organizationId: org, name: 'Second', slug: `second-${org.slice(-12)}` });
+  return { owner: t.owner, org, workspaceId: workspace.id, client };
+}
 
 /** Whether `first` started, and `second` after it or not yet. */
 function startedBefore(arrivals: string[], first: string, second: string): boolean {
@@ -130,7 +160,7 @@ describe("the cap on an organization's queued jobs", () => {
       defined: true,
       code: 'TOO_MANY_REQUESTS',
       status: 429,
-      message: 'The organization has 3 queued jobs, the most it may have (3); try again once some have run.',
+      message: "The organizations of this organization's owner have 3 queued jobs, the most they may have (3); try again once some have run.",
     });
     expect(await creditsSpent(server, a.org)).toBe(3);
     expect(await queuedCount(server.db, a.org)).toBe(3);
@@ -145,5 +175,18 @@ describe("the cap on an organization's queued jobs", () => {
     await a.client.jobs.cancel({ id: jobs[0]!.id });
     await embed(a);
     await expect(embed(a)).rejects.toMatchObject({ status: 429 });
+  }, 60_000);
+
+  it("one owner's organizations share the cap: a second organization of A's owner is full too", async () => {
+    const a = await tenant(server);
+    const x = await secondOrganization(server, a);
+    for (let i = 0; i < 3; i++) await embed(a);
+    await expect(embed(x)).rejects.toMatchObject({ status: 429, code: 'TOO_MANY_REQUESTS' });
+    expect(await creditsSpent(server, x.org)).toBe(0);
+    // An organization the same user joined as a member is another owner's: its own turn and cap.
+    const b = await tenant(server);
+    await addMembership(server.db, a.owner, 'member', b.org);
+    await embed({ ...b, client: clientOf(server, a.owner) });
+    expect(await queuedCount(server.db, b.org)).toBe(1);
   }, 60_000);
 });

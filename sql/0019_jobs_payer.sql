@@ -1,0 +1,11 @@
+-- 0019: the payer of a job (issue 40, "Fairness by owner"). Fair queueing and the queued-job cap
+-- count per payer, not per organization: the organization itself while it has a live
+-- subscription (it pays for its own), else its first owner (`usr:` and the user id), so one user
+-- with many free organizations gets one turn per round and one cap, not one per organization
+-- (docs/jobs.md, "Fairness"). Written when the job is created and kept: its later slices
+-- (workspace.index) take their turns as the same payer.
+--
+-- Only additions (docs/migrations.md): a nullable column without a default (no rewrite, no scan).
+-- The previous release neither reads nor writes it; the jobs it creates during a rolling upgrade
+-- have none and count by their organization (jobs/store.ts queuedJobsOf).
+alter table jobs add column payer text;
