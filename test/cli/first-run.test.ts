@@ -174,7 +174,7 @@ describe('a full job queue', () => {
     const first = await client.jobs.create({ organizationId, kind: 'text.embed', input: { texts: ['one'] } });
     const running = startCli(['jobs', 'run', 'text.embed', '--text', 'two'], { ...home.env, WORKSPACE_API_URL: idle.origin, WORKSPACE_API_TOKEN: owner.token });
     await running.stderrContains('Trying again in 10 s (1 of 5).');
-    expect(running.stderr).toMatch(/^The organization has 1 queued jobs, the most it may have \(1\); try again once some have run\. Trying again in 10 s/);
+    expect(running.stderr).toMatch(/^The organizations of this organization's owner have 1 queued jobs, the most they may have \(1\); try again once some have run\. Trying again in 10 s/);
     await client.jobs.cancel({ id: first.id });
     // The retry creates the job and follows it; with no worker it stays queued until canceled here.
     await running.stderrContains('(text.embed): queued');

@@ -579,10 +579,12 @@ export interface paths {
          *     cannot cover answers 403 LIMIT_REACHED (kind `aiCredits`).
          *
          *     Jobs of different organizations are served in turns: one organization's backlog delays
-         *     another organization's next job by about one running job, not by the whole backlog. An
-         *     organization may have at most `MAX_QUEUED_JOBS_PER_ORGANIZATION` (100 by default) queued jobs
-         *     at once; past it the create answers 429 TOO_MANY_REQUESTS with `Retry-After`, exactly at the
-         *     cap however many creates race.
+         *     another organization's next job by about one running job, not by the whole backlog. Turns
+         *     and the cap below count per payer: an organization with a paid plan alone, else all the
+         *     organizations its first owner owns without one. A payer may have at most
+         *     `MAX_QUEUED_JOBS_PER_ORGANIZATION` (100 by default) queued jobs at once; past it the create
+         *     answers 429 TOO_MANY_REQUESTS with `Retry-After`, exactly at the cap however many creates
+         *     race.
          */
         post: operations["jobs.create"];
         delete?: never;
@@ -4041,7 +4043,7 @@ export interface components {
                 "application/json": components["schemas"]["PreconditionFailedError"];
             };
         };
-        /** @description A rate limit was reached (TOO_MANY_REQUESTS): the shared per-IP limiter (300 requests per minute by default), or the organization's cap on queued jobs (`MAX_QUEUED_JOBS_PER_ORGANIZATION`, 100 by default; jobs waiting for a retry count, running ones do not). Past the cap the job is not created and nothing is charged; `Retry-After` says when to try again (10 seconds: about when some of the queued jobs have run). The example: the cap. */
+        /** @description A rate limit was reached (TOO_MANY_REQUESTS): the shared per-IP limiter (300 requests per minute by default), or the cap on queued jobs (`MAX_QUEUED_JOBS_PER_ORGANIZATION`, 100 by default; jobs waiting for a retry count, running ones do not), which counts per payer: an organization with a paid plan alone, else all the organizations its first owner owns without one. Past the cap the job is not created and nothing is charged; `Retry-After` says when to try again (10 seconds: about when some of the queued jobs have run). The example: the cap. */
         TooManyRequestsOrQueueFull: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -4056,7 +4058,7 @@ export interface components {
                  *       "defined": true,
                  *       "code": "TOO_MANY_REQUESTS",
                  *       "status": 429,
-                 *       "message": "The organization has 100 queued jobs, the most it may have (100); try again once some have run."
+                 *       "message": "The organizations of this organization's owner have 100 queued jobs, the most they may have (100); try again once some have run."
                  *     }
                  */
                 "application/json": components["schemas"]["TooManyRequestsError"];
