@@ -2,7 +2,7 @@
  * `npm run bench`: the HTTP benchmarks on one migrated embedded database (opening it costs ~5 s, so
  * it is shared), the upload and the start-up benchmarks (start.ts spawns `node src/main.ts serve`
  * itself), the embedded database's thread against PGlite on the main thread (embedded-thread.ts),
- * durable commits against fsync off (durable-commits.ts),
+ * durable commits against fsync off (durable-commits.ts), tracing off, on and before it existed (tracing.ts),
  * then the jobs, search and document benchmarks on that embedded database and on a throwaway
  * PostgreSQL 15 server with pgvector (pg-server.ts; its rows say why when it cannot be had), among
  * them NFCorpus ingested both ways on its first INGEST_DOCUMENTS documents (ingest.ts), the AI
@@ -52,6 +52,7 @@ try {
   const start = await import('./start.ts').then((module) => module.startRows()); // `serve` to /readyz: fresh, restart, without template (bench/start.ts)
   const embeddedThread = await embeddedThreadRows(); // PGlite in its thread vs on the API's thread: request latency while it works, point selects
   const durableCommits = await durableCommitRows(); // commits/s with fsync on (the default) vs off, same run (bench/durable-commits.ts)
+  const tracing = await import('./tracing.ts').then((module) => module.tracingRows()); // p50 with tracing off, on and before it existed (bench/tracing.ts)
 
   // Search, indexing, queue, job latency and API latency while indexing, embedded first, then on a real server.
   console.log('search, 10 000 chunks on the embedded database:');
@@ -117,6 +118,7 @@ try {
     ...start,
     ...embeddedThread,
     ...durableCommits,
+    ...tracing,
     ...jobRows,
   ];
   printRows(rows);

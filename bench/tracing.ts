@@ -1,0 +1,152 @@
+/**
+ * What tracing costs (issue 41; docs/observability.md): p50 latency of system.health
+ * (`GET /api/v1/health`) and workspaces.list (`GET /api/v1/workspaces`: session, access check, a
+ * query) on three apps at once, each in its own process on its own embedded database
+ * (tracing-app.ts):
+ *
+ * - `off`: this tree, no exporter configured (the default: no SDK loaded);
+ * - `on`: this tree exporting every span over OTLP/HTTP (JSON) to a receiver in this process,
+ *   sampling everything;
+ * - `before`: the tree just before tracing was added (a git worktree of the parent of the commit
+ *   that added src/telemetry/tracing.ts, sharing this tree's node_modules), today's baseline.
+ *   Left out, saying why, where git cannot make it.
+ *
+ * One open-loop probe (latency-probe.ts) sends each target a request every 20 ms in the same
+ * windows, so the three share whatever the machine is doing; windows alternate with pauses and
+ * the medians of all windows are compared. Aims: on/off p50 at most 1.05; off/before within noise
+ * (about 1.00 ± 0.05). A measurement, not a test: nothing fails when a figure misses its aim.
+ *   node bench/tracing.ts
+ */
+import { execFile, fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { startProbe } from './api-latency.ts';
+import type { ProbeTarget } from './latency-probe.ts';
+import { printRows } from './print-rows.ts';
+import { percentile } from './statistics.ts';
+
+export const TRACING_ON_AIM = 1.05;
+const root = fileURLToPath(new URL('../', import.meta.url));
+const run = promisify(execFile);
+
+type Variant = 'off' | 'on' | 'before';
+type Targets = { health: ProbeTarget; list: ProbeTarget };
+
+export interface TracingResult {
+  /** p50 ms by variant and target; `before` absent when its tree could not be had (`missing` says why). */
+  p50: Partial<Record<Variant, { health: number; list: number }>>;
+  spansExported: number;
+  missing?: string;
+}
+
+/** A local OTLP/HTTP receiver that only counts the spans it is sent. */
+async function countingReceiver() {
+  let spans = 0;
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      spans += (
+        Buffer.concat(chunks)
+          .toString()
+          .match(/"spanId"/g) ?? []
+      ).length;
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans: () => spans, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+/** The tree before tracing: a detached worktree with this tree's node_modules, or why not. */
+async function treeBeforeTracing(): Promise<{ dir: string; remove(): Promise<void> } | string> {
+  try {
+    const { stdout } = await run('git', ['log', '--diff-filter=A', '--format=%H', '--', 'src/telemetry/tracing.ts'], { cwd: root });
+    const added = stdout.trim().split('\n').pop();
+    if (!added) return 'no commit adds src/telemetry/tracing.ts in this checkout';
+    const dir = await mkdtemp(join(tmpdir(), 'workspace-api-before-tracing-'));
+    await run('git', ['worktree', 'add', '--detach', dir, `${added}^`], { cwd: root });
+    await symlink(join(root, 'node_modules'), join(dir, 'node_modules'));
+    return {
+      dir,
+      async remove() {
+        await run('git', ['worktree', 'remove', '--force', dir], { cwd: root }).catch(() => undefined);
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    return `git could not make it: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+  }
+}
+
+async function startApp(tree: string, env: Record<string, string>): Promise<{ child: ChildProcess; targets: Targets }> {
+  const child = fork(fileURLToPath(new URL('./tracing-app.ts', import.meta.url)), [tree], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const [targets] = (await once(child, 'message')) as [Targets];
+  return { child, targets };
+}
+
+export async function benchTracing({ windows = 6, windowMs = 5000 } = {}): Promise<TracingResult> {
+  const receiver = await countingReceiver();
+  const before = await treeBeforeTracing();
+  const apps: Partial<Record<Variant, Awaited<ReturnType<typeof startApp>>>> = {};
+  const probe = startProbe();
+  try {
+    const off = { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: '' };
+    apps.off = await startApp(root, off);
+    apps.on = await startApp(root, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_TRACES_SAMPLER: 'always_on', OTEL_SDK_DISABLED: 'false' });
+    if (typeof before !== 'string') apps.before = await startApp(before.dir, off);
+    const variants = Object.keys(apps) as Variant[];
+    const targets = variants.flatMap((variant) => [
+      { ...apps[variant]!.targets.health, name: `${variant}.health` },
+      { ...apps[variant]!.targets.list, name: `${variant}.list` },
+    ]);
+    // Untimed: every app's code optimised before the first window.
+    await probe.window(targets, 3000).result;
+    const latencies = new Map<string, number[]>();
+    for (let i = 0; i < windows; i++) {
+      const result = await probe.window(targets, windowMs).result;
+      if (result.errors > 0) throw new Error(`${result.errors} requests failed`);
+      for (const [name, values] of Object.entries(result.latencies)) latencies.set(name, [...(latencies.get(name) ?? []), ...values]);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    const p50 = (name: string) => percentile(latencies.get(name) ?? [NaN], 50);
+    return {
+      p50: Object.fromEntries(variants.map((variant) => [variant, { health: p50(`${variant}.health`), list: p50(`${variant}.list`) }])),
+      spansExported: receiver.spans(),
+      ...(typeof before === 'string' ? { missing: before } : {}),
+    };
+  } finally {
+    probe.close();
+    await Promise.all(
+      Object.values(apps).map(async ({ child }) => {
+        child.send('stop');
+        await once(child, 'exit');
+      }),
+    );
+    if (typeof before !== 'string') await before.remove();
+    await receiver.close();
+  }
+}
+
+export async function tracingRows(): Promise<string[][]> {
+  console.log('tracing: p50 of system.health and workspaces.list, tracing off, on (exporting) and before tracing existed:');
+  const result = await benchTracing();
+  const { off, on, before } = result.p50;
+  const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? 'n/a' : (a / b).toFixed(3));
+  const ms = (value: number | undefined) => (value === undefined ? '-' : `${value.toFixed(2)} ms`);
+  return [
+    ['tracing on / off, p50 system.health', `${ratio(on?.health, off?.health)}  (${ms(on?.health)} / ${ms(off?.health)}; ${result.spansExported} spans exported)`, `<= ${TRACING_ON_AIM}`],
+    ['tracing on / off, p50 workspaces.list', `${ratio(on?.list, off?.list)}  (${ms(on?.list)} / ${ms(off?.list)})`, `<= ${TRACING_ON_AIM}`],
+    ['tracing off / before tracing, p50 system.health', before ? `${ratio(off?.health, before.health)}  (${ms(off?.health)} / ${ms(before.health)})` : `not measured: ${result.missing}`, 'within noise'],
+    ['tracing off / before tracing, p50 workspaces.list', before ? `${ratio(off?.list, before.list)}  (${ms(off?.list)} / ${ms(before.list)})` : '', 'within noise'],
+  ];
+}
+
+if (import.meta.main) printRows([['measure', 'result', 'aim'], ...(await tracingRows())]);
