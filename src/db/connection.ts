@@ -5,6 +5,7 @@ import type { DatabaseSettings } from '../config.ts';
 import { watchConnections, type ConnectionWatch } from './connection-watch.ts';
 import { withDeadline } from './deadline.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded.ts';
+import { querySpanSettings } from './query-spans.ts';
 import { registerSessionClient } from './session-client.ts';
 import { wrapPool } from './transaction-guard.ts';
 
@@ -59,6 +60,11 @@ export interface OpenDatabaseOptions {
   poolMode?: DatabaseSettings['poolMode'];
   /** The server itself, for what needs a session (LISTEN, migrations: session-client.ts); without it, databaseUrl. */
   directUrl?: string | undefined;
+  /**
+   * While tracing is on, each `db.query` span also carries its statement's text as the code wrote
+   * it, without its parameters (query-spans.ts). Default false: no SQL text in spans.
+   */
+  traceQueryText?: boolean | undefined;
   /**
    * Called once the database is being started: for the embedded one, once its thread runs (PGlite
    * loads and opens there while the caller's thread does other work); for a server, at once.
@@ -145,9 +151,10 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     directUrl: options.directUrl,
   };
 
+  const queryText = options.traceQueryText === true;
   if (options.databaseUrl) {
     options.onStarting?.();
-    return openServer(options.databaseUrl, settings, options.logger);
+    return openServer(options.databaseUrl, settings, options.logger, queryText);
   }
 
   const started = performance.now();
@@ -178,7 +185,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   // The embedded server serves this one connection: no cancel request (it would be a second
   // connection) and nothing to drop. The deadline still answers the caller, and turns a query that
   // waited its whole deadline in the queue into a no-op; an expired transaction is rolled back.
-  const guarded = wrapPool(sql, { guard: settings.transactionGuard, deadlineMs: settings.deadlineMs, deadlineActions: { cancel: false } });
+  const guarded = wrapPool(sql, {
+    guard: settings.transactionGuard,
+    deadlineMs: settings.deadlineMs,
+    deadlineActions: { cancel: false },
+    spans: querySpanSettings({ embedded: true, queryText }),
+  });
   // LISTEN is the session's, like its settings: issued once per channel, kept across reconnects.
   const listening = new Map<string, Promise<unknown>>();
   const listen: Database['listen'] = async (channel, onNotify, onListen) => {
@@ -231,7 +243,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
  * migrations.ts. Its client opens a connection only when used: one for LISTEN per process, and one
  * for migrations at start, closed again after IDLE_SESSION_S.
  */
-function openServer(url: string, settings: DatabaseSettings, logger: DatabaseLogger | undefined): Database {
+function openServer(url: string, settings: DatabaseSettings, logger: DatabaseLogger | undefined, queryText: boolean): Database {
   const pooled = settings.poolMode === 'transaction';
   const parameters = connectionParameters(settings, 'external');
   const watch = watchConnections(url, logger);
@@ -250,6 +262,7 @@ function openServer(url: string, settings: DatabaseSettings, logger: DatabaseLog
     deadlineMs: settings.deadlineMs,
     deadlineActions: { cancel: true, suspect: watch.suspect },
     ...(pooled ? { transactionSettings: parameters, serial: true } : {}),
+    spans: querySpanSettings({ embedded: false, url, queryText }),
   });
   const addresses = { url, directUrl: settings.directUrl, poolMode: settings.poolMode };
   if (!settings.directUrl) return wrap(guarded, 'external', addresses, serverListen(guarded), undefined, [watch]);
@@ -263,7 +276,12 @@ function openServer(url: string, settings: DatabaseSettings, logger: DatabaseLog
     connection: parameters,
     socket: directWatch.socket,
   } as postgres.Options<{}>);
-  const session = wrapPool(direct, { guard: settings.transactionGuard, deadlineMs: settings.deadlineMs, deadlineActions: { cancel: true, suspect: directWatch.suspect } });
+  const session = wrapPool(direct, {
+    guard: settings.transactionGuard,
+    deadlineMs: settings.deadlineMs,
+    deadlineActions: { cancel: true, suspect: directWatch.suspect },
+    spans: querySpanSettings({ embedded: false, url: settings.directUrl, queryText }),
+  });
   // `sql.listen` too (the job event hub calls it on the pool): a LISTEN through a transaction
   // pooler would be heard by whichever client next got that server connection, or by nobody.
   const pool = new Proxy(guarded, {

@@ -8,6 +8,8 @@
 import type postgres from 'postgres';
 import type { Sql } from './connection.ts';
 import { isRetryableConflict } from './errors.ts';
+import { asAttempt } from './query-spans.ts';
+import { tracingOn } from '../telemetry/tracing.ts';
 
 /** Runs in all, the first included. */
 const ATTEMPTS = 5;
@@ -15,7 +17,8 @@ const ATTEMPTS = 5;
 export async function retryingTransaction<T>(sql: Sql, run: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return (await sql.begin(run)) as T;
+      // While tracing is on, each run's db.transaction span says which run it is.
+      return (await (tracingOn() ? asAttempt(attempt, () => sql.begin(run)) : sql.begin(run))) as T;
     } catch (error) {
       if (attempt >= ATTEMPTS || !isRetryableConflict(error)) throw error;
       // A short random pause, growing: the transactions that collided should not collide again.

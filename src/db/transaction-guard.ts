@@ -34,11 +34,16 @@
  * 5. Commit markers (commit-marker.ts): a top-level, writable transaction begun in a marker's scope
  *    writes the marker last, before its COMMIT, so its outcome can be read back when the COMMIT's
  *    answer is lost.
+ *
+ * 6. Spans, when given and while tracing is on (query-spans.ts): a `db.transaction` span per
+ *    transaction, a `db.query` span per statement sent.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type postgres from 'postgres';
 import { currentCommitMarker, type CommitMarker } from './commit-marker.ts';
 import { ANSWER_GRACE_MS, armQuery, DatabaseDeadlineError, scopedDeadline, type DeadlineActions, type DeadlineQuery } from './deadline.ts';
+import { traceQuery, traceTransaction, type QuerySpanSettings } from './query-spans.ts';
+import { tracingOn } from '../telemetry/tracing.ts';
 
 type Sql = postgres.Sql;
 type TransactionSql = postgres.TransactionSql;
@@ -61,6 +66,8 @@ interface TransactionState {
   endsAt: number;
   /** Set when the deadline has passed: what the caller was answered. */
   expired: DatabaseDeadlineError | null;
+  /** The pool's span settings (item 6); undefined: none. */
+  spans: QuerySpanSettings | undefined;
 }
 
 const transactions = new AsyncLocalStorage<TransactionState>();
@@ -179,6 +186,7 @@ function wrapTransaction(tx: TransactionSql, state: TransactionState, actions: D
     const left = state.endsAt - performance.now();
     if (state.expired || left <= 0) return new DatabaseDeadlineError('A transaction', state.deadlineMs);
     if (state.deadlineMs > 0) armQuery(query, Math.ceil(left), () => `A query of a transaction (${describeQuery(query)})`, actions);
+    if (state.spans && tracingOn()) traceQuery(query, state.spans);
     return null;
   };
   // Registered when the query is made, so it runs before the callback's own continuation: a
@@ -225,6 +233,8 @@ export interface WrapPoolOptions {
   transactionSettings?: Record<string, string>;
   /** One query at a time per connection of the pool: none pipelined behind another (connection.ts says why a pooler needs it). */
   serial?: boolean;
+  /** Spans of its transactions and statements while tracing is on (item 6; query-spans.ts); none without. */
+  spans?: QuerySpanSettings;
 }
 
 /**
@@ -251,6 +261,11 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
   const actions: DeadlineActions = options.deadlineActions ?? { cancel: false };
   const deadline = () => scopedDeadline() ?? options.deadlineMs ?? 0;
   const begin = (...args: unknown[]): Promise<unknown> => {
+    const { spans } = options;
+    if (spans && tracingOn()) return traceTransaction(spans, args.length > 1 ? args[0] : undefined, () => guardedBegin(...args));
+    return guardedBegin(...args);
+  };
+  const guardedBegin = (...args: unknown[]): Promise<unknown> => {
     if (options.guard && insideTransaction()) return Promise.reject(violation('sql.begin()'));
     const fn = withSettings(args.at(-1) as AnyFunction, options.transactionSettings);
     const deadlineMs = deadline();
@@ -260,6 +275,7 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
       deadlineMs,
       endsAt: deadlineMs > 0 ? performance.now() + deadlineMs : Infinity,
       expired: null,
+      spans: options.spans,
     };
     const done = () => {
       state.open = false;
@@ -308,6 +324,7 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
     if (options.guard && insideTransaction()) return violation(`A query (${describeQuery(query)})`);
     armQuery(query, deadline(), () => `A query (${describeQuery(query)})`, actions);
     if (options.serial) alone(query);
+    if (options.spans && tracingOn()) traceQuery(query, options.spans);
     return null;
   };
   if (options.guard) {
