@@ -25,6 +25,10 @@
  * it was working on (502) and is replaced; the service lives on. Missing model files or a model that
  * fails to load make `problem()` say so and embed() answer 503, until the files are there (checked
  * again on each call) or, after a load failure, RETRY_MS have passed.
+ *
+ * Traces (spans.ts): a request's wait in its line, until its first batch, is its `ai.queue.wait`;
+ * each batch its texts go through is an `ai.embed.batch` span under its request's span, linked to
+ * the spans of the other requests in that batch.
  */
 import { Worker } from 'node:worker_threads';
 import type { AiSettings } from '../config.ts';
@@ -32,11 +36,14 @@ import type { Logger } from '../logger.ts';
 import type { ThreadMessage, ThreadRequest, ThreadSetup } from './embedder-thread.ts';
 import { nextBatch, shareTokens, type BatchPart } from './embedding-batches.ts';
 import { createFairLine, NO_ORGANIZATION, type QueueStats } from './fair-queue.ts';
-import { HttpError } from './http-exchange.ts';
+import { CALLER_GONE, HttpError } from './http-exchange.ts';
 import { DEFAULT_MODEL_DIR, missingModelFiles } from './model-files.ts';
 import { createOpenAiEmbedder } from './openai-embedder.ts';
 import { EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL, type EmbeddingsResult } from './protocol.ts';
 import type { Embedder } from './embedder-interface.ts';
+import { currentTrace, endBatchSpans, endQueueWait, startBatchSpans, startQueueWait, type WaitOutcome } from './spans.ts';
+import { tracingOn, type Span } from '../telemetry/tracing.ts';
+import type { Context } from '@opentelemetry/api';
 
 export interface EmbedderOptions {
   /** The local model's folder; default DEFAULT_MODEL_DIR (model-files.ts). */
@@ -150,6 +157,9 @@ interface Request {
   tokens: number;
   /** Its caller went away or it failed: it has left its line, and a batch in flight with its texts does not answer it. */
   cancelled: boolean;
+  /** The request's span context, for its batches' spans, and its wait for the first batch (spans.ts); undefined while tracing is off. */
+  trace: Context | undefined;
+  wait: Span | undefined;
   resolve(result: EmbeddingsResult): void;
   reject(error: Error): void;
 }
@@ -159,6 +169,8 @@ interface Thread {
   ready: boolean;
   /** The batch the thread is working on: each request's text indexes in it. */
   current: BatchPart<Request>[] | null;
+  /** The current batch's spans, one per part (spans.ts); empty while tracing is off. */
+  spans: Span[];
 }
 
 /** The health report is public: the cause goes to the log, not here. */
@@ -191,20 +203,29 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
   let failure: { message: string; at: number } | null = null;
   let closed = false;
 
+  /** Ends a request's wait in its line, once: its first batch was sent, or it left the line without one. */
+  const waited = (request: Request, outcome: WaitOutcome) => {
+    endQueueWait(request.wait, outcome);
+    request.wait = undefined;
+  };
+
   const unavailable = (message: string, cause?: unknown) => new HttpError(503, message, { cause });
 
   /** A load that failed fails every waiting request, in both lanes: they run the same model files. */
   const loadFailed = (lane: Lane, problem: object) => {
     failure = { message: LOAD_FAILED, at: Date.now() };
     logger.error({ dir, thread: lane.name, ...problem }, 'embedding model failed to load');
-    for (const request of clearLines()) request.reject(unavailable(failure.message));
+    for (const request of clearLines()) {
+      waited(request, 'cancelled');
+      request.reject(unavailable(failure.message));
+    }
   };
 
   const start = (lane: Lane) => {
     const setup: ThreadSetup = { dir, ...lane.model };
     const worker = new Worker(new URL('./embedder-thread.ts', import.meta.url), { workerData: setup, name: lane.name });
     const started = performance.now();
-    const own: Thread = { worker, ready: false, current: null };
+    const own: Thread = { worker, ready: false, current: null, spans: [] };
     lane.thread = own;
     worker.on('message', (message: ThreadMessage) => {
       if (lane.thread !== own) return;
@@ -219,8 +240,15 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       } else {
         const parts = own.current!;
         own.current = null;
-        if (message.type === 'done') received(parts, message.vectors, message.tokens);
-        else failBatch(parts, () => new HttpError(502, 'The embedding model failed; try again later.', { cause: new Error(message.message) }));
+        if (message.type === 'done') {
+          const tokens = message.tokens;
+          endBatchSpans(own.spans, { tokens, shares: () => shareTokens(tokens, parts) });
+          received(parts, message.vectors, tokens);
+        } else {
+          endBatchSpans(own.spans, { error: 'The embedding model failed.' });
+          failBatch(parts, () => new HttpError(502, 'The embedding model failed; try again later.', { cause: new Error(message.message) }));
+        }
+        own.spans = [];
         // The requests whose last texts this batch held; the others are back in the line already.
         for (const part of parts) if (part.last) lane.line.finished(part.request.organization);
       }
@@ -237,6 +265,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       logger.error({ code, thread: lane.name, working: Boolean(own.current), requests: own.current?.length ?? 0 }, 'embedding thread stopped; starting another');
       if (own.current) {
         // Every request with texts in the batch lost them; the others wait for the next thread.
+        endBatchSpans(own.spans, { error: 'The embedding thread stopped.' });
         failBatch(own.current, () => new HttpError(502, 'The embedding model stopped; try again later.'));
         for (const part of own.current) if (part.last) lane.line.finished(part.request.organization);
       }
@@ -254,6 +283,15 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
         thread.current = parts;
         const texts = parts.flatMap((part) => part.indexes.map((index) => part.request.texts[index]!));
         batches += 1;
+        if (tracingOn()) {
+          // A request's first batch ends its wait in the line.
+          for (const { request } of parts) waited(request, 'started');
+          thread.spans = startBatchSpans(
+            lane.name,
+            batches,
+            parts.map((part) => ({ trace: part.request.trace, texts: part.indexes.length })),
+          );
+        }
         batchedTexts += texts.length;
         const job: ThreadRequest = { type: 'embed', texts };
         thread.worker.postMessage(job);
@@ -295,6 +333,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
   const fail = (request: Request, error: Error) => {
     if (request.cancelled) return;
     request.cancelled = true;
+    waited(request, error instanceof HttpError && error.status === CALLER_GONE ? 'dropped' : 'cancelled');
     request.lane.line.remove(request);
     request.reject(error);
   };
@@ -346,6 +385,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       const { maxWaiting, maxWaitingPerOrganization, retryAfterSeconds } = EMBEDDINGS_QUEUE_BOUNDS;
       if (waitingCount() >= maxWaiting || waitingCount(organization) >= maxWaitingPerOrganization) {
         refused += 1;
+        if (tracingOn()) endQueueWait(startQueueWait('embeddings', waitingCount(), lanes.filter((lane) => lane.thread?.current).length), 'refused');
         return Promise.reject(
           new HttpError(503, `Too many embeddings requests are waiting; try again in ${retryAfterSeconds} s.`, {
             headers: { 'retry-after': String(retryAfterSeconds) },
@@ -363,6 +403,8 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
           vectors: new Array<number[]>(texts.length),
           tokens: 0,
           cancelled: false,
+          trace: currentTrace(),
+          wait: undefined,
           resolve,
           reject,
         };
@@ -385,6 +427,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
           };
         }
         if (!request.lane.thread) start(request.lane);
+        if (tracingOn()) request.wait = startQueueWait(queueName(request.lane), waitingCount(), request.lane.thread?.current ? 1 : 0);
         request.lane.line.push(organization, request);
         pump();
       });
@@ -405,10 +448,19 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       const stopping = unavailable('The AI service is shutting down.');
       // A request with texts left is in its line and may have texts in a batch too: rejected once.
       const unanswered = new Set([...clearLines(), ...threads.flatMap((thread) => (thread.current ?? []).map((part) => part.request))]);
-      for (const request of unanswered) request.reject(stopping);
+      for (const thread of threads) endBatchSpans(thread.spans, { error: stopping.message });
+      for (const request of unanswered) {
+        waited(request, 'cancelled');
+        request.reject(stopping);
+      }
       await Promise.all(threads.map((thread) => stop(thread)));
     },
   };
+}
+
+/** The lane's queue as its `ai.queue.wait` spans name it. */
+function queueName(lane: Lane): string {
+  return lane.mixes ? 'embeddings' : 'embeddings (queries)';
 }
 
 /** A provider's embedder as a QueuedEmbedder: it takes the call and does not need it. */

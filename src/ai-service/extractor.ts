@@ -17,6 +17,9 @@
  *   OCR_MAX_PIXELS, with OCR_TIMEOUT_SECONDS per recognition and EXTRACT_MEMORY_MB of WebAssembly
  *   memory (ocr-memory.ts), behind a fair queue of their own.
  * - Plain text, Markdown and CSV up to 256 KiB have no parser to guard: they are decoded here.
+ *
+ * Spans (spans.ts): `ai.extract.thread` for a document's run in its thread (type, bytes, pages and
+ * characters out), `ai.extract.inline` for plain text decoded here; OCR's are ocr.ts's.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -31,6 +34,8 @@ import { detectLanguage } from './language.ts';
 import { OcrMemoryError, OcrTimeoutError, OcrUnavailableError, createOcrEngine } from './ocr.ts';
 import type { ExtractContentType, ExtractResult } from './protocol.ts';
 import { refusals, unreadable } from './refusals.ts';
+import { inAiSpan } from './spans.ts';
+import { setAttributes, type Span } from '../telemetry/tracing.ts';
 
 /** Who asks, for the queues: whose turn it is, and whether the caller is still there. */
 export interface ExtractCall {
@@ -126,7 +131,7 @@ export function createExtractor(options: ExtractorOptions): Extractor {
     return { text: recognized, pages: 1, language: detectLanguage(recognized) };
   };
 
-  const readInThread = (bytes: Uint8Array, type: DocumentType, signal?: AbortSignal): Promise<ExtractResult> =>
+  const readInThread = (bytes: Uint8Array, type: DocumentType, signal: AbortSignal | undefined, span: Span): Promise<ExtractResult> =>
     new Promise((resolve, reject) => {
       if (closed) return reject(shuttingDown());
       if (signal?.aborted) return reject(signal.reason);
@@ -193,6 +198,8 @@ export function createExtractor(options: ExtractorOptions): Extractor {
         switch (message.kind) {
           case 'reading':
             reading = true;
+            // The thread's start (its modules loaded) ends here, the parse begins.
+            if (span.isRecording()) span.addEvent('reading');
             break;
           case 'done':
             finish(() => resolve(message.result));
@@ -218,8 +225,12 @@ export function createExtractor(options: ExtractorOptions): Extractor {
       if (type.type === 'image/png' || type.type === 'image/jpeg') return readImage(bytes, type.type, call);
       // A small plain-text document is only decoded and normalised, in linear time and a few
       // milliseconds: a thread of its own would cost more than reading it (about 60-130 ms).
-      if (PLAIN_TYPES.has(type.type) && bytes.byteLength <= INLINE_PLAIN_BYTES) return readDocument(bytes, type, limits);
-      return documents.run(call.organization ?? NO_ORGANIZATION, (signal) => readInThread(bytes, type, signal), call.signal);
+      if (PLAIN_TYPES.has(type.type) && bytes.byteLength <= INLINE_PLAIN_BYTES) return inAiSpan('ai.extract.inline', (span) => described(span, bytes, type, () => readDocument(bytes, type, limits)));
+      return documents.run(
+        call.organization ?? NO_ORGANIZATION,
+        (signal) => inAiSpan('ai.extract.thread', (span) => described(span, bytes, type, () => readInThread(bytes, type, signal, span))),
+        call.signal,
+      );
     },
     stats() {
       return { documents: { ...documents.stats(), threads: running.size }, images: images.stats() };
@@ -234,6 +245,21 @@ export function createExtractor(options: ExtractorOptions): Extractor {
       await Promise.all([...threads.map((worker) => worker.terminate()), ocr.close()]);
     },
   };
+}
+
+/**
+ * Runs a read of `bytes` with its type and size on `span`, and the pages, characters and language
+ * it found (never the text).
+ */
+async function described(span: Span, bytes: Uint8Array, type: DocumentType, read: () => Promise<ExtractResult>): Promise<ExtractResult> {
+  setAttributes(span, () => ({ 'ai.document.type': type.type, 'ai.document.bytes': bytes.byteLength }));
+  const result = await read();
+  setAttributes(span, () => ({
+    'ai.document.characters': result.text.length,
+    ...(result.pages === null ? {} : { 'ai.document.pages': result.pages }),
+    ...(result.language ? { 'ai.document.language': result.language } : {}),
+  }));
+  return result;
 }
 
 /** An error of the thread, rebuilt from its stack for the log. */

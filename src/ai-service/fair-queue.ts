@@ -17,8 +17,12 @@
  *   Retry-After, and with waiting work dropped when its caller's signal aborts.
  *
  * Requests that name no organization form one group of their own (NO_ORGANIZATION).
+ *
+ * A FairQueue's wait is the span `ai.queue.wait` under the request's span (spans.ts); the
+ * embedder's lines have theirs in embedder.ts.
  */
 import { HttpError } from './http-exchange.ts';
+import { endQueueWait, startQueueWait } from './spans.ts';
 
 /** The group of requests that carry no organization (the API's search queries, other clients). */
 export const NO_ORGANIZATION = '';
@@ -205,27 +209,36 @@ export function createFairQueue(bounds: QueueBounds, what: string): FairQueue {
   return {
     async run(group, task, signal) {
       signal?.throwIfAborted();
+      // A child of the request's span: zero-long when the task starts at once (spans.ts).
+      const wait = startQueueWait(what, line.size(), running);
       if (running < bounds.capacity && line.size() === 0) {
         running += 1;
         // Counted as served, so a group that starts at once takes its turn like one that waited.
         line.started(group);
+        endQueueWait(wait, 'started');
       } else {
-        if (line.size() >= bounds.maxWaiting || line.size(group) >= bounds.maxWaitingPerGroup) throw full();
+        if (line.size() >= bounds.maxWaiting || line.size(group) >= bounds.maxWaitingPerGroup) {
+          endQueueWait(wait, 'refused');
+          throw full();
+        }
         await new Promise<void>((go, cancel) => {
           const waiter: Waiter = { group, go, cancel };
           const gone = () => {
             if (!line.remove(waiter)) return;
             dropped += 1;
+            endQueueWait(wait, 'dropped');
             cancel(signal!.reason);
           };
           signal?.addEventListener('abort', gone, { once: true });
           // The listener must not outlive the wait: a long-lived signal would keep every waiter.
           waiter.go = () => {
             signal?.removeEventListener('abort', gone);
+            endQueueWait(wait, 'started');
             go();
           };
           waiter.cancel = (reason) => {
             signal?.removeEventListener('abort', gone);
+            endQueueWait(wait, 'cancelled');
             cancel(reason);
           };
           line.push(group, waiter);

@@ -14,6 +14,8 @@ import { dirname, join } from 'node:path';
 import type { Worker } from 'tesseract.js';
 import type { Logger } from '../logger.ts';
 import { OCR_MEMORY_REFUSAL, ocrThreadUrl } from './ocr-memory.ts';
+import { inAiSpan } from './spans.ts';
+import { setAttributes, type Span } from '../telemetry/tracing.ts';
 
 /** The engine cannot run (data missing, worker failed to start): a service problem, not the image's. */
 export class OcrUnavailableError extends Error {
@@ -98,10 +100,12 @@ export function createOcrEngine(logger: Logger, options: OcrEngineOptions = {}):
     }
   };
 
-  const run = async (image: Uint8Array, timeoutMs: number, signal: AbortSignal | undefined): Promise<string> => {
+  const run = async (image: Uint8Array, timeoutMs: number, signal: AbortSignal | undefined, span: Span): Promise<string> => {
     signal?.throwIfAborted();
     if (closed) throw new OcrUnavailableError('the OCR engine is closed');
     if (!setup.langPath) throw new OcrUnavailableError(setup.problem ?? 'OCR is unavailable');
+    // Starting the worker costs about 0.3 s of this run.
+    setAttributes(span, () => ({ 'ai.ocr.worker_started': worker === null }));
     worker ??= start(setup.langPath).catch((error: unknown) => {
       worker = null;
       logger.error({ err: error }, 'OCR worker failed to start');
@@ -141,7 +145,15 @@ export function createOcrEngine(logger: Logger, options: OcrEngineOptions = {}):
     description: setup.description,
     problem: setup.problem,
     recognize(image, timeoutMs, signal) {
-      const result = queue.then(() => run(image, timeoutMs, signal));
+      // One span per run, from its turn in the engine's queue on (spans.ts): no text, only counts.
+      const result = queue.then(() =>
+        inAiSpan('ai.ocr', async (span) => {
+          setAttributes(span, () => ({ 'ai.ocr.images': 1, 'ai.document.pages': 1, 'ai.document.bytes': image.byteLength }));
+          const text = await run(image, timeoutMs, signal, span);
+          setAttributes(span, () => ({ 'ai.document.characters': text.length }));
+          return text;
+        }),
+      );
       queue = result.catch(() => {});
       return result;
     },

@@ -13,6 +13,9 @@
  * Extraction, OCR and embeddings wait in fair, bounded queues (fair-queue.ts): a request's
  * X-Payer-Id (else X-Organization-Id) says whose turn it takes, a full queue answers 503 with Retry-After, and a
  * caller that closes its connection before the answer has its work dropped.
+ *
+ * Each request runs in a SERVER span named by its route, a child of the caller's traceparent
+ * (spans.ts; docs/ai-service.md "Traces").
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
@@ -26,6 +29,8 @@ import { documentType } from './extraction.ts';
 import { createExtractor, type ExtractorStats } from './extractor.ts';
 import { healthReport } from './health.ts';
 import { CALLER_GONE, HttpError, callerSignal, turnOf, purposeOf, readBody, readJson, sendError, sendJson } from './http-exchange.ts';
+import { answered, callerWentAway, describeCall, inRequestSpan } from './spans.ts';
+import type { Span } from '../telemetry/tracing.ts';
 
 export interface AiServiceOptions {
   settings: AiSettings;
@@ -93,9 +98,8 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
    * fetch (a stop just after the start took 3 s more).
    */
   let closing = false;
-  const handle = async (request: IncomingMessage, response: ServerResponse) => {
+  const handle = async (request: IncomingMessage, response: ServerResponse, path: string, span: Span) => {
     const started = performance.now();
-    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     let status = 200;
     let signal: AbortSignal | undefined;
     try {
@@ -110,16 +114,19 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       if (!handler) throw new HttpError(405, `${path} accepts ${allowed}.`, { headers: { allow: allowed } });
       signal = callerSignal(response);
       const call = { organization: route.public ? undefined : turnOf(request), purpose: route.public ? undefined : purposeOf(request), signal };
+      describeCall(span, request, call.purpose);
       const result = await handler(request, call);
       // Work that ended just as its caller left: there is nobody to answer.
       if (call.signal.aborted) throw call.signal.reason;
       if (closing) response.setHeader('connection', 'close');
       sendJson(response, 200, result);
+      answered(span, null);
     } catch (caught) {
       // A caller gone while its body was still arriving breaks the read: that is not our failure.
       const error = signal?.aborted ? (signal.reason as HttpError) : caught instanceof HttpError ? caught : new HttpError(500, 'The AI service failed; try again later.', { cause: caught });
       status = error.status;
       if (status === CALLER_GONE) {
+        callerWentAway(span);
         logger.info(
           { method: request.method, path, organization: request.headers['x-organization-id'], payer: request.headers['x-payer-id'], ms: Math.round(performance.now() - started) },
           'ai request dropped: the caller went away',
@@ -131,11 +138,17 @@ export async function startAiService(options: AiServiceOptions): Promise<AiServi
       // node does not read and discard a large upload just to keep the connection alive.
       if (!request.complete || closing) response.setHeader('connection', 'close');
       sendError(response, error);
+      answered(span, error);
     }
     logger[path === '/health' ? 'debug' : 'info']({ method: request.method, path, status, ms: Math.round(performance.now() - started) }, 'ai request');
   };
 
-  const server = createServer((request, response) => void handle(request, response));
+  const server = createServer((request, response) => {
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+    // A caller's trace is continued only when it may use the service: the API and its worker.
+    const trusted = () => !settings.apiKey || bearerMatches(request.headers.authorization, settings.apiKey);
+    void inRequestSpan(request, Object.hasOwn(routes, path) ? path : undefined, trusted, (span) => handle(request, response, path, span));
+  });
   const port = options.port ?? settings.port;
   const listenHost = options.host ?? settings.host;
   await new Promise<void>((resolve, reject) => {
