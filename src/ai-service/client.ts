@@ -7,7 +7,14 @@
  * Every failure is an AiServiceError whose `message` can be shown to a user and whose `detail`
  * (status, the service's own words, the network error) is for the log. An abort through the
  * caller's own `signal` is not a service failure: it rejects with the signal's reason.
+ *
+ * Each call is a CLIENT span (`ai.embed`, `ai.extract`, `ai.health`) whose W3C trace context goes
+ * with the request (`traceparent`, `tracestate`), so the companion's spans are its children
+ * (issue 41). Its attributes say how much and for whom (the number of texts, the purpose, the
+ * content type, the payer), never the texts or the document's bytes.
  */
+import { context, propagation } from '@opentelemetry/api';
+import { inSpan, setAttributes, SpanKind, tracingOn, type Attributes, type Span } from '../telemetry/tracing.ts';
 import { EMBEDDING_DIMENSIONS, isRecord, parseEmbeddings, type ExtractResult, type HealthReport, type TextHeading } from './protocol.ts';
 
 export { EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL } from './protocol.ts';
@@ -105,6 +112,10 @@ const REFUSALS: Record<number, string> = {
 
 /** One call to the service; `timeoutMs` is its default, CallOptions.timeoutMs overrides it. */
 interface Exchange {
+  /** Its span's name. */
+  span: 'ai.embed' | 'ai.extract' | 'ai.health';
+  /** Its span's own attributes (what and how much, never the content). */
+  attributes?: Attributes;
   method: 'GET' | 'POST';
   path: string;
   headers?: Record<string, string>;
@@ -124,7 +135,23 @@ export function createAiClient(options: AiClientOptions): AiClient {
   const fetchImpl = options.fetch ?? fetch;
   const authorization: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
 
-  async function call<T>(request: Exchange, callOptions: CallOptions, read: (body: unknown) => T): Promise<T> {
+  const serverAddress = URL.canParse(base) ? new URL(base).hostname : undefined;
+
+  function call<T>(request: Exchange, callOptions: CallOptions, read: (body: unknown) => T): Promise<T> {
+    return inSpan(request.span, { kind: SpanKind.CLIENT }, async (span) => {
+      setAttributes(span, () => ({
+        'http.request.method': request.method,
+        'url.path': request.path,
+        ...(serverAddress ? { 'server.address': serverAddress } : {}),
+        ...(callOptions.organizationId ? { 'organization.id': callOptions.organizationId } : {}),
+        ...(callOptions.payer ? { 'ai.payer': callOptions.payer } : {}),
+        ...request.attributes,
+      }));
+      return exchange(request, callOptions, read, span);
+    });
+  }
+
+  async function exchange<T>(request: Exchange, callOptions: CallOptions, read: (body: unknown) => T, span: Span): Promise<T> {
     const timeoutMs = callOptions.timeoutMs ?? request.timeoutMs;
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = callOptions.signal ? AbortSignal.any([callOptions.signal, timeout]) : timeout;
@@ -139,6 +166,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
           ...(callOptions.organizationId ? { 'x-organization-id': callOptions.organizationId } : {}),
           ...(callOptions.payer ? { 'x-payer-id': callOptions.payer } : {}),
           ...(callOptions.purpose ? { 'x-embedding-purpose': callOptions.purpose } : {}),
+          ...traceHeaders(),
         },
         body: request.body ?? null,
         // A streamed body goes out as it is read (chunked); fetch requires `duplex: 'half'` for it.
@@ -146,6 +174,7 @@ export function createAiClient(options: AiClientOptions): AiClient {
         signal,
       });
       status = response.status;
+      setAttributes(span, () => ({ 'http.response.status_code': response.status }));
       const text = await response.text();
       const body = parseJson(text);
       if (!response.ok) {
@@ -173,7 +202,8 @@ export function createAiClient(options: AiClientOptions): AiClient {
   return {
     embed(texts, callOptions = {}) {
       const body = JSON.stringify({ input: texts, model: options.model, dimensions: EMBEDDING_DIMENSIONS, encoding_format: 'float' });
-      const request = { method: 'POST', path: '/v1/embeddings', headers: JSON_CONTENT, body, timeoutMs: 60_000 } as const;
+      const attributes = { 'ai.texts': texts.length, ...(callOptions.purpose ? { 'ai.purpose': callOptions.purpose } : {}) };
+      const request = { span: 'ai.embed', attributes, method: 'POST', path: '/v1/embeddings', headers: JSON_CONTENT, body, timeoutMs: 60_000 } as const;
       return call(request, callOptions, (answer) => {
         const { vectors, model } = parseEmbeddings(answer, texts.length);
         if (!model) throw new Error('the answer names no model');
@@ -183,7 +213,8 @@ export function createAiClient(options: AiClientOptions): AiClient {
 
     extract(bytes, contentType, callOptions = {}) {
       const body = bytes as Uint8Array<ArrayBuffer> | AsyncIterable<Uint8Array>;
-      const request = { method: 'POST', path: '/v1/extract', headers: { 'content-type': contentType }, body, timeoutMs: 120_000, passRefusals: true } as const;
+      const attributes = { 'ai.content_type': contentType.slice(0, 100) };
+      const request = { span: 'ai.extract', attributes, method: 'POST', path: '/v1/extract', headers: { 'content-type': contentType }, body, timeoutMs: 120_000, passRefusals: true } as const;
       return call(request, callOptions, (answer) => {
         if (!isRecord(answer) || typeof answer.text !== 'string') throw new Error('no text');
         const pages = answer.pages;
@@ -194,10 +225,18 @@ export function createAiClient(options: AiClientOptions): AiClient {
 
     async health(callOptions = {}) {
       const started = performance.now();
-      const report = await call({ method: 'GET', path: '/health', timeoutMs: 5_000 }, callOptions, readHealth);
+      const report = await call({ span: 'ai.health', method: 'GET', path: '/health', timeoutMs: 5_000 }, callOptions, readHealth);
       return { ...report, latencyMs: Math.round(performance.now() - started) };
     },
   };
+}
+
+/** The active span's W3C trace context as request headers (traceparent, tracestate); none while tracing is off. */
+function traceHeaders(): Record<string, string> {
+  if (!tracingOn()) return {};
+  const headers: Record<string, string> = {};
+  propagation.inject(context.active(), headers);
+  return headers;
 }
 
 /**

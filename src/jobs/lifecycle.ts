@@ -28,6 +28,7 @@ import { charge, refundJob, refundJobPart } from '../credits/credit-ledger.ts';
 import type { JobEventBus } from './event-bus.ts';
 import { appendJobEvent } from './events-store.ts';
 import type { JobQueue } from './queue.ts';
+import { activeTrace, type TraceCarrier } from './job-trace.ts';
 import {
   addDocumentCredits,
   cancelPendingDocuments,
@@ -74,7 +75,8 @@ export interface JobLifecycle {
    * unique jobs.retry_of, 0009), also when both retries run at once: the second waits for the first
    * and fails once it commits. With `maxQueued`, a payer whose organizations already have that many
    * queued jobs is refused with 429 TOO_MANY_REQUESTS and Retry-After, exactly at the cap however
-   * many creates run at once (they take turns on the payer's queue lock).
+   * many creates run at once (they take turns on the payer's queue lock). The active span (the
+   * request's) goes with the job, for its runs to link to (job-trace.ts).
    */
   create(job: NewJob, o: { now: Date; plan: PlanLimits | null; retriedBy?: Principal; maxQueued?: number }): Promise<JobRow>;
   /**
@@ -83,8 +85,11 @@ export interface JobLifecycle {
    * attempt (queued again, attempt ≥ 1) has had its work done, and keeps its charge.
    */
   cancel(jobId: string, now: Date): Promise<JobRow | null>;
-  /** A worker starts a run: queued (or running, after a worker died) → running. Null: nothing to run. */
-  startRun(jobId: string, now: Date): Promise<JobRow | null>;
+  /**
+   * A worker starts a run: queued (or running, after a worker died) → running. Null: nothing to run.
+   * `runTrace`, the run's span, is recorded as the first run's unless one is (job-trace.ts).
+   */
+  startRun(jobId: string, now: Date, runTrace?: TraceCarrier): Promise<JobRow | null>;
   succeedRun(jobId: string, result: unknown, now: Date): Promise<JobRow | null>;
   failRun(jobId: string, message: string, now: Date): Promise<JobRow | null>;
   /** A failed run that the queue will retry after its backoff: the job waits, queued, again. */
@@ -94,13 +99,14 @@ export interface JobLifecycle {
    * running; queued (a slice failed and the queue retries it) → running, counted as an attempt;
    * null when there is nothing to run (canceled, finished, deleted).
    */
-  resumeRun(jobId: string, now: Date): Promise<JobRow | null>;
+  resumeRun(jobId: string, now: Date, runTrace?: TraceCarrier): Promise<JobRow | null>;
   /**
    * Queues a running job's next slice behind the organization's queued jobs, as a new job of the
    * organization would be (queue.ts, Fairness): a job over many documents takes its turns with
-   * everyone else's instead of holding a worker. The job stays running meanwhile.
+   * everyone else's instead of holding a worker. The job stays running meanwhile. `trace`, the
+   * span that created the job (Delivery.trace), goes on with the slice: every slice links to it.
    */
-  continueRun(job: JobRow, now: Date, startAfterSeconds?: number): Promise<void>;
+  continueRun(job: JobRow, now: Date, o?: { startAfterSeconds?: number | undefined; trace?: TraceCarrier | null | undefined }): Promise<void>;
   /**
    * One document of a workspace.index job ended: recorded, refunded when it did not earn its
    * charge (failed, gone), and counted on the job's progress, with a stream event when `announce`.
@@ -149,6 +155,8 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
       await queue.started.catch(() => {
         throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The job queue is unavailable, try again later.' });
       });
+      // Read here, not in the transaction, where the active span is the transaction's.
+      const trace = activeTrace();
       const row = await retryingTransaction(sql, async (tx) => {
         const id = newId('job');
         const { credits } = job;
@@ -166,7 +174,7 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
         // Then the charge: it locks the organization row before any row naming it is written (0005_jobs.sql).
         if (credits > 0) await charge(tx, { organizationId: job.organizationId, amount: credits, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: id, now: o.now, plan: o.plan });
         // pg-boss's row before ours: the job's place in the fair queue is stored on both.
-        const queueStart = await queue.enqueue(tx, id, { payer, lastStart: queued.lastStart });
+        const queueStart = await queue.enqueue(tx, id, { payer, lastStart: queued.lastStart }, { trace });
         const { documents, ...columns } = job;
         const progress = documents ? { documents: documents.length, done: 0, failed: 0 } : null;
         const inserted = await insertJob(tx, { id, ...columns, payer, queueStart, progress }, o.now);
@@ -210,25 +218,26 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
       return row;
     },
 
-    startRun: (jobId, now) => change(jobId, ['queued', 'running'], { status: 'running' }, now),
+    startRun: (jobId, now, runTrace) => change(jobId, ['queued', 'running'], { status: 'running', runTrace }, now),
     succeedRun: (jobId, result, now) => change(jobId, ['running'], { status: 'succeeded', result }, now),
     failRun: (jobId, message, now) => change(jobId, ['running'], { status: 'failed', errorMessage: message }, now),
     requeueRun: (jobId, now) => change(jobId, ['running'], { status: 'queued' }, now),
 
-    async resumeRun(jobId, now) {
-      const started = await change(jobId, ['queued'], { status: 'running' }, now);
+    async resumeRun(jobId, now, runTrace) {
+      const started = await change(jobId, ['queued'], { status: 'running', runTrace }, now);
       if (started) return started;
       const job = await findJob(sql, jobId);
       return job?.status === 'running' ? job : null;
     },
 
-    async continueRun(job, now, startAfterSeconds) {
+    async continueRun(job, now, o = {}) {
+      const { startAfterSeconds, trace } = o;
       await retryingTransaction(sql, async (tx) => {
         // Its payer as created; a job of an earlier release (none recorded) takes its organization's turns.
         const payer = job.payer ?? `org:${job.organizationId}`;
         await lockPayerQueue(tx, payer);
         const queued = await queuedJobsOf(tx, payer, job.organizationId);
-        await queue.enqueue(tx, job.id, { payer, lastStart: queued.lastStart }, { continued: true, ...(startAfterSeconds ? { startAfterSeconds } : {}) });
+        await queue.enqueue(tx, job.id, { payer, lastStart: queued.lastStart }, { continued: true, trace, ...(startAfterSeconds ? { startAfterSeconds } : {}) });
       });
       queue.wake();
     },

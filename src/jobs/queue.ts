@@ -16,6 +16,9 @@
  * - Leases: a running job's worker sends heartbeats; when they stop for `leaseSeconds` (a worker
  *   died) pg-boss hands the job to another worker, counting it as a retry.
  * - Retries: a failing run is retried twice with exponential backoff before it fails for good.
+ * - Traces: a job may carry the W3C trace context of the span that queued it (`trace`, job-trace.ts),
+ *   which pg-boss keeps across retries and a continued slice carries on; a release that knows
+ *   nothing of it reads `jobId` and `continued` only.
  * - Batches: a worker fetches up to `batchSize` jobs in one statement and runs them together; a
  *   job that fails is failed alone (`boss.fail` by its id: retried per the queue's settings), and
  *   pg-boss completes the rest of the batch in one statement (its complete() only touches jobs
@@ -48,6 +51,7 @@ import type { WorkerSettings } from '../config.ts';
 import type { Database } from '../db/connection.ts';
 import type { Db } from '../db/db.ts';
 import type { Logger } from '../logger.ts';
+import { carrierOf, type TraceCarrier } from './job-trace.ts';
 import { bossDb } from './pg-boss-adapter.ts';
 import { SessionListenDb } from './pg-boss-session-listen.ts';
 
@@ -71,6 +75,8 @@ export interface QueuedJob {
    * lifecycle.ts), not a new start: its attempt is not counted again. Absent on the first delivery.
    */
   continued?: boolean;
+  /** The W3C trace context of the span that created the job (job-trace.ts); absent while tracing is off. */
+  trace?: TraceCarrier;
 }
 
 interface BackgroundSlice {
@@ -93,6 +99,10 @@ export interface Delivery {
   jobId: string;
   /** A running job's next slice (QueuedJob.continued). */
   continued: boolean;
+  /** The span that created the job (QueuedJob.trace), or null. */
+  trace: TraceCarrier | null;
+  /** Seconds from when this delivery was due (queued, or its retry's backoff over) to its fetch, by the database's clock. */
+  waitSeconds: number;
   finalAttempt: boolean;
   signal: AbortSignal;
   /**
@@ -111,9 +121,10 @@ export interface JobQueue {
   /**
    * Queues a job inside the caller's transaction, fairly among organizations when `flow` names its
    * organization (see Fairness; the caller holds the organization's queue lock); answers its
-   * virtual start. Without a flow the job takes the queue's virtual time V.
+   * virtual start. Without a flow the job takes the queue's virtual time V. `trace` travels with
+   * the job to its runs (QueuedJob.trace).
    */
-  enqueue(tx: Db, jobId: string, flow?: QueueFlow, options?: { continued?: boolean; startAfterSeconds?: number }): Promise<number>;
+  enqueue(tx: Db, jobId: string, flow?: QueueFlow, options?: { continued?: boolean; startAfterSeconds?: number; trace?: TraceCarrier | null | undefined }): Promise<number>;
   /** Nudges this process's workers to fetch now; call after the enqueueing transaction committed. */
   wake(): void;
   /**
@@ -198,7 +209,7 @@ export function openJobQueue(options: QueueOptions): JobQueue {
       const start = virtualStart(await virtualTime(tx), flow?.lastStart ?? null);
       // The group (pg-boss's group_id) is only a label here, no concurrency limit is set: it puts
       // the payer on pg-boss's row, and running rows under its index job_i7 (virtualTime).
-      const job: QueuedJob = options.continued ? { jobId, continued: true } : { jobId };
+      const job: QueuedJob = { jobId, ...(options.continued ? { continued: true } : {}), ...(options.trace ? { trace: options.trace } : {}) };
       await boss.send(JOBS_QUEUE, job, {
         db: bossDb(tx),
         priority: -start,
@@ -225,7 +236,15 @@ export function openJobQueue(options: QueueOptions): JobQueue {
                     await boss.send(JOBS_QUEUE, job.data as QueuedJob, { priority: job.priority, startAfter: seconds, ...(job.groupId ? { group: { id: job.groupId } } : {}) });
                   };
                   const data = job.data as QueuedJob;
-                  await run({ jobId: data.jobId, continued: data.continued === true, finalAttempt: job.retryCount >= job.retryLimit, signal: job.signal, defer });
+                  await run({
+                    jobId: data.jobId,
+                    continued: data.continued === true,
+                    trace: carrierOf(data.trace),
+                    waitSeconds: secondsBetween(job.startAfter, job.startedOn),
+                    finalAttempt: job.retryCount >= job.retryLimit,
+                    signal: job.signal,
+                    defer,
+                  });
                 } catch (error) {
                   // Stored on pg-boss's row as a thrown error's would be. If the fail itself cannot be
                   // recorded, the throw fails the whole batch: its finished jobs are delivered again
@@ -276,6 +295,12 @@ export function openJobQueue(options: QueueOptions): JobQueue {
 }
 
 export type { BossJob };
+
+/** Seconds from `from` to `to` (Dates, or timestamps as text), never negative; 0 when either cannot be read. */
+function secondsBetween(from: Date | string, to: Date | string): number {
+  const seconds = (new Date(to).getTime() - new Date(from).getTime()) / 1000;
+  return Number.isFinite(seconds) ? Math.max(0, seconds) : 0;
+}
 
 /** pg-boss's own pool on a server: BOSS_POOL_MAX connections on `url`, its LISTEN (workers only) on `directUrl` when given. */
 function bossConnection(url: string, directUrl: string | undefined) {

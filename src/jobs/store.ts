@@ -17,6 +17,12 @@ export type JobKind = Job['kind'];
 export type JobStatus = Job['status'];
 export type JobProgress = components['schemas']['JobProgress'];
 
+/** W3C Trace Context (https://www.w3.org/TR/trace-context/) of one span, as its two headers would carry it (job-trace.ts). */
+export interface TraceCarrier {
+  traceparent: string;
+  tracestate?: string;
+}
+
 /** A job row as stored: everything, whatever its state. */
 export interface JobRow {
   id: string;
@@ -42,13 +48,18 @@ export interface JobRow {
   updatedAt: Date;
   /** created_at::text, exact to the microsecond, for cursors. */
   cursorAt: string;
+  /**
+   * Where the job's first run is in the traces (job-trace.ts; 0021): its span's W3C trace context,
+   * which later attempts and slices link to. Null while tracing is off. Never shown to clients.
+   */
+  firstRunTrace: TraceCarrier | null;
 }
 
 // A constant list, so `unsafe` injects nothing from outside.
 export const JOB_COLUMNS = `id, organization_id as "organizationId", payer, workspace_id as "workspaceId", document_id as "documentId",
   kind, status, input, result, progress, error_message as "errorMessage", credits, attempt, retry_of as "retryOf",
   created_by as "createdBy", created_at as "createdAt", started_at as "startedAt", finished_at as "finishedAt",
-  updated_at as "updatedAt", created_at::text as "cursorAt"`;
+  updated_at as "updatedAt", created_at::text as "cursorAt", first_run_trace as "firstRunTrace"`;
 
 export const FINISHED: readonly JobStatus[] = ['succeeded', 'failed', 'canceled'];
 
@@ -176,17 +187,20 @@ export async function insertJob(tx: Db, job: JobInsert, now: Date): Promise<JobR
 }
 
 /** The change of state a transition makes (lifecycle.ts); every one stamps updated_at. */
-export type JobChange = { status: 'running' } | { status: 'succeeded'; result: unknown } | { status: 'failed'; errorMessage: string } | { status: 'queued' } | { status: 'canceled' };
+export type JobChange =
+  { status: 'running'; runTrace?: TraceCarrier | undefined } | { status: 'succeeded'; result: unknown } | { status: 'failed'; errorMessage: string } | { status: 'queued' } | { status: 'canceled' };
 
 /**
  * Applies `change` when the job is in one of the `from` states; null when it is not (any more), so
- * a late or repeated delivery changes nothing.
+ * a late or repeated delivery changes nothing. A start with a `runTrace` records it as the first
+ * run's unless one is recorded already; the row answered holds the first run's either way.
  */
 export async function transitionJob(tx: Db, jobId: string, from: readonly JobStatus[], change: JobChange, now: Date, only: { kind?: JobKind } = {}): Promise<JobRow | null> {
   const set = (() => {
     switch (change.status) {
       case 'running':
-        return tx`status = 'running', attempt = attempt + 1, started_at = ${now}, error_message = null, updated_at = ${now}`;
+        return tx`status = 'running', attempt = attempt + 1, started_at = ${now}, error_message = null, updated_at = ${now}
+          ${change.runTrace ? tx`, first_run_trace = coalesce(first_run_trace, ${tx.json({ ...change.runTrace })})` : tx``}`;
       case 'succeeded':
         return tx`status = 'succeeded', result = ${tx.json(change.result as never)}, finished_at = ${now}, updated_at = ${now}`;
       case 'failed':

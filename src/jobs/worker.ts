@@ -4,10 +4,16 @@
  * runs, and it ends succeeded, queued again for a retry (the queue redelivers it after a backoff),
  * or failed with a readable message. Provider details stay in the log.
  *
+ * Each delivery runs in a span `job.run <kind>` of a trace of its own, linked to the request that
+ * created the job and to the job's first run (job-trace.ts); the kind's AI calls and statements
+ * are its children. The worker also records the jobs' queue wait and run time (telemetry/job-metrics.ts).
+ *
  * It also runs the housekeeping on the queue's schedule (housekeeping.ts), and the background
  * migrations this release ships (background-migrations.ts), slice after slice.
  */
 import type { Logger } from '../logger.ts';
+import { failed, inSpan, NEW_TRACE, setAttributes, SpanKind, tracingOn, type Span } from '../telemetry/tracing.ts';
+import { jobMetricsOf } from '../telemetry/job-metrics.ts';
 import { AiServiceError, forRun } from '../ai-service/client.ts';
 import { isRetryable, readableMessage } from './failure-message.ts';
 import { pendingBackgroundMigrations, runSlice } from './background-migrations.ts';
@@ -15,6 +21,7 @@ import { runHousekeeping } from './housekeeping.ts';
 import { queueReindexing } from './reindex.ts';
 import { kinds, type KindDeps } from './kinds.ts';
 import { ContinueLater } from './workspace-index.ts';
+import { activeTrace, carrierOf, linksTo, spanContextOf } from './job-trace.ts';
 import type { JobLifecycle } from './lifecycle.ts';
 import type { Delivery, JobQueue } from './queue.ts';
 
@@ -62,10 +69,28 @@ async function queueBackgroundMigrations(options: WorkerOptions): Promise<void> 
 }
 
 export async function runDelivery(options: WorkerOptions, delivery: Delivery): Promise<void> {
+  // A new trace, not a child of the request: a job outlives it (job-trace.ts). The name gets the kind once the row is read.
+  const span = { kind: SpanKind.CONSUMER, links: tracingOn() ? linksTo(delivery.trace, 'created_by') : [], attributes: { 'job.id': delivery.jobId, 'job.continued': delivery.continued } };
+  await inSpan('job.run', span, (runSpan) => run(options, delivery, runSpan), NEW_TRACE);
+}
+
+async function run(options: WorkerOptions, delivery: Delivery, span: Span): Promise<void> {
   const { jobs, logger } = options;
+  // This run's span: the job's first run's unless one is recorded already.
+  const runTrace = activeTrace();
   // A running job's next slice (workspace.index) is not a new start.
-  const job = delivery.continued ? await jobs.resumeRun(delivery.jobId, options.now()) : await jobs.startRun(delivery.jobId, options.now());
-  if (!job) return; // canceled, already finished or deleted: nothing to run
+  const job = delivery.continued ? await jobs.resumeRun(delivery.jobId, options.now(), runTrace) : await jobs.startRun(delivery.jobId, options.now(), runTrace);
+  if (!job) {
+    setAttributes(span, () => ({ 'job.skipped': true }));
+    return; // canceled, already finished or deleted: nothing to run
+  }
+  if (tracingOn()) {
+    span.updateName(`job.run ${job.kind}`);
+    setAttributes(span, () => ({ 'job.kind': job.kind, 'job.attempt': job.attempt, 'organization.id': job.organizationId }));
+    // A retry or a later slice links to the first run as well.
+    const first = carrierOf(job.firstRunTrace);
+    if (spanContextOf(first)?.spanId !== span.spanContext().spanId) span.addLinks(linksTo(first, 'first_run'));
+  }
   const log = logger.child({ jobId: job.id, kind: job.kind, attempt: job.attempt });
   if (!Object.hasOwn(kinds, job.kind)) {
     // A kind a newer release added, created by its API while this release's workers still run
@@ -75,14 +100,20 @@ export async function runDelivery(options: WorkerOptions, delivery: Delivery): P
     log.info({ deferSeconds: UNKNOWN_KIND_DEFER_SECONDS }, 'job of a kind this release does not know: left to a newer worker');
     return;
   }
+  const metrics = jobMetricsOf(options.sql);
+  metrics.waited(job.kind, job.organizationId, delivery.waitSeconds);
+  const started = performance.now();
   try {
     // Every AI call of the run carries the delivery's signal (an abandoned run stops its calls) and
     // the job's payer (its turns in the AI service's queues); a job of an earlier release has none.
     const ai = forRun(options.ai, { signal: delivery.signal, payer: job.payer ?? undefined });
-    const result = await kinds[job.kind](job, { ...options, ai }, { signal: delivery.signal, jobs });
+    const result = await kinds[job.kind](job, { ...options, ai }, { signal: delivery.signal, jobs }).finally(() => {
+      metrics.ran(job.kind, job.organizationId, (performance.now() - started) / 1000);
+    });
     if (result instanceof ContinueLater) {
       // Its turn is over: the next slice waits behind other organizations' jobs (lifecycle.ts continueRun).
-      await jobs.continueRun(job, options.now(), result.afterSeconds);
+      setAttributes(span, () => ({ 'job.continues': true }));
+      await jobs.continueRun(job, options.now(), { startAfterSeconds: result.afterSeconds, trace: delivery.trace });
       log.info({ afterSeconds: result.afterSeconds }, 'job continues in its next turn');
       return;
     }
@@ -91,6 +122,7 @@ export async function runDelivery(options: WorkerOptions, delivery: Delivery): P
     else log.info('job ended while it ran (canceled)');
   } catch (error: unknown) {
     const retryable = isRetryable(error);
+    failed(span, error);
     log.warn({ err: error, detail: error instanceof AiServiceError ? error.detail : undefined, retryable, finalAttempt: delivery.finalAttempt }, 'job run failed');
     if (retryable && !delivery.finalAttempt) {
       await jobs.requeueRun(job.id, options.now());

@@ -9,11 +9,14 @@
  * - `workspace_api_queue_depth`, `_running`, `_failed`: jobs by state, read from the database at
  *   scrape time (NaN when it cannot be read; `workspace_api_database_up` then says 0).
  * - `workspace_api_info{version}`: always 1; the version is the health route's.
+ * - `workspace_api_job_queue_wait_seconds` and `workspace_api_job_run_seconds` by kind and
+ *   organization: recorded by the worker on the same database in this process (job-metrics.ts).
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../db/db.ts';
 import type { Logger } from '../logger.ts';
 import { queueStats } from '../jobs/queue-stats.ts';
+import { jobMetricsOf } from './job-metrics.ts';
 import { version } from '../version.ts';
 
 export interface Metrics {
@@ -40,6 +43,7 @@ export function createMetrics(options: { sql: Db; logger: Logger }): Metrics {
   const running = gauge('workspace_api_queue_running', 'Jobs running (read at scrape time).');
   const failed = gauge('workspace_api_queue_failed', 'Jobs that failed for good (read at scrape time).');
   const databaseUp = gauge('workspace_api_database_up', '1 when the scrape could read the database, else 0.');
+  for (const histogram of jobMetricsOf(options.sql).histograms) registry.registerMetric(histogram);
   new Gauge({ name: 'workspace_api_info', help: 'The service version; always 1.', labelNames: ['version'], registers: [registry] }).set({ version }, 1);
 
   return {
