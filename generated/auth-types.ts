@@ -3446,6 +3446,7 @@ export interface components {
         CrossSiteSignInRefused: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -3465,6 +3466,7 @@ export interface components {
             headers: {
                 Allow: components["headers"]["Allow"];
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3477,6 +3479,7 @@ export interface components {
         PreconditionFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3489,6 +3492,7 @@ export interface components {
         RequestTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -3499,6 +3503,7 @@ export interface components {
         UserAlreadyExists: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3512,6 +3517,7 @@ export interface components {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3524,6 +3530,7 @@ export interface components {
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3537,6 +3544,7 @@ export interface components {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3549,6 +3557,7 @@ export interface components {
         InvalidEmailOrPassword: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3561,6 +3570,7 @@ export interface components {
         SignInForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3573,6 +3583,7 @@ export interface components {
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3601,6 +3612,7 @@ export interface components {
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -3611,6 +3623,7 @@ export interface components {
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3623,6 +3636,7 @@ export interface components {
         NotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3635,6 +3649,7 @@ export interface components {
         UnauthorizedOrInvalidPassword: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3647,6 +3662,7 @@ export interface components {
         ForbiddenOrLimitReached: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3659,6 +3675,7 @@ export interface components {
         Conflict: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3687,6 +3704,11 @@ export interface components {
          * @example 3f6c1a9e-7b2d-4c1e-9a4f-2d8b6e0c5a17
          */
         RequestId: string;
+        /**
+         * @description The trace this request's handling was recorded in, when the deployment traces requests (OpenTelemetry; absent otherwise): `00-<trace id>-<span id>-<flags>`, the W3C Trace Context Level 2 `traceresponse` header (a draft), naming the server's span of the request. Quote the trace id when reporting a problem, beside `X-Request-Id`. Unless the deployment trusts its callers, a `traceparent` sent with the request does not choose the trace: the request starts a new one, linked to the caller's span.
+         * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+         */
+        TraceResponse: string;
         /**
          * @description The session token `<id>.<secret>` for clients without cookies: send it back as `Authorization: Bearer <token>`. Sent whenever the response creates or renews a session: sign-up, sign-in and impersonation create one; any request that carries a valid session (cookie or bearer) renews it when it was last renewed over an hour ago, whatever the operation and whatever the answer (an error too), unless the request was refused before the session was read (the per-IP limiter's 429, the Origin rule's 403, an unreadable or too large body). The same string is the `session` cookie's value. CORS exposes this header to trusted origins.
          * @example ks2x7q4mhv3n5rtw2cpa6yfb.pklhhniz2ewyhia5ns36grexgorczbib4arll6jnn2ubtdxyiooq
@@ -3750,6 +3772,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -3762,6 +3785,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -3824,6 +3848,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -3836,6 +3861,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -3894,6 +3920,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["OAuthStateCookie"];
                     [name: string]: unknown;
@@ -3906,6 +3933,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4018,6 +4046,7 @@ export interface operations {
             302: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     Location: components["headers"]["Location"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
@@ -4029,6 +4058,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4087,6 +4117,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["ClearSessionCookie"];
                     [name: string]: unknown;
@@ -4124,6 +4155,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4159,6 +4191,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4200,6 +4233,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["ClearSessionCookie"];
                     [name: string]: unknown;
@@ -4212,6 +4246,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4270,6 +4305,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4307,6 +4343,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["ClearSessionCookie"];
                     [name: string]: unknown;
@@ -4348,6 +4385,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4360,6 +4398,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4421,6 +4460,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4433,6 +4473,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4494,6 +4535,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4506,6 +4548,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4566,6 +4609,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4578,6 +4622,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4646,6 +4691,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4658,6 +4704,7 @@ export interface operations {
             302: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     Location: components["headers"]["Location"];
@@ -4669,6 +4716,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4725,6 +4773,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4737,6 +4786,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4799,6 +4849,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4811,6 +4862,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4871,6 +4923,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4883,6 +4936,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4939,6 +4993,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4982,6 +5037,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4994,6 +5050,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5067,6 +5124,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5079,6 +5137,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5141,6 +5200,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5153,6 +5213,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5221,6 +5282,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5233,6 +5295,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5297,6 +5360,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5325,6 +5389,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5388,6 +5453,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5413,6 +5479,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5476,6 +5543,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5488,6 +5556,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5560,6 +5629,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5587,6 +5657,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5654,6 +5725,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5681,6 +5753,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5740,6 +5813,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5752,6 +5826,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5813,6 +5888,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5834,6 +5910,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5894,6 +5971,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5911,6 +5989,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5975,6 +6054,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5987,6 +6067,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6048,6 +6129,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6060,6 +6142,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6123,6 +6206,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6135,6 +6219,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6211,6 +6296,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6223,6 +6309,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6287,6 +6374,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6316,6 +6404,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6381,6 +6470,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6410,6 +6500,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6473,6 +6564,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6502,6 +6594,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6564,6 +6657,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6576,6 +6670,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6634,6 +6729,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6676,6 +6772,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6688,6 +6785,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6750,6 +6848,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6762,6 +6861,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6822,6 +6922,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6834,6 +6935,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6900,6 +7002,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6912,6 +7015,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6975,6 +7079,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6987,6 +7092,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7050,6 +7156,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7062,6 +7169,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7129,6 +7237,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7141,6 +7250,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;

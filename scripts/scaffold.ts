@@ -202,7 +202,7 @@ if (needsOrganization) {
 const H = '../components/headers';
 const R = '../components/responses';
 const headers = (indent: string) =>
-  `${indent}headers:\n${indent}  X-Request-Id:\n${indent}    $ref: ${H}/RequestId.yaml\n${indent}  set-auth-token:\n${indent}    $ref: ${H}/SetAuthToken.yaml\n${indent}  Set-Cookie:\n${indent}    $ref: ${H}/SetSessionCookie.yaml\n`;
+  `${indent}headers:\n${indent}  X-Request-Id:\n${indent}    $ref: ${H}/RequestId.yaml\n${indent}  traceresponse:\n${indent}    $ref: ${H}/TraceResponse.yaml\n${indent}  set-auth-token:\n${indent}    $ref: ${H}/SetAuthToken.yaml\n${indent}  Set-Cookie:\n${indent}    $ref: ${H}/SetSessionCookie.yaml\n`;
 const shared = (status: string, response: string) => `      '${status}':\n        $ref: ${R}/${response}.yaml\n`;
 
 /** The bad input of the operation's 400 example: every field valid but the first, which breaks its pattern. */

@@ -76,6 +76,12 @@ export interface Config {
   metricsToken: string | undefined;
   /** BACKUP_INTERVAL_MINUTES and BACKUP_KEEP: backups the running service takes on the embedded database (docs/backups.md); null: none. */
   backupSchedule: { intervalMinutes: number; keep: number } | null;
+  /**
+   * Traces (src/telemetry/tracing.ts; the OTEL_* variables are the SDK's to read). trustIncoming,
+   * TRACE_TRUST_INCOMING: a request's `traceparent` continues the client's trace instead of
+   * becoming a link of a new one (src/http/request-span.ts).
+   */
+  tracing: { trustIncoming: boolean };
 }
 
 export type PaidPlan = 'pro' | 'team';
@@ -245,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     billing: billing(settings),
     metricsToken: metricsToken(settings, environment),
     backupSchedule: settings.BACKUP_INTERVAL_MINUTES === undefined ? null : { intervalMinutes: settings.BACKUP_INTERVAL_MINUTES, keep: settings.BACKUP_KEEP },
+    tracing: { trustIncoming: settings.TRACE_TRUST_INCOMING },
   };
 }
 

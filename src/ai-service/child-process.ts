@@ -7,12 +7,14 @@
  * failure (jobs retry with backoff).
  *
  * The child parses untrusted files, so it gets only what it reads (aiChildEnvironment): its own
- * settings and what Node needs, never the API's secrets (DATABASE_URL, SECRET, Stripe, S3, ...).
+ * settings and what Node needs, never the API's secrets (DATABASE_URL, SECRET, Stripe, S3, ...),
+ * and the OTEL_* variables that make it export its spans where the API does.
  */
 import type { AiSettings } from '../config.ts';
 import { configSchema } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
 import { startSupervisedChild } from '../process/supervised-child.ts';
+import { childTracingEnvironment } from '../telemetry/tracing.ts';
 import { generateApiKey } from './api-key.ts';
 
 export interface AiChild {
@@ -32,7 +34,8 @@ export async function startAiChild(settings: AiSettings, logger: Logger): Promis
     command: 'ai',
     name: 'AI service',
     logger,
-    env: () => aiChildEnvironment(process.env, { AI_API_KEY: apiKey, AI_PORT: String(port), AI_HOST: settings.host }),
+    // Its OTEL_* variables too: it exports its own spans, as a service of its own (issue 41).
+    env: () => aiChildEnvironment(process.env, { ...childTracingEnvironment(process.env, 'ai'), AI_API_KEY: apiKey, AI_PORT: String(port), AI_HOST: settings.host }),
     // AI_PORT=0 took a free port: a restart takes the same one, so AI_URL stays true.
     onReady: (ready) => {
       if (ready.port) port = ready.port;

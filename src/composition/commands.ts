@@ -15,7 +15,8 @@ import { templateBlob } from './database-template.ts';
 import { generateApiKey } from '../ai-service/api-key.ts';
 import type { Logger } from '../logger.ts';
 import type { Composition } from './compose.ts';
-import { DRAIN_TIMEOUT_MS, trackRequests, watchStopSignals } from './shutdown.ts';
+import { DRAIN_TIMEOUT_MS, stopTracing, trackRequests, watchStopSignals } from './shutdown.ts';
+import { childTracingEnvironment, startTracing } from '../telemetry/tracing.ts';
 
 /** The database the configuration names: a server (DATABASE_URL) or the embedded one, new ones from the migrated template. */
 export async function openDatabaseFor(config: Config, logger: Logger, useTemplate = true, onStarting?: () => void): Promise<Database> {
@@ -76,6 +77,8 @@ export async function runGrantAdmin(config: Config, logger: Logger, email: strin
 export async function runAi(config: Config, logger: Logger): Promise<void> {
   const refusal = openAiServiceRefusal(config);
   if (refusal) throw new Error(refusal);
+  // Its own SDK and service name (serve passes its OTEL_* variables on: ai-service/child-process.ts).
+  const tracing = await startTracing('workspace-api-ai');
   const supervised = process.send !== undefined;
   // Ctrl-C reaches the whole process group: a supervised child leaves SIGINT to its parent, which
   // stops it with SIGTERM once the API has drained (jobs in flight may still need it).
@@ -87,6 +90,7 @@ export async function runAi(config: Config, logger: Logger): Promise<void> {
   (await import('../process/supervised-child.ts')).reportReady({ url: ai.url, port: ai.port });
   await stop.requested;
   await ai.close();
+  await stopTracing(tracing, logger);
   process.exit(0);
 }
 
@@ -124,6 +128,7 @@ export async function runWorker(config: Config, logger: Logger, useTemplate: boo
   // worker with SIGTERM once the API has drained.
   if (supervised) process.on('SIGINT', () => {});
   const stop = watchStopSignals(logger, supervised ? ['SIGTERM'] : ['SIGTERM', 'SIGINT']);
+  const tracing = await startTracing('workspace-api-worker');
   const { compose } = await import('./compose.ts');
   const db = await openDatabaseFor(config, logger, useTemplate);
   let worker: Composition;
@@ -132,6 +137,7 @@ export async function runWorker(config: Config, logger: Logger, useTemplate: boo
     worker = await compose({ config, db, logger, role: 'worker' });
   } catch (error) {
     await db.close().catch(() => undefined);
+    await stopTracing(tracing, logger);
     throw error;
   }
   stop.serving();
@@ -147,11 +153,14 @@ export async function runWorker(config: Config, logger: Logger, useTemplate: boo
     exitCode = 1;
     logger.error({ error: error instanceof Error ? error.message : String(error) }, 'error while shutting down');
   }
+  await stopTracing(tracing, logger);
   process.exit(exitCode);
 }
 
 export async function serve(config: Config, logger: Logger, useTemplate: boolean, parts: { ai: boolean }): Promise<void> {
   const stop = watchStopSignals(logger);
+  // Before anything makes a span (the database's open, migrations); nothing is loaded when off.
+  const tracing = await startTracing('workspace-api');
   // The companion, in a process of its own, starts once the app listens: its process start (0.5 s
   // of CPU) would otherwise take a core from the database's open and the app's, which is what a
   // start is measured against (bench/start.ts, the floor; issue 39). Nothing waits for it when its
@@ -226,7 +235,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     // depend on the jobs. It reaches the AI service this process started, with its key.
     if (config.worker.mode === 'process') {
       const { startSupervisedChild } = await import('../process/supervised-child.ts');
-      const workerEnv = { ...process.env, AI_URL: config.ai.url, ...(config.ai.apiKey ? { AI_API_KEY: config.ai.apiKey } : {}) };
+      const workerEnv = { ...process.env, ...childTracingEnvironment(process.env, 'worker'), AI_URL: config.ai.url, ...(config.ai.apiKey ? { AI_API_KEY: config.ai.apiKey } : {}) };
       worker = await startSupervisedChild({ command: 'worker', name: 'job worker', logger, env: () => workerEnv });
       done('worker');
     }
@@ -246,6 +255,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     await worker?.close().catch(() => undefined);
     if (aiLaunched) await (ai ?? (await aiStarting?.catch(() => undefined)))?.close().catch(() => undefined);
     await db.close().catch(() => undefined);
+    await stopTracing(tracing, logger);
     throw error;
   }
   const { port } = server.address() as AddressInfo;
@@ -304,5 +314,6 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     logger.error({ error: error instanceof Error ? error.message : String(error) }, 'error while shutting down');
   }
   logger.info({ ms: Math.round(performance.now() - started), exitCode }, 'stopped');
+  await stopTracing(tracing, logger);
   process.exit(exitCode);
 }

@@ -6,9 +6,34 @@
 import { once } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.ts';
+import type { Tracing } from '../telemetry/tracing.ts';
 
 /** How long running requests (and jobs) get to finish after SIGTERM or SIGINT before they are cut. */
 export const DRAIN_TIMEOUT_MS = 10_000;
+
+/** How long the spans still buffered get to reach their receiver at exit. */
+export const TRACING_STOP_TIMEOUT_MS = 5_000;
+
+/**
+ * The last step of a process's stop, after the service's own: the tracing SDK (when started)
+ * exports the spans it still holds, among them those of the drain itself. Bounded: a receiver that
+ * does not answer must not keep the process from exiting; what it misses is logged, not fatal.
+ */
+export async function stopTracing(tracing: Tracing | null, logger: Logger, timeoutMs = TRACING_STOP_TIMEOUT_MS): Promise<void> {
+  if (!tracing) return;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+  });
+  try {
+    const outcome = await Promise.race([tracing.shutdown().then(() => 'stopped' as const), timeout]);
+    if (outcome === 'timeout') logger.warn({ timeoutMs }, 'tracing: the last spans were not exported in time');
+  } catch (error) {
+    logger.warn({ error: error instanceof Error ? error.message : String(error) }, 'tracing: exporting the last spans failed');
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * SIGTERM or SIGINT asks for a graceful stop (`requested`); one during the start is acted on once

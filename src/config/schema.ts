@@ -483,6 +483,101 @@ export const configSchema = {
       description:
         'When set, `GET /metrics` needs `Authorization: Bearer <METRICS_TOKEN>`. In production the service refuses to start without it (a configuration error naming `METRICS_TOKEN`, exit 2), so the metrics are never open there; elsewhere, unset, `GET /metrics` is open.',
     },
+    // OpenTelemetry traces (issue 41; docs/observability.md). The OTEL_* variables are the standard
+    // ones, read by the Node SDK itself (src/telemetry/tracing.ts); listed here so they are
+    // documented, and taken as text so the SDK's own reading (and its warnings) decide.
+    TRACE_TRUST_INCOMING: {
+      type: 'boolean',
+      default: false,
+      description:
+        "Continue the trace of a request's `traceparent` and `tracestate` headers (W3C Trace Context). `false`: a client's trace context is not trusted; each request starts a new trace, and the client's span, when valid, is kept as a link. Set it only when every client is yours (another service of the deployment), since a trusted caller chooses the trace id and the sampling decision.",
+    },
+    OTEL_SDK_DISABLED: {
+      type: 'string',
+      'x-default': '`false`',
+      description: '`true` turns tracing off whatever else is set: the OpenTelemetry SDK is not loaded.',
+    },
+    OTEL_TRACES_EXPORTER: {
+      type: 'string',
+      'x-default': 'unset (`otlp` when an OTLP endpoint is set, else tracing is off)',
+      description:
+        'Where spans go: `otlp`, `console`, or `none`; a comma-separated list for several. Tracing (and with it the OpenTelemetry SDK, and the `traceresponse` response header) is on only when this names an exporter other than `none` or an OTLP endpoint is set; otherwise nothing of the SDK is loaded.',
+    },
+    OTEL_EXPORTER_OTLP_ENDPOINT: {
+      type: 'string',
+      'x-default': 'unset (the SDK then sends to `http://localhost:4318` when `OTEL_TRACES_EXPORTER=otlp`)',
+      description: "Base URL of the OTLP/HTTP receiver (an OpenTelemetry Collector, or a backend's OTLP endpoint); spans go to `<endpoint>/v1/traces`. Setting it turns tracing on.",
+    },
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+      type: 'string',
+      'x-default': 'unset (`OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`)',
+      description: 'Full URL spans are sent to, taken as it is (no path is appended). Setting it turns tracing on.',
+    },
+    OTEL_EXPORTER_OTLP_PROTOCOL: {
+      type: 'string',
+      'x-default': '`http/protobuf`',
+      description: 'The OTLP encoding: `http/protobuf`, `http/json` or `grpc`. `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` sets it for traces alone.',
+    },
+    OTEL_EXPORTER_OTLP_HEADERS: {
+      type: 'string',
+      description:
+        "Headers sent with every export, as `key=value` pairs separated by commas (for instance a backend's API key). The processes `serve` starts (the job worker, the AI service) get them too, so that each exports its own spans.",
+    },
+    OTEL_EXPORTER_OTLP_TIMEOUT: {
+      type: 'string',
+      'x-default': '`10000`',
+      description: 'Milliseconds an export may take before it is given up.',
+    },
+    OTEL_SERVICE_NAME: {
+      type: 'string',
+      'x-default': "the process's role: `workspace-api` (`serve`, `api`), `workspace-api-worker`, `workspace-api-ai`",
+      description: "The `service.name` of this process's spans. The processes `serve` starts get this name with their role appended (`<name>-worker`, `<name>-ai`), so each remains a service of its own.",
+    },
+    OTEL_RESOURCE_ATTRIBUTES: {
+      type: 'string',
+      description: 'More resource attributes of every span, as `key=value` pairs separated by commas (`deployment.environment.name=production,service.namespace=acme`).',
+    },
+    OTEL_TRACES_SAMPLER: {
+      type: 'string',
+      'x-default': '`parentbased_always_on`',
+      description:
+        "Which traces are kept: `always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off` or `parentbased_traceidratio` (the `parentbased_` ones follow the decision of the parent span: a trusted caller's, see `TRACE_TRUST_INCOMING`, or the calling process's).",
+    },
+    OTEL_TRACES_SAMPLER_ARG: {
+      type: 'string',
+      'x-default': '`1`',
+      description: 'The ratio of the `traceidratio` samplers, from 0 to 1.',
+    },
+    OTEL_PROPAGATORS: {
+      type: 'string',
+      'x-default': '`tracecontext,baggage`',
+      description: 'The propagators that read incoming trace headers (when `TRACE_TRUST_INCOMING` is on) and write outgoing ones: `tracecontext`, `baggage`, `b3`, `b3multi`, or `none`.',
+    },
+    OTEL_BSP_SCHEDULE_DELAY: {
+      type: 'string',
+      'x-default': '`5000`',
+      description: 'Milliseconds between two exports of the spans buffered (the batch span processor). At shutdown what remains is exported after the service has stopped.',
+    },
+    OTEL_BSP_MAX_QUEUE_SIZE: {
+      type: 'string',
+      'x-default': '`2048`',
+      description: 'Spans buffered at most; past it, new spans are dropped rather than held in memory.',
+    },
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: {
+      type: 'string',
+      'x-default': '`512`',
+      description: 'Spans sent in one export at most.',
+    },
+    OTEL_BSP_EXPORT_TIMEOUT: {
+      type: 'string',
+      'x-default': '`30000`',
+      description: 'Milliseconds an export of the batch span processor may take.',
+    },
+    OTEL_LOG_LEVEL: {
+      type: 'string',
+      'x-default': 'unset (the SDK says nothing)',
+      description: "The OpenTelemetry SDK's own diagnostics on stderr: `none`, `error`, `warn`, `info`, `debug`, `verbose` or `all` (an exporter that cannot reach its receiver shows up at `warn`).",
+    },
   },
 } as const satisfies { type: 'object'; additionalProperties: false; properties: Record<string, SettingSchema> };
 

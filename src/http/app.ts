@@ -30,6 +30,7 @@ import { callMetrics } from './call-metrics.ts';
 import { createReadinessCheck } from './readiness.ts';
 import { countRequests } from './request-count.ts';
 import { requestId } from './request-id.ts';
+import { requestSpans } from './request-span.ts';
 import { restRouter } from './rest-transport.ts';
 import { rpcRouter } from './rpc-transport.ts';
 import { securityHeaders } from './security-headers.ts';
@@ -64,7 +65,9 @@ export function buildHttpApp(options: HttpAppOptions): Express {
   // First: any answer, from anywhere below, sent before its request's body was read closes the
   // connection only after reading the rest (lingering-close.ts).
   app.use(lingeringClose());
-  app.use(countRequests(services.requests), clientIp(), requestId(logger), accessLog(), callMetrics(metrics), securityHeaders(), corsPolicy(config), wellEncodedPath());
+  // The request's span right after its id, so that the access-log line and everything below it
+  // (limiters, body, session, the call) run inside it (request-span.ts).
+  app.use(countRequests(services.requests), clientIp(), requestId(logger), requestSpans(config.tracing), accessLog(), callMetrics(metrics), securityHeaders(), corsPolicy(config), wellEncodedPath());
   // OPTIONS that is not a trusted preflight: 405 or 404 like any undeclared method, before a router answers it.
   app.use(undeclaredOptions());
   // Before the limiters (it is outside them anyway): a scraper polls it all day.

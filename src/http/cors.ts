@@ -18,7 +18,7 @@ export function corsPolicy(config: Pick<Config, 'trustedOrigins' | 'webUrl' | 'p
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['Content-Type', 'Authorization', 'X-Request-Id', 'Last-Event-Id', 'Idempotency-Key'],
-    exposedHeaders: ['set-auth-token', 'X-Request-Id', 'Retry-After', 'Idempotent-Replayed'],
+    exposedHeaders: ['set-auth-token', 'X-Request-Id', 'traceresponse', 'Retry-After', 'Idempotent-Replayed'],
     maxAge: 600,
   });
   return (req, res, next) => {

@@ -16,6 +16,7 @@ import { outputValidator, toIssues, validateInput, type ValidateFunction } from 
 import type { Logger } from '../logger.ts';
 import { callerOf, keyIssue } from '../idempotency/idempotency-key.ts';
 import { runOnce } from '../idempotency/idempotent-call.ts';
+import { noteOrganization } from './request-span.ts';
 
 export interface CallRequest {
   requestId: string;
@@ -65,6 +66,7 @@ export async function invoke<Answer, Extra extends object = {}>(call: Call<Answe
   const issue = keyIssue(key);
   validateInput(procedure.name, input, issue ? [...(call.refused ?? []), issue] : call.refused);
   const { tenant, row } = await enforceAccess(procedure.access, input, request.principal, services);
+  noteOrganization(tenant?.organizationId);
   if (!call.run) throw new ApiError('NOT_IMPLEMENTED');
   const run = call.run;
   const ctx = { requestId: request.requestId, log: request.log, ip: request.ip, principal: request.principal, services, tenant, row, ...call.extra } as Context<unknown> & Extra;

@@ -10,7 +10,7 @@
  * the SQL text), so what reaches an exporter never holds a token, a password, a signed URL or a
  * document's text.
  */
-import { context, INVALID_SPAN_CONTEXT, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span, type SpanOptions } from '@opentelemetry/api';
+import { context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanOptions } from '@opentelemetry/api';
 
 export { SpanKind } from '@opentelemetry/api';
 export type { Attributes, Link, Span } from '@opentelemetry/api';
@@ -30,7 +30,8 @@ export function tracingOn(): boolean {
  * reads them (OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER, an OTLP endpoint).
  */
 export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
-  if (env.OTEL_SDK_DISABLED === 'true') return false;
+  // As the SDK reads a boolean: trimmed, any case.
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false;
   const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
     .split(',')
     .map((name) => name.trim())
@@ -41,7 +42,12 @@ export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
 }
 
 export interface Tracing {
-  /** Exports what is still buffered, then stops. */
+  /** Exports what the batch processor holds now (tests, and a process about to wait). */
+  flush(): Promise<void>;
+  /**
+   * Exports what is still buffered, then stops, and unregisters the SDK from the API (tracer,
+   * context manager, propagator): the process is as if tracing had never started.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -49,10 +55,12 @@ export interface Tracing {
  * Starts the Node SDK when the environment configures an exporter, else does nothing (null).
  * `serviceName` is the process's role (workspace-api, workspace-api-worker, workspace-api-ai)
  * unless OTEL_SERVICE_NAME names one. Metrics and logs stay with Prometheus and pino unless their
- * own OTEL_*_EXPORTER asks otherwise.
+ * own OTEL_*_EXPORTER asks otherwise. The SDK reads the OTEL_* variables of `process.env` itself
+ * (`env` only decides whether to start it), including OTEL_TRACES_SAMPLER and OTEL_BSP_*.
  */
 export async function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): Promise<Tracing | null> {
   if (!tracingConfigured(env)) return null;
+  if (tracing) throw new Error('tracing is already started in this process');
   env.OTEL_METRICS_EXPORTER ??= 'none';
   env.OTEL_LOGS_EXPORTER ??= 'none';
   const { NodeSDK } = await import('@opentelemetry/sdk-node');
@@ -60,11 +68,53 @@ export async function startTracing(serviceName: string, env: NodeJS.ProcessEnv =
   sdk.start();
   tracing = true;
   return {
+    async flush() {
+      // The API's global provider is a proxy; the SDK's provider behind it buffers the spans.
+      const provider = trace.getTracerProvider() as { getDelegate?(): { forceFlush?(): Promise<void> } };
+      await provider.getDelegate?.().forceFlush?.();
+    },
     async shutdown() {
       tracing = false;
-      await sdk.shutdown();
+      try {
+        await sdk.shutdown();
+      } finally {
+        trace.disable();
+        context.disable();
+        propagation.disable();
+      }
     },
   };
+}
+
+/**
+ * The OTEL_* variables a child process of `serve` (the job worker, the AI service) gets, so that
+ * it starts an SDK of its own exporting where its parent does. Each process is its own service:
+ * when OTEL_SERVICE_NAME names the parent, the child is that name with its role appended
+ * (`acme-api-worker`); otherwise the child takes its default role name.
+ */
+export function childTracingEnvironment(parent: NodeJS.ProcessEnv, role: 'worker' | 'ai'): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parent)) if (name.startsWith('OTEL_') && value !== undefined) env[name] = value;
+  if (parent.OTEL_SERVICE_NAME) env.OTEL_SERVICE_NAME = `${parent.OTEL_SERVICE_NAME}-${role}`;
+  return env;
+}
+
+/**
+ * The `traceresponse` header's value for `span` (W3C Trace Context Level 2, draft): version 00,
+ * the trace id, the span id and the trace flags, as in `traceparent`.
+ */
+export function traceResponse(span: Span): string {
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return `00-${traceId}-${spanId}-${traceFlags.toString(16).padStart(2, '0')}`;
+}
+
+/** The ids a log line written inside `span` carries (pino's mixin, src/logger.ts); none while tracing is off. */
+export function logIds(): { trace_id: string; span_id: string } | undefined {
+  if (!tracing) return undefined;
+  const span = trace.getActiveSpan();
+  if (!span) return undefined;
+  const { traceId, spanId } = span.spanContext();
+  return traceId === INVALID_SPAN_CONTEXT.traceId ? undefined : { trace_id: traceId, span_id: spanId };
 }
 
 /** A span that records nothing: what `inSpan` hands its function while tracing is off. */

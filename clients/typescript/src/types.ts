@@ -3816,6 +3816,7 @@ export interface components {
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3844,6 +3845,7 @@ export interface components {
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -3854,6 +3856,7 @@ export interface components {
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3866,6 +3869,7 @@ export interface components {
         ForbiddenOrLimitReached: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3878,6 +3882,7 @@ export interface components {
         NotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3891,6 +3896,7 @@ export interface components {
             headers: {
                 Allow: components["headers"]["Allow"];
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3903,6 +3909,7 @@ export interface components {
         Conflict: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3915,6 +3922,7 @@ export interface components {
         PreconditionFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3927,6 +3935,7 @@ export interface components {
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -3940,6 +3949,7 @@ export interface components {
         RequestTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -3951,6 +3961,7 @@ export interface components {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3964,6 +3975,7 @@ export interface components {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3976,6 +3988,7 @@ export interface components {
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -3988,6 +4001,7 @@ export interface components {
         IdempotencyConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -4008,6 +4022,7 @@ export interface components {
         IdempotentForbiddenOrLimitReached: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -4021,6 +4036,7 @@ export interface components {
         IdempotentNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -4034,6 +4050,7 @@ export interface components {
         IdempotentPreconditionFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -4048,6 +4065,7 @@ export interface components {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 "set-auth-token": components["headers"]["SetAuthToken"];
                 "Set-Cookie": components["headers"]["SetSessionCookie"];
                 [name: string]: unknown;
@@ -4068,6 +4086,7 @@ export interface components {
         UploadBadPath: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -4094,6 +4113,7 @@ export interface components {
         UploadInvalidSignature: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -4111,6 +4131,7 @@ export interface components {
         UploadNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -4133,6 +4154,7 @@ export interface components {
                  */
                 Allow: "GET, HEAD, PUT";
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -4150,6 +4172,7 @@ export interface components {
         UploadInternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                traceresponse: components["headers"]["TraceResponse"];
                 [name: string]: unknown;
             };
             content: {
@@ -4188,6 +4211,11 @@ export interface components {
          * @example 3f6c1a9e-7b2d-4c1e-9a4f-2d8b6e0c5a17
          */
         RequestId: string;
+        /**
+         * @description The trace this request's handling was recorded in, when the deployment traces requests (OpenTelemetry; absent otherwise): `00-<trace id>-<span id>-<flags>`, the W3C Trace Context Level 2 `traceresponse` header (a draft), naming the server's span of the request. Quote the trace id when reporting a problem, beside `X-Request-Id`. Unless the deployment trusts its callers, a `traceparent` sent with the request does not choose the trace: the request starts a new one, linked to the caller's span.
+         * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+         */
+        TraceResponse: string;
         /**
          * @description Seconds to wait before trying again: on a 429, until the limiter's window frees a slot; on a 503, a few seconds (5).
          * @example 42
@@ -4237,6 +4265,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4271,6 +4300,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4308,6 +4338,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4320,6 +4351,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4386,6 +4418,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -4399,6 +4432,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4432,6 +4466,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4474,6 +4509,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4527,6 +4563,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4539,6 +4576,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4610,6 +4648,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4622,6 +4661,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4686,6 +4726,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4698,6 +4739,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4761,6 +4803,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4773,6 +4816,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4836,6 +4880,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -4849,6 +4894,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4886,6 +4932,7 @@ export interface operations {
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -4932,6 +4979,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -4944,6 +4992,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5008,6 +5057,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5020,6 +5070,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5088,6 +5139,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5110,6 +5162,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5188,6 +5241,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5200,6 +5254,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5269,6 +5324,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5281,6 +5337,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5348,6 +5405,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -5361,6 +5419,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5436,6 +5495,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5448,6 +5508,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5512,6 +5573,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5529,6 +5591,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5598,6 +5661,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -5628,6 +5692,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5694,6 +5759,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5706,6 +5772,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5776,6 +5843,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5788,6 +5856,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5880,6 +5949,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -5962,6 +6032,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6072,6 +6143,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6107,6 +6179,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6173,6 +6246,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -6205,6 +6279,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6268,6 +6343,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6302,6 +6378,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6366,6 +6443,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6403,6 +6481,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6473,6 +6552,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -6508,6 +6588,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6545,6 +6626,7 @@ export interface operations {
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -6595,6 +6677,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6607,6 +6690,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6675,6 +6759,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6687,6 +6772,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6753,6 +6839,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6765,6 +6852,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6824,6 +6912,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6871,6 +6960,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6883,6 +6973,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6946,6 +7037,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -6958,6 +7050,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7031,6 +7124,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7043,6 +7137,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7098,6 +7193,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     "set-auth-token": components["headers"]["SetAuthToken"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7157,6 +7253,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     /**
                      * @description The size of the stored bytes.
                      * @example 482133
@@ -7277,6 +7374,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7285,6 +7383,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7305,6 +7404,7 @@ export interface operations {
             411: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7322,6 +7422,7 @@ export interface operations {
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7379,6 +7480,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     /**
                      * @description The size of the stored bytes.
                      * @example 482133
@@ -7397,6 +7499,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7405,6 +7508,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7413,6 +7517,7 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7422,6 +7527,7 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    traceresponse: components["headers"]["TraceResponse"];
                     [name: string]: unknown;
                 };
                 content?: never;

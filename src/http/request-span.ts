@@ -1,0 +1,99 @@
+/**
+ * One SERVER span per request (issue 41; docs/observability.md), active while the request is
+ * handled, so that what runs for it (the session lookup, the access check, the handler's
+ * transactions, storage and AI calls, jobs.create) makes its spans under it. Named by the
+ * procedure or identity route the transports resolved (`documents.search`,
+ * `auth.organization.create`), never by the raw path, which holds ids and tokens; other routes by
+ * their template (`GET /healthz`), anything unrouted `http.unmatched`. An event stream's span ends
+ * with its response.
+ *
+ * A client's `traceparent` and `tracestate` (W3C Trace Context) are not trusted by default: the
+ * request starts a new trace and keeps the client's span as a link. TRACE_TRUST_INCOMING continues
+ * the client's trace. Every response names its span in `traceresponse` (W3C Trace Context Level 2,
+ * draft). While tracing is off, this is one check per request: no span, no header.
+ */
+import { context, createContextKey, isSpanContextValid, propagation, trace, SpanStatusCode, type Context } from '@opentelemetry/api';
+import type { Request, RequestHandler, Response } from 'express';
+import { authRoutes } from '../../generated/auth-routes.ts';
+import { procedures } from '../../generated/procedures.ts';
+import { NEW_TRACE, SpanKind, traceResponse, tracer, tracingOn, type Link, type Span } from '../telemetry/tracing.ts';
+
+/** The name of a request's span when no route took it (a 404, or a refusal before routing). */
+export const UNMATCHED = 'http.unmatched';
+
+const REQUEST_SPAN = createContextKey('workspace-api request span');
+
+export function requestSpans(options: { trustIncoming: boolean }): RequestHandler {
+  return (req, res, next) => {
+    if (!tracingOn()) {
+      next();
+      return;
+    }
+    const incoming = propagation.extract(NEW_TRACE, req.headers);
+    const remote = trace.getSpanContext(incoming);
+    const parent: Context = options.trustIncoming ? incoming : NEW_TRACE;
+    const links: Link[] = !options.trustIncoming && remote && isSpanContextValid(remote) ? [{ context: remote }] : [];
+    const span = tracer.startSpan(UNMATCHED, { kind: SpanKind.SERVER, links, attributes: { 'http.request.method': req.method, 'app.request.id': req.id } }, parent);
+    res.setHeader('traceresponse', traceResponse(span));
+    const active = trace.setSpan(parent, span).setValue(REQUEST_SPAN, span);
+    // Listeners of the request and response (the body reader's, the access log's) run in the
+    // request's context, not in that of the socket that emits their events.
+    context.bind(active, req);
+    context.bind(active, res);
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      finish(span, req, res);
+    };
+    res.once('finish', end);
+    res.once('close', end);
+    context.with(active, next);
+  };
+}
+
+/**
+ * The organization the access layer resolved for the request being handled (procedure-call.ts),
+ * on its span. Does nothing outside a traced request.
+ */
+export function noteOrganization(organizationId: string | undefined): void {
+  if (organizationId === undefined || !tracingOn()) return;
+  const span = context.active().getValue(REQUEST_SPAN) as Span | undefined;
+  span?.setAttribute('app.organization.id', organizationId);
+}
+
+/** Names the span after what answered, and records the answer's status. */
+function finish(span: Span, req: Request, res: Response): void {
+  const { name, route } = routeOf(req, res);
+  span.updateName(name);
+  if (route !== undefined) span.setAttribute('http.route', route);
+  const status = res.statusCode;
+  span.setAttribute('http.response.status_code', status);
+  // Server spans: a 4xx is the client's doing, not a failure of the service (OpenTelemetry's HTTP conventions).
+  if (status >= 500) {
+    span.setAttribute('error.type', String(status));
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
+}
+
+const RPC = '/rpc';
+
+/** The procedure or identity route the transports named (`res.locals.procedure`), and its template path. */
+function routeOf(req: Request, res: Response): { name: string; route?: string } {
+  const procedure: unknown = res.locals.procedure;
+  if (typeof procedure === 'string') {
+    if (req.originalUrl.startsWith(`${RPC}/`)) return { name: procedure, route: `${RPC}/${procedure.replace(/\./g, '/')}` };
+    const rest = (procedures as Record<string, { path: string } | undefined>)[procedure];
+    if (rest) return { name: procedure, route: `/api/v1${rest.path}` };
+    const identity = (authRoutes as Record<string, { path: string } | undefined>)[procedure];
+    return identity ? { name: procedure, route: `/api/auth${identity.path}` } : { name: procedure };
+  }
+  // Express's own routes (/healthz, an upload address) by their template, which holds no token.
+  const template = (req.route as { path?: unknown } | undefined)?.path;
+  if (typeof template === 'string') {
+    const route = `${req.baseUrl}${template}`;
+    return { name: `${req.method} ${route}`, route };
+  }
+  return { name: UNMATCHED };
+}
