@@ -15,8 +15,12 @@ import { context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, SpanStatusCod
 export { SpanKind } from '@opentelemetry/api';
 export type { Attributes, Link, Span } from '@opentelemetry/api';
 
-/** The tracer of every span the service makes; a no-op until startTracing registers the SDK. */
-export const tracer = trace.getTracer('workspace-api');
+/**
+ * The tracer of every span the service makes; a no-op until startTracing registers the SDK. A live
+ * binding, taken again at each start: a tracer taken before a shutdown stays tied to the SDK that
+ * was shut down (test files share worker processes, each starting tracing anew).
+ */
+export let tracer = trace.getTracer('workspace-api');
 
 let tracing = false;
 
@@ -66,6 +70,7 @@ export async function startTracing(serviceName: string, env: NodeJS.ProcessEnv =
   const { NodeSDK } = await import('@opentelemetry/sdk-node');
   const sdk = new NodeSDK({ serviceName: env.OTEL_SERVICE_NAME || serviceName, instrumentations: [] });
   sdk.start();
+  tracer = trace.getTracer('workspace-api');
   tracing = true;
   return {
     async flush() {
@@ -122,7 +127,7 @@ const NOT_RECORDING = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /**
  * Runs `fn` in a new active span named `name`, ending it when `fn` settles; a throw marks the span
- * as an error (its exception's type and message only). While tracing is off, `fn` runs as it is.
+ * as an error (failed). While tracing is off, `fn` runs as it is.
  */
 export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>, parent?: Context): Promise<T> {
   if (!tracing) return fn(NOT_RECORDING);
@@ -138,10 +143,17 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
   });
 }
 
-/** Marks `span` as failed by `error`: its type and message, never its stack's data. */
+/**
+ * Marks `span` as failed by `error`: its type and its code (a SQLSTATE, a Node error code, the
+ * contract's error code), never its message, which may quote what it failed on (PostgreSQL's
+ * quote a statement's parameter; a parser's, the document).
+ */
 export function failed(span: Span, error: unknown): void {
-  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-  span.setAttribute('error.type', error instanceof Error ? error.name : typeof error);
+  const type = error instanceof Error ? error.name : typeof error;
+  const code = (error as { code?: unknown } | null)?.code;
+  const described = typeof code === 'string' || typeof code === 'number' ? `${type} ${code}` : type;
+  span.setStatus({ code: SpanStatusCode.ERROR, message: described });
+  span.setAttribute('error.type', described);
 }
 
 /** The context with no span in it: a new trace starts there (a job's run, an untrusted caller). */
