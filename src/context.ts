@@ -15,6 +15,7 @@ import type { PlanLookup } from './credits/plans.ts';
 import type { StorageDriver } from './storage/driver.ts';
 import type { AiClient } from './ai-service/client.ts';
 import type { JobQueue } from './jobs/queue.ts';
+import type { JobMetrics } from './telemetry/job-metrics.ts';
 import type { JobLifecycle } from './jobs/lifecycle.ts';
 import type { JobStreams } from './jobs/job-streams.ts';
 import type { StripeClient } from './billing/stripe-client.ts';
@@ -73,6 +74,8 @@ export interface Services {
   queue: JobQueue;
   /** Every change of a job's state (jobs/lifecycle.ts); wakes workers and streams once committed. */
   jobs: JobLifecycle;
+  /** The jobs' queue-wait and run-time histograms: the worker records them, the app's /metrics serves them. */
+  jobMetrics: JobMetrics;
   /** What the open jobs.stream connections share: the event reader, the per-user cap, the revocation watcher. */
   streams: JobStreams;
   /** The Stripe client, made on first use (billing routes answer 412 before asking when billing is off). */

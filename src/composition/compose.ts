@@ -72,6 +72,7 @@ export async function compose(options: ComposeOptions & { role?: 'api' | 'worker
           startWorker({
             queue: services.queue,
             jobs: services.jobs,
+            metrics: services.jobMetrics,
             sql: db.sql,
             storage: services.storage,
             ai: services.ai,

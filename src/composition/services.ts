@@ -23,6 +23,7 @@ import { jobEventBus } from '../jobs/event-bus.ts';
 import { jobLifecycle } from '../jobs/lifecycle.ts';
 import { jobStreams } from '../jobs/job-streams.ts';
 import { createStorageDriver } from '../storage/create-driver.ts';
+import { createJobMetrics } from '../telemetry/job-metrics.ts';
 import { stripeClient } from '../billing/stripe-client.ts';
 import { resourceRegistry } from './resources.ts';
 
@@ -84,6 +85,7 @@ export function createServices(options: ServiceOptions): { services: Services; l
     ai: overrides.ai ?? createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }),
     queue,
     jobs: jobLifecycle({ sql: db.sql, queue, events }),
+    jobMetrics: createJobMetrics(),
     streams: jobStreams({ db, logger, events, pollMs: overrides.streamTiming?.pollMs }),
   };
   return { services, limit };

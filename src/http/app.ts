@@ -61,7 +61,7 @@ export function buildHttpApp(options: HttpAppOptions): Express {
   app.locals.validateResponses = config.validateResponses;
 
   // A registry per app, not prom-client's global one: tests build many apps in one process.
-  const metrics = createMetrics({ sql: db.sql, logger });
+  const metrics = createMetrics({ sql: db.sql, logger, jobs: services.jobMetrics });
   // First: any answer, from anywhere below, sent before its request's body was read closes the
   // connection only after reading the rest (lingering-close.ts).
   app.use(lingeringClose());

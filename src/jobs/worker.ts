@@ -13,7 +13,7 @@
  */
 import type { Logger } from '../logger.ts';
 import { failed, inSpan, NEW_TRACE, setAttributes, SpanKind, tracingOn, type Span } from '../telemetry/tracing.ts';
-import { jobMetricsOf } from '../telemetry/job-metrics.ts';
+import type { JobMetrics } from '../telemetry/job-metrics.ts';
 import { AiServiceError, forRun } from '../ai-service/client.ts';
 import { isRetryable, readableMessage } from './failure-message.ts';
 import { pendingBackgroundMigrations, runSlice } from './background-migrations.ts';
@@ -29,6 +29,8 @@ export interface WorkerOptions extends KindDeps {
   queue: JobQueue;
   /** Every change of a job's state goes through it (and wakes the streams once committed). */
   jobs: JobLifecycle;
+  /** Its runs' queue wait and run time (telemetry/job-metrics.ts). */
+  metrics: JobMetrics;
   logger: Logger;
   concurrency: number;
   /** Jobs each of the `concurrency` workers fetches and runs at once (queue.ts, Batches); 1 by default. */
@@ -100,7 +102,7 @@ async function run(options: WorkerOptions, delivery: Delivery, span: Span): Prom
     log.info({ deferSeconds: UNKNOWN_KIND_DEFER_SECONDS }, 'job of a kind this release does not know: left to a newer worker');
     return;
   }
-  const metrics = jobMetricsOf(options.sql);
+  const { metrics } = options;
   metrics.waited(job.kind, job.organizationId, delivery.waitSeconds);
   const started = performance.now();
   try {

@@ -7,10 +7,9 @@
  * - `workspace_api_job_run_seconds{kind,organization}`: one run of the kind, whatever its end
  *   (succeeded, failed, to be retried, its slice over).
  *
- * The worker and the app meet at the database client they share (the composition root gives both
- * the same one), so the histograms are kept per client, never in prom-client's global registry:
- * tests run many apps, each on a database of its own, in one process. A worker without an app in
- * its process (`worker`) records them where nothing scrapes: one map entry per kind and organization.
+ * One set per service (composition/services.ts), given to its worker and to its app's registry,
+ * never prom-client's global one: tests run many apps in one process. A worker without an app in
+ * its process (`worker`) records them where nothing scrapes: one entry per kind and organization.
  *
  * No exemplars (trace ids on buckets): prom-client writes them only in an OpenMetrics registry and
  * throws when a metric with exemplars joins a Prometheus one, while /metrics serves the Prometheus
@@ -30,19 +29,7 @@ export interface JobMetrics {
   readonly histograms: readonly Histogram<(typeof labelNames)[number]>[];
 }
 
-const byClient = new WeakMap<object, JobMetrics>();
-
-/** The job histograms of the database client `sql`, made on first use. */
-export function jobMetricsOf(sql: object): JobMetrics {
-  let metrics = byClient.get(sql);
-  if (!metrics) {
-    metrics = createJobMetrics();
-    byClient.set(sql, metrics);
-  }
-  return metrics;
-}
-
-function createJobMetrics(): JobMetrics {
+export function createJobMetrics(): JobMetrics {
   // Registered by the registries that serve them (metrics.ts), not here.
   const wait = new Histogram({
     name: 'workspace_api_job_queue_wait_seconds',

@@ -16,7 +16,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../db/db.ts';
 import type { Logger } from '../logger.ts';
 import { queueStats } from '../jobs/queue-stats.ts';
-import { jobMetricsOf } from './job-metrics.ts';
+import type { JobMetrics } from './job-metrics.ts';
 import { version } from '../version.ts';
 
 export interface Metrics {
@@ -27,7 +27,7 @@ export interface Metrics {
   readonly contentType: string;
 }
 
-export function createMetrics(options: { sql: Db; logger: Logger }): Metrics {
+export function createMetrics(options: { sql: Db; logger: Logger; jobs: JobMetrics }): Metrics {
   const registry = new Registry();
   const labelNames = ['procedure', 'status'] as const;
   const requests = new Counter({ name: 'workspace_api_requests_total', help: 'Calls of procedures and identity routes, by name and status sent.', labelNames, registers: [registry] });
@@ -43,7 +43,7 @@ export function createMetrics(options: { sql: Db; logger: Logger }): Metrics {
   const running = gauge('workspace_api_queue_running', 'Jobs running (read at scrape time).');
   const failed = gauge('workspace_api_queue_failed', 'Jobs that failed for good (read at scrape time).');
   const databaseUp = gauge('workspace_api_database_up', '1 when the scrape could read the database, else 0.');
-  for (const histogram of jobMetricsOf(options.sql).histograms) registry.registerMetric(histogram);
+  for (const histogram of options.jobs.histograms) registry.registerMetric(histogram);
   new Gauge({ name: 'workspace_api_info', help: 'The service version; always 1.', labelNames: ['version'], registers: [registry] }).set({ version }, 1);
 
   return {
