@@ -410,6 +410,8 @@ export interface DatabaseSettings {
   poolMode: PoolMode;
   /** DATABASE_DIRECT_URL: the server itself, for what needs a session (migrations, LISTEN); undefined: DATABASE_URL. */
   directUrl: string | undefined;
+  /** DB_TRACE_QUERY_TEXT: db.query spans carry the statement's text, never its values (db/query-spans.ts). */
+  traceQueryText?: boolean;
 }
 
 export type PoolMode = 'session' | 'transaction';
@@ -438,5 +440,6 @@ function databaseSettings(settings: Settings, environment: string): DatabaseSett
     jobDeadlineMs: settings.DB_JOB_DEADLINE_MS,
     poolMode,
     directUrl: settings.DATABASE_URL !== undefined ? settings.DATABASE_DIRECT_URL : undefined,
+    traceQueryText: settings.DB_TRACE_QUERY_TEXT,
   };
 }

@@ -111,6 +111,12 @@ export const configSchema = {
       default: 60000,
       description: "The same deadline for the job worker's database calls (each statement is still bounded by `DB_STATEMENT_TIMEOUT_MS`); 0 turns it off. Migrations have none.",
     },
+    DB_TRACE_QUERY_TEXT: {
+      type: 'boolean',
+      default: false,
+      description:
+        'While tracing is on ([observability.md](observability.md)), each `db.query` span also carries the statement as the code wrote it (`db.query.text`), with `$1`, `$2`... where the values go (never the values), up to 2 KB. Off by default: the spans name the operation only.',
+    },
     PUBLIC_URL: {
       type: 'string',
       format: 'http-url',
