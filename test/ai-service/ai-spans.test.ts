@@ -1,77 +1,18 @@
 /**
- * The AI service's spans (issue 41; docs/ai-service.md "Traces"), as an exporter sends them: an
- * OTLP/HTTP receiver in this file decodes what the Node SDK (started here as the AI process starts
- * it) exports, and the requests carry a traceparent made up here. The tests wait for spans to
- * arrive and for the service's counters, never on the clock.
+ * The AI service's spans (issue 41; docs/ai-service.md "Traces"), as an exporter sends them: the
+ * tests' OTLP/HTTP receiver (test/support/otlp-receiver.ts) decodes what the Node SDK (started here
+ * as the AI process starts it) exports, and the requests carry a traceparent made up here. The
+ * tests wait for spans to arrive and for the service's counters, never on the clock.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAiService, type AiService } from '../../src/ai-service/server.ts';
 import { startTracing, type Tracing } from '../../src/telemetry/tracing.ts';
+import { descendantsOf, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 import { fixture, logger, settings } from './support.ts';
 
-/** A span as OTLP/JSON has it (opentelemetry-proto, trace.proto), attributes made plain. */
-interface ExportedSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  kind: number;
-  attributes: Record<string, unknown>;
-  events: { name: string; attributes: Record<string, unknown> }[];
-  links: { traceId: string; spanId: string }[];
-  status: { code?: number; message?: string };
-}
-
-type AnyValue = { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean; arrayValue?: { values?: AnyValue[] } };
-type KeyValue = { key: string; value: AnyValue };
+/** OTLP's numbering (opentelemetry-proto, trace.proto). */
 const SPAN_KIND_SERVER = 2;
 const STATUS_CODE_ERROR = 2;
-
-function plain(value: AnyValue): unknown {
-  if (value.stringValue !== undefined) return value.stringValue;
-  if (value.intValue !== undefined) return Number(value.intValue);
-  if (value.doubleValue !== undefined) return value.doubleValue;
-  if (value.boolValue !== undefined) return value.boolValue;
-  return (value.arrayValue?.values ?? []).map(plain);
-}
-
-const attributesOf = (list: KeyValue[] | undefined) => Object.fromEntries((list ?? []).map(({ key, value }) => [key, plain(value)]));
-
-/** A local OTLP/HTTP receiver: every span POSTed to /v1/traces, in arrival order. */
-async function startReceiver(): Promise<{ url: string; spans: ExportedSpan[]; server: Server }> {
-  const spans: ExportedSpan[] = [];
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      const body = JSON.parse((request.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8'));
-      for (const resource of body.resourceSpans ?? []) {
-        for (const scope of resource.scopeSpans ?? []) {
-          for (const span of scope.spans ?? []) {
-            spans.push({
-              traceId: span.traceId,
-              spanId: span.spanId,
-              parentSpanId: span.parentSpanId ?? '',
-              name: span.name,
-              kind: span.kind,
-              attributes: attributesOf(span.attributes),
-              events: (span.events ?? []).map((event: { name: string; attributes?: KeyValue[] }) => ({ name: event.name, attributes: attributesOf(event.attributes) })),
-              links: (span.links ?? []).map((link: { traceId: string; spanId: string }) => ({ traceId: link.traceId, spanId: link.spanId })),
-              status: span.status ?? {},
-            });
-          }
-        }
-      }
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, server };
-}
 
 /** The caller's span: a made-up trace id and parent span id per test, sampled. */
 const caller = (n: number) => ({ traceId: `4bf92f3577b34da6a3ce929d0e0e${String(n).padStart(4, '0')}`, spanId: `00f067aa0ba9${String(n).padStart(4, '0')}` });
@@ -83,20 +24,14 @@ const SLOW_HTML = Buffer.from(`<html><body>${'<p>Minutes of the <b>allotment</b>
 const textsOf = (who: string) => Array.from({ length: 6 }, (_, index) => `${who} confidential memo number ${index} about the harbour lease`);
 
 describe('the AI service traces', () => {
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: OtlpReceiver;
   let tracing: Tracing | null;
   let service: AiService;
 
   beforeAll(async () => {
-    receiver = await startReceiver();
+    receiver = await startOtlpReceiver();
     // The SDK reads the standard variables from process.env when it starts; they are put back at once.
-    const variables = {
-      OTEL_TRACES_EXPORTER: 'otlp',
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`,
-      OTEL_METRICS_EXPORTER: 'none',
-      OTEL_LOGS_EXPORTER: 'none',
-    };
+    const variables = { ...receiver.env, OTEL_TRACES_EXPORTER: 'otlp', OTEL_METRICS_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none' };
     const before = Object.fromEntries(Object.keys(variables).map((name) => [name, process.env[name]]));
     Object.assign(process.env, variables);
     try {
@@ -116,35 +51,28 @@ describe('the AI service traces', () => {
     await service?.close();
     // Exports the rest and unregisters the SDK: the next file in this worker process starts without it.
     await tracing?.shutdown();
-    await new Promise((resolve) => receiver?.server.close(resolve));
+    await receiver?.close();
   });
 
   /** The spans of the caller's trace `n` once `ready` holds for them (exported, so ended); bounded so a bug fails. */
-  async function traceOf(n: number, ready: (spans: ExportedSpan[]) => boolean): Promise<ExportedSpan[]> {
-    for (let tries = 0; tries < 500; tries += 1) {
-      await tracing!.flush();
-      const spans = receiver.spans.filter((span) => span.traceId === caller(n).traceId);
-      if (ready(spans)) return spans;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+  async function traceOf(n: number, ready: (spans: ReceivedSpan[]) => boolean): Promise<ReceivedSpan[]> {
+    const ofTrace = (spans: ReceivedSpan[]) => spans.filter((span) => span.traceId === caller(n).traceId);
+    await tracing!.flush();
+    try {
+      return ofTrace(await receiver.until((spans) => ready(ofTrace(spans))));
+    } catch (error) {
+      throw new Error(`trace ${n} never came (${(error as Error).message})`, { cause: error });
     }
-    throw new Error(`trace ${n} never came: ${JSON.stringify(receiver.spans.map((span) => span.name))}`);
   }
 
-  const serverSpan = (spans: ExportedSpan[]) => spans.find((span) => span.kind === SPAN_KIND_SERVER);
-  const hasServerSpan = (spans: ExportedSpan[]) => serverSpan(spans) !== undefined;
+  const serverSpan = (spans: ReceivedSpan[]) => spans.find((span) => span.kind === SPAN_KIND_SERVER);
+  const hasServerSpan = (spans: ReceivedSpan[]) => serverSpan(spans) !== undefined;
 
   /** The spans under `root` (any depth) named `name`. */
-  function descendants(spans: ExportedSpan[], root: ExportedSpan, name: string): ExportedSpan[] {
-    const byId = new Map(spans.map((span) => [span.spanId, span]));
-    const under = (span: ExportedSpan): boolean => {
-      for (let parent = byId.get(span.parentSpanId); parent; parent = byId.get(parent.parentSpanId)) if (parent === root) return true;
-      return false;
-    };
-    return spans.filter((span) => span.name === name && under(span));
-  }
+  const descendants = (spans: ReceivedSpan[], root: ReceivedSpan, name: string) => descendantsOf(spans, root).filter((span) => span.name === name);
 
   /** No attribute (of a span or of its events) holds any of `secrets`. */
-  function expectNoneHolds(spans: ExportedSpan[], secrets: string[]): void {
+  function expectNoneHolds(spans: ReceivedSpan[], secrets: string[]): void {
     const values = spans.flatMap((span) => [...Object.values(span.attributes), ...span.events.flatMap((event) => Object.values(event.attributes)), span.status.message ?? '']).map(String);
     for (const secret of secrets) expect(values.filter((value) => value.includes(secret))).toEqual([]);
   }

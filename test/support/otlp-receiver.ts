@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 
 export interface ReceivedSpan {
   service: string;
@@ -17,7 +18,9 @@ export interface ReceivedSpan {
   startNs: bigint;
   endNs: bigint;
   attributes: Record<string, unknown>;
-  links: { traceId: string; spanId: string }[];
+  /** A link's attributes are there only when it has some (job.link on a job run's links). */
+  links: { traceId: string; spanId: string; attributes?: Record<string, unknown> }[];
+  events: { name: string; attributes: Record<string, unknown> }[];
   status: { code?: number; message?: string };
 }
 
@@ -26,7 +29,7 @@ export interface OtlpReceiver {
   /** The variables that make the Node SDK export every span here, promptly. */
   env: Record<string, string>;
   spans: ReceivedSpan[];
-  /** Every request body as it came: to check what never reaches an exporter. */
+  /** Every request body as it came (unzipped, if gzipped): to check what never reaches an exporter. */
   raw: string[];
   /** Waits until `predicate` holds for the spans received so far (polling), and answers them. */
   until(predicate: (spans: ReceivedSpan[]) => boolean, timeoutMs?: number): Promise<ReceivedSpan[]>;
@@ -44,7 +47,8 @@ interface OtlpSpan {
   startTimeUnixNano: string;
   endTimeUnixNano: string;
   attributes?: OtlpAttribute[];
-  links?: { traceId: string; spanId: string }[];
+  links?: { traceId: string; spanId: string; attributes?: OtlpAttribute[] }[];
+  events?: { name: string; attributes?: OtlpAttribute[] }[];
   status?: { code?: number; message?: string };
 }
 interface OtlpExport {
@@ -71,7 +75,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
+      const bytes = Buffer.concat(chunks);
+      // OTEL_EXPORTER_OTLP_COMPRESSION=gzip, should the environment ask for it.
+      const body = (request.headers['content-encoding'] === 'gzip' ? gunzipSync(bytes) : bytes).toString('utf8');
       raw.push(body);
       if (request.url === '/v1/traces') {
         const exported = JSON.parse(body) as OtlpExport;
@@ -90,7 +96,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
                 startNs: BigInt(span.startTimeUnixNano),
                 endNs: BigInt(span.endTimeUnixNano),
                 attributes: attributesOf(span.attributes),
-                links: (span.links ?? []).map((link) => ({ traceId: link.traceId, spanId: link.spanId })),
+                links: (span.links ?? []).map((link) => ({
+                  traceId: link.traceId,
+                  spanId: link.spanId,
+                  ...(link.attributes?.length ? { attributes: attributesOf(link.attributes) } : {}),
+                })),
+                events: (span.events ?? []).map((event) => ({ name: event.name, attributes: attributesOf(event.attributes) })),
                 status: span.status ?? {},
               });
         }

@@ -8,10 +8,7 @@
  * reaches the exporter.
  */
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
@@ -28,63 +25,26 @@ import { LocalDriver } from '../../src/storage/local-driver.ts';
 import { S3Driver } from '../../src/storage/s3-driver.ts';
 import { startTracing, tracer, type Tracing } from '../../src/telemetry/tracing.ts';
 import { createTestDatabase } from '../support/database.ts';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 import { s3Settings, startS3rver, stopS3rver, type RunningS3rver } from '../support/s3.ts';
 import { startStripeStandIn, type StripeStandIn } from '../support/stripe-stand-in.ts';
 
-// --- A receiver of OTLP/HTTP JSON ---------------------------------------------------------------
-
-interface Received {
-  traceId: string;
-  spanId: string;
-  parentSpanId: string | undefined;
-  name: string;
-  attributes: Record<string, unknown>;
-  status: { code?: number; message?: string };
-}
-
-type OtlpValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
-type OtlpAttributes = { key: string; value: OtlpValue }[] | undefined;
-interface OtlpExport {
-  resourceSpans?: {
-    scopeSpans?: {
-      spans?: { traceId: string; spanId: string; parentSpanId?: string; name: string; attributes?: OtlpAttributes; status?: Received['status'] }[];
-    }[];
-  }[];
-}
-
-const valueOf = (value: OtlpValue): unknown => value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.boolValue ?? value.doubleValue));
-const attributesOf = (attributes: OtlpAttributes) => Object.fromEntries((attributes ?? []).map(({ key, value }) => [key, valueOf(value)]));
+// --- A receiver of OTLP/HTTP JSON (test/support/otlp-receiver.ts) ------------------------------
 
 /** Every span the exporter posted to /v1/traces, and every body as it came (to search for what must not be there). */
-const spans: Received[] = [];
-const bodies: string[] = [];
-const receiver = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    const body = Buffer.concat(chunks).toString('utf8');
-    bodies.push(body);
-    if (request.method === 'POST' && request.url === '/v1/traces') {
-      const exported = JSON.parse(body) as OtlpExport;
-      for (const resource of exported.resourceSpans ?? [])
-        for (const scope of resource.scopeSpans ?? [])
-          for (const span of scope.spans ?? []) spans.push({ ...span, parentSpanId: span.parentSpanId || undefined, attributes: attributesOf(span.attributes), status: span.status ?? {} });
-    }
-    response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-});
+let receiver: OtlpReceiver;
 
 /** Sends what the SDK's batch processor holds now; answers every span received so far. */
-async function exported(): Promise<Received[]> {
+async function exported(): Promise<ReceivedSpan[]> {
   const provider = trace.getTracerProvider() as { getDelegate?(): { forceFlush?(): Promise<void> } };
   await provider.getDelegate?.().forceFlush?.();
-  return spans;
+  return receiver.spans;
 }
 
-const named = (name: string) => spans.filter((span) => span.name === name);
-const childrenOf = (parent: Received) => spans.filter((span) => span.traceId === parent.traceId && span.parentSpanId === parent.spanId);
+const named = (name: string) => receiver.spans.filter((span) => span.name === name);
+const childrenOf = (parent: ReceivedSpan) => receiver.spans.filter((span) => span.traceId === parent.traceId && span.parentSpanId === parent.spanId);
 /** Every export so far, as sent. */
-const everything = () => bodies.join('\n');
+const everything = () => receiver.raw.join('\n');
 /** Fails, without printing every export, when `text` was sent to the exporter. */
 const expectNowhere = (text: string, what = 'a secret') => expect(everything().includes(text), `${what} in an exported span`).toBe(false);
 
@@ -93,15 +53,12 @@ const parentSpan = <T>(name: string, fn: () => Promise<T>): Promise<T> => tracer
 
 // --- Tracing on, in this process ----------------------------------------------------------------
 
-const OTEL = { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_TRACES_SAMPLER: 'always_on', OTEL_TRACES_EXPORTER: 'otlp', OTEL_BSP_SCHEDULE_DELAY: '50' };
 const before: Record<string, string | undefined> = {};
 let tracing: Tracing | null = null;
 
 beforeAll(async () => {
-  receiver.listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
-  OTEL.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  for (const [name, value] of Object.entries(OTEL)) {
+  receiver = await startOtlpReceiver();
+  for (const [name, value] of Object.entries({ ...receiver.env, OTEL_TRACES_EXPORTER: 'otlp' })) {
     before[name] = process.env[name];
     process.env[name] = value;
   }
@@ -115,8 +72,7 @@ afterAll(async () => {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
-  receiver.closeAllConnections();
-  receiver.close();
+  await receiver?.close();
 });
 
 // --- The database -------------------------------------------------------------------------------
@@ -256,7 +212,7 @@ async function exercise(driver: StorageDriver, put: (upload: { url: string; head
 
 function expectStorageSpans(driver: 'local' | 's3'): void {
   const [parent] = named(`test.storage.${driver}`);
-  const operations = spans.filter((span) => span.traceId === parent!.traceId && span.name.startsWith('storage.'));
+  const operations = receiver.spans.filter((span) => span.traceId === parent!.traceId && span.name.startsWith('storage.'));
   const byName = (name: string) => operations.filter((span) => span.name === name);
   for (const span of operations) expect(span.attributes['app.storage.driver']).toBe(driver);
   expect(byName('storage.presignUpload')[0]?.attributes).toMatchObject({ 'app.storage.key': KEY, 'app.storage.bytes': BYTES.length });

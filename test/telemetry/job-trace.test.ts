@@ -16,80 +16,28 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EMBEDDING_DIMENSIONS } from '../../src/ai-service/client.ts';
 import { startTracing, tracer, type Tracing } from '../../src/telemetry/tracing.ts';
 import { tenant, waitForJob, type Tenant } from '../jobs/support.ts';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
-// --- An OTLP/HTTP receiver: what the exporter posts to /v1/traces as JSON, flattened ---------------
-
-type OtlpValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
-type OtlpAttribute = { key: string; value: OtlpValue };
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes?: OtlpAttribute[];
-  links?: { traceId: string; spanId: string; attributes?: OtlpAttribute[] }[];
-  status?: { code?: number; message?: string };
-}
-
-interface Received {
-  traceId: string;
-  spanId: string;
-  parentSpanId: string | undefined;
-  name: string;
-  kind: number;
-  attributes: Record<string, unknown>;
-  links: { traceId: string; spanId: string; attributes: Record<string, unknown> }[];
-  status: { code?: number; message?: string };
-}
-
-const valueOf = (value: OtlpValue): unknown => value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.boolValue ?? value.doubleValue));
-const attributesOf = (attributes: OtlpAttribute[] | undefined) => Object.fromEntries((attributes ?? []).map(({ key, value }) => [key, valueOf(value)]));
+// --- An OTLP/HTTP receiver (test/support/otlp-receiver.ts) ---------------------------------------
 
 /** OTLP's SpanKind (opentelemetry-proto trace.proto): 3 CLIENT, 5 CONSUMER; Status.code 2 ERROR. */
 const CLIENT = 3;
 const CONSUMER = 5;
 const ERROR = 2;
 
-const spans: Received[] = [];
-/** Every body the exporter sent, as it came: nothing in it may hold a job's text. */
-const exported: string[] = [];
+/** Every span the exporter sent, flattened; and every body as it came (`raw`): nothing in it may hold a job's text. */
+let receiver: OtlpReceiver;
 
-const receiver = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    const body = Buffer.concat(chunks).toString('utf8');
-    exported.push(body);
-    if (request.url === '/v1/traces') {
-      const data = JSON.parse(body) as { resourceSpans?: { scopeSpans?: { spans?: OtlpSpan[] }[] }[] };
-      for (const span of (data.resourceSpans ?? []).flatMap((r) => r.scopeSpans ?? []).flatMap((s) => s.spans ?? [])) {
-        spans.push({
-          traceId: span.traceId,
-          spanId: span.spanId,
-          parentSpanId: span.parentSpanId || undefined,
-          name: span.name,
-          kind: span.kind,
-          attributes: attributesOf(span.attributes),
-          links: (span.links ?? []).map((link) => ({ traceId: link.traceId, spanId: link.spanId, attributes: attributesOf(link.attributes) })),
-          status: span.status ?? {},
-        });
-      }
-    }
-    response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-});
-
-/** Polls the spans received until `find` answers something (the exporter sends in batches). */
-async function received<T>(find: (all: Received[]) => T | undefined, what: string): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const found = find(spans);
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`not received: ${what} (${spans.map((s) => s.name).join(', ')})`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+/** Waits for the spans received until `find` answers something (the exporter sends in batches). */
+async function received<T>(find: (all: ReceivedSpan[]) => T | undefined, what: string): Promise<T> {
+  let found: T | undefined;
+  try {
+    await receiver.until((all) => (found = find(all)) !== undefined);
+  } catch (error) {
+    throw new Error(`not received: ${what} (${(error as Error).message})`, { cause: error });
   }
+  return found!;
 }
 
 // --- A stand-in AI service ---------------------------------------------------------------------
@@ -118,8 +66,7 @@ const ai: Server = createServer((request, response) => {
 
 // --- The service, traced -------------------------------------------------------------------------
 
-const OTEL_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_BSP_SCHEDULE_DELAY', 'OTEL_METRICS_EXPORTER', 'OTEL_LOGS_EXPORTER', 'OTEL_TRACES_EXPORTER'] as const;
-const saved = Object.fromEntries(OTEL_VARIABLES.map((name) => [name, process.env[name]]));
+const saved = new Map<string, string | undefined>();
 
 let tracing: Tracing | null = null;
 let server: TestServer;
@@ -132,10 +79,12 @@ const listen = async (http: Server) => {
 };
 
 beforeAll(async () => {
-  const otlp = await listen(receiver);
+  receiver = await startOtlpReceiver();
   const aiUrl = await listen(ai);
   // The SDK reads these from process.env itself (restored in afterAll: this worker runs other files next).
-  Object.assign(process.env, { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_TRACES_EXPORTER: 'otlp' });
+  const variables = { ...receiver.env, OTEL_TRACES_EXPORTER: 'otlp' };
+  for (const name of [...Object.keys(variables), 'OTEL_METRICS_EXPORTER', 'OTEL_LOGS_EXPORTER']) saved.set(name, process.env[name]);
+  Object.assign(process.env, variables);
   tracing = await startTracing('job-trace-test');
   expect(tracing).not.toBeNull();
   server = await startTestServer({ aiService: false, env: { AI_URL: aiUrl }, overrides: { queue: { retryDelaySeconds: 1, pollingSeconds: 0.5 } } });
@@ -149,12 +98,12 @@ afterAll(async () => {
   trace.disable();
   context.disable();
   propagation.disable();
-  for (const name of OTEL_VARIABLES) {
-    if (saved[name] === undefined) delete process.env[name];
-    else process.env[name] = saved[name];
+  for (const [name, value] of saved) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
   }
   ai.close();
-  receiver.close();
+  await receiver?.close();
 });
 
 /** A text.embed job created inside a span standing for the request that creates it (as jobs.create's would be). */
@@ -173,7 +122,7 @@ async function createInRequest(texts: string[]): Promise<{ jobId: string; reques
   });
 }
 
-const runsOf = (jobId: string) => (all: Received[]) => all.filter((span) => span.name === 'job.run text.embed' && span.attributes['job.id'] === jobId);
+const runsOf = (jobId: string) => (all: ReceivedSpan[]) => all.filter((span) => span.name === 'job.run text.embed' && span.attributes['job.id'] === jobId);
 
 describe('a job in the traces', () => {
   it('runs in a new trace linked to the span that created it; its AI call is a child whose traceparent reaches the AI service', async () => {
@@ -198,7 +147,7 @@ describe('a job in the traces', () => {
     expect(got?.headers.traceparent).toBe(`00-${call.traceId}-${call.spanId}-01`);
 
     // Neither the job's text nor a trace field reaches anyone else: the exporter, the job's clients.
-    expect(exported.some((body) => body.includes(text))).toBe(false);
+    expect(receiver.raw.some((body) => body.includes(text))).toBe(false);
     expect(Object.keys(await t.client.jobs.get({ id: jobId })).filter((key) => /trace/i.test(key))).toEqual([]);
   });
 
