@@ -187,7 +187,7 @@ describe.each([
     const created: string[] = [];
     for (let i = 0; i < 3; i++) {
       const answer = await create(`free-${i}`);
-      expect(answer.status).toBe(200);
+      expect(answer.status, await answer.clone().text()).toBe(200);
       created.push(((await answer.json()) as { id: string }).id);
     }
     const refused = await create('free-3');
