@@ -182,8 +182,13 @@ describe.each([
         headers: { ...owner.headers, 'content-type': 'application/json' },
         body: JSON.stringify({ name: slug, slug: `${slug}-${owner.id.slice(-10)}` }),
       });
-    // A membership that is not a first ownership does not count: another user's organization.
-    await addMembership(server.db, owner, 'owner', await addMembership(server.db, await createUser(server.db), 'owner'));
+    // A membership that is not a first ownership does not count: another user's organization, of
+    // which this user became an owner later. Later for sure: two inserts in a row can share a
+    // timestamp on the embedded database, and the tie then goes by the members' random ids (the
+    // cause of a 403 here once).
+    const other = await addMembership(server.db, await createUser(server.db), 'owner');
+    await server.db.sql`update members set created_at = created_at - interval '1 minute' where organization_id = ${other}`;
+    await addMembership(server.db, owner, 'owner', other);
     const created: string[] = [];
     for (let i = 0; i < 3; i++) {
       const answer = await create(`free-${i}`);
