@@ -6,6 +6,7 @@
  * the answer and a lingering close (lingering-close.ts).
  */
 import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
 import express, { type RequestHandler } from 'express';
 import { MAX_BODY_BYTES } from './error-handler.ts';
 
@@ -41,7 +42,7 @@ export function jsonBody({ limit = MAX_BODY_BYTES }: { limit?: number } = {}): R
   });
   return (req, res, next) => {
     // No body: req.body stays undefined (RPC takes that as empty input); express.json would make Content-Length: 0 into {}.
-    if (req.headers['transfer-encoding'] === undefined && !Number(req.headers['content-length'])) return next();
+    if (!hasBody(req)) return next();
     // express.json skips other types, but a plain HTML form can send text/plain or urlencoded bodies
     // cross-site without a preflight: read as JSON, they could sign a victim in or act for them.
     if (!req.is(JSON_TYPES)) return next(new Refusal('The request body must be JSON, sent with Content-Type: application/json.'));
@@ -68,6 +69,11 @@ export function jsonBody({ limit = MAX_BODY_BYTES }: { limit?: number } = {}): R
     if (Number(req.headers['content-length']) > limit) settle(tooLarge());
     else req.on('data', count);
   };
+}
+
+/** Whether a body follows the request's head: a chunked one, or a Content-Length above 0. */
+export function hasBody(req: Pick<IncomingMessage, 'headers'>): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
 }
 
 /** How deep arrays and objects nest in JSON text: one loop, no recursion, strings skipped, stops once past `stopAbove`. */

@@ -16,6 +16,7 @@ import { context, createContextKey, isSpanContextValid, propagation, trace, Span
 import type { Request, RequestHandler, Response } from 'express';
 import { authRoutes } from '../../generated/auth-routes.ts';
 import { procedures } from '../../generated/procedures.ts';
+import { hasBody } from './json-body.ts';
 import { NEW_TRACE, SpanKind, traceResponse, tracer, tracingOn, type Link, type Span } from '../telemetry/tracing.ts';
 
 /** The name of a request's span when no route took it (a 404, or a refusal before routing). */
@@ -52,11 +53,6 @@ export function requestSpans(options: { trustIncoming: boolean }): RequestHandle
     res.once('close', end);
     context.with(active, next);
   };
-}
-
-/** Whether a body follows the request's head (as json-body.ts decides it). */
-function hasBody(req: Request): boolean {
-  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
 }
 
 /**
