@@ -33,7 +33,7 @@ export function tracingOn(): boolean {
  * Whether the environment configures a trace exporter: the standard variables, as the Node SDK
  * reads them (OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER, an OTLP endpoint).
  */
-export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
+function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
   // As the SDK reads a boolean: trimmed, any case.
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false;
   const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
