@@ -15,8 +15,8 @@ import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES } from '../../src/http/error-handler.ts';
 import { DRAIN_BYTES, LINGER_LIMITS, lingeringClose, type LingerLimits } from '../../src/http/lingering-close.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { tenant, type Tenant } from '../jobs/support.ts';
+import type { TestServer } from '../support/server.ts';
+import { startTenantServer, type Tenant } from '../jobs/support.ts';
 
 const MiB = 1024 * 1024;
 const BIG = 30 * MiB;
@@ -63,8 +63,7 @@ async function fetchFromChild(request: ChildRequest): Promise<Outcome[]> {
 let server: TestServer;
 let t: Tenant;
 beforeAll(async () => {
-  server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000', AUTH_RATE_LIMIT_PER_MINUTE: '100000' }, aiService: false });
-  t = await tenant(server);
+  ({ server, t } = await startTenantServer({ env: { RATE_LIMIT_PER_MINUTE: '100000', AUTH_RATE_LIMIT_PER_MINUTE: '100000' }, aiService: false }));
 });
 afterAll(async () => {
   await server?.close();

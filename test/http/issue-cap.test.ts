@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { badRequest, errorCatalogue, MAX_ISSUES, type ValidationIssue } from '../../src/contract/errors.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { tenant, type Tenant } from '../jobs/support.ts';
+import type { TestServer } from '../support/server.ts';
+import { startTenantServer, type Tenant } from '../jobs/support.ts';
 
 const issues = (count: number): ValidationIssue[] => Array.from({ length: count }, (_, i) => ({ path: ['items', i], message: 'must be string' }));
 
@@ -40,8 +40,7 @@ describe('10,000 wrong items, sent with fetch', () => {
   let server: TestServer;
   let t: Tenant;
   beforeAll(async () => {
-    server = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '100000', AUTH_RATE_LIMIT_PER_MINUTE: '100000' }, aiService: false });
-    t = await tenant(server);
+    ({ server, t } = await startTenantServer({ env: { RATE_LIMIT_PER_MINUTE: '100000', AUTH_RATE_LIMIT_PER_MINUTE: '100000' }, aiService: false }));
   });
   afterAll(async () => {
     await server?.close();
