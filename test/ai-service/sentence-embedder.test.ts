@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_MODEL_DIR, MAX_TOKENS } from '../../src/ai-service/model-files.ts';
-import { loadSentenceEmbedder, type SentenceEmbedder } from '../../src/ai-service/sentence-embedder.ts';
+import { loadSentenceEmbedder, paddedRuns, type SentenceEmbedder } from '../../src/ai-service/sentence-embedder.ts';
 import { EMBEDDING_DIMENSIONS } from '../../src/ai-service/protocol.ts';
 
 const dot = (a: ArrayLike<number>, b: ArrayLike<number>) => {
@@ -126,6 +126,34 @@ describe('the mechanics', () => {
     for (const vector of vectors) {
       expect(vector.every(Number.isFinite)).toBe(true);
       expect(Math.hypot(...vector)).toBeCloseTo(1, 5);
+    }
+  });
+});
+
+describe('how a batch is cut into inference calls (paddedRuns)', () => {
+  it('keeps texts of one length together, the most a call may hold at a time', () => {
+    expect(paddedRuns(Array(20).fill(256), 8)).toEqual([8, 8, 4]);
+    expect(paddedRuns([256, 256, 250, 248, 240, 236, 230, 228], 8)).toEqual([8]);
+    expect(paddedRuns([], 8)).toEqual([]);
+    expect(paddedRuns([5], 8)).toEqual([1]);
+  });
+
+  it("gives a long chunk gathered with short ones (several documents' tails) a call of its own", () => {
+    expect(paddedRuns([256, 30, 30, 30, 30, 30, 30, 30], 8)).toEqual([1, 7]);
+    expect(paddedRuns([256, 250, 240, 230, 60, 50, 40, 30], 8)).toEqual([4, 2, 2]);
+  });
+
+  it('never pays a call for a row of padding that is cheaper than the call', () => {
+    // Four rows padded by 4 tokens (16) cost less than a second call (8, and a quarter of its longest row: 24).
+    expect(paddedRuns([100, 100, 100, 100, 96, 96, 96, 96], 8)).toEqual([8]);
+  });
+
+  it('covers every text once, in order, whatever the lengths', () => {
+    for (let round = 0; round < 50; round++) {
+      const lengths = Array.from({ length: 1 + ((round * 7) % 40) }, (_, index) => 2 + ((index * 37 + round * 11) % 255)).sort((a, b) => b - a);
+      const runs = paddedRuns(lengths, 8);
+      expect(runs.reduce((sum, size) => sum + size, 0)).toBe(lengths.length);
+      expect(runs.every((size) => size >= 1 && size <= 8)).toBe(true);
     }
   });
 });
