@@ -11,7 +11,7 @@ export function buildConfigurationDoc(): string {
 # Configuration
 
 Environment variables, read once at start by \`src/config.ts\`, which validates them against the
-JSON schema in \`src/config/schema.ts\` (with env-schema). An empty value counts as unset. A value
+JSON schema in \`src/config/schema.ts\` (with Ajv). An empty value counts as unset. A value
 that does not parse stops the start with exit code 2 and a message naming the variable.
 Integers are digits only. Booleans accept \`1/true/yes/on\` and \`0/false/no/off\`, in any case.
 Lists are comma-separated; spaces around the items are dropped.

@@ -1,8 +1,9 @@
 /**
  * `make codegen`: bundle each contract, then write its types, validators, route table and named
- * enums (enums.ts) into generated/, plus the typed RPC client package for the procedures
- * (clients/typescript/, see codegen/client.ts), docs/operations.md, docs/configuration.md and the
- * README's list of procedures (between its markers). With --check, writes nothing and fails when
+ * enums (enums.ts) into generated/, with the settings schema's validator (config-validator.ts),
+ * plus the typed RPC client package for the procedures (clients/typescript/, see
+ * codegen/client.ts), docs/operations.md, docs/configuration.md and the README's list of
+ * procedures (between its markers). With --check, writes nothing and fails when
  * any generated file is stale.
  *
  * Two documents: openapi/openapi.yaml (the procedures, served at /api/v1/openapi.json) and
@@ -18,6 +19,7 @@ import { buildValidators } from './validators.ts';
 import { buildAuthRoutes, buildProcedures } from './procedures.ts';
 import { buildClientPackage } from './client.ts';
 import { buildConfigurationDoc } from './configuration-doc.ts';
+import { buildConfigValidator } from './config-validator.ts';
 import { buildOperationsDoc } from './operations-doc.ts';
 import { buildEnums } from './enums.ts';
 import { withProcedureList } from './readme-procedures.ts';
@@ -67,6 +69,7 @@ const bundles = bundleContracts(root, version, ['v1', 'auth']);
   });
 }
 
+files['config-validator.cjs'] = buildConfigValidator(); // the settings schema, precompiled for src/config/read.ts
 files['../docs/configuration.md'] = buildConfigurationDoc(); // the settings table, from src/config/schema.ts
 files['../docs/operations.md'] = buildOperationsDoc(lists.procedures, lists.identity); // every operation, from the same records as the route tables
 files['../README.md'] = withProcedureList(readFileSync(join(root, 'README.md'), 'utf8'), lists.procedures); // its list of procedures, between markers

@@ -1,9 +1,9 @@
 /**
  * Settings, read from environment variables once at start. A bad value stops the start with a
  * message naming the variable; every setting has a default that makes the embedded mode work.
- * Each setting is declared once, in the JSON schema of src/config/schema.ts: env-schema validates
- * the environment against it (src/config/read.ts) and docs/configuration.md is generated from it
- * (codegen/configuration-doc.ts). Here: the rules across settings, and the Config they make.
+ * Each setting is declared once, in the JSON schema of src/config/schema.ts: Ajv validates the
+ * environment against it (src/config/read.ts, with the validator codegen precompiles from it) and
+ * docs/configuration.md is generated from it (codegen/configuration-doc.ts). Here: the rules across settings, and the Config they make.
  */
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';

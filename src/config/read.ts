@@ -1,17 +1,26 @@
 /**
- * Reads the environment against the settings schema (src/config/schema.ts) with env-schema:
- * values are validated and defaults filled in; a bad value becomes a ConfigError whose message
- * starts with the setting's name.
+ * Reads the environment against the settings schema (src/config/schema.ts), with the Ajv validator
+ * precompiled from it (generated/config-validator.cjs, codegen/config-validator.ts): values are
+ * validated, unknown names dropped and defaults filled in; a bad value becomes a ConfigError whose
+ * message starts with the setting's name. Precompiled, not compiled here: Ajv's compiler took
+ * 0.1-0.15 s of every process's start (docs/benchmarks.md, issue 39).
  *
  * Values are typed here, strictly, rather than by Ajv's `coerceTypes`, which would also take
  * `1e3` or `0x10` for an integer and not `yes`/`on` for a boolean: an integer is digits only, a
  * boolean one of 1/true/yes/on and 0/false/no/off (any case), a list is split on commas. A value
  * that does not read as its type stays a string, and the schema's type check refuses it.
  */
-import { Ajv, type ErrorObject } from 'ajv';
-import envSchema from 'env-schema';
+import { createRequire } from 'node:module';
+import type { ErrorObject } from 'ajv';
 import { settingFormats } from './formats.ts';
-import { configSchema, settingNames, settingSchema, type SettingName, type Settings } from './schema.ts';
+import { settingNames, settingSchema, type SettingName, type Settings } from './schema.ts';
+
+interface SettingsValidator {
+  (data: Record<string, unknown>): boolean;
+  errors?: ErrorObject[] | null;
+}
+
+const validateSettings = createRequire(import.meta.url)('../../generated/config-validator.cjs') as SettingsValidator;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -21,17 +30,6 @@ export type Env = Record<string, string | undefined>;
 
 const TRUE = ['1', 'true', 'yes', 'on'];
 const FALSE = ['0', 'false', 'no', 'off'];
-
-let ajv: Ajv | undefined;
-
-/** One instance, made on first use: it compiles the schema once. Options as env-schema's own, but for coerceTypes. */
-function validator(): Ajv {
-  if (ajv) return ajv;
-  ajv = new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes: false, allowUnionTypes: true, addUsedSchema: false, verbose: true });
-  ajv.addVocabulary(['x-default', 'x-read-when']);
-  for (const [name, format] of Object.entries(settingFormats)) ajv.addFormat(name, { type: 'string', validate: format.validate });
-  return ajv;
-}
 
 export function readSettings(env: Env): Settings {
   // An empty value (or only spaces) counts as unset.
@@ -46,13 +44,12 @@ export function readSettings(env: Env): Settings {
     if (when && !Object.entries(when).every(([other, wanted]) => (wanted === true ? given[other as SettingName] !== undefined : given[other as SettingName] === wanted))) continue;
     data[name] = typed(name, value);
   }
-  try {
-    return envSchema<Settings>({ schema: configSchema, data, env: false, ajv: validator() });
-  } catch (error) {
-    const first = (error as { errors?: ErrorObject[] }).errors?.[0];
-    if (!first) throw error;
-    throw new ConfigError(message(first, given));
+  // Ajv fills the defaults in and drops unknown names in place.
+  if (!validateSettings(data)) {
+    const first = validateSettings.errors?.[0];
+    throw first ? new ConfigError(message(first, given)) : new Error('the settings validator failed without an error');
   }
+  return data as unknown as Settings;
 }
 
 function typed(name: SettingName, value: string): unknown {

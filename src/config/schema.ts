@@ -1,7 +1,8 @@
 /**
- * Every setting, declared once: a JSON schema over the environment variables. env-schema (on Ajv)
- * validates the environment against it and fills in the defaults (src/config/read.ts), its error
- * messages come from it, and docs/configuration.md is generated from it (codegen/configuration-doc.ts).
+ * Every setting, declared once: a JSON schema over the environment variables. Ajv validates the
+ * environment against it and fills in the defaults (src/config/read.ts, through the validator
+ * `make codegen` precompiles from it: generated/config-validator.cjs), its error messages come
+ * from it, and docs/configuration.md is generated from it (codegen/configuration-doc.ts).
  *
  * Besides the standard keywords (type, default, enum, minimum, maximum, minLength, format, items,
  * description), two annotations, for the table and the reader:
