@@ -7,13 +7,13 @@
  */
 import { openDatabase } from '../src/db/connection.ts';
 import { embeddedDatabaseExists } from '../src/db/embedded.ts';
-import { templateBlob } from '../src/composition/database-template.ts';
 import { createLogger } from '../src/logger.ts';
 
 const dataDir = process.argv[2];
 if (!dataDir) throw new Error('usage: node bench/start-floor.ts <dataDir>');
 const logger = createLogger('silent');
-const loadDataDir = (await embeddedDatabaseExists(dataDir)) ? undefined : await templateBlob({ logger });
+// The template's module only for a new directory, as `serve` loads it (commands.ts openDatabaseFor).
+const loadDataDir = (await embeddedDatabaseExists(dataDir)) ? undefined : await (await import('../src/composition/database-template.ts')).templateBlob({ logger });
 const db = await openDatabase({ dataDir, logger, ...(loadDataDir ? { loadDataDir } : {}) });
 await db.sql`select 1`;
 console.log('ready');

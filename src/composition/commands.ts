@@ -11,18 +11,22 @@ import type { Config } from '../config.ts';
 import { openDatabase, type Database } from '../db/connection.ts';
 import { embeddedDatabaseExists } from '../db/embedded.ts';
 import { migrate, migrationStatus } from '../db/migrations.ts';
-import { templateBlob } from './database-template.ts';
 import { generateApiKey } from '../ai-service/api-key.ts';
 import type { Logger } from '../logger.ts';
 import type { Composition } from './compose.ts';
 import { DRAIN_TIMEOUT_MS, stopTracing, trackRequests, watchStopSignals } from './shutdown.ts';
 import { childTracingEnvironment, startTracing } from '../telemetry/tracing.ts';
 
-/** The database the configuration names: a server (DATABASE_URL) or the embedded one, new ones from the migrated template. */
+/**
+ * The database the configuration names: a server (DATABASE_URL) or the embedded one, new ones from
+ * the migrated template. The template's module is loaded only for a new one: a restart opens its
+ * database without it (bench/start.ts).
+ */
 export async function openDatabaseFor(config: Config, logger: Logger, useTemplate = true, onStarting?: () => void): Promise<Database> {
   let loadDataDir: Blob | undefined;
   if (!config.databaseUrl && useTemplate && !(await embeddedDatabaseExists(config.dataDir))) {
     try {
+      const { templateBlob } = await import('./database-template.ts');
       loadDataDir = await templateBlob({ logger });
       logger.info({ dataDir: config.dataDir }, 'new embedded database: starting from the migrated template');
     } catch (error) {

@@ -18,7 +18,6 @@ import { embeddedClientOptions } from '../db/connection.ts';
 import { embeddedExtensionNames } from '../db/embedded-protocol.ts';
 import { startEmbeddedDatabase } from '../db/embedded.ts';
 import { defaultMigrationsDir, migrate, readMigrationFiles } from '../db/migrations.ts';
-import { installQueueSchema } from '../jobs/queue.ts';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -106,7 +105,9 @@ export async function buildTemplate(options: Pick<TemplateOptions, 'migrationsDi
       const sql = postgres(embedded.url, embeddedClientOptions);
       try {
         await migrate(sql, options.migrationsDir ? { dir: options.migrationsDir } : {});
-        // pg-boss's own schema too: a database started from the template skips making it.
+        // pg-boss's own schema too: a database started from the template skips making it. Loaded
+        // here, for a build only: a start from the cached template does without pg-boss's modules.
+        const { installQueueSchema } = await import('../jobs/queue.ts');
         await installQueueSchema(sql);
       } finally {
         await sql.end();
