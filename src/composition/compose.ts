@@ -60,7 +60,7 @@ export async function compose(options: ComposeOptions & { role?: 'api' | 'worker
   const { config, db, logger, overrides = {} } = options;
   const role = options.role ?? 'api';
   const works = role === 'worker' || config.worker.mode === 'inline';
-  const { services, limit } = createServices({ config, db, logger, works, overrides });
+  const { services, limit } = await createServices({ config, db, logger, works, overrides });
   // The worker's chunking thread (jobs/chunker.ts), stopped once the queue has let its jobs finish.
   const chunker = works ? createChunker() : null;
   // The jobs' deadline for everything the worker does (db/deadline.ts), not the API's: the scope

@@ -43,11 +43,12 @@ export interface ServiceOptions {
   overrides?: ServiceOverrides | undefined;
 }
 
-export function createServices(options: ServiceOptions): { services: Services; limit: LimiterFactory } {
+export async function createServices(options: ServiceOptions): Promise<{ services: Services; limit: LimiterFactory }> {
   const { config, db, logger, overrides = {} } = options;
   const now = overrides.now ?? (() => new Date());
   const clock = () => now().getTime();
   const secret = resolveSecret(config);
+  const storage = overrides.storage ?? (await createStorageDriver(config, secret));
   // In PostgreSQL on a database server (shared by every instance), in memory on the embedded one.
   const limit = rateLimiters({ db, now: clock, logger });
   // Starting behind the services (queue.ts, Starting): compose's `started` says when it has.
@@ -80,7 +81,7 @@ export function createServices(options: ServiceOptions): { services: Services; l
     plans: overrides.plans ?? (config.billing ? billedPlans(db.sql, now) : unbilled),
     stripe: stripeClient(config.billing),
     secret,
-    storage: overrides.storage ?? createStorageDriver(config, secret),
+    storage,
     ...(overrides.streamTiming ? { streamTiming: overrides.streamTiming } : {}),
     ai: overrides.ai ?? createAiClient({ url: config.ai.url, apiKey: config.ai.apiKey, model: config.ai.openai.model }),
     queue,

@@ -1,9 +1,10 @@
 /**
  * Email providers (EMAIL_PROVIDER): `smtp` sends through nodemailer to SMTP_URL; `log` writes
  * each message to the log, for development (the links in it work); `none` sends nothing, and
- * features that need mail answer 412.
+ * features that need mail answer 412. nodemailer is loaded with the first mail, not at start
+ * (tens of milliseconds of every start otherwise, bench/start.ts); config.ts has checked SMTP_URL.
  */
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { Mailer, MailMessage } from './mailer.ts';
@@ -19,10 +20,11 @@ export function createMailer(config: Pick<Config, 'emailProvider' | 'smtpUrl' | 
         },
       };
     case 'smtp': {
-      const transport = nodemailer.createTransport(config.smtpUrl);
+      let transport: Promise<Transporter> | undefined;
       return {
         async send(message: MailMessage) {
-          await transport.sendMail({ from: config.emailFrom, to: message.to, subject: message.subject, text: message.text, ...(message.replyTo ? { replyTo: message.replyTo } : {}) });
+          transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(config.smtpUrl));
+          await (await transport).sendMail({ from: config.emailFrom, to: message.to, subject: message.subject, text: message.text, ...(message.replyTo ? { replyTo: message.replyTo } : {}) });
         },
       };
     }

@@ -391,8 +391,8 @@ describe('GET and HEAD refusals', () => {
 });
 
 describe('the local driver itself', () => {
-  it('is what createStorageDriver makes for the local setting, keeping files under <dataDir>/uploads', () => {
-    const driver = createStorageDriver({ storage: { driver: 'local' }, dataDir, publicUrl: 'https://api.example.com/' }, SECRET);
+  it('is what createStorageDriver makes for the local setting, keeping files under <dataDir>/uploads', async () => {
+    const driver = await createStorageDriver({ storage: { driver: 'local' }, dataDir, publicUrl: 'https://api.example.com/' }, SECRET);
     expect(driver).toBeInstanceOf(LocalDriver);
     expect(driver.name).toBe('local');
     expect(driver.location).toBe(join(dataDir, 'uploads'));

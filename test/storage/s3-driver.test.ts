@@ -19,7 +19,7 @@ let driver: S3Driver;
 
 beforeAll(async () => {
   server = await startS3rver('workspace-api-s3rver-');
-  const made = createStorageDriver(
+  const made = await createStorageDriver(
     {
       dataDir: server.dir,
       publicUrl: 'http://127.0.0.1:1',

@@ -241,7 +241,7 @@ describe('storage spans', () => {
   });
 
   it('spans every operation of the local driver, its read until the stream ends, with no address or signature', async () => {
-    const driver = createStorageDriver({ dataDir, publicUrl: 'http://127.0.0.1:1', storage: { driver: 'local' } }, randomBytes(32).toString('hex'));
+    const driver = await createStorageDriver({ dataDir, publicUrl: 'http://127.0.0.1:1', storage: { driver: 'local' } }, randomBytes(32).toString('hex'));
     expect(driver).toBeInstanceOf(LocalDriver);
     const local = driver as LocalDriver;
     // The upload route's work, without the route: the bytes land where it stages them.
@@ -256,7 +256,7 @@ describe('storage spans', () => {
 
   it('spans every operation of the S3 driver against s3rver, with no address or signature', async () => {
     s3 = await startS3rver('workspace-api-data-spans-s3rver-');
-    const driver = createStorageDriver({ dataDir, publicUrl: 'http://127.0.0.1:1', storage: s3Settings(`http://127.0.0.1:${s3.port}`) }, 'unused');
+    const driver = await createStorageDriver({ dataDir, publicUrl: 'http://127.0.0.1:1', storage: s3Settings(`http://127.0.0.1:${s3.port}`) }, 'unused');
     expect(driver).toBeInstanceOf(S3Driver);
     try {
       const addresses = await exercise(driver, async (upload) => {
