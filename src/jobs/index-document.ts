@@ -28,7 +28,10 @@ export async function indexDocument(
   pay: (chunks: number) => Promise<void>,
   options: { model?: string } = {},
 ): Promise<{ chunks: number; model: string; unchanged: boolean }> {
-  const stored = await readIndexableText(deps.sql, document.id);
+  // A document never extracted has no stored text, and one never indexed no chunks to compare with
+  // or reuse: the statements that would look are skipped (a run racing another only embeds again).
+  const stored = document.extracted ? await readIndexableText(deps.sql, document.id) : null;
+  const indexedBefore = document.indexedAt !== null;
   const { chunks, language } = stored ? { chunks: placeChunks(await deps.chunker.chunk(stored.text), stored.pageStarts, stored.headings), language: stored.language } : await extract(document, deps);
   await pay(chunks.length);
   const texts = chunks.map((chunk) => chunk.text);
@@ -38,14 +41,14 @@ export async function indexDocument(
   const now = deps.now();
   const known = options.model ?? (await currentModel(deps.ai));
   // The same text, places, model and configuration as the stored chunks: nothing to embed or write.
-  if (known && (await unchangedChunks(deps.sql, document.id, known, config, placed))) {
+  if (indexedBefore && known && (await unchangedChunks(deps.sql, document.id, known, config, placed))) {
     if (!(await touchIndexed(deps.sql, document.id, chunks.length, now))) throw gone();
     return { chunks: chunks.length, model: known, unchanged: true };
   }
   // Stored as they are embedded (text-store.ts ChunkWriter), under a generation made current at the end.
   const writer = await chunkWriter(deps.sql, document, placed, config, now, deps.requests);
   try {
-    const { model, stored: written } = await embedChunks(texts, hashes, document, deps, { model: known }, (model, indexes, vectors) => writer.write(model, indexes, vectors));
+    const { model, stored: written } = await embedChunks(texts, hashes, document, deps, { model: known, reuse: indexedBefore }, (model, indexes, vectors) => writer.write(model, indexes, vectors));
     if (!written || !(await writer.finish())) throw gone();
     return { chunks: chunks.length, model, unchanged: false };
   } catch (error) {
