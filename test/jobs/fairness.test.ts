@@ -14,6 +14,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClientError } from '../../clients/typescript/src/index.ts';
+import { QUEUE_FULL_RETRY_AFTER_SECONDS, queueFullRetryAfter } from '../../src/jobs/lifecycle.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMembership } from '../support/users.ts';
 import { clientOf, creditsSpent, tenant, type Tenant } from './support.ts';
@@ -175,6 +176,22 @@ describe("the cap on an organization's queued jobs", () => {
     await a.client.jobs.cancel({ id: jobs[0]!.id });
     await embed(a);
     await expect(embed(a)).rejects.toMatchObject({ status: 429 });
+  }, 60_000);
+
+  it("past the cap, Retry-After is the time one job takes to start at the pace the organization's jobs have been starting", async () => {
+    const a = await tenant(server);
+    const startAll = () => server.db.sql`update jobs set status = 'running', started_at = now() where organization_id = ${a.org} and status = 'queued'`;
+    // Five rounds of the cap, each started as a worker would start them: 15 starts in the last 30 s.
+    for (let round = 0; round < 5; round++) {
+      for (let i = 0; i < 3; i++) await embed(a);
+      await startAll();
+    }
+    for (let i = 0; i < 3; i++) await embed(a);
+    await expect(embed(a)).rejects.toMatchObject({ status: 429, code: 'TOO_MANY_REQUESTS', retryAfterSeconds: 2 });
+    // The same starts half a minute ago: nothing is moving now, so the longest hint.
+    await server.db.sql`update jobs set started_at = started_at - interval '31 seconds' where organization_id = ${a.org} and started_at is not null`;
+    await expect(embed(a)).rejects.toMatchObject({ status: 429, retryAfterSeconds: QUEUE_FULL_RETRY_AFTER_SECONDS });
+    expect([0, 1, 3, 15, 30, 300].map(queueFullRetryAfter)).toEqual([QUEUE_FULL_RETRY_AFTER_SECONDS, 10, 10, 2, 1, 1]);
   }, 60_000);
 
   it("one owner's organizations share the cap: a second organization of A's owner is full too", async () => {
