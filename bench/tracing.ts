@@ -21,7 +21,7 @@
  */
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -67,7 +67,11 @@ async function countingReceiver() {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
-/** The tree before tracing: a detached worktree with this tree's node_modules, or why not. */
+/**
+ * The tree before tracing: a detached worktree with this tree's node_modules while both lock the
+ * same dependencies, else with its own (`npm ci` there, about a minute: a dependency this tree
+ * dropped is one that tree still imports), or why not.
+ */
 async function treeBeforeTracing(): Promise<{ dir: string; remove(): Promise<void> } | string> {
   try {
     const { stdout } = await run('git', ['log', '--diff-filter=A', '--format=%H', '--', 'src/telemetry/tracing.ts'], { cwd: root });
@@ -75,7 +79,12 @@ async function treeBeforeTracing(): Promise<{ dir: string; remove(): Promise<voi
     if (!added) return 'no commit adds src/telemetry/tracing.ts in this checkout';
     const dir = await mkdtemp(join(tmpdir(), 'workspace-api-before-tracing-'));
     await run('git', ['worktree', 'add', '--detach', dir, `${added}^`], { cwd: root });
-    await symlink(join(root, 'node_modules'), join(dir, 'node_modules'));
+    const [lock, theirs] = await Promise.all([readFile(join(root, 'package-lock.json'), 'utf8'), readFile(join(dir, 'package-lock.json'), 'utf8')]);
+    if (lock === theirs) await symlink(join(root, 'node_modules'), join(dir, 'node_modules'));
+    else {
+      console.log(`  the tree before tracing (${added.slice(0, 7)}^) locks other dependencies: installing them there`);
+      await run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' }, maxBuffer: 64 * 1024 * 1024 });
+    }
     return {
       dir,
       async remove() {
@@ -90,7 +99,14 @@ async function treeBeforeTracing(): Promise<{ dir: string; remove(): Promise<voi
 
 async function startApp(tree: string, env: Record<string, string>): Promise<{ child: ChildProcess; targets: Targets }> {
   const child = fork(fileURLToPath(new URL('./tracing-app.ts', import.meta.url)), [tree], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const [targets] = (await once(child, 'message')) as [Targets];
+  // An app that cannot start (its tree fails to load) exits instead of answering: say so rather than wait for ever.
+  const answered = once(child, 'message') as Promise<[Targets]>;
+  const exited = once(child, 'exit').then(([code, signal]) => {
+    throw new Error(`the app of ${tree} exited before it listened (${signal ?? `code ${code}`})`);
+  });
+  // Its later exit, when the bench closes it, is no failure.
+  exited.catch(() => undefined);
+  const [targets] = await Promise.race([answered, exited]);
   return { child, targets };
 }
 
