@@ -261,14 +261,16 @@ export async function chunkWriter(sql: Sql, document: ChunkDocument, chunks: rea
  * exists on PostgreSQL 16+ only); the name as a regconfig prints it, as search_config is compared.
  */
 export async function searchConfigOf(sql: Sql, name: string): Promise<string> {
-  // Once per database and name: a server's configurations change only with its major version.
+  // Once per pool, name and server version: a server's configurations change only with its major
+  // version, and a pool reconnects to whatever server answers at its address (an upgrade).
+  const key = `${String((sql.parameters as Record<string, unknown> | undefined)?.server_version)} ${name}`;
   const known = searchConfigs.get(sql) ?? new Map<string, string>();
   searchConfigs.set(sql, known);
-  const cached = known.get(name);
+  const cached = known.get(key);
   if (cached !== undefined) return cached;
   const [row] = await sql<{ config: string }[]>`
     select coalesce((select c.oid::regconfig::text from pg_ts_config c where c.cfgname = ${name} limit 1), 'simple') as config`;
-  known.set(name, row!.config);
+  known.set(key, row!.config);
   return row!.config;
 }
 const searchConfigs = new WeakMap<Sql, Map<string, string>>();

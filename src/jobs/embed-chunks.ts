@@ -55,7 +55,7 @@ export async function embedChunks(
   hashes: readonly string[],
   document: { id: string; organizationId: string },
   deps: { sql: Sql; ai: AiClient },
-  known: { model: string; /** false: the document has no stored chunks whose embeddings could be reused. */ reuse?: boolean },
+  known: { model: string },
   store: StoreEmbeddings,
 ): Promise<EmbeddedChunks> {
   let model = known.model;
@@ -63,7 +63,6 @@ export async function embedChunks(
   let embedded = 0;
   let alive = true;
   const reuse = async () => {
-    if (known.reuse === false) return;
     const stored = await storedEmbeddings(
       deps.sql,
       document.id,

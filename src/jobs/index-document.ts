@@ -28,8 +28,10 @@ export async function indexDocument(
   pay: (chunks: number) => Promise<void>,
   options: { model?: string } = {},
 ): Promise<{ chunks: number; model: string; unchanged: boolean }> {
-  // A document never extracted has no stored text, and one never indexed no chunks to compare with
-  // or reuse: the statements that would look are skipped (a run racing another only embeds again).
+  // A document never extracted has no stored text, and one never indexed no current chunks to
+  // compare with: the statements that would look are skipped (a run racing another only embeds
+  // again). Embeddings are still looked for: a run killed before its finish left its chunks, and
+  // their vectors, in a generation of their own (text-store.ts storedEmbeddings).
   const stored = document.extracted ? await readIndexableText(deps.sql, document.id) : null;
   const indexedBefore = document.indexedAt !== null;
   const { chunks, language } = stored ? { chunks: placeChunks(await deps.chunker.chunk(stored.text), stored.pageStarts, stored.headings), language: stored.language } : await extract(document, deps);
@@ -48,7 +50,7 @@ export async function indexDocument(
   // Stored as they are embedded (text-store.ts ChunkWriter), under a generation made current at the end.
   const writer = await chunkWriter(deps.sql, document, placed, config, now, deps.requests);
   try {
-    const { model, stored: written } = await embedChunks(texts, hashes, document, deps, { model: known, reuse: indexedBefore }, (model, indexes, vectors) => writer.write(model, indexes, vectors));
+    const { model, stored: written } = await embedChunks(texts, hashes, document, deps, { model: known }, (model, indexes, vectors) => writer.write(model, indexes, vectors));
     if (!written || !(await writer.finish())) throw gone();
     return { chunks: chunks.length, model, unchanged: false };
   } catch (error) {

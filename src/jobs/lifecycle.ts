@@ -176,14 +176,7 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
         const payer = await payerOf(tx, job.organizationId, o.plan);
         await lockPayerQueue(tx, payer);
         const queued = await queuedJobsOf(tx, payer, job.organizationId);
-        if (o.maxQueued !== undefined && queued.count >= o.maxQueued) {
-          const whose = payer.startsWith('usr:') ? ["The organizations of this organization's owner have", 'they'] : ['The organization has', 'it'];
-          const started = await recentStarts(tx, job.organizationId, new Date(o.now.getTime() - PACE_WINDOW_SECONDS * 1000));
-          throw new ApiError('TOO_MANY_REQUESTS', {
-            message: `${whose[0]} ${queued.count} queued jobs, the most ${whose[1]} may have (${o.maxQueued}); try again once some have run.`,
-            headers: { 'Retry-After': String(queueFullRetryAfter(started)) },
-          });
-        }
+        if (o.maxQueued !== undefined && queued.count >= o.maxQueued) throw new QueueFull(payer, queued.count, o.maxQueued);
         // Then the charge: it locks the organization row before any row naming it is written (0005_jobs.sql).
         if (credits > 0) await charge(tx, { organizationId: job.organizationId, amount: credits, reason: job.retryOf ? 'job.retry' : 'job.create', jobId: id, now: o.now, plan: o.plan });
         // pg-boss's row before ours: the job's place in the fair queue is stored on both.
@@ -209,6 +202,15 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
         }
         await appendJobEvent(tx, inserted);
         return inserted;
+      }).catch(async (error: unknown) => {
+        if (!(error instanceof QueueFull)) throw error;
+        // The pace is read after the rollback, off the payer's lock: a hint needs no consistency.
+        const started = await recentStarts(sql, job.organizationId, new Date(o.now.getTime() - PACE_WINDOW_SECONDS * 1000), error.count + 2 * PACE_WINDOW_SECONDS);
+        const whose = error.payer.startsWith('usr:') ? ["The organizations of this organization's owner have", 'they'] : ['The organization has', 'it'];
+        throw new ApiError('TOO_MANY_REQUESTS', {
+          message: `${whose[0]} ${error.count} queued jobs, the most ${whose[1]} may have (${error.max}); try again once some have run.`,
+          headers: { 'Retry-After': String(queueFullRetryAfter(started)) },
+        });
       });
       queue.wake();
       events.announce();
@@ -301,6 +303,17 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
       });
     },
   };
+}
+
+/** create's rollback: the payer has `max` queued jobs already (`count`), answered 429 once the transaction is over. */
+class QueueFull extends Error {
+  constructor(
+    readonly payer: string,
+    readonly count: number,
+    readonly max: number,
+  ) {
+    super('the queued-job cap is reached');
+  }
 }
 
 /** chargeJobDocument's rollback: the document is not pending any more. */

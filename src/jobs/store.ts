@@ -171,18 +171,16 @@ export async function queuedJobsOf(tx: Db, payer: string, organizationId: string
   return row!;
 }
 
-/** The latest jobs of an organization recentStarts looks at: a bounded read of the jobs_page index, whatever the history. */
-const RECENT_JOBS = 400;
-
 /**
- * How many of the organization's RECENT_JOBS latest jobs started at or after `since`: the pace its
- * queue moves at (lifecycle.ts queueFullRetryAfter). Under the cap at most that many are queued, so
- * the rest of the read is jobs that ran.
+ * How many of the organization's `latest` jobs started at or after `since`: the pace its queue
+ * moves at (lifecycle.ts queueFullRetryAfter). A bounded read of the jobs_page index whatever the
+ * history; the caller asks for its queued count and then some, so the read reaches past the queued
+ * ones to jobs that ran.
  */
-export async function recentStarts(tx: Db, organizationId: string, since: Date): Promise<number> {
+export async function recentStarts(tx: Db, organizationId: string, since: Date, latest: number): Promise<number> {
   const [row] = await tx<{ started: number }[]>`
     select count(*) filter (where started_at >= ${since})::int as started
-    from (select started_at from jobs where organization_id = ${organizationId} order by created_at desc, id desc limit ${RECENT_JOBS}) recent`;
+    from (select started_at from jobs where organization_id = ${organizationId} order by created_at desc, id desc limit ${latest}) recent`;
   return row!.started;
 }
 

@@ -180,7 +180,7 @@ describe("the cap on an organization's queued jobs", () => {
 
   it("past the cap, Retry-After is the time one job takes to start at the pace the organization's jobs have been starting", async () => {
     const a = await tenant(server);
-    const startAll = () => server.db.sql`update jobs set status = 'running', started_at = now() where organization_id = ${a.org} and status = 'queued'`;
+    const startAll = () => server.db.sql`update jobs set status = 'running', started_at = ${new Date()} where organization_id = ${a.org} and status = 'queued'`;
     // Five rounds of the cap, each started as a worker would start them: 15 starts in the last 30 s.
     for (let round = 0; round < 5; round++) {
       for (let i = 0; i < 3; i++) await embed(a);
