@@ -307,12 +307,14 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
 
 /** create's rollback: the payer has `max` queued jobs already (`count`), answered 429 once the transaction is over. */
 class QueueFull extends Error {
-  constructor(
-    readonly payer: string,
-    readonly count: number,
-    readonly max: number,
-  ) {
+  readonly payer: string;
+  readonly count: number;
+  readonly max: number;
+  constructor(payer: string, count: number, max: number) {
     super('the queued-job cap is reached');
+    this.payer = payer;
+    this.count = count;
+    this.max = max;
   }
 }
 
