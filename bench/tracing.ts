@@ -21,10 +21,10 @@
  */
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -68,34 +68,37 @@ async function countingReceiver() {
 }
 
 /**
- * The tree before tracing: a detached worktree with this tree's node_modules while both lock the
- * same dependencies, else with its own (`npm ci` there, about a minute: a dependency this tree
- * dropped is one that tree still imports), or why not.
+ * The tree before tracing: a detached worktree with the node_modules scripts/tree-modules.sh gives
+ * it (this tree's while ours pin its packages the same, else its own, installed once and cached),
+ * or why not.
  */
 async function treeBeforeTracing(): Promise<{ dir: string; remove(): Promise<void> } | string> {
+  let dir: string | undefined;
+  let step = 'git could not make it';
+  const remove = async () => {
+    if (!dir) return;
+    await run('git', ['worktree', 'remove', '--force', dir], { cwd: root }).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  };
   try {
     const { stdout } = await run('git', ['log', '--diff-filter=A', '--format=%H', '--', 'src/telemetry/tracing.ts'], { cwd: root });
     const added = stdout.trim().split('\n').pop();
     if (!added) return 'no commit adds src/telemetry/tracing.ts in this checkout';
-    const dir = await mkdtemp(join(tmpdir(), 'workspace-api-before-tracing-'));
+    dir = await mkdtemp(join(tmpdir(), 'workspace-api-before-tracing-'));
     await run('git', ['worktree', 'add', '--detach', dir, `${added}^`], { cwd: root });
-    const [lock, theirs] = await Promise.all([readFile(join(root, 'package-lock.json'), 'utf8'), readFile(join(dir, 'package-lock.json'), 'utf8')]);
-    if (lock === theirs) await symlink(join(root, 'node_modules'), join(dir, 'node_modules'));
-    else {
-      console.log(`  the tree before tracing (${added.slice(0, 7)}^) locks other dependencies: installing them there`);
-      await run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' }, maxBuffer: 64 * 1024 * 1024 });
-    }
-    return {
-      dir,
-      async remove() {
-        await run('git', ['worktree', 'remove', '--force', dir], { cwd: root }).catch(() => undefined);
-        await rm(dir, { recursive: true, force: true });
-      },
-    };
+    step = 'its dependencies could not be installed';
+    const cache = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'workspace-api', 'before-tracing');
+    const modules = await run(join(root, 'scripts', 'tree-modules.sh'), [dir, cache], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
+    console.log(`  the tree before tracing (${added.slice(0, 7)}^) with ${modules.stdout.trim()}`);
+    return { dir, remove };
   } catch (error) {
-    return `git could not make it: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+    await remove();
+    return `${step}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
   }
 }
+
+/** An app (tracing-app.ts: its own embedded database, a tenant) listens well within this. */
+const START_TIMEOUT_MS = 120_000;
 
 async function startApp(tree: string, env: Record<string, string>): Promise<{ child: ChildProcess; targets: Targets }> {
   const child = fork(fileURLToPath(new URL('./tracing-app.ts', import.meta.url)), [tree], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -106,8 +109,19 @@ async function startApp(tree: string, env: Record<string, string>): Promise<{ ch
   });
   // Its later exit, when the bench closes it, is no failure.
   exited.catch(() => undefined);
-  const [targets] = await Promise.race([answered, exited]);
-  return { child, targets };
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the app of ${tree} did not listen within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+  });
+  try {
+    const [targets] = await Promise.race([answered, exited, late]);
+    return { child, targets };
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export async function benchTracing({ repetitions = 5, rounds = 2, windowMs = 3000 } = {}): Promise<TracingResult> {
@@ -156,8 +170,11 @@ export async function benchTracing({ repetitions = 5, rounds = 2, windowMs = 300
       } finally {
         await Promise.all(
           [...apps.values()].map(async ({ child }) => {
+            // One that crashed meanwhile has exited already: no stop to send, no exit to wait for.
+            if (child.exitCode !== null || child.signalCode !== null) return;
+            const exit = once(child, 'exit');
             child.send('stop');
-            await once(child, 'exit');
+            await exit;
           }),
         );
       }

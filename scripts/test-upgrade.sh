@@ -45,34 +45,8 @@ if [ ! -f "$previous/package-lock.json" ]; then
   git archive "$commit" | tar -x -C "$previous.partial"
   mv "$previous.partial" "$previous"
 fi
-# Ours serve it when every package its lockfile pins is pinned the same in ours (a release that only
-# added dependencies, as this one added libpg-query) and the patches are the same: no install at all.
-covers() {
-  $node -e '
-    const read = (file) => JSON.parse(require("node:fs").readFileSync(file, "utf8")).packages;
-    const [theirs, ours] = [read(process.argv[1]), read(process.argv[2])];
-    const same = Object.entries(theirs).every(([path, pkg]) => path === "" || (ours[path] && ours[path].version === pkg.version && ours[path].resolved === pkg.resolved));
-    process.exit(same ? 0 : 1);' "$previous/package-lock.json" package-lock.json &&
-    diff -rq "$previous/patches" patches >/dev/null 2>&1
-}
-if covers; then
-  ln -sfn "$PWD/node_modules" "$previous/node_modules"
-  say "previous release $commit in $previous, with this tree's node_modules (they pin every package its lockfile does, the same)"
-else
-  modules=$cache/node_modules-$(sha256sum "$previous/package-lock.json" | cut -c1-16)
-  if [ ! -f "$modules/.installed" ]; then
-    say "installing the previous release's dependencies (its package-lock.json differs from ours) into $modules"
-    rm -rf "$modules"
-    mkdir -p "$modules"
-    # What `npm ci` and its postinstall (patch-package) read.
-    cp "$previous/package.json" "$previous/package-lock.json" "$modules/"
-    if [ -d "$previous/patches" ]; then cp -r "$previous/patches" "$modules/"; fi
-    (cd "$modules" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error >&2)
-    touch "$modules/.installed"
-  fi
-  ln -sfn "$modules/node_modules" "$previous/node_modules"
-  say "previous release $commit in $previous, node_modules from $modules"
-fi
+# Ours when they pin every package its lockfile does and the patches are the same, else its own, cached.
+say "previous release $commit in $previous, with $(scripts/tree-modules.sh "$previous" "$cache")"
 (cd "$previous" && node_modules/.bin/node scripts/install-model.ts >&2)
 say "previous release ready"
 
