@@ -74,6 +74,8 @@ export interface ExpiredSweeperOptions {
   logger: Pick<Logger, 'info' | 'warn'>;
   /** Time between runs; default one hour. */
   intervalMs?: number;
+  /** The first run waits for this to settle (`serve`: its job queue's start); default: it runs at once. */
+  firstRunAfter?: Promise<unknown>;
 }
 
 export interface ExpiredSweeper {
@@ -84,8 +86,9 @@ export interface ExpiredSweeper {
 }
 
 /**
- * Sweeps once at once, then every `intervalMs`. The timer is unref'd (it keeps no process alive),
- * runs never overlap, and a failed run is logged and retried at the next interval.
+ * Sweeps once at once (or once `firstRunAfter` has settled), then every `intervalMs`. The timer is
+ * unref'd (it keeps no process alive), runs never overlap, and a failed run is logged and retried
+ * at the next interval.
  */
 export function startExpiredSweeper(options: ExpiredSweeperOptions): ExpiredSweeper {
   const intervalMs = options.intervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
@@ -113,7 +116,8 @@ export function startExpiredSweeper(options: ExpiredSweeperOptions): ExpiredSwee
 
   const timer = setInterval(() => void run(), intervalMs);
   timer.unref();
-  void run();
+  if (options.firstRunAfter) void options.firstRunAfter.then(run, run);
+  else void run();
 
   return {
     async stop() {

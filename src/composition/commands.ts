@@ -217,6 +217,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   let ai: { url: string; apiKey: string; close(): Promise<void> } | undefined;
   let stopJobs: (() => Promise<void>) | undefined;
   let jobsStarted: Promise<void>;
+  let queueStarted: Promise<void>;
   let worker: { close(): Promise<void> } | undefined;
   try {
     // AI_PORT=0 takes any free port, known once the child listens; the default AI_URL then names
@@ -227,13 +228,16 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     await migrate(db.sql, { logger });
     done('migrations');
     await (await adminModule).grantConfiguredAdmins(db.sql, config.adminEmails, logger, new Date());
-    // Expired sessions and verification tokens go at start and hourly.
-    sweeper = (await sweeperModule).startExpiredSweeper({ sql: db.sql, now: () => new Date(), logger });
     const built = await (await appModule).compose({ config, db, logger, workAfter: aiStarting });
     done('app');
     const { app } = built;
     stopJobs = built.stop;
     jobsStarted = built.started;
+    queueStarted = built.services.queue.started;
+    // Expired sessions and verification tokens go once the job queue has started, then hourly:
+    // the start's own statements and the first readiness probes go first on an embedded
+    // database's one connection (bench/start.ts).
+    sweeper = (await sweeperModule).startExpiredSweeper({ sql: db.sql, now: () => new Date(), logger, firstRunAfter: queueStarted });
     // WORKER=process (the default on a database server): the worker in a child of its own, with its
     // own event loop and core, so jobs keep up while the API is busy, and the API's latency does not
     // depend on the jobs. It reaches the AI service this process started, with its key.
@@ -270,9 +274,20 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   const backups = import('../backup/control-channel.ts').then((channel) =>
     channel.serveBackups({ dataDir: config.dataDir, db, localUploads: config.storage.driver === 'local', logger, ...(config.backupSchedule ? { schedule: config.backupSchedule } : {}) }),
   );
+  // Once pg-boss has started, not at `listening`: until then its first statements and the first
+  // readiness probes share the database's one connection, and the modules' 60 ms on its thread
+  // held the first /readyz back (bench/start.ts). The worker registers after that start (with the
+  // AI child, once the child listens). A queue that cannot start stops the service below.
   if (db.kind === 'embedded') {
-    const { loadFirstUseModules } = await import('../db/first-use-modules.ts');
-    loadFirstUseModules(db.sql).catch((error: unknown) => logger.warn({ err: error }, 'loading the database modules ahead of their first use failed; the first search will'));
+    queueStarted
+      .then(
+        async () => {
+          const { loadFirstUseModules } = await import('../db/first-use-modules.ts');
+          await loadFirstUseModules(db.sql);
+        },
+        () => undefined,
+      )
+      .catch((error: unknown) => logger.warn({ err: error }, 'loading the database modules ahead of their first use failed; the first search will'));
   }
 
   // The queue and the inline worker finish starting while the API serves (compose.ts, `started`):

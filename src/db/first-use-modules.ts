@@ -5,7 +5,8 @@
  * 50-60 ms on its one thread (measured on a restarted data directory: `english` 52 ms, pgvector
  * 9 ms), which the first index job or search after a start, and every request queued behind it,
  * would wait for (docs/benchmarks.md, API latency while indexing). `serve` loads them once it is
- * listening, when nothing waits on the database yet.
+ * listening and its job queue has started (composition/commands.ts), no later than its worker
+ * begins to take jobs.
  */
 import type { Sql } from './connection.ts';
 

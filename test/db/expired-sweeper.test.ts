@@ -174,6 +174,28 @@ describe('startExpiredSweeper', () => {
     }
   });
 
+  it('makes its first sweep once firstRunAfter settles, even when it rejects', async () => {
+    for (const outcome of ['resolve', 'reject'] as const) {
+      const { logger } = captureLogger();
+      let calls = 0;
+      const counting = (() => {
+        calls++;
+        return Promise.resolve({ count: 0 });
+      }) as unknown as Sql;
+      let settle!: () => void;
+      const firstRunAfter = new Promise<void>((resolve, reject) => (settle = outcome === 'resolve' ? resolve : () => reject(new Error('the queue did not start'))));
+      const sweeper = startExpiredSweeper({ sql: counting, now: () => now, logger, intervalMs: 3600_000, firstRunAfter });
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(calls).toBe(0);
+        settle();
+        await until(() => calls === 5);
+      } finally {
+        await sweeper.stop();
+      }
+    }
+  });
+
   it('refuses a nonsensical interval', () => {
     expect(() => startExpiredSweeper({ sql: db.sql, now: () => now, logger: captureLogger().logger, intervalMs: 0 })).toThrow(RangeError);
   });
