@@ -189,7 +189,8 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
   const appModule = import('./compose.ts');
   const adminModule = import('../admin/grant-admin.ts');
   const sweeperModule = import('../auth/expired-sweeper.ts');
-  for (const loading of [appModule, adminModule, sweeperModule]) loading.catch(() => undefined);
+  const serverErrorsModule = import('../http/server-errors.ts');
+  for (const loading of [appModule, adminModule, sweeperModule, serverErrorsModule]) loading.catch(() => undefined);
   const db = await opening;
   done('database');
   // The key the child demands, chosen here so the app's client knows it before the child listens.
@@ -249,7 +250,7 @@ export async function serve(config: Config, logger: Logger, useTemplate: boolean
     }
     // What Node's HTTP parser refuses by itself (a bad Content-Length, headers too large, an
     // unknown Expect) is answered in the service's error shape too, with an X-Request-Id.
-    const { answerServerErrors } = await import('../http/server-errors.ts');
+    const { answerServerErrors } = await serverErrorsModule;
     server = answerServerErrors(app.listen(config.port, config.host), logger);
     drain = trackRequests(server);
     // Node's default 300 s would cut off a slow 25 MiB upload long before its address (15 minutes) expires.

@@ -19,17 +19,20 @@ export interface ValidateFunction {
 }
 
 const require = createRequire(import.meta.url);
-// The procedures' and the identity routes' validators: their names never collide (auth.* vs the
-// procedure groups), so one lookup serves both.
-const inputValidators = {
-  ...require('../../generated/validators-input.cjs'),
-  ...require('../../generated/auth-validators-input.cjs'),
-} as Record<string, ValidateFunction>;
-const outputValidators = require('../../generated/validators-output.cjs') as Record<string, ValidateFunction>;
-const authOutputValidators = require('../../generated/auth-validators-output.cjs') as Record<string, ValidateFunction>;
+type Validators = Record<string, ValidateFunction>;
+// Each file is loaded at its first use, not at start: the four take about 30 ms to load, which
+// every start paid while its database opened (bench/start.ts); the answers' two are used only
+// where answers are checked (VALIDATE_RESPONSES). The procedures' and the identity routes' input
+// validators share one lookup: their names never collide (auth.* vs the procedure groups).
+let inputs: Validators | undefined;
+let outputs: Validators | undefined;
+let authOutputs: Validators | undefined;
+const inputValidators = (): Validators => (inputs ??= { ...require('../../generated/validators-input.cjs'), ...require('../../generated/auth-validators-input.cjs') } as Validators);
+const outputValidators = (): Validators => (outputs ??= require('../../generated/validators-output.cjs') as Validators);
+const authOutputValidators = (): Validators => (authOutputs ??= require('../../generated/auth-validators-output.cjs') as Validators);
 
 export function inputValidator(procedure: string): ValidateFunction {
-  const validate = inputValidators[`input_${procedure.replace(/\./g, '_')}`];
+  const validate = inputValidators()[`input_${procedure.replace(/\./g, '_')}`];
   if (!validate) throw new Error(`no input validator for ${procedure}: run make codegen`);
   return validate;
 }
@@ -37,12 +40,12 @@ export function inputValidator(procedure: string): ValidateFunction {
 /** The validator of one response body of a procedure, or undefined when that status has no JSON body. */
 export function outputValidator(procedure: string, status: number): ValidateFunction | undefined {
   const name = `output_${procedure.replace(/\./g, '_')}_${status}`;
-  return procedure.startsWith('auth.') ? authOutputValidators[name] : outputValidators[name];
+  return procedure.startsWith('auth.') ? authOutputValidators()[name] : outputValidators()[name];
 }
 
 /** The validator of a named component schema of the procedures' contract (e.g. NotFoundError). */
 export function schemaValidator(component: string): ValidateFunction | undefined {
-  return outputValidators[`schema_${component}`];
+  return outputValidators()[`schema_${component}`];
 }
 
 /**
