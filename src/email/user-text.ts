@@ -23,7 +23,9 @@ const ELLIPSIS = '…';
 const BREAKING = /[\p{Cc}\p{Zl}\p{Zp}]/gu;
 const INVISIBLE = /(?!\u200d)[\p{Cf}\p{Cs}]/gu;
 
-const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+// Made at the first name that needs cutting: the segmenter costs about 9 ms to make, which every
+// start paid at import (bench/start.ts).
+let graphemes: Intl.Segmenter | undefined;
 
 /**
  * A user-chosen name for a subject line or a text body: breaking characters become spaces,
@@ -35,6 +37,7 @@ export function inlineName(value: string): string {
   if ([...flat].length <= MAX_NAME_LENGTH) return flat;
   let kept = '';
   let length = 0;
+  graphemes ??= new Intl.Segmenter(undefined, { granularity: 'grapheme' });
   for (const { segment } of graphemes.segment(flat)) {
     // Counted in code points, not graphemes: one grapheme can carry any number of combining marks.
     const size = [...segment].length;

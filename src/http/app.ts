@@ -35,9 +35,10 @@ import { restRouter } from './rest-transport.ts';
 import { rpcRouter } from './rpc-transport.ts';
 import { securityHeaders } from './security-headers.ts';
 
-// Served as they are (the published documents, written by codegen), never read here.
-const contractDocument = JSON.parse(readFileSync(new URL('../../generated/openapi.json', import.meta.url), 'utf8')) as object;
-const authDocument = JSON.parse(readFileSync(new URL('../../generated/auth-openapi.json', import.meta.url), 'utf8')) as object;
+// Served as they are (the published documents, written by codegen), never read here otherwise;
+// read at their first request (documentRoute), not at every start.
+const contractDocument = () => JSON.parse(readFileSync(new URL('../../generated/openapi.json', import.meta.url), 'utf8')) as object;
+const authDocument = () => JSON.parse(readFileSync(new URL('../../generated/auth-openapi.json', import.meta.url), 'utf8')) as object;
 
 export interface HttpAppOptions {
   services: Services;

@@ -19,7 +19,7 @@ import { clearSessionCookie, sendSessionToken } from '../auth/authenticate.ts';
 import { readCookie, serializeCookie } from '../auth/cookies.ts';
 import { referencePage } from './reference-page.ts';
 
-export function identityRouter(options: { document: object; handlers: AuthHandlers; services: Services }): Router {
+export function identityRouter(options: { document: () => object; handlers: AuthHandlers; services: Services }): Router {
   const { document, handlers, services } = options;
   const { config } = services;
   const secure = config.publicUrl.startsWith('https:');

@@ -9,8 +9,8 @@ import { withoutCacheHeader } from './security-headers.ts';
 import type { ReadinessResult } from './readiness.ts';
 
 export interface OperationalRoutesOptions {
-  /** The procedures' contract, generated/openapi.json (deployment-neutral: a relative server). */
-  document: object;
+  /** Reads the procedures' contract, generated/openapi.json (deployment-neutral: a relative server), at its first request. */
+  document: () => object;
   /**
    * PUBLIC_URL (config.publicUrl): the served document names `<publicUrl>/api/v1` as its first
    * server. Without it the document is served as generated, with only its relative server.
@@ -47,11 +47,13 @@ export function operationalRoutes(options: OperationalRoutesOptions): Router {
  * (`<PUBLIC_URL>/api/v1`, `<PUBLIC_URL>/api/auth`): it becomes the first server, so SDKs generated
  * from the served document reach this deployment without being told where.
  */
-export function documentRoute(document: object, serverUrl?: string): RequestHandler {
-  // Serialized at the first request, not at start: the documents take tens of milliseconds to
-  // write out and hash, which every start would wait for (bench/start.ts).
+export function documentRoute(readDocument: () => object, serverUrl?: string): RequestHandler {
+  // Read and serialized at the first request, not at start: the documents take tens of
+  // milliseconds to parse, write out and hash, which every start would wait for (bench/start.ts).
+  // Only the serialized body stays in memory.
   let built: { body: Buffer; etag: string } | undefined;
   const build = () => {
+    const document = readDocument();
     const served = serverUrl === undefined ? document : withServer(document as ContractDocument, serverUrl);
     const body = Buffer.from(JSON.stringify(served));
     return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
