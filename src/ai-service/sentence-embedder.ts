@@ -138,7 +138,7 @@ export async function loadSentenceEmbedder(dir: string, options: SentenceEmbedde
 /**
  * What an inference call costs beyond its padded tokens, in tokens: a row's share of the call
  * (ROW_COST × the longest row) and the call itself (CALL_COST). Measured with two threads on two
- * cores (/docs/benchmarks.md, "Batches cut by length"): time grows with rows × longest row at about
+ * cores (docs/benchmarks.md, "Batches cut by length"): time grows with rows × longest row at about
  * 0.41 ms a token, and a call of one row costs about a quarter of a row more.
  */
 const ROW_COST = 0.25;

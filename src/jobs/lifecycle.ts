@@ -46,7 +46,7 @@ import { addJobCredits, advanceProgress, findJob, insertJob, lockPayerQueue, que
  * organization's latest jobs started lately (long jobs, or no worker running), a guess at when
  * some have. Otherwise it is the time one job takes to leave the queue at the pace they have been
  * starting (queueFullRetryAfter), so a client loading documents one job each, which honours it,
- * comes back as a slot frees instead of 10 s later (issue 38: 90 such waits took 0.6 of a
+ * comes back as a slot frees instead of 10 s later (issue 38: 90 such waits were most of a
  * 2 000-document load's time). A hint, not a promise: the refusal answers again until a job has gone.
  */
 export const QUEUE_FULL_RETRY_AFTER_SECONDS = 10;
