@@ -16,25 +16,36 @@ import type { Client, Session } from './session.ts';
 type JobsCreateInput = Parameters<Client['jobs']['create']>[0];
 
 /**
- * How long a full queue (429 TOO_MANY_REQUESTS) is waited out when its answer has no Retry-After;
- * the service sends `Retry-After: 10` (QUEUE_FULL_RETRY_AFTER_SECONDS), about when some queued
- * jobs have run, and that is what the CLI waits.
+ * How long a full queue (429 TOO_MANY_REQUESTS) is waited out when its answer has no Retry-After.
+ * The service's Retry-After is the time one queued job takes to start at the pace the
+ * organization's jobs have been starting, 1 to 10 s (10 when none has lately), and that is what
+ * the CLI waits, each time.
  */
 export const QUEUE_FULL_WAIT_MS = 10_000;
-const QUEUE_FULL_ATTEMPTS = 6;
+/**
+ * How long refusals are waited out in all before the 429 is the answer: five waits of 10 s, or
+ * fifty of 1 s while the queue moves fast. Counted in time, not tries: a short Retry-After must
+ * not make the CLI give up sooner.
+ */
+const QUEUE_FULL_PATIENCE_MS = 5 * QUEUE_FULL_WAIT_MS;
 
 /**
  * jobs.create, tried again while the organization's queue is full: nothing is created or charged
- * by a refusal, so trying again is safe. After a minute of refusals the 429 is the answer.
+ * by a refusal, so trying again is safe. After QUEUE_FULL_PATIENCE_MS of waits the 429 is the answer.
  */
 export async function createJob(session: Session, input: JobsCreateInput, waitMs = QUEUE_FULL_WAIT_MS): Promise<Job> {
+  let waited = 0;
   for (let attempt = 1; ; attempt++) {
     try {
       return await session.client().jobs.create(input);
     } catch (error) {
-      if (!(error instanceof ApiClientError && error.status === 429) || attempt >= QUEUE_FULL_ATTEMPTS) throw error;
+      if (!(error instanceof ApiClientError && error.status === 429)) throw error;
       const wait = error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : waitMs;
-      session.output.note(`${error.message} Trying again in ${Math.round(wait / 1000)} s (${attempt} of ${QUEUE_FULL_ATTEMPTS - 1}).`);
+      if (waited + wait > QUEUE_FULL_PATIENCE_MS) throw error;
+      // The tries left at this wait, said as "n of m".
+      const tries = attempt - 1 + Math.floor((QUEUE_FULL_PATIENCE_MS - waited) / Math.max(wait, 1));
+      session.output.note(`${error.message} Trying again in ${Math.round(wait / 1000)} s (${attempt} of ${tries}).`);
+      waited += wait;
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
