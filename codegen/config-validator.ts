@@ -12,7 +12,7 @@ import { settingFormats } from '../src/config/formats.ts';
 import { configSchema } from '../src/config/schema.ts';
 
 /** The options src/config/read.ts relies on: every error, unknown settings dropped, defaults filled in, values typed by read.ts (not coerced). */
-export const CONFIG_AJV_OPTIONS = { allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes: false, allowUnionTypes: true, verbose: true } as const;
+const CONFIG_AJV_OPTIONS = { allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes: false, allowUnionTypes: true, verbose: true } as const;
 
 export function buildConfigValidator(): string {
   const ajv = new Ajv({

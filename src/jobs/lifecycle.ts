@@ -204,8 +204,10 @@ export function jobLifecycle(deps: { sql: Sql; queue: JobQueue; events: JobEvent
         return inserted;
       }).catch(async (error: unknown) => {
         if (!(error instanceof QueueFull)) throw error;
-        // The pace is read after the rollback, off the payer's lock: a hint needs no consistency.
-        const started = await recentStarts(sql, job.organizationId, new Date(o.now.getTime() - PACE_WINDOW_SECONDS * 1000), error.count + 2 * PACE_WINDOW_SECONDS);
+        // The pace is read after the rollback, off the payer's lock: a hint needs no consistency, and
+        // one that cannot be read is the longest (the refusal stands, as a 429, not a failure).
+        const since = new Date(o.now.getTime() - PACE_WINDOW_SECONDS * 1000);
+        const started = await recentStarts(sql, job.organizationId, since, error.count + 2 * PACE_WINDOW_SECONDS).catch(() => 0);
         const whose = error.payer.startsWith('usr:') ? ["The organizations of this organization's owner have", 'they'] : ['The organization has', 'it'];
         throw new ApiError('TOO_MANY_REQUESTS', {
           message: `${whose[0]} ${error.count} queued jobs, the most ${whose[1]} may have (${error.max}); try again once some have run.`,
