@@ -35,7 +35,7 @@ import type { ResourceRegistry } from './db/resource.ts';
 export interface Services {
   config: Config;
   db: Database;
-  /** The API's requests in flight, which the worker's chunk writes give way to on the embedded database (db/request-gate.ts). */
+  /** The API's requests in flight, which the worker's jobs and vacuum give way to on the embedded database (db/request-gate.ts). */
   requests: RequestGate;
   logger: Logger;
   memberships: Memberships;

@@ -60,7 +60,7 @@ export async function createServices(options: ServiceOptions): Promise<{ service
   const services: Services = {
     config,
     db,
-    // One connection: the worker's chunk writes wait for the API's requests (db/request-gate.ts).
+    // One connection: the worker's jobs wait for the API's requests (db/request-gate.ts).
     requests: db.kind === 'embedded' ? createRequestGate() : OPEN_GATE,
     logger,
     now,

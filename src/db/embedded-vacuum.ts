@@ -10,7 +10,7 @@
  * autovacuum's own default thresholds: a table is vacuumed (and analysed) once its dead rows pass
  * 50 + 20% of its live ones, analysed alone once the rows changed since the last analysis pass
  * 50 + 10%. On the one connection a VACUUM holds every request while it runs, so each table waits
- * for a moment without requests in flight first (the request gate, as chunk writes do), and the
+ * for a moment without requests in flight first (the request gate, as a job's statements do), and the
  * thresholds keep it rare. A table with an HNSW index (document_chunks) is vacuumed without index
  * cleanup: pgvector's HNSW vacuum walks the whole graph, and on PGlite it held the connection 6.7 s
  * for a table of 10 000 chunks (a quarter deleted), against 155 ms without it; the rows' space is

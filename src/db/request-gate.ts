@@ -8,9 +8,17 @@
  * while indexing). A write waits at most MAX_WAIT_MS, so a steady stream of requests slows
  * indexing down but cannot stop it.
  *
+ * Not only the chunk inserts: a job's run is background work (`asBackground`, worker.ts), and every
+ * statement and transaction it sends on the pool waits at the gate before it starts
+ * (transaction-guard.ts), so a request of three statements is not interleaved with the job's
+ * transactions in between its own statements; it waits at most for the one unit of the job's work
+ * already on the connection when it came.
+ *
  * On a database server each request has a connection of its own and the worker its own process:
  * there the gate is open (`waitForIdle` resolves at once).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 export interface RequestGate {
   /** Counts a request from now until `done` is called (once). */
   enter(): () => void;
@@ -56,4 +64,16 @@ export function createRequestGate(): RequestGate {
       });
     },
   };
+}
+
+const background = new AsyncLocalStorage<RequestGate>();
+
+/** Runs `fn` as background work: its pool statements and transactions wait at `gate` before they start (transaction-guard.ts). */
+export function asBackground<T>(gate: RequestGate, fn: () => T): T {
+  return gate === OPEN_GATE ? fn() : background.run(gate, fn);
+}
+
+/** The gate the caller's background work waits at (`asBackground`); undefined for a request's work. */
+export function backgroundGate(): RequestGate | undefined {
+  return background.getStore();
 }

@@ -37,10 +37,16 @@
  *
  * 6. Spans, when given and while tracing is on (query-spans.ts): a `db.transaction` span per
  *    transaction, a `db.query` span per statement sent.
+ *
+ * 7. Background work (request-gate.ts `asBackground`: a job's run on the embedded database): each
+ *    pool statement and each transaction it starts waits at the request gate first, so the API's
+ *    requests in flight have the one connection to themselves. A transaction's own statements do
+ *    not wait: it already holds the connection.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type postgres from 'postgres';
 import { currentCommitMarker, type CommitMarker } from './commit-marker.ts';
+import { backgroundGate } from './request-gate.ts';
 import { ANSWER_GRACE_MS, armQuery, DatabaseDeadlineError, scopedDeadline, type DeadlineActions, type DeadlineQuery } from './deadline.ts';
 import { traceQuery, traceTransaction, type QuerySpanSettings } from './query-spans.ts';
 import { tracingOn } from '../telemetry/tracing.ts';
@@ -108,8 +114,11 @@ function alone(query: PendingQuery): void {
   query.options = { ...query.options, onexecute: () => false };
 }
 
-/** Runs `check` when the query is sent: an error refuses it; otherwise it goes (`check` may arm its deadline). */
-function beforeSend<T>(query: T, check: (query: PendingQuery) => Error | null): T {
+/**
+ * Runs `check` when the query is sent: an error refuses it; otherwise it goes (`check` may arm its
+ * deadline), after what `wait` answers when it answers something.
+ */
+function beforeSend<T>(query: T, check: (query: PendingQuery) => Error | null, wait?: () => Promise<void> | undefined): T {
   const pending = query as unknown as PendingQuery;
   if (typeof pending?.handler !== 'function' || typeof pending.reject !== 'function') return query;
   const send = pending.handler;
@@ -119,7 +128,10 @@ function beforeSend<T>(query: T, check: (query: PendingQuery) => Error | null): 
       self.reject(error);
       return undefined;
     }
-    return send(self);
+    const waiting = wait?.();
+    if (!waiting) return send(self);
+    void waiting.then(() => send(self));
+    return undefined;
   };
   return query;
 }
@@ -261,6 +273,11 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
   const actions: DeadlineActions = options.deadlineActions ?? { cancel: false };
   const deadline = () => scopedDeadline() ?? options.deadlineMs ?? 0;
   const begin = (...args: unknown[]): Promise<unknown> => {
+    // Protection 7; inside a transaction guardedBegin refuses it at once.
+    const gate = insideTransaction() ? undefined : backgroundGate();
+    return gate ? gate.waitForIdle().then(() => spannedBegin(...args)) : spannedBegin(...args);
+  };
+  const spannedBegin = (...args: unknown[]): Promise<unknown> => {
     const { spans } = options;
     if (spans && tracingOn()) return traceTransaction(spans, args.length > 1 ? args[0] : undefined, () => guardedBegin(...args));
     return guardedBegin(...args);
@@ -338,14 +355,16 @@ export function wrapPool(sql: Sql, options: WrapPoolOptions): Sql {
     replaced.notify = refuseInside('notify');
     replaced.largeObject = refuseInside('largeObject');
   }
-  replaced.unsafe = (...args: unknown[]) => beforeSend((sql.unsafe as AnyFunction)(...args), check);
-  replaced.file = (...args: unknown[]) => beforeSend((sql.file as AnyFunction)(...args), check);
+  // Protection 7: a background statement waits at the gate (a refused one, inside a transaction, never gets here).
+  const wait = () => backgroundGate()?.waitForIdle();
+  replaced.unsafe = (...args: unknown[]) => beforeSend((sql.unsafe as AnyFunction)(...args), check, wait);
+  replaced.file = (...args: unknown[]) => beforeSend((sql.file as AnyFunction)(...args), check, wait);
 
   return new Proxy(sql, {
     // sql`...` makes a query; sql('name') and sql(rows) make helpers, which send nothing.
     apply(target, thisArg, args: unknown[]) {
       const made: unknown = Reflect.apply(target, thisArg, args);
-      return isTemplate(args) ? beforeSend(made, check) : made;
+      return isTemplate(args) ? beforeSend(made, check, wait) : made;
     },
     get(target, property, receiver) {
       if (Object.hasOwn(replaced, property)) return replaced[property];

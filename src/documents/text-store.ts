@@ -6,7 +6,6 @@
  */
 import type { Sql } from '../db/connection.ts';
 import type { Db } from '../db/db.ts';
-import { OPEN_GATE, type RequestGate } from '../db/request-gate.ts';
 import { lockOrganization } from '../organizations/store.ts';
 import type postgres from 'postgres';
 import { isForeignKeyViolation, lockDocument, organizationUsage, setExtracted, setIndexed, setIndexedGeneration, type Document } from './store.ts';
@@ -212,7 +211,7 @@ export interface ChunkWriter {
   abandon(): Promise<void>;
 }
 
-export async function chunkWriter(sql: Sql, document: ChunkDocument, chunks: readonly PlacedChunk[], config: string, now: Date, requests: RequestGate = OPEN_GATE): Promise<ChunkWriter> {
+export async function chunkWriter(sql: Sql, document: ChunkDocument, chunks: readonly PlacedChunk[], config: string, now: Date): Promise<ChunkWriter> {
   const [row] = await sql<{ generation: string }[]>`select nextval('document_chunk_generation')::text as generation`;
   const generation = row!.generation;
   let writing: Promise<boolean> = Promise.resolve(true);
@@ -220,8 +219,7 @@ export async function chunkWriter(sql: Sql, document: ChunkDocument, chunks: rea
     try {
       for (let i = 0; i < indexes.length; i += CHUNK_BATCH) {
         const rows = indexes.slice(i, i + CHUNK_BATCH).map((index, offset) => chunkRow(document, model, config, { ...chunks[index]!, embedding: embeddings[i + offset]! }, index, generation, now));
-        // After the API's requests in flight, on the embedded database's one connection (db/request-gate.ts).
-        await requests.waitForIdle();
+        // A job's statement: on the embedded database it waits for the API's requests in flight (db/request-gate.ts).
         await sql`insert into document_chunks ${sql(rows)}`;
       }
       return true;

@@ -1,6 +1,6 @@
 /**
  * Counts the API's requests in flight for the embedded database's gate (db/request-gate.ts): the
- * worker's chunk writes wait while one is. Event streams stay open for minutes and wait on the
+ * worker's jobs' statements wait while one is. Event streams stay open for minutes and wait on the
  * database only now and then, so they do not count.
  */
 import type { RequestHandler } from 'express';

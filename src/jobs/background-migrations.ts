@@ -10,7 +10,7 @@
  *   backfill takes at most half of one connection; batches grow or shrink to take about
  *   TARGET_BATCH_MS, and each waits for its locks under a short lock_timeout. On the embedded
  *   database the batches share the one connection with the API: each also waits for the API's
- *   requests in flight, as the chunk writes of an index job do.
+ *   requests in flight, as a job's statements do.
  * - Run in slices: a job (queue.ts, the background-migrations queue) runs batches for SLICE_MS,
  *   then queues the next slice and ends, so a worker that stops waits for one batch at most.
  *   Housekeeping queues a slice again for any migration not finished, should a slice's job fail

@@ -48,7 +48,7 @@ export async function indexDocument(
     return { chunks: chunks.length, model: known, unchanged: true };
   }
   // Stored as they are embedded (text-store.ts ChunkWriter), under a generation made current at the end.
-  const writer = await chunkWriter(deps.sql, document, placed, config, now, deps.requests);
+  const writer = await chunkWriter(deps.sql, document, placed, config, now);
   try {
     const { model, stored: written } = await embedChunks(texts, hashes, document, deps, { model: known }, (model, indexes, vectors) => writer.write(model, indexes, vectors));
     if (!written || !(await writer.finish())) throw gone();

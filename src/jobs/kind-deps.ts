@@ -20,7 +20,7 @@ export interface KindDeps {
   maxCharacters: number;
   /** Chunks texts in a thread (chunker.ts): on the embedded database this worker shares the API's event loop. */
   chunker: Chunker;
-  /** The API's requests in flight: chunk writes wait for them on the embedded database's one connection. */
+  /** The API's requests in flight: a job's statements wait for them on the embedded database's one connection (worker.ts asBackground). */
   requests: RequestGate;
   now(): Date;
   /** How long a workspace.index slice takes new documents (workspace-index.ts SLICE_MS when absent; tests shorten it). */

@@ -24,6 +24,7 @@ import { ContinueLater } from './workspace-index.ts';
 import { activeTrace, carrierOf, linksTo, spanContextOf } from './job-trace.ts';
 import type { JobLifecycle } from './lifecycle.ts';
 import type { Delivery, JobQueue } from './queue.ts';
+import { asBackground } from '../db/request-gate.ts';
 
 export interface WorkerOptions extends KindDeps {
   queue: JobQueue;
@@ -73,7 +74,8 @@ async function queueBackgroundMigrations(options: WorkerOptions): Promise<void> 
 export async function runDelivery(options: WorkerOptions, delivery: Delivery): Promise<void> {
   // A new trace, not a child of the request: a job outlives it (job-trace.ts). The name gets the kind once the row is read.
   const span = { kind: SpanKind.CONSUMER, links: tracingOn() ? linksTo(delivery.trace, 'created_by') : [], attributes: { 'job.id': delivery.jobId, 'job.continued': delivery.continued } };
-  await inSpan('job.run', span, (runSpan) => run(options, delivery, runSpan), NEW_TRACE);
+  // Its statements give way to the API's requests on the embedded database's one connection (db/request-gate.ts).
+  await asBackground(options.requests, () => inSpan('job.run', span, (runSpan) => run(options, delivery, runSpan), NEW_TRACE));
 }
 
 async function run(options: WorkerOptions, delivery: Delivery, span: Span): Promise<void> {

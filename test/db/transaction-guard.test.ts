@@ -3,13 +3,15 @@
  * waiting for ever for the embedded database's one connection (or taking a second one on a server);
  * `tx` inside and the pool outside work as before; a transaction whose connection is lost sends
  * nothing more (real server only: TEST_DATABASE_URL); queries and transactions past their deadline
- * (src/db/deadline.ts) answer at once, and what they leave behind does no harm.
+ * (src/db/deadline.ts) answer at once, and what they leave behind does no harm; background work
+ * (request-gate.ts asBackground) waits at the gate before each statement and transaction it starts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
 import { DatabaseDeadlineError, withDeadline } from '../../src/db/deadline.ts';
 import { insideTransaction, TransactionGuardError, TransactionLostError } from '../../src/db/transaction-guard.ts';
 import type { Db } from '../../src/db/db.ts';
+import { asBackground, type RequestGate } from '../../src/db/request-gate.ts';
 import { createTestDatabase } from '../support/database.ts';
 
 /** Fails instead of hanging: the promise must settle within `ms`. */
@@ -138,6 +140,67 @@ describe('the transaction guard on the embedded database (one connection)', () =
     expect(typeof sql.json).toBe('function');
     expect(typeof sql.end).toBe('function');
     expect(sql.options.max).toBe(1);
+  });
+});
+
+/** A gate the test opens by hand: counts the waits, and holds each until `open()`. */
+function handGate(): RequestGate & { waits: number; open(): void } {
+  let release: () => void = () => {};
+  let held = new Promise<void>((resolve) => (release = resolve));
+  return {
+    waits: 0,
+    enter: () => () => {},
+    waitForIdle() {
+      this.waits += 1;
+      return held;
+    },
+    open() {
+      release();
+      held = Promise.resolve();
+    },
+  };
+}
+
+describe('background work on the embedded database (protection 7)', () => {
+  it('sends a background statement only once the gate lets it, while a request goes first', async () => {
+    const { sql } = db;
+    await sql`delete from guard_notes`;
+    const gate = handGate();
+    let stored = false;
+    const background = asBackground(gate, () => sql`insert into guard_notes values (70, 'background')`.then(() => (stored = true)));
+    // A request's statement sent after it is answered first: the background one has not gone.
+    expect(await within(2000, sql`select count(*)::int as n from guard_notes where id = 70`)).toEqual([{ n: 0 }]);
+    expect(stored).toBe(false);
+    expect(gate.waits).toBe(1);
+    gate.open();
+    await within(2000, background);
+    expect(await sql`select note from guard_notes where id = 70`).toEqual([{ note: 'background' }]);
+  });
+
+  it("waits once per background transaction, not for the transaction's own statements, and never for a request's", async () => {
+    const { sql } = db;
+    const gate = handGate();
+    gate.open();
+    const answer = await within(
+      5000,
+      asBackground(gate, () =>
+        sql.begin(async (tx) => {
+          await tx`insert into guard_notes values (71, 'one')`;
+          await tx`update guard_notes set note = 'two' where id = 71`;
+          // A refused pool query is refused at once, without a wait.
+          await expect(sql`select 1`).rejects.toThrow(TransactionGuardError);
+          return tx`select note from guard_notes where id = 71`;
+        }),
+      ),
+    );
+    expect(answer).toEqual([{ note: 'two' }]);
+    expect(gate.waits).toBe(1);
+    await asBackground(gate, () => Promise.all([sql`select 1`, sql.unsafe('select 2')]));
+    expect(gate.waits).toBe(3);
+    // Outside asBackground (a request's work) nothing waits.
+    await sql`select 1`;
+    await sql.begin((tx) => tx`select 1`);
+    expect(gate.waits).toBe(3);
   });
 });
 
