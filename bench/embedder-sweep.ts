@@ -5,7 +5,8 @@
  * open-loop probe (`GET /healthz` and workspaces.list every 20 ms each, latency-probe.ts) whose p99
  * is reported beside each figure, against its p99 idle. Then, with every core, batches of 16 and
  * niceness 10, texts of mixed lengths embedded in one request (the embedder sorts them, so a batch holds texts of one length)
- * against the same texts a batch per request in their own order.
+ * against the same texts a batch per request in their own order; and the service's own setup, a
+ * copy of the model per core with one onnxruntime thread each (LocalModelSetup.copies), on the prose.
  *
  * The model runs as the AI service runs it: createLocalEmbedder, its worker thread, at the given
  * niceness; it is in this process, the app (with its embedded database) in this process too, as
@@ -68,13 +69,15 @@ export async function benchEmbedderSweep(db: Database): Promise<SweepResult> {
     const fast: LocalModelSetup = { threads: cores, batchSize: 16, nice: 10 };
     settings.push({ setup: fast, order: 'sorted', texts: 'mixed' }, { setup: fast, order: 'as given', texts: 'mixed' });
     settings.push({ setup: fast, order: 'sorted', texts: 'prose' });
+    // The service's setup (createEmbedder): a copy of the model per core, one onnxruntime thread each.
+    if (cores > 1) settings.push({ setup: { threads: 1, copies: cores, batchSize: 16, nice: 10 }, order: 'sorted', texts: 'prose' });
 
     const rows: SweepRow[] = [];
     for (const { setup, order, texts: which } of settings) {
       const texts = which === 'prose' ? prose : mixed;
       const embedder = createLocalEmbedder(DEFAULT_MODEL_DIR, setup, logger);
       try {
-        await embedder.embed(texts.slice(0, setup.batchSize)); // the load and a first batch
+        await embedder.embed(texts.slice(0, setup.batchSize * (setup.copies ?? 1))); // the load and a first batch (each copy's)
         const window = probe.window(targets, 600_000);
         const started = performance.now();
         if (order === 'sorted') await embedder.embed(texts);
@@ -99,8 +102,8 @@ export async function benchEmbedderSweep(db: Database): Promise<SweepResult> {
 }
 
 function label(row: SweepRow): string {
-  const { threads, batchSize, nice } = row.setup;
-  return `${threads} thread${threads > 1 ? 's' : ''}, batch ${batchSize}, nice ${nice}, ${row.texts} ${row.order}`;
+  const { threads, copies = 1, batchSize, nice } = row.setup;
+  return `${copies > 1 ? `${copies} copies × ` : ''}${threads} thread${threads > 1 ? 's' : ''}, batch ${batchSize}, nice ${nice}, ${row.texts} ${row.order}`;
 }
 
 /** Rows for bench/index.ts's table. */

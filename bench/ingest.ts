@@ -10,9 +10,10 @@
  *   as it goes).
  * The app on a loopback port with its worker where `serve` runs it and the AI service as its own
  * process (document-app.ts). Against each, the bare model on the chunks that ingest stored (read
- * back from document_chunks, the documents' current generation): createEmbedder in this process
- * with the service's settings, as bench/indexing.ts, sent 16 texts at a time longest first (the
- * requests the job sends, src/jobs/embed-chunks.ts), one after the other, once the ingest is over.
+ * back from document_chunks, the documents' current generation) as issue 38 defines it: the model
+ * in this process, one inference of two onnxruntime threads (support.ts bareModel), sent 16 texts
+ * at a time longest first (the requests the job sends, src/jobs/embed-chunks.ts), one after the
+ * other, once the ingest is over.
  * Ratio ingest / bare chunks/s; aims >= 0.6 per document, >= 0.8 for workspace.index.
  * Also during each ingest: the p99 of GET /healthz and workspaces.list (the open-loop probe of
  * api-latency.ts) against the same probe idle just before, aim <= 2; and another organization's
@@ -27,8 +28,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ApiClientError } from '../clients/typescript/src/index.ts';
-import { createEmbedder, type QueuedEmbedder } from '../src/ai-service/embedder.ts';
-import { loadConfig } from '../src/config.ts';
+import type { QueuedEmbedder } from '../src/ai-service/embedder.ts';
 import type { Database } from '../src/db/connection.ts';
 import { startProbe, summary } from './api-latency.ts';
 import { clientFor, createTenant, forkAiService, startDocumentApp, uploadDocument, type Client, type Tenant } from './document-app.ts';
@@ -36,7 +36,7 @@ import { streamWaiter } from './job-latency.ts';
 import type { ProbeResult, ProbeTarget } from './latency-probe.ts';
 import { runStandalone } from './pg-server.ts';
 import { collectionDir, loadCollection, type Document as CorpusDocument } from './retrieval/dataset.ts';
-import { benchEnv, logger, percentile } from './support.ts';
+import { bareModel, percentile } from './support.ts';
 
 export type IngestWay = 'per-document' | 'workspace';
 export const INGEST_WAYS: readonly IngestWay[] = ['per-document', 'workspace'];
@@ -301,7 +301,7 @@ export async function benchIngest(
   console.log(`  ${corpus.length} NFCorpus documents each way (${dir})`);
   const ai = await forkAiService();
   const app = await startDocumentApp(db, ai);
-  const bare = createEmbedder(loadConfig(benchEnv).ai, logger);
+  const bare = bareModel();
   const probe = startProbe();
   const stop = new AbortController();
   try {

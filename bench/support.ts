@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createLocalEmbedder, type QueuedEmbedder } from '../src/ai-service/embedder.ts';
+import { DEFAULT_MODEL_DIR } from '../src/ai-service/model-files.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import type { Services } from '../src/context.ts';
 import { openDatabase, type Database } from '../src/db/connection.ts';
@@ -101,3 +103,15 @@ export function startLoader(): ChildWorker<LoadRequest, LoadResult> {
 }
 
 export { median, percentile } from './statistics.ts';
+
+/**
+ * The bare model the ingest and indexing benchmarks compare with, as issue 38 defines it: the
+ * service's model files in one inference of EMBEDDING_THREADS onnxruntime threads (two), at the
+ * service's batch size and niceness, sent one batch after the other. Not the service's own
+ * setup (createEmbedder: that many copies of one thread each, docs/ai-service.md), which a caller
+ * sending one batch at a time would leave half idle.
+ */
+export function bareModel(): QueuedEmbedder {
+  const { embedding, threadNice } = config.ai;
+  return createLocalEmbedder(DEFAULT_MODEL_DIR, { threads: embedding.threads, batchSize: embedding.batchSize, nice: threadNice }, logger);
+}

@@ -3,15 +3,19 @@
  * (sentence-embedder.ts) in a worker thread of this process, or an OpenAI-compatible provider
  * (openai-embedder.ts), as EMBEDDING_PROVIDER says.
  *
- * The local one runs the model in two worker threads, each with its own copy of the model (it
- * loads in 0.1-0.4 s):
- * - the documents' thread, at EMBEDDING_THREADS and AI_THREAD_NICE: requests wait in a fair line
- *   (fair-queue.ts) and go to it in batches of up to EMBEDDING_BATCH_SIZE texts that gather
- *   several requests, of several organizations (embedding-batches.ts): each organization waiting
- *   gets an equal share of a batch, the one served least recently first, and its requests share
- *   its part in arrival order; it starts with the first document's request (the load, 0.1-0.4 s
- *   and about 1.4 s of CPU, would otherwise take a core from the service's own start: `serve`
- *   opens its database meanwhile, issue 39);
+ * The local one runs the model in worker threads, each with its own copy of the model (it loads
+ * in 0.1-0.4 s):
+ * - the documents' threads, EMBEDDING_THREADS of them at AI_THREAD_NICE, each with one
+ *   onnxruntime thread: requests wait in a fair line (fair-queue.ts) and go in batches of up to
+ *   EMBEDDING_BATCH_SIZE texts that gather several requests, of several organizations
+ *   (embedding-batches.ts), to whichever thread is free: each organization waiting gets an equal
+ *   share of a batch, the one served least recently first, and its requests share its part in
+ *   arrival order. Copies rather than one inference on several onnxruntime threads: those wait for
+ *   each other at every node of the graph, spinning, whenever the API's threads take a core from
+ *   one of them (on two cores shared with the API, copies embedded 1.4-1.5 times as much, and 1.1
+ *   times on idle cores: docs/benchmarks.md). They start with the first document's request (the
+ *   load, 0.1-0.4 s and about 1.4 s of CPU a copy, would otherwise take a core from the service's
+ *   own start: `serve` opens its database meanwhile, issue 39);
  * - the queries' thread, one onnxruntime thread at the API's priority, started by the first
  *   query (a service that never searches never holds the second copy): requests of a few texts
  *   (QUERY_TEXTS: a search's query) wait in a line of their own and never behind a document's
@@ -52,8 +56,15 @@ export interface EmbedderOptions {
 
 /** How the local model runs: settings.embedding and settings.threadNice (config.ts). */
 export interface LocalModelSetup {
-  /** onnxruntime threads per inference call (EMBEDDING_THREADS). */
+  /** onnxruntime threads per inference call. */
   threads: number;
+  /**
+   * Worker threads of the lane, each with its own copy of the model; a batch goes to whichever is
+   * free. Default 1. The service runs EMBEDDING_THREADS copies of one onnxruntime thread each
+   * (createEmbedder): on cores shared with the API, one inference's threads wait for each other at
+   * every node of the graph whenever the API takes a core from one of them, and copies do not.
+   */
+  copies?: number;
   /** Texts per inference call (EMBEDDING_BATCH_SIZE): the most a batch holds, shared among the organizations waiting. */
   batchSize: number;
   /** The embedding thread's niceness (AI_THREAD_NICE; thread-priority.ts). */
@@ -66,7 +77,7 @@ const RETRY_MS = 10_000;
 export function createEmbedder(settings: AiSettings, logger: Logger, options: EmbedderOptions = {}): QueuedEmbedder {
   // A provider has queues of its own (and its own 429s, passed on as 503s).
   if (settings.provider === 'openai') return { ...bindEmbedder(createOpenAiEmbedder(settings.openai, logger)), stats: () => null };
-  const setup = { ...settings.embedding, nice: settings.threadNice };
+  const setup = { threads: 1, copies: settings.embedding.threads, batchSize: settings.embedding.batchSize, nice: settings.threadNice };
   return createLocalEmbedder(options.modelDir ?? DEFAULT_MODEL_DIR, setup, logger.child({ component: 'embedder' }));
 }
 
@@ -133,15 +144,18 @@ const QUERY_MODEL: LocalModelSetup = { threads: 1, batchSize: QUERY_TEXTS, nice:
 
 type Line = ReturnType<typeof createFairLine<Request>>;
 
-/** A thread of the model and the line of requests it serves. */
+/** The threads of the model (LocalModelSetup.copies) and the line of requests they serve. */
 interface Lane {
-  /** The thread's name (`embedder`, `embedder-queries`), as /proc and the logs show it. */
+  /** Its threads' name (`embedder`, `embedder-queries`), as /proc and the logs show it. */
   name: string;
   model: LocalModelSetup;
   line: Line;
   /** Whether a batch gathers several requests (documents) or holds one (queries). */
   mixes: boolean;
-  thread: Thread | null;
+  /** Started with the lane's first request; a thread that dies is replaced. */
+  threads: Thread[];
+  /** Texts in the line not yet in a batch (what `pump` shares among idle threads). */
+  waitingTexts: number;
 }
 
 interface Request {
@@ -154,6 +168,8 @@ interface Request {
   /** How much of `order` has been sent. */
   sent: number;
   vectors: number[][];
+  /** Vectors received: it is answered once it has them all (its batches may come back in any order, from several threads). */
+  received: number;
   tokens: number;
   /** Its caller went away or it failed: it has left its line, and a batch in flight with its texts does not answer it. */
   cancelled: boolean;
@@ -182,10 +198,14 @@ const STOP_TIMEOUT_MS = 10_000;
 /** `watch` hears of every batch as it is sent (tests, benchmarks). */
 export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger: Logger, watch?: (batch: BatchSent) => void): LocalEmbedder {
   /** Requests with texts left to send, in turns; one whose last texts are in a batch has left its line. */
-  const queries: Lane = { name: 'embedder-queries', model: QUERY_MODEL, line: createFairLine<Request>((request) => request.organization), mixes: false, thread: null };
-  const documents: Lane = { name: 'embedder', model, line: createFairLine<Request>((request) => request.organization), mixes: true, thread: null };
+  const queries: Lane = { name: 'embedder-queries', model: QUERY_MODEL, line: createFairLine<Request>((request) => request.organization), mixes: false, threads: [], waitingTexts: 0 };
+  const documents: Lane = { name: 'embedder', model, line: createFairLine<Request>((request) => request.organization), mixes: true, threads: [], waitingTexts: 0 };
   const lanes = [queries, documents];
-  const clearLines = () => lanes.flatMap((lane) => lane.line.clear());
+  const clearLines = () =>
+    lanes.flatMap((lane) => {
+      lane.waitingTexts = 0;
+      return lane.line.clear();
+    });
   /**
    * Requests in a line none of whose texts is in the batch in hand. One with texts in it and
    * texts left is back in its line already, but it is being worked on: it counts as running, as it
@@ -193,9 +213,16 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
    */
   const waitingCount = (organization?: string) =>
     lanes.reduce((sum, lane) => {
-      const inHand = (lane.thread?.current ?? []).filter((part) => !part.last && !part.request.cancelled && (organization === undefined || part.request.organization === organization));
-      return sum + lane.line.size(organization) - inHand.length;
+      const inHand = new Set(
+        lane.threads
+          .flatMap((thread) => thread.current ?? [])
+          .filter((part) => !part.last && !part.request.cancelled && (organization === undefined || part.request.organization === organization))
+          .map((part) => part.request),
+      );
+      return sum + lane.line.size(organization) - inHand.size;
     }, 0);
+  /** Threads with a batch in hand, both lanes. */
+  const running = () => lanes.reduce((sum, lane) => sum + lane.threads.filter((thread) => thread.current).length, 0);
   let dropped = 0;
   let refused = 0;
   let batches = 0;
@@ -221,34 +248,44 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     }
   };
 
+  const own = (lane: Lane, thread: Thread) => lane.threads.includes(thread);
+  const leave = (lane: Lane, thread: Thread) => {
+    lane.threads = lane.threads.filter((other) => other !== thread);
+  };
+
+  /** Starts the lane's threads that are missing. */
   const start = (lane: Lane) => {
-    const setup: ThreadSetup = { dir, ...lane.model };
+    while (lane.threads.length < (lane.model.copies ?? 1)) startThread(lane);
+  };
+
+  const startThread = (lane: Lane) => {
+    const setup: ThreadSetup = { dir, threads: lane.model.threads, batchSize: lane.model.batchSize, nice: lane.model.nice };
     const worker = new Worker(new URL('./embedder-thread.ts', import.meta.url), { workerData: setup, name: lane.name });
     const started = performance.now();
-    const own: Thread = { worker, ready: false, current: null, spans: [] };
-    lane.thread = own;
+    const thread: Thread = { worker, ready: false, current: null, spans: [] };
+    lane.threads.push(thread);
     worker.on('message', (message: ThreadMessage) => {
-      if (lane.thread !== own) return;
+      if (!own(lane, thread)) return;
       if (message.type === 'ready') {
-        own.ready = true;
+        thread.ready = true;
         failure = null;
         logger.info({ ms: Math.round(performance.now() - started), thread: lane.name, ...lane.model, dir }, 'embedding model loaded');
       } else if (message.type === 'failed') {
         // The thread leaves by itself.
-        lane.thread = null;
+        leave(lane, thread);
         loadFailed(lane, { problem: message.message });
       } else {
-        const parts = own.current!;
-        own.current = null;
+        const parts = thread.current!;
+        thread.current = null;
         if (message.type === 'done') {
           const tokens = message.tokens;
-          endBatchSpans(own.spans, { tokens, shares: () => shareTokens(tokens, parts) });
+          endBatchSpans(thread.spans, { tokens, shares: () => shareTokens(tokens, parts) });
           received(parts, message.vectors, tokens);
         } else {
-          endBatchSpans(own.spans, { error: 'The embedding model failed.' });
+          endBatchSpans(thread.spans, { error: 'The embedding model failed.' });
           failBatch(parts, () => new HttpError(502, 'The embedding model failed; try again later.', { cause: new Error(message.message) }));
         }
-        own.spans = [];
+        thread.spans = [];
         // The requests whose last texts this batch held; the others are back in the line already.
         for (const part of parts) if (part.last) lane.line.finished(part.request.organization);
       }
@@ -256,20 +293,20 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     });
     worker.on('error', (error) => logger.error({ err: error, thread: lane.name }, 'embedding thread failed'));
     worker.on('exit', (code) => {
-      if (lane.thread !== own) return;
-      lane.thread = null;
-      if (!own.ready) {
+      if (!own(lane, thread)) return;
+      leave(lane, thread);
+      if (!thread.ready) {
         loadFailed(lane, { code });
         return;
       }
-      logger.error({ code, thread: lane.name, working: Boolean(own.current), requests: own.current?.length ?? 0 }, 'embedding thread stopped; starting another');
-      if (own.current) {
+      logger.error({ code, thread: lane.name, working: Boolean(thread.current), requests: thread.current?.length ?? 0 }, 'embedding thread stopped; starting another');
+      if (thread.current) {
         // Every request with texts in the batch lost them; the others wait for the next thread.
-        endBatchSpans(own.spans, { error: 'The embedding thread stopped.' });
-        failBatch(own.current, () => new HttpError(502, 'The embedding model stopped; try again later.'));
-        for (const part of own.current) if (part.last) lane.line.finished(part.request.organization);
+        endBatchSpans(thread.spans, { error: 'The embedding thread stopped.' });
+        failBatch(thread.current, () => new HttpError(502, 'The embedding model stopped; try again later.'));
+        for (const part of thread.current) if (part.last) lane.line.finished(part.request.organization);
       }
-      start(lane);
+      startThread(lane);
     });
     refresh(lane);
   };
@@ -277,11 +314,17 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
   /** Sends each idle thread the next batch of its line (embedding-batches.ts). */
   const pump = () => {
     for (const lane of lanes) {
-      const thread = lane.thread;
-      if (thread?.ready && !thread.current && lane.line.size() > 0) {
-        const parts = nextBatch(lane.line, lane.model.batchSize, lane.mixes);
+      const idle = lane.threads.filter((thread) => thread.ready && !thread.current);
+      for (const [at, thread] of idle.entries()) {
+        if (lane.line.size() === 0) break;
+        // What waits is shared among the idle threads: a few texts on two copies are answered
+        // sooner than on one (a job of one small document waits for them), and a full line still
+        // goes batchSize at a time.
+        const slots = Math.min(lane.model.batchSize, Math.ceil(lane.waitingTexts / (idle.length - at)));
+        const parts = nextBatch(lane.line, Math.max(1, slots), lane.mixes);
         thread.current = parts;
         const texts = parts.flatMap((part) => part.indexes.map((index) => part.request.texts[index]!));
+        lane.waitingTexts -= texts.length;
         batches += 1;
         if (tracingOn()) {
           // A request's first batch ends its wait in the line.
@@ -303,9 +346,10 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
 
   /** A thread keeps the process alive only while it has work, so a forgotten close() cannot hang it. */
   const refresh = (lane: Lane) => {
-    if (!lane.thread) return;
-    if (lane.thread.current || lane.line.size() > 0) lane.thread.worker.ref();
-    else lane.thread.worker.unref();
+    for (const thread of lane.threads) {
+      if (thread.current || lane.line.size() > 0) thread.worker.ref();
+      else thread.worker.unref();
+    }
   };
 
   /** The vectors come back in the batch's order: part by part, each part's texts in its order. */
@@ -324,8 +368,8 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
         request.vectors[index] = Array.from(vector, (value) => Math.round(value * 1e8) / 1e8);
       });
       request.tokens += shares[at]!;
-      // One batch at a time per thread: the batch with its last texts is the last to come back.
-      if (part.last) request.resolve({ vectors: request.vectors, model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: request.tokens, total_tokens: request.tokens } });
+      request.received += indexes.length;
+      if (request.received === request.texts.length) request.resolve({ vectors: request.vectors, model: LOCAL_EMBEDDING_MODEL, usage: { prompt_tokens: request.tokens, total_tokens: request.tokens } });
     });
   };
 
@@ -335,6 +379,8 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
     request.cancelled = true;
     waited(request, error instanceof HttpError && error.status === CALLER_GONE ? 'dropped' : 'cancelled');
     request.lane.line.remove(request);
+    // Its texts not sent leave the line with it.
+    request.lane.waitingTexts -= request.order.length - request.sent;
     request.reject(error);
   };
 
@@ -385,7 +431,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       const { maxWaiting, maxWaitingPerOrganization, retryAfterSeconds } = EMBEDDINGS_QUEUE_BOUNDS;
       if (waitingCount() >= maxWaiting || waitingCount(organization) >= maxWaitingPerOrganization) {
         refused += 1;
-        if (tracingOn()) endQueueWait(startQueueWait('embeddings', waitingCount(), lanes.filter((lane) => lane.thread?.current).length), 'refused');
+        if (tracingOn()) endQueueWait(startQueueWait('embeddings', waitingCount(), running()), 'refused');
         return Promise.reject(
           new HttpError(503, `Too many embeddings requests are waiting; try again in ${retryAfterSeconds} s.`, {
             headers: { 'retry-after': String(retryAfterSeconds) },
@@ -401,6 +447,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
           order,
           sent: 0,
           vectors: new Array<number[]>(texts.length),
+          received: 0,
           tokens: 0,
           cancelled: false,
           trace: currentTrace(),
@@ -426,25 +473,25 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
             reject(error);
           };
         }
-        if (!request.lane.thread) start(request.lane);
-        if (tracingOn()) request.wait = startQueueWait(queueName(request.lane), waitingCount(), request.lane.thread?.current ? 1 : 0);
+        start(request.lane);
+        if (tracingOn()) request.wait = startQueueWait(queueName(request.lane), waitingCount(), request.lane.threads.filter((thread) => thread.current).length);
         request.lane.line.push(organization, request);
+        request.lane.waitingTexts += texts.length;
         pump();
       });
     },
     stats() {
-      const running = lanes.filter((lane) => lane.thread?.current).length;
-      return { running, waiting: waitingCount(), dropped, refused, batches, texts: batchedTexts };
+      return { running: running(), waiting: waitingCount(), dropped, refused, batches, texts: batchedTexts };
     },
     crashThread() {
       const crash: ThreadRequest = { type: 'crash' };
-      documents.thread?.worker.postMessage(crash);
+      documents.threads[0]?.worker.postMessage(crash);
     },
     async close() {
       if (closed) return;
       closed = true;
-      const threads = lanes.flatMap((lane) => (lane.thread ? [lane.thread] : []));
-      for (const lane of lanes) lane.thread = null;
+      const threads = lanes.flatMap((lane) => lane.threads);
+      for (const lane of lanes) lane.threads = [];
       const stopping = unavailable('The AI service is shutting down.');
       // A request with texts left is in its line and may have texts in a batch too: rejected once.
       const unanswered = new Set([...clearLines(), ...threads.flatMap((thread) => (thread.current ?? []).map((part) => part.request))]);

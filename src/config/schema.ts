@@ -337,7 +337,7 @@ export const configSchema = {
       maximum: 64,
       'x-default': '2, or 1 on a machine of one core',
       description:
-        "onnxruntime's threads per inference of the local model (`EMBEDDING_PROVIDER=local`) for documents, at `AI_THREAD_NICE`. On two cores 2 threads embed 1.7 times what 1 does ([benchmarks.md](benchmarks.md#embedding-threads-and-batches)). Search queries have a thread of their own (one onnxruntime thread at the API's priority), whatever this says.",
+        "Threads that embed documents with the local model (`EMBEDDING_PROVIDER=local`), at `AI_THREAD_NICE`: each holds its own copy of the model (about 130 MiB of memory once it has embedded: `bench/ai-memory.ts`) and runs one onnxruntime thread, and each batch goes to whichever is free. Copies rather than one inference on several onnxruntime threads, which wait for each other at every step of the model whenever the API takes a core from one of them: on two cores shared with the API two copies embedded 1.4-1.5 times what one inference on two threads did, and 1.1 times on idle cores ([benchmarks.md](benchmarks.md#two-copies-of-the-model-issue-38-2026-12-07)). Search queries have a thread of their own (one onnxruntime thread at the API's priority), whatever this says.",
     },
     EMBEDDING_BATCH_SIZE: {
       type: 'integer',
