@@ -85,14 +85,6 @@ function serve(db: PGlite, server: PGLiteSocketServer): void {
 }
 
 /**
- * PGlite's start parameters with PostgreSQL's fsync on or off. PGlite's own include `-F` (fsync
- * off): a commit was acknowledged once in the page cache. Without it, a commit returns after
- * fdatasync of its WAL (wal_sync_method's Linux default), checkpoints fsync the files they wrote,
- * and a start after a crash fsyncs the whole data directory before recovery (as after unpacking
- * the template). Those calls reach the disk only through the patched file system
- * (patches/@electric-sql+pglite+0.5.14.patch; PGlite issue 1107).
- */
-/**
  * The socket server answers each message of the wire protocol as PGlite gives it, one socket write
  * each (ParseComplete, BindComplete, every DataRow, CommandComplete, ReadyForQuery): about 150
  * writes, each a system call, for one document indexed. Corked while it handles what one read
@@ -118,6 +110,14 @@ function corkAnswers(): void {
   };
 }
 
+/**
+ * PGlite's start parameters with PostgreSQL's fsync on or off. PGlite's own include `-F` (fsync
+ * off): a commit was acknowledged once in the page cache. Without it, a commit returns after
+ * fdatasync of its WAL (wal_sync_method's Linux default), checkpoints fsync the files they wrote,
+ * and a start after a crash fsyncs the whole data directory before recovery (as after unpacking
+ * the template). Those calls reach the disk only through the patched file system
+ * (patches/@electric-sql+pglite+0.5.14.patch; PGlite issue 1107).
+ */
 function startParams(fsync: boolean): string[] {
   return fsync ? PGlite.defaultStartParams.filter((param) => param !== '-F') : PGlite.defaultStartParams;
 }
