@@ -17,7 +17,7 @@
  *   load, 0.1-0.4 s and about 1.4 s of CPU a copy, would otherwise take a core from the service's
  *   own start: `serve` opens its database meanwhile, issue 39);
  * - the queries' thread, one onnxruntime thread at the API's priority, started by the first
- *   query (a service that never searches never holds the second copy): requests of a few texts
+ *   query (a service that never searches never holds its copy): requests of a few texts
  *   (QUERY_TEXTS: a search's query) wait in a line of their own and never behind a document's
  *   batch; a batch of this line holds one request. A search waits for the CPU like any other
  *   request, so the documents' thread can be niced to give the API's requests the cores without
@@ -221,8 +221,10 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
       );
       return sum + lane.line.size(organization) - inHand.size;
     }, 0);
-  /** Threads with a batch in hand, both lanes. */
-  const running = () => lanes.reduce((sum, lane) => sum + lane.threads.filter((thread) => thread.current).length, 0);
+  /** The lane's threads with a batch in hand. */
+  const busy = (lane: Lane) => lane.threads.filter((thread) => thread.current).length;
+  /** The same, both lanes. */
+  const running = () => lanes.reduce((sum, lane) => sum + busy(lane), 0);
   let dropped = 0;
   let refused = 0;
   let batches = 0;
@@ -414,7 +416,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
   };
 
   // Each thread starts with its lane's first request (embed): the documents' one is not loaded
-  // during the service's start, and a service that never searches never holds the second copy.
+  // during the service's start, and a service that never searches never holds the queries' copy.
 
   return {
     model: LOCAL_EMBEDDING_MODEL,
@@ -474,7 +476,7 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
           };
         }
         start(request.lane);
-        if (tracingOn()) request.wait = startQueueWait(queueName(request.lane), waitingCount(), request.lane.threads.filter((thread) => thread.current).length);
+        if (tracingOn()) request.wait = startQueueWait(queueName(request.lane), waitingCount(), busy(request.lane));
         request.lane.line.push(organization, request);
         request.lane.waitingTexts += texts.length;
         pump();
