@@ -25,7 +25,8 @@ import { largeHtmlDocument } from './prose.ts';
 import { percentile } from './support.ts';
 
 export const API_LATENCY_AIM = 2;
-const INTERVAL_MS = 20;
+/** The probe's interval: each target gets a request this often. */
+export const PROBE_INTERVAL_MS = 20;
 
 interface Window {
   p50: number;
@@ -51,7 +52,7 @@ export function startProbe() {
     /** Starts a window; the promise resolves with its result once stop() (or maxMs) ends it. */
     window(targets: ProbeTarget[], maxMs: number): { stop(): void; result: Promise<ProbeResult> } {
       const result = once(child, 'message').then(([message]) => message as ProbeResult);
-      child.send({ type: 'start', targets, intervalMs: INTERVAL_MS, maxMs } satisfies ProbeMessage);
+      child.send({ type: 'start', targets, intervalMs: PROBE_INTERVAL_MS, maxMs } satisfies ProbeMessage);
       return { stop: () => child.send({ type: 'stop' } satisfies ProbeMessage), result };
     },
     close: () => child.disconnect(),

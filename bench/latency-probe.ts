@@ -3,7 +3,8 @@
  * event loop. Every `intervalMs` it sends one GET to each target, whether or not the previous ones
  * have been answered (a stalled server is not given time to catch up, so a stall shows in the
  * figures instead of being skipped: no coordinated omission), over keep-alive connections, and
- * records each answer's latency from the moment the request was due. Forked with an IPC channel:
+ * records each answer's latency from the moment the request was due (a target's `offsetMs` after
+ * the tick). Forked with an IPC channel:
  * `start` begins a window, `stop` (or `maxMs`) ends it and waits for the requests in flight; the
  * answer is one ProbeResult.
  */
@@ -13,6 +14,12 @@ export interface ProbeTarget {
   name: string;
   url: string;
   headers?: Record<string, string>;
+  /**
+   * How long after each tick this target's request is due (default 0: all targets at once). Spread
+   * over the interval, each request is measured on its own instead of partly queued behind
+   * another target's.
+   */
+  offsetMs?: number;
 }
 
 export type ProbeMessage = { type: 'start'; targets: ProbeTarget[]; intervalMs: number; maxMs: number } | { type: 'stop' };
@@ -61,12 +68,20 @@ function probe(targets: ProbeTarget[], intervalMs: number, maxMs: number) {
   // Each request goes out when it is due (a timer set for that moment; one that fires late sends
   // everything due by then), and its latency counts from when it was due.
   let timer: NodeJS.Timeout;
+  // With offsets, a tick's targets go out in the order of their offsets, each at its own moment.
+  const ordered = targets.map((target) => ({ target, offset: target.offsetMs ?? 0 })).sort((a, b) => a.offset - b.offset);
+  let next = 0;
+  const dueOf = (k: number, j: number) => started + k * intervalMs + ordered[j]!.offset;
   const tick = () => {
     const now = performance.now();
-    for (; started + sent * intervalMs <= now; sent++) {
-      for (const target of targets) send(target, started + sent * intervalMs);
+    while (dueOf(sent, next) <= now) {
+      send(ordered[next]!.target, dueOf(sent, next));
+      if (++next === ordered.length) {
+        next = 0;
+        sent++;
+      }
     }
-    timer = setTimeout(tick, Math.max(0, started + sent * intervalMs - performance.now()));
+    timer = setTimeout(tick, Math.max(0, dueOf(sent, next) - performance.now()));
   };
   tick();
   let stopped!: () => void;
