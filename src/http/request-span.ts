@@ -30,7 +30,10 @@ export function requestSpans(options: { trustIncoming: boolean }): RequestHandle
       next();
       return;
     }
-    const incoming = propagation.extract(NEW_TRACE, req.headers);
+    // Most callers send no trace context: then nothing to extract (the propagators' parsing was a
+    // measurable part of a span's cost, bench/tracing.ts). Which headers count is the configured
+    // propagators' to say (OTEL_PROPAGATORS: W3C by default, B3, ...).
+    const incoming = propagation.fields().some((field) => req.headers[field] !== undefined) ? propagation.extract(NEW_TRACE, req.headers) : NEW_TRACE;
     const remote = trace.getSpanContext(incoming);
     const parent: Context = options.trustIncoming ? incoming : NEW_TRACE;
     const links: Link[] = !options.trustIncoming && remote && isSpanContextValid(remote) ? [{ context: remote }] : [];
@@ -43,14 +46,8 @@ export function requestSpans(options: { trustIncoming: boolean }): RequestHandle
     // largest part of a span's cost on a request without a body (bench/tracing.ts). The response's
     // listeners do nothing that makes spans; the access log takes its ids when the request starts.
     if (hasBody(req)) context.bind(active, req);
-    let ended = false;
-    const end = () => {
-      if (ended) return;
-      ended = true;
-      finish(span, req, res);
-    };
-    res.once('finish', end);
-    res.once('close', end);
+    // 'close' comes last, after 'finish' for a response sent whole and alone for one cut short.
+    res.once('close', () => finish(span, req, res));
     context.with(active, next);
   };
 }
