@@ -29,6 +29,12 @@ export interface ProbeResult {
   latencies: Record<string, number[]>;
   /** The same answers' due times, ms since the window started (same order as `latencies`). */
   due: Record<string, number[]>;
+  /**
+   * The same answers' latencies from the moment each request was sent: without the probe's own
+   * lateness (its timer fires up to a millisecond or so after the due time, by about the same
+   * amount for a whole window), which a comparison of small latencies must leave out.
+   */
+  fromSent: Record<string, number[]>;
   errors: number;
   seconds: number;
 }
@@ -37,18 +43,21 @@ function probe(targets: ProbeTarget[], intervalMs: number, maxMs: number) {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const latencies: Record<string, number[]> = Object.fromEntries(targets.map((target) => [target.name, []]));
   const dueTimes: Record<string, number[]> = Object.fromEntries(targets.map((target) => [target.name, []]));
+  const fromSent: Record<string, number[]> = Object.fromEntries(targets.map((target) => [target.name, []]));
   let errors = 0;
   const inFlight = new Set<Promise<void>>();
   const started = performance.now();
   let sent = 0;
   const send = (target: ProbeTarget, due: number) => {
     const request = new Promise<void>((resolve) => {
+      const sentAt = performance.now();
       get(target.url, { agent, headers: target.headers ?? {} }, (res) => {
         res
           .on('end', () => {
             if (res.statusCode === 200) {
               latencies[target.name]!.push(performance.now() - due);
               dueTimes[target.name]!.push(due - started);
+              fromSent[target.name]!.push(performance.now() - sentAt);
             } else errors++;
             resolve();
           })
@@ -96,7 +105,7 @@ function probe(targets: ProbeTarget[], intervalMs: number, maxMs: number) {
       const seconds = (performance.now() - started) / 1000;
       await Promise.all(inFlight);
       agent.destroy();
-      return { latencies, due: dueTimes, errors, seconds };
+      return { latencies, due: dueTimes, fromSent, errors, seconds };
     },
   };
 }

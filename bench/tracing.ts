@@ -1,25 +1,26 @@
 /**
  * What tracing costs (issue 41; docs/observability.md): p50 latency of system.health
  * (`GET /api/v1/health`) and workspaces.list (`GET /api/v1/workspaces`: session, access check, a
- * query) on two apps at once, each in its own process on its own embedded database
- * (tracing-app.ts):
+ * query), each app in a process of its own on its own embedded database (tracing-app.ts):
  *
- * - this tree's app, measured both ways in turn: `off` (no exporter: the SDK not running, as by
- *   default) and `on` (the SDK started in it, exporting every span over OTLP/HTTP, protobuf as by
- *   default, to a receiver in this process, sampling everything), turned on and off between
- *   windows;
- * - `before`: the tree just before tracing was added (a git worktree of the parent of the commit
- *   that added src/telemetry/tracing.ts, with its own dependencies), today's baseline. Left out,
- *   saying why, where git cannot make it.
+ * - two processes of this tree, A and B, each turned on and off between windows: `off` (no
+ *   exporter: the SDK not running, as by default) and `on` (the SDK started in it, exporting every
+ *   span over OTLP/HTTP, protobuf as by default, to a receiver in this process, sampling
+ *   everything);
+ * - `before`: a process of the tree just before tracing was added (a git worktree of the parent of
+ *   the commit that added src/telemetry/tracing.ts, with its own dependencies), today's baseline.
+ *   Left out, saying why, where git cannot make it.
  *
- * One open-loop probe (latency-probe.ts) sends both routes of one variant a request every 20 ms
- * for a window, the others idle, then the next variant's; each round starts with another. All of
- * that five times over, each time with new processes started in another order. On / off is each
- * process's own ratio (tracing's cost alone: one process of a tree ran 7% slower than another of
- * the same tree for its whole life, as much as tracing costs), the median of the five reported;
- * off / before compares medians of p50s across processes. About 4 minutes. Aims: on/off p50 at
- * most 1.05; off/before within noise (about 1.00 ± 0.05). A measurement, not a test: nothing fails
- * when a figure misses its aim.
+ * One open-loop probe (latency-probe.ts) sends each of two apps' two routes a request every 20 ms,
+ * the four a quarter interval apart so that each request has the server to itself. On / off is a
+ * crossover: A on and B off, then the other way round (ABBA windows of 3 s), so that both the
+ * machine's drift and a process's own speed fall out of sqrt(onA/offB * onB/offA). Off / before:
+ * A, then B, tracing off, against the before tree's process. Latencies count from the moment each
+ * request was sent: the probe's own timer fires up to a millisecond late, which counted in (as
+ * from the due time) added about 0.7 ms to every answer and shrank the ratios. All of that five
+ * times with fresh processes; the medians of the five ratios are reported. About 4 minutes. Aims:
+ * on/off p50 at most 1.05; off/before within noise (about 1.00 ± 0.05). A measurement, not a test:
+ * nothing fails when a figure misses its aim.
  *   node bench/tracing.ts
  */
 import { execFile, fork, type ChildProcess } from 'node:child_process';
@@ -47,8 +48,10 @@ type Targets = { health: ProbeTarget; list: ProbeTarget };
 export interface TracingResult {
   /** p50 ms by variant and target; `before` absent when its tree could not be had (`missing` says why). */
   p50: Partial<Record<Variant, { health: number; list: number }>>;
-  /** Tracing on / off p50 of each process of this tree (measured both ways in the same process), one per repetition. */
+  /** Tracing on / off, p50 against p50, one per repetition (a crossover of two processes of this tree). */
   onOff: { health: number[]; list: number[] };
+  /** Tracing off / the tree before tracing, p50 against p50, one per repetition; empty when `before` is missing. */
+  offBefore: { health: number[]; list: number[] };
   /** What the receiver was sent: exports (batches of spans) and their bytes. */
   exported: { exports: number; bytes: number };
   missing?: string;
@@ -143,66 +146,90 @@ async function startApp(tree: string, env: Record<string, string>): Promise<App>
   }
 }
 
-export async function benchTracing({ repetitions = 5, rounds = 3, windowMs = 3000 } = {}): Promise<TracingResult> {
+/** The probe's four targets of two apps, a quarter of an interval apart: each request alone on the server. */
+function interleaved(first: [string, App], second: [string, App]): ProbeTarget[] {
+  const quarter = PROBE_INTERVAL_MS / 4;
+  return [
+    { ...first[1].targets.health, name: `${first[0]}.health`, offsetMs: 0 },
+    { ...second[1].targets.health, name: `${second[0]}.health`, offsetMs: quarter },
+    { ...first[1].targets.list, name: `${first[0]}.list`, offsetMs: 2 * quarter },
+    { ...second[1].targets.list, name: `${second[0]}.list`, offsetMs: 3 * quarter },
+  ];
+}
+
+export async function benchTracing({ repetitions = 5, windowMs = 3000 } = {}): Promise<TracingResult> {
   const receiver = await countingReceiver();
   const before = await treeBeforeTracing();
   const probe = startProbe();
-  // This tree's app is measured both ways, off and on, in the same process (tracing turned on and
-  // off between windows); the tree before tracing in a process of its own, never traced.
-  const processes: [string, string, Record<string, string>][] = [
-    ['this', root, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on', OTEL_SDK_DISABLED: 'false' }],
-    ...(typeof before === 'string' ? [] : [['before', before.dir, { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: '' }] as [string, string, Record<string, string>]]),
-  ];
-  const variants: Variant[] = ['off', 'on', ...(typeof before === 'string' ? [] : ['before' as const])];
-  // Each variant's p50s, one per repetition.
-  const p50s = new Map<string, number[]>();
+  const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on', OTEL_SDK_DISABLED: 'false' };
+  const untraced = { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: '' };
+  const ratios = { onOff: { health: [] as number[], list: [] as number[] }, offBefore: { health: [] as number[], list: [] as number[] } };
+  const pooled = new Map<string, number[]>();
+  const measure = async (targets: ProbeTarget[], record: (name: string, latencies: number[]) => void) => {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const result = await probe.window(targets, windowMs).result;
+    if (result.errors > 0) throw new Error(`${result.errors} requests failed`);
+    for (const [name, latencies] of Object.entries(result.fromSent)) record(name, latencies);
+  };
   try {
     for (let repetition = 0; repetition < repetitions; repetition++) {
-      // Fresh processes each repetition, started in another order: one process of a tree came out
-      // 7% slower than another process of the same tree for the whole of its life (its place in
-      // memory, the JIT's choices), as much as tracing costs. Tracing on against off is therefore
-      // measured within one process: that difference is tracing's alone. Off against the tree
-      // before tracing is across processes, hence the repetitions.
-      const order = processes.map((_, k) => processes[(repetition + k) % processes.length]!);
-      const apps = new Map<string, App>();
+      const apps: App[] = [];
       try {
-        for (const [name, tree, env] of order) apps.set(name, await startApp(tree, env));
-        const self = apps.get('this')!;
-        const appOf = (variant: Variant) => apps.get(variant === 'before' ? 'before' : 'this')!;
-        const targetsOf = (variant: Variant) => [
-          { ...appOf(variant).targets.health, name: `${variant}.health` },
-          // Half an interval after the other: each request's latency its own, not partly the
-          // other's (sent together, one waited for the other's handling, tracing's cost in it).
-          { ...appOf(variant).targets.list, name: `${variant}.list`, offsetMs: PROBE_INTERVAL_MS / 2 },
-        ];
+        // Two processes of this tree, A and B, and one of the tree before tracing, C, started in
+        // another order each repetition.
+        const trees: [string, Record<string, string>][] = [[root, traced], [root, traced], ...(typeof before === 'string' ? [] : [[before.dir, untraced] as [string, Record<string, string>]])];
+        const started = new Map<number, App>();
+        for (let k = 0; k < trees.length; k++) {
+          const index = (repetition + k) % trees.length;
+          const [tree, env] = trees[index]!;
+          started.set(index, await startApp(tree, env));
+        }
+        apps.push(...[...started.entries()].sort(([a], [b]) => a - b).map(([, app]) => app));
+        const [a, b, c] = apps as [App, App, App | undefined];
         // Untimed: every app's code optimised before the first window, this tree's both ways.
-        await self.trace(true);
-        await probe.window(
-          variants.flatMap((variant) => targetsOf(variant)),
-          3000,
-        ).result;
-        let tracing = true;
+        await Promise.all([a.trace(true), b.trace(true)]);
+        await probe.window(interleaved(['a', a], ['b', b]), 3000).result;
+        if (c) await probe.window(interleaved(['c', c], ['b', b]), 2000).result;
+        // Latencies by name: `on.a.health`, `off.b.list`, `base.a.health`, `before.list`, ...
         const latencies = new Map<string, number[]>();
-        for (let round = 0; round < rounds; round++) {
-          // One variant at a time, the others idle: probed together, the apps took the two cores
-          // from one another, and the order of the probe's requests moved the ratios as much as
-          // tracing. Each round starts with another variant.
-          for (let k = 0; k < variants.length; k++) {
-            const variant = variants[(repetition + round + k) % variants.length]!;
-            if (variant !== 'before' && tracing !== (variant === 'on')) {
-              tracing = variant === 'on';
-              await self.trace(tracing);
-            }
-            await new Promise((resolve) => setTimeout(resolve, 300));
-            const result = await probe.window(targetsOf(variant), windowMs).result;
-            if (result.errors > 0) throw new Error(`${result.errors} requests failed`);
-            for (const [name, values] of Object.entries(result.latencies)) latencies.set(name, [...(latencies.get(name) ?? []), ...values]);
+        const add = (key: string, values: number[]) => latencies.set(key, [...(latencies.get(key) ?? []), ...values]);
+        // A crossover: tracing on in A and off in B, then the other way round (ABBA), both probed
+        // interleaved. Interleaved, the machine's drift (the same request's p50 wandered by a
+        // third within seconds on these cores) falls on both alike; crossed over, so does a
+        // process's own speed (a process of a tree ran up to 7% slower than another of the same
+        // tree for its whole life): on/off = sqrt(onA/offB * onB/offA) is tracing's alone.
+        for (const aOn of [true, false, false, true]) {
+          await Promise.all([a.trace(aOn), b.trace(!aOn)]);
+          await measure(interleaved(['a', a], ['b', b]), (name, values) => {
+            const [app, target] = name.split('.') as ['a' | 'b', string];
+            add(`${(app === 'a') === aOn ? 'on' : 'off'}.${app}.${target}`, values);
+          });
+        }
+        // Off against the tree before tracing: each of A and B, tracing off, interleaved with C.
+        // Across processes, so only the repetitions average out a process's own speed.
+        if (c) {
+          await Promise.all([a.trace(false), b.trace(false)]);
+          for (const [name, app] of [
+            ['a', a],
+            ['b', b],
+          ] as const) {
+            await measure(interleaved([name, app], ['c', c]), (key, values) => {
+              const [which, target] = key.split('.') as [string, string];
+              add(which === 'c' ? `before.${target}` : `base.${target}`, values);
+            });
           }
         }
-        for (const [name, values] of latencies) p50s.set(name, [...(p50s.get(name) ?? []), percentile(values, 50)]);
+        const p50 = (key: string) => percentile(latencies.get(key) ?? [NaN], 50);
+        for (const target of ['health', 'list'] as const) {
+          ratios.onOff[target].push(Math.sqrt(((p50(`on.a.${target}`) / p50(`off.b.${target}`)) * p50(`on.b.${target}`)) / p50(`off.a.${target}`)));
+          if (c) ratios.offBefore[target].push(p50(`base.${target}`) / p50(`before.${target}`));
+          for (const variant of ['on', 'off'] as const)
+            pooled.set(`${variant}.${target}`, [...(pooled.get(`${variant}.${target}`) ?? []), ...(latencies.get(`${variant}.a.${target}`) ?? []), ...(latencies.get(`${variant}.b.${target}`) ?? [])]);
+          if (c) pooled.set(`before.${target}`, [...(pooled.get(`before.${target}`) ?? []), ...(latencies.get(`before.${target}`) ?? [])]);
+        }
       } finally {
         await Promise.all(
-          [...apps.values()].map(async ({ child }) => {
+          apps.map(async ({ child }) => {
             // One that crashed meanwhile has exited already: no stop to send, no exit to wait for.
             if (child.exitCode !== null || child.signalCode !== null) return;
             const exit = once(child, 'exit');
@@ -212,11 +239,12 @@ export async function benchTracing({ repetitions = 5, rounds = 3, windowMs = 300
         );
       }
     }
-    const p50 = (name: string) => median(p50s.get(name) ?? [NaN]);
-    const ratios = (name: string) => (p50s.get(`on.${name}`) ?? []).map((on, k) => on / p50s.get(`off.${name}`)![k]!);
+    const p50 = (key: string) => (pooled.has(key) ? percentile(pooled.get(key)!, 50) : undefined);
+    const variants: Variant[] = ['off', 'on', ...(typeof before === 'string' ? [] : ['before' as const])];
     return {
-      p50: Object.fromEntries(variants.map((variant) => [variant, { health: p50(`${variant}.health`), list: p50(`${variant}.list`) }])),
-      onOff: { health: ratios('health'), list: ratios('list') },
+      p50: Object.fromEntries(variants.map((variant) => [variant, { health: p50(`${variant}.health`)!, list: p50(`${variant}.list`)! }])),
+      onOff: ratios.onOff,
+      offBefore: ratios.offBefore,
       exported: { ...receiver.received },
       ...(typeof before === 'string' ? { missing: before } : {}),
     };
@@ -231,19 +259,18 @@ export async function tracingRows(): Promise<string[][]> {
   console.log('tracing: p50 of system.health and workspaces.list, tracing off, on (exporting) and before tracing existed:');
   const result = await benchTracing();
   const { off, on, before } = result.p50;
-  const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? 'n/a' : (a / b).toFixed(3));
   const ms = (value: number | undefined) => (value === undefined ? '-' : `${value.toFixed(2)} ms`);
-  // On / off: the median of each process's own ratio (both measured in it), the ratios listed.
-  const paired = (values: number[]) => `${median(values).toFixed(3)}  (processes: ${values.map((value) => value.toFixed(3)).join(', ')})`;
+  // The median of the repetitions' ratios, each listed.
+  const ratios = (values: number[]) => `${median(values).toFixed(3)}  (repetitions: ${values.map((value) => value.toFixed(3)).join(', ')})`;
   return [
     [
       'tracing on / off, p50 system.health',
-      `${paired(result.onOff.health)}; ${ms(on?.health)} / ${ms(off?.health)}; ${result.exported.exports} exports, ${(result.exported.bytes / 1024).toFixed(0)} KiB`,
+      `${ratios(result.onOff.health)}; ${ms(on?.health)} / ${ms(off?.health)}; ${result.exported.exports} exports, ${(result.exported.bytes / 1024).toFixed(0)} KiB`,
       `<= ${TRACING_ON_AIM}`,
     ],
-    ['tracing on / off, p50 workspaces.list', `${paired(result.onOff.list)}; ${ms(on?.list)} / ${ms(off?.list)}`, `<= ${TRACING_ON_AIM}`],
-    ['tracing off / before tracing, p50 system.health', before ? `${ratio(off?.health, before.health)}  (${ms(off?.health)} / ${ms(before.health)})` : `not measured: ${result.missing}`, 'within noise'],
-    ['tracing off / before tracing, p50 workspaces.list', before ? `${ratio(off?.list, before.list)}  (${ms(off?.list)} / ${ms(before.list)})` : '', 'within noise'],
+    ['tracing on / off, p50 workspaces.list', `${ratios(result.onOff.list)}; ${ms(on?.list)} / ${ms(off?.list)}`, `<= ${TRACING_ON_AIM}`],
+    ['tracing off / before tracing, p50 system.health', before ? `${ratios(result.offBefore.health)}; before ${ms(before.health)}` : `not measured: ${result.missing}`, 'within noise'],
+    ['tracing off / before tracing, p50 workspaces.list', before ? `${ratios(result.offBefore.list)}; before ${ms(before.list)}` : '', 'within noise'],
   ];
 }
 

@@ -55,28 +55,39 @@ export interface SpannedQuery {
  * answered (a `with ... insert` is an INSERT).
  */
 export function traceQuery(query: SpannedQuery, settings: QuerySpanSettings): void {
-  const attributes: Attributes = { ...settings.attributes };
-  const first = query.strings[0];
-  const keyword = first === undefined ? undefined : FIRST_KEYWORD.exec(first)?.[1];
-  if (keyword) attributes['db.operation.name'] = keyword.toUpperCase();
-  if (settings.queryText && first !== undefined) attributes['db.query.text'] = statementText(query.strings);
-  const span = tracer.startSpan('db.query', { kind: SpanKind.CLIENT, attributes });
+  // The attributes are set once, when the statement settles: given at the start, the SDK checks
+  // each twice (before and after its sampler), on the request's way.
+  const span = tracer.startSpan('db.query', { kind: SpanKind.CLIENT });
   // Not query.then: postgres.js's own `then` would send it (again); this only watches.
   void Promise.prototype.then.call(
     query,
     (result: unknown) => {
       const command = (result as { command?: unknown } | null)?.command;
-      if (typeof command === 'string' && Array.isArray(result)) {
-        span.setAttribute('db.operation.name', command);
-        span.setAttribute('db.response.returned_rows', result.length);
-      }
+      const answered = typeof command === 'string' && Array.isArray(result);
+      const attributes = statementAttributes(query, settings, answered ? command : undefined);
+      if (answered) attributes['db.response.returned_rows'] = result.length;
+      span.setAttributes(attributes);
       span.end();
     },
     (error: unknown) => {
+      span.setAttributes(statementAttributes(query, settings));
       databaseFailure(span, error);
       span.end();
     },
   );
+}
+
+/**
+ * The pool's attributes, the statement's text when asked for, and its operation: the command the
+ * server reported, else the statement's first keyword.
+ */
+function statementAttributes(query: SpannedQuery, settings: QuerySpanSettings, command?: string): Attributes {
+  const attributes: Attributes = { ...settings.attributes };
+  const first = query.strings[0];
+  const operation = command ?? (first === undefined ? undefined : FIRST_KEYWORD.exec(first)?.[1]?.toUpperCase());
+  if (operation) attributes['db.operation.name'] = operation;
+  if (settings.queryText && first !== undefined) attributes['db.query.text'] = statementText(query.strings);
+  return attributes;
 }
 
 /** The text as written, `$1`, `$2` ... where values (or fragments) were interpolated; a sql.unsafe text is its one string. */
@@ -106,26 +117,27 @@ export function traceTransaction(settings: QuerySpanSettings, options: unknown, 
   if (typeof options === 'string' && options.trim()) attributes['app.db.transaction.options'] = options.replace(/[^a-z ]/gi, '').trim();
   const attempt = context.active().getValue(ATTEMPT);
   if (typeof attempt === 'number') attributes['app.db.transaction.attempt'] = attempt;
-  return tracer.startActiveSpan('db.transaction', { kind: SpanKind.INTERNAL, attributes }, (span) => {
+  // Its attributes set when it ends, once (as traceQuery's).
+  const ended = (span: Span, outcome: 'committed' | 'rolled_back' | 'unknown', failure?: { error: unknown }) => {
+    span.setAttributes({ ...attributes, 'app.db.transaction.outcome': outcome });
+    if (failure) databaseFailure(span, failure.error);
+    span.end();
+  };
+  return tracer.startActiveSpan('db.transaction', { kind: SpanKind.INTERNAL }, (span) => {
     let begun: Promise<unknown>;
     try {
       begun = begin();
     } catch (error) {
-      span.setAttribute('app.db.transaction.outcome', 'rolled_back');
-      databaseFailure(span, error);
-      span.end();
+      ended(span, 'rolled_back', { error });
       throw error;
     }
     return begun.then(
       (value) => {
-        span.setAttribute('app.db.transaction.outcome', 'committed');
-        span.end();
+        ended(span, 'committed');
         return value;
       },
       (error: unknown) => {
-        span.setAttribute('app.db.transaction.outcome', connectionLost(error) ? 'unknown' : 'rolled_back');
-        databaseFailure(span, error);
-        span.end();
+        ended(span, connectionLost(error) ? 'unknown' : 'rolled_back', { error });
         throw error;
       },
     );

@@ -17,12 +17,16 @@ import type { Request, RequestHandler, Response } from 'express';
 import { authRoutes } from '../../generated/auth-routes.ts';
 import { procedures } from '../../generated/procedures.ts';
 import { hasBody } from './json-body.ts';
-import { NEW_TRACE, SpanKind, traceResponse, tracer, tracingOn, type Link, type Span } from '../telemetry/tracing.ts';
+import { NEW_TRACE, SpanKind, traceResponse, tracer, tracingOn, type Attributes, type Link, type Span } from '../telemetry/tracing.ts';
 
 /** The name of a request's span when no route took it (a 404, or a refusal before routing). */
 export const UNMATCHED = 'http.unmatched';
 
-const REQUEST_SPAN = createContextKey('workspace-api request span');
+/** What the request's context holds of its span: the organization is noted there and set on the span when it ends. */
+interface RequestRecord {
+  organizationId?: string;
+}
+const REQUEST = createContextKey('workspace-api request');
 
 export function requestSpans(options: { trustIncoming: boolean }): RequestHandler {
   return (req, res, next) => {
@@ -33,13 +37,21 @@ export function requestSpans(options: { trustIncoming: boolean }): RequestHandle
     // Most callers send no trace context: then nothing to extract (the propagators' parsing was a
     // measurable part of a span's cost, bench/tracing.ts). Which headers count is the configured
     // propagators' to say (OTEL_PROPAGATORS: W3C by default, B3, ...).
-    const incoming = propagation.fields().some((field) => req.headers[field] !== undefined) ? propagation.extract(NEW_TRACE, req.headers) : NEW_TRACE;
-    const remote = trace.getSpanContext(incoming);
-    const parent: Context = options.trustIncoming ? incoming : NEW_TRACE;
-    const links: Link[] = !options.trustIncoming && remote && isSpanContextValid(remote) ? [{ context: remote }] : [];
-    const span = tracer.startSpan(UNMATCHED, { kind: SpanKind.SERVER, links, attributes: { 'http.request.method': req.method, 'app.request.id': req.id } }, parent);
+    let parent: Context = NEW_TRACE;
+    const links: Link[] = [];
+    if (propagation.fields().some((field) => req.headers[field] !== undefined)) {
+      const incoming = propagation.extract(NEW_TRACE, req.headers);
+      const remote = trace.getSpanContext(incoming);
+      if (options.trustIncoming) parent = incoming;
+      else if (remote && isSpanContextValid(remote)) links.push({ context: remote });
+    }
+    // Its attributes are set once the response has gone (finish): the SDK checks each attribute
+    // it is given, work that need not delay the answer. No sampler the SDK can be configured with
+    // (OTEL_TRACES_SAMPLER) decides on attributes.
+    const span = tracer.startSpan(UNMATCHED, { kind: SpanKind.SERVER, links }, parent);
     res.setHeader('traceresponse', traceResponse(span));
-    const active = trace.setSpan(parent, span).setValue(REQUEST_SPAN, span);
+    const record: RequestRecord = {};
+    const active = trace.setSpan(parent, span).setValue(REQUEST, record);
     // A body's reader (json-body.ts, an upload's PUT) goes on from the request's `data` and `end`
     // events, which run in the context of the socket that emits them: bound, they run in the
     // request's. Only then: binding patches every listener method of the emitter, which was the
@@ -47,7 +59,7 @@ export function requestSpans(options: { trustIncoming: boolean }): RequestHandle
     // listeners do nothing that makes spans; the access log takes its ids when the request starts.
     if (hasBody(req)) context.bind(active, req);
     // 'close' comes last, after 'finish' for a response sent whole and alone for one cut short.
-    res.once('close', () => finish(span, req, res));
+    res.once('close', () => finish(span, record, req, res));
     context.with(active, next);
   };
 }
@@ -58,22 +70,24 @@ export function requestSpans(options: { trustIncoming: boolean }): RequestHandle
  */
 export function noteOrganization(organizationId: string | undefined): void {
   if (organizationId === undefined || !tracingOn()) return;
-  const span = context.active().getValue(REQUEST_SPAN) as Span | undefined;
-  span?.setAttribute('app.organization.id', organizationId);
+  const record = context.active().getValue(REQUEST) as RequestRecord | undefined;
+  if (record) record.organizationId = organizationId;
 }
 
-/** Names the span after what answered, and records the answer's status. */
-function finish(span: Span, req: Request, res: Response): void {
+/** Names the span after what answered, and records the request's method, id and organization and the answer's status. */
+function finish(span: Span, record: RequestRecord, req: Request, res: Response): void {
   const { name, route } = routeOf(req, res);
   span.updateName(name);
-  if (route !== undefined) span.setAttribute('http.route', route);
   const status = res.statusCode;
-  span.setAttribute('http.response.status_code', status);
+  const attributes: Attributes = { 'http.request.method': req.method, 'app.request.id': req.id, 'http.response.status_code': status };
+  if (route !== undefined) attributes['http.route'] = route;
+  if (record.organizationId !== undefined) attributes['app.organization.id'] = record.organizationId;
   // Server spans: a 4xx is the client's doing, not a failure of the service (OpenTelemetry's HTTP conventions).
   if (status >= 500) {
-    span.setAttribute('error.type', String(status));
+    attributes['error.type'] = String(status);
     span.setStatus({ code: SpanStatusCode.ERROR });
   }
+  span.setAttributes(attributes);
   span.end();
 }
 
