@@ -17,7 +17,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { authRoutes } from '../../generated/auth-routes.ts';
 import { procedures } from '../../generated/procedures.ts';
 import { hasBody } from './json-body.ts';
-import { NEW_TRACE, SpanKind, traceResponse, tracer, tracingOn, type Attributes, type Link, type Span } from '../telemetry/tracing.ts';
+import { incomingFields, NEW_TRACE, SpanKind, traceResponse, tracer, tracingOn, type Attributes, type Link, type Span } from '../telemetry/tracing.ts';
 
 /** The name of a request's span when no route took it (a 404, or a refusal before routing). */
 export const UNMATCHED = 'http.unmatched';
@@ -35,11 +35,10 @@ export function requestSpans(options: { trustIncoming: boolean }): RequestHandle
       return;
     }
     // Most callers send no trace context: then nothing to extract (the propagators' parsing was a
-    // measurable part of a span's cost, bench/tracing.ts). Which headers count is the configured
-    // propagators' to say (OTEL_PROPAGATORS: W3C by default, B3, ...).
+    // measurable part of a span's cost, bench/tracing.ts).
     let parent: Context = NEW_TRACE;
     const links: Link[] = [];
-    if (propagation.fields().some((field) => req.headers[field] !== undefined)) {
+    if (incomingFields.some((field) => req.headers[field] !== undefined)) {
       const incoming = propagation.extract(NEW_TRACE, req.headers);
       const remote = trace.getSpanContext(incoming);
       if (options.trustIncoming) parent = incoming;
@@ -58,8 +57,8 @@ export function requestSpans(options: { trustIncoming: boolean }): RequestHandle
     // largest part of a span's cost on a request without a body (bench/tracing.ts). The response's
     // listeners do nothing that makes spans; the access log takes its ids when the request starts.
     if (hasBody(req)) context.bind(active, req);
-    // 'close' comes last, after 'finish' for a response sent whole and alone for one cut short.
-    res.once('close', () => finish(span, record, req, res));
+    // 'close' comes once and last, after 'finish' for a response sent whole and alone for one cut short.
+    res.on('close', () => finish(span, record, req, res));
     context.with(active, next);
   };
 }

@@ -11,6 +11,7 @@
  * document's text.
  */
 import { context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanOptions } from '@opentelemetry/api';
+import { spanIds } from './span-ids.ts';
 
 export { SpanKind } from '@opentelemetry/api';
 export type { Attributes, Link, Span } from '@opentelemetry/api';
@@ -23,6 +24,13 @@ export type { Attributes, Link, Span } from '@opentelemetry/api';
 export let tracer = trace.getTracer('workspace-api');
 
 let tracing = false;
+
+/**
+ * The request headers the configured propagators read (OTEL_PROPAGATORS: W3C's traceparent,
+ * tracestate and baggage by default), taken once at the start: a request carrying none of them
+ * has no context to extract.
+ */
+export let incomingFields: readonly string[] = [];
 
 /** Whether an SDK was started in this process: spans are recorded and exported. */
 export function tracingOn(): boolean {
@@ -68,9 +76,10 @@ export async function startTracing(serviceName: string, env: NodeJS.ProcessEnv =
   env.OTEL_METRICS_EXPORTER ??= 'none';
   env.OTEL_LOGS_EXPORTER ??= 'none';
   const { NodeSDK } = await import('@opentelemetry/sdk-node');
-  const sdk = new NodeSDK({ serviceName: env.OTEL_SERVICE_NAME || serviceName, instrumentations: [] });
+  const sdk = new NodeSDK({ serviceName: env.OTEL_SERVICE_NAME || serviceName, instrumentations: [], idGenerator: spanIds });
   sdk.start();
   tracer = trace.getTracer('workspace-api');
+  incomingFields = propagation.fields();
   tracing = true;
   return {
     async flush() {
@@ -80,6 +89,7 @@ export async function startTracing(serviceName: string, env: NodeJS.ProcessEnv =
     },
     async shutdown() {
       tracing = false;
+      incomingFields = [];
       try {
         await sdk.shutdown();
       } finally {
