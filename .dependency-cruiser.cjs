@@ -5,7 +5,8 @@
  *
  * Layers, bottom to top:
  *   base         generated/, src/contract/, src/pagination/, src/rpc/, src/config.ts + src/config/, ids, logger, version, secret,
- *                the Principal type (auth/principal.ts), and tracing (telemetry/tracing.ts: every layer makes spans)
+ *                the Principal type (auth/principal.ts), and tracing (telemetry/tracing.ts: every layer makes spans,
+ *                and telemetry/span-ids.ts, its SDK's ids)
  *   infra        src/db/, src/storage/, src/email/, src/process/, src/ai-service/
  *   stores       every store.ts and *-store.ts (one owner per table), the credit ledger, and the
  *                revocation channel stores publish on (auth/revocations.ts)
@@ -18,14 +19,14 @@
  *   http         src/http/
  *   composition  src/composition/ (the composition root), then src/main.ts
  */
-const base = '^(generated/|src/(contract|pagination|rpc|config)/|src/(config|ids|logger|version|secret|auth/principal|telemetry/tracing)\\.ts$)';
+const base = '^(generated/|src/(contract|pagination|rpc|config)/|src/(config|ids|logger|version|secret|auth/principal|telemetry/(tracing|span-ids))\\.ts$)';
 const infra = '^src/(db|storage|email|process|ai-service)/';
 const stores = '^src/.+[/-]store\\.ts$|^src/credits/credit-ledger\\.ts$|^src/auth/revocations\\.ts$';
 const handlers = '^src/(admin|audit|auth|billing|contact|credits|documents|flags|jobs|organizations|system|user|workspaces)/.*(procedures|routes)\\.ts$|^src/(jobs/stream|billing/webhook|documents/search|admin/system-status|auth/accounts/email-sign-in|auth/social/flow-cookies)\\.ts$';
 const context = '^src/context\\.ts$';
 const http = '^src/http/';
 const composition = '^src/(composition/|main\\.ts$)';
-const features = '^src/(?!telemetry/tracing\\.ts$)(admin|audit|auth|billing|contact|credits|documents|flags|idempotency|jobs|organizations|system|telemetry|user|workspaces)/'; // idempotency: the rules and store of idempotent retries, run by the binding layer
+const features = '^src/(?!telemetry/(tracing|span-ids)\\.ts$)(admin|audit|auth|billing|contact|credits|documents|flags|idempotency|jobs|organizations|system|telemetry|user|workspaces)/'; // idempotency: the rules and store of idempotent retries, run by the binding layer
 
 const above = (...layers) => ({ path: layers });
 
