@@ -35,8 +35,8 @@ process.on('message', (message: AppMessage) => {
     }
     if (message.tracing && !tracing) {
       const { startTracing } = await from<typeof import('../src/telemetry/tracing.ts')>('src/telemetry/tracing.ts');
+      // Null when no exporter is configured: the answer says so, and the bench gives up.
       tracing = await startTracing('workspace-api-bench');
-      if (!tracing) throw new Error('tracing did not start: no exporter configured');
     } else if (!message.tracing && tracing) {
       await tracing.shutdown();
       tracing = null;

@@ -173,18 +173,16 @@ export async function benchTracing({ repetitions = 5, windowMs = 3000 } = {}): P
   };
   try {
     for (let repetition = 0; repetition < repetitions; repetition++) {
+      // Two processes of this tree, A and B, and one of the tree before tracing, C, started in
+      // another order each repetition; each in its place as soon as it runs, to be stopped below.
       const apps: App[] = [];
       try {
-        // Two processes of this tree, A and B, and one of the tree before tracing, C, started in
-        // another order each repetition.
         const trees: [string, Record<string, string>][] = [[root, traced], [root, traced], ...(typeof before === 'string' ? [] : [[before.dir, untraced] as [string, Record<string, string>]])];
-        const started = new Map<number, App>();
         for (let k = 0; k < trees.length; k++) {
           const index = (repetition + k) % trees.length;
           const [tree, env] = trees[index]!;
-          started.set(index, await startApp(tree, env));
+          apps[index] = await startApp(tree, env);
         }
-        apps.push(...[...started.entries()].sort(([a], [b]) => a - b).map(([, app]) => app));
         const [a, b, c] = apps as [App, App, App | undefined];
         // Untimed: every app's code optimised before the first window, this tree's both ways.
         await Promise.all([a.trace(true), b.trace(true)]);
@@ -229,6 +227,7 @@ export async function benchTracing({ repetitions = 5, windowMs = 3000 } = {}): P
         }
       } finally {
         await Promise.all(
+          // Sparse when a start failed: map skips the places not filled.
           apps.map(async ({ child }) => {
             // One that crashed meanwhile has exited already: no stop to send, no exit to wait for.
             if (child.exitCode !== null || child.signalCode !== null) return;

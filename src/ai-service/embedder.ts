@@ -400,17 +400,17 @@ export function createLocalEmbedder(dir: string, model: LocalModelSetup, logger:
   };
 
   /** Asks the thread to leave after its current batch, since terminating it mid-call aborts the process. */
-  const stop = async (own: Thread) => {
-    const exited = new Promise<void>((resolve) => own.worker.once('exit', () => resolve()));
+  const stop = async (thread: Thread) => {
+    const exited = new Promise<void>((resolve) => thread.worker.once('exit', () => resolve()));
     const stopRequest: ThreadRequest = { type: 'stop' };
-    own.worker.postMessage(stopRequest);
+    thread.worker.postMessage(stopRequest);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => {
       timer = setTimeout(() => resolve('late'), STOP_TIMEOUT_MS);
     });
     if ((await Promise.race([exited, late])) === 'late') {
       logger.error({ ms: STOP_TIMEOUT_MS }, 'embedding thread did not stop; terminating it');
-      await own.worker.terminate();
+      await thread.worker.terminate();
     }
     clearTimeout(timer);
   };
