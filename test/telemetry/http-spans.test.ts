@@ -3,7 +3,8 @@
  * receiver inside the test: named by the procedure or identity route, never the path; the
  * `traceresponse` header names it; nested spans and log lines of the handler sit under it, through
  * the Express middleware; an untrusted `traceparent` is a link of a new trace, a trusted one is
- * continued; nothing exported holds a token or a password. And while tracing is off: no header,
+ * continued; hostile trace headers and paths are answered as without them (never a 500); nothing
+ * exported holds a token or a password. And while tracing is off: no header,
  * and no SDK loaded.
  *
  * The app runs in this process (test/support/server.ts), so the SDK is started here, and shut
@@ -226,6 +227,28 @@ describe('tracing on, exporting to a receiver in the test', () => {
     expect(parseTraceResponse(response.headers.get('traceresponse')).traceId).toBe(callerTrace);
     const span = await spanOf(response);
     expect(span).toMatchObject({ traceId: callerTrace, parentSpanId: callerSpan, links: [], name: 'system.health' });
+  });
+
+  it('answers hostile trace headers and paths as without them: never a 500, always a new valid traceresponse when untrusted', async () => {
+    const zeros = `00-${'0'.repeat(32)}-${'0'.repeat(16)}-01`;
+    const cases: [string, Record<string, string>][] = [
+      ['/api/v1/health', { traceparent: zeros }],
+      ['/api/v1/health', { traceparent: 'ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }],
+      ['/api/v1/health', { traceparent: `00-${'g'.repeat(32)}-${'1'.repeat(16)}-01`, tracestate: 'x'.repeat(10_000) }],
+      ['/api/v1/health', { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01, 00-1af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }],
+      ['/api/v1/health', { tracestate: '=,==,a=%ZZ', baggage: 'k=%E0%A4%A,=v;;;,%00=1' }],
+      ['/api/v1/%E0%A4%A?x=%00', { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }],
+      [`/api/v1/workspaces?organizationId=${encodeURIComponent('\u0000')}`, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }],
+    ];
+    for (const target of [server, trusting]) {
+      for (const [path, headers] of cases) {
+        const response = await target.fetch(path, { headers });
+        expect(response.status, `${path} ${JSON.stringify(headers).slice(0, 80)}`).toBeLessThan(500);
+        const { traceId } = parseTraceResponse(response.headers.get('traceresponse'));
+        expect(traceId).not.toBe('0'.repeat(32));
+        if (target === server) expect(traceId).not.toBe('0af7651916cd43dd8448eb211c80319c');
+      }
+    }
   });
 
   it('ends an event stream’s span when its response ends', async () => {
